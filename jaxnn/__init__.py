@@ -1,0 +1,40 @@
+"""jaxnn — boosted (leveraged) nearest-neighbour classification in JAX.
+
+    model = jaxnn.fit(X, y, k=10, loss="logistic", algorithm="gnnb")
+    jaxnn.predict(model, X_test)
+
+H_c(x) = Σ_{j∈NN_k(x)} α_jc y_jc, with α learned by UNN, GNNB or N³.
+"""
+
+from jaxnn import datasets, losses, metrics
+from jaxnn._src.algorithms import GNNB, N3, UNN, UNNFast, gnnb, n3, unn, unn_fast
+from jaxnn._src.boosting import surrogate_risk
+from jaxnn._src.graph import InverseNeighbors, Neighbors, inverse_neighbors, knn_graph, knn_query
+from jaxnn._src.model import Model, decision_function, fit, predict, predict_proba
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "GNNB",
+    "InverseNeighbors",
+    "Model",
+    "N3",
+    "Neighbors",
+    "UNN",
+    "UNNFast",
+    "datasets",
+    "decision_function",
+    "fit",
+    "gnnb",
+    "inverse_neighbors",
+    "knn_graph",
+    "knn_query",
+    "losses",
+    "metrics",
+    "n3",
+    "predict",
+    "predict_proba",
+    "surrogate_risk",
+    "unn",
+    "unn_fast",
+]

@@ -1,0 +1,213 @@
+"""k-nearest-neighbour graphs and inverse neighbourhoods.
+
+* :func:`knn_graph` — training neighbours NN_k(x_i), self excluded, exact ties
+  broken by the lower index.  ``method="exact"`` is blocked brute force in JAX
+  (one matmul per block of rows for ‖x‖² − 2x·x' + ‖x'‖², then
+  :func:`jax.lax.top_k`), memory bounded by ``block_size`` rows × m columns;
+  ``method="nndescent"`` uses pynndescent.
+* :func:`knn_query` — neighbours of new points among the training points.
+* :func:`inverse_neighbors` — inv(j) = {i : j ∈ NN_k(x_i)} as padded arrays
+  ``members (m, P)`` (sentinel m) and ``counts (m,)`` (DESIGN.md §1, §5).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+__all__ = ["Neighbors", "InverseNeighbors", "knn_graph", "knn_query", "inverse_neighbors"]
+
+_METHODS = ("exact", "nndescent")
+# Elements of one (block × m) distance tile; 2**24 float32 = 64 MiB.
+_TILE_ELEMENTS = 1 << 24
+
+
+class Neighbors(NamedTuple):
+    """k nearest neighbours of each row.
+
+    Attributes:
+      indices: (n, k) int32, neighbour indices into the training set, nearest first.
+      distances: (n, k) float, Euclidean distances (not squared), ascending.
+    """
+
+    indices: jax.Array
+    distances: jax.Array
+
+
+class InverseNeighbors(NamedTuple):
+    """Padded inverse neighbourhoods.
+
+    Attributes:
+      members: (m, P) int32; row j lists inv(j) in increasing order, padded with m.
+      counts: (m,) int32; n_j = |inv(j)|.
+    """
+
+    members: jax.Array
+    counts: jax.Array
+
+
+def _check_points(X, name: str) -> np.ndarray:
+    if not hasattr(X, "shape"):
+        X = np.asarray(X)
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array (n_samples, n_features), got shape {tuple(X.shape)}")
+    if not (jnp.issubdtype(X.dtype, jnp.floating) or jnp.issubdtype(X.dtype, jnp.integer) or X.dtype == bool):
+        raise TypeError(f"{name} must hold numbers, got dtype {X.dtype}")
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"{name} is empty: shape {tuple(X.shape)}")
+    if not bool(jnp.all(jnp.isfinite(jnp.asarray(X, dtype=float)))):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return X
+
+
+def _check_k(k, m: int, *, exclude_self: bool) -> int:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise TypeError(f"k must be an integer, got {type(k).__name__}")
+    k = int(k)
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    limit = m - 1 if exclude_self else m
+    if k > limit:
+        what = "k must be < the number of training points" if exclude_self else "k must be <= the number of training points"
+        raise ValueError(f"{what} ({m}), got k={k}")
+    return k
+
+
+def _block_rows(m: int, block_size: int | None) -> int:
+    if block_size is None:
+        block_size = max(1, min(4096, _TILE_ELEMENTS // max(m, 1)))
+    if int(block_size) < 1:
+        raise ValueError(f"block_size must be >= 1, got {block_size}")
+    return int(block_size)
+
+
+@functools.partial(jax.jit, static_argnames=("k", "block", "exclude_self"))
+def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool):
+    """Exact kNN of rows of Q among rows of X, block × m tiles at a time."""
+    n, m = Q.shape[0], X.shape[0]
+    n_blocks = -(-n // block)
+    Qp = jnp.zeros((n_blocks * block, Q.shape[1]), Q.dtype).at[:n].set(Q)
+    x_sq = jnp.sum(X * X, axis=1)
+    cols = jnp.arange(m)
+
+    def one_block(b):
+        start = b * block
+        q = jax.lax.dynamic_slice_in_dim(Qp, start, block)
+        d2 = jnp.sum(q * q, axis=1)[:, None] - 2.0 * (q @ X.T) + x_sq[None, :]
+        d2 = jnp.maximum(d2, 0.0)
+        if exclude_self:
+            rows = start + jnp.arange(block)
+            d2 = jnp.where(rows[:, None] == cols[None, :], jnp.inf, d2)
+        neg, idx = jax.lax.top_k(-d2, k)  # ties: lower index first
+        return idx.astype(jnp.int32), jnp.sqrt(-neg)
+
+    idx, dist = jax.lax.map(one_block, jnp.arange(n_blocks))
+    return idx.reshape(-1, k)[:n], dist.reshape(-1, k)[:n]
+
+
+def _as_float(X):
+    X = jnp.asarray(X)
+    return X if jnp.issubdtype(X.dtype, jnp.floating) else X.astype(jnp.result_type(float))
+
+
+def knn_graph(X, k: int, *, method: str = "exact", block_size: int | None = None, seed: int = 0) -> Neighbors:
+    """Training neighbour graph NN_k(x_i), self excluded.
+
+    Args:
+      X: (m, d) training points.
+      k: neighbours per point, 1 ≤ k < m.
+      method: ``"exact"`` (blocked brute force in JAX) or ``"nndescent"``
+        (approximate, pynndescent; −1 entries it may return are repaired with
+        an exact search of those rows).
+      block_size: rows per distance tile (default keeps a tile ≤ 64 MiB).
+      seed: random state of nndescent.
+
+    Returns:
+      :class:`Neighbors` with ``indices`` (m, k) int32 and ``distances`` (m, k).
+    """
+    X = _check_points(X, "X")
+    m = X.shape[0]
+    k = _check_k(k, m, exclude_self=True)
+    if method not in _METHODS:
+        raise ValueError(f"unknown neighbour method {method!r}; use one of {_METHODS}")
+    if method == "nndescent":
+        return _nndescent_graph(np.asarray(X), k, seed)
+    Xf = _as_float(X)
+    idx, dist = _blocked_topk(Xf, Xf, k, _block_rows(m, block_size), True)
+    return Neighbors(idx, dist)
+
+
+def knn_query(X_train, X_query, k: int, *, block_size: int | None = None) -> Neighbors:
+    """Exact k nearest training points of each query row (blocked, in JAX).
+
+    Args:
+      X_train: (m, d) training points.  X_query: (n, d) query points.
+      k: 1 ≤ k ≤ m.
+
+    Returns:
+      :class:`Neighbors` with ``indices`` (n, k) int32 into X_train.
+    """
+    X_train = _check_points(X_train, "X_train")
+    X_query = _check_points(X_query, "X")
+    if X_query.shape[1] != X_train.shape[1]:
+        raise ValueError(f"X has {X_query.shape[1]} features but the training data has {X_train.shape[1]}")
+    m = X_train.shape[0]
+    k = _check_k(k, m, exclude_self=False)
+    Xt = _as_float(X_train)
+    Xq = _as_float(X_query).astype(Xt.dtype)
+    idx, dist = _blocked_topk(Xq, Xt, k, _block_rows(m, block_size), False)
+    return Neighbors(idx, dist)
+
+
+def _nndescent_graph(X: np.ndarray, k: int, seed: int) -> Neighbors:
+    from pynndescent import NNDescent
+
+    m = X.shape[0]
+    index = NNDescent(X.astype(np.float32), n_neighbors=min(k + 1, m), random_state=seed, n_jobs=1)
+    raw_idx, raw_dist = index.neighbor_graph
+    # Drop self *by index* (duplicates may displace it from column 0); when
+    # self is absent, drop the farthest of the k + 1 instead.
+    rank = np.broadcast_to(np.arange(raw_idx.shape[1]), raw_idx.shape).copy()
+    rank[raw_idx == np.arange(m)[:, None]] = raw_idx.shape[1]
+    pick = np.argsort(rank, axis=1, kind="stable")[:, :k]
+    idx = np.take_along_axis(raw_idx, pick, axis=1).astype(np.int64)
+    dist = np.take_along_axis(raw_dist, pick, axis=1).astype(np.float32)
+    bad = np.nonzero((idx < 0).any(axis=1))[0]
+    if bad.size:  # repair rows nndescent could not fill, with an exact search
+        exact_idx, exact_dist = _blocked_topk(jnp.asarray(X[bad]), jnp.asarray(X), k + 1, 256, False)
+        exact_idx, exact_dist = np.asarray(exact_idx), np.asarray(exact_dist)
+        for row, i in enumerate(bad):
+            sel = exact_idx[row] != i
+            idx[i] = exact_idx[row][sel][:k]
+            dist[i] = exact_dist[row][sel][:k]
+    return Neighbors(jnp.asarray(idx, dtype=jnp.int32), jnp.asarray(dist))
+
+
+def inverse_neighbors(indices, m: int | None = None) -> InverseNeighbors:
+    """Padded inverse neighbourhoods from an (m, k) neighbour index array.
+
+    Built once on the host with a stable sort: row j of ``members`` lists
+    inv(j) = {i : j ∈ NN_k(x_i)} in increasing i, padded with the sentinel m.
+    """
+    nbrs = np.asarray(indices)
+    if nbrs.ndim != 2:
+        raise ValueError(f"neighbour indices must be 2-D (m, k), got shape {nbrs.shape}")
+    m = nbrs.shape[0] if m is None else int(m)
+    k = nbrs.shape[1]
+    targets = nbrs.reshape(-1).astype(np.int64)
+    if targets.size and (targets.min() < 0 or targets.max() >= m):
+        raise ValueError(f"neighbour indices must lie in [0, {m}); got values in [{targets.min()}, {targets.max()}]")
+    sources = np.repeat(np.arange(nbrs.shape[0]), k)
+    order = np.argsort(targets, kind="stable")
+    counts = np.bincount(targets, minlength=m)
+    width = max(1, int(counts.max(initial=0)))
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    sorted_targets = targets[order]
+    slot = np.arange(order.size) - starts[sorted_targets]
+    members = np.full((m, width), m, dtype=np.int32)
+    members[sorted_targets, slot] = sources[order]
+    return InverseNeighbors(jnp.asarray(members), jnp.asarray(counts.astype(np.int32)))

@@ -1,0 +1,532 @@
+"""Losses defined once, by a permissible φ (or, for non-balanced losses, by ψ).
+
+A *permissible* φ: [0, 1] → R is convex, twice differentiable on (0, 1) and
+symmetric about 1/2 (paper 000 §2, DESIGN.md §2).  Everything else is derived
+from φ with :func:`jax.grad`:
+
+====================  ======================================================
+b                     φ(0) − φ(1/2) > 0
+link                  (∇φ)⁻¹(h), the posterior estimate (paper 003 eq. 9/29)
+conjugate φ*(y)       sup_{p∈[0,1]} p·y − φ(p) = y·link(y) − φ(link(y))
+surrogate ψ_φ(x)      (φ*(−x) + φ(0)) / b,  ψ_φ(0) = 1   (paper 000 eq. 6)
+weight w(e)           −ψ_φ'(e) = link(−e) / b            (paper 000 eq. 11)
+H*                    sup ψ_φ'' = 1 / (b · min_p φ''(p))  (= ψ''(0) for the
+                      catalogue, paper 000 after eq. 17)
+====================  ======================================================
+
+Because the conjugate is taken over [0, 1], the derived link saturates at 0 and
+1: for the Gini φ the weights are clip(2(1 − e), 0, 4), which agrees with paper
+000 Table 1 row A only while |e| ≤ 1.
+
+Strictly convex losses that are *not* balanced (exponential, Amari's α-loss,
+paper 003 Table 1 rows F, G) and N³'s calibrated hinge (paper 002 Table 1 D,
+whose generator has φ(0) = ∞) are given by ψ (:func:`from_psi`): w = −ψ',
+ψ'' by :func:`jax.grad`, posterior by paper 003 eq. 11,
+p̂(h) = ψ'(−h) / (ψ'(h) + ψ'(−h)).
+
+Closed forms in the catalogue are *fast paths only*; ``tests/test_losses.py``
+checks each equals the derived quantity on a dense float64 grid.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Callable, NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import xlogy
+
+Array = jax.Array
+Fn = Callable[[Array], Array]
+
+__all__ = [
+    "Loss",
+    "from_phi",
+    "from_psi",
+    "get",
+    "names",
+    "squared",
+    "logistic",
+    "binary_logistic",
+    "matsushita",
+    "phi_mu",
+    "phi_power",
+    "exponential",
+    "amari",
+    "calibrated_hinge",
+]
+
+
+class Loss(NamedTuple):
+    """A loss as a bundle of pure, elementwise, jit-friendly functions.
+
+    Every function maps an array to an array of the same shape and dtype.
+    The object is hashable (fields are functions, strings, numbers), so it can
+    be a static argument of :func:`jax.jit`; catalogue entries are cached, so
+    ``get("logistic") is get("logistic")`` and nothing retraces.
+
+    Attributes:
+      name: display name.
+      psi: surrogate ψ(x); ψ(0) = 1 for balanced losses.
+      weight: w(e) = −ψ'(e) ≥ 0, the boosting weight of an example of edge e.
+      curvature: ψ''(x) ≥ 0.
+      posterior: p̂(h) ∈ [0, 1], the class posterior for a score h.
+      posterior_inverse: h such that p̂(h) = p (used by UNN's fast step).
+      hstar: ``hstar(dtype)`` → sup ψ'' as a scalar (∞ if unbounded).
+      balanced: True when built from a permissible φ.
+      phi, dphi, link, conjugate: φ, ∇φ, (∇φ)⁻¹ and φ* (None unless balanced).
+      b: ``b(dtype)`` → φ(0) − φ(1/2) (None unless balanced).
+      unn_closed_form: optional ``(w_plus, w_minus) → δ`` solving UNN's
+        eq. (10) exactly when weights are multiplicative (exponential loss).
+    """
+
+    name: str
+    psi: Fn
+    weight: Fn
+    curvature: Fn
+    posterior: Fn
+    posterior_inverse: Fn
+    hstar: Callable[[object], Array]
+    balanced: bool
+    phi: Optional[Fn] = None
+    dphi: Optional[Fn] = None
+    link: Optional[Fn] = None
+    conjugate: Optional[Fn] = None
+    b: Optional[Callable[[object], Array]] = None
+    unn_closed_form: Optional[Callable[[Array, Array], Array]] = None
+
+    def __repr__(self) -> str:  # functions make the default repr unreadable
+        return f"Loss({self.name!r})"
+
+
+# --------------------------------------------------------------------------
+# generic numerics
+# --------------------------------------------------------------------------
+
+
+def _elementwise_grad(f: Fn) -> Fn:
+    """x ↦ f'(x) elementwise, by forward-mode differentiation of f."""
+
+    def df(x):
+        x = jnp.asarray(x)
+        return jax.jvp(f, (x,), (jnp.ones_like(x),))[1]
+
+    return df
+
+
+def _scalar(dtype, value):
+    return jnp.asarray(value, dtype=dtype)
+
+
+def _float_dtype(x) -> jnp.dtype:
+    x = jnp.asarray(x)
+    return x.dtype if jnp.issubdtype(x.dtype, jnp.floating) else jnp.result_type(float)
+
+
+def increasing_root(f: Fn, target: Array, lo: Array, hi: Array, x0: Array, iters: int) -> Array:
+    """Solve f(x) = target elementwise for increasing f on [lo, hi].
+
+    Safeguarded Newton (derivative by :func:`jax.jvp`) with a bisection
+    fallback whenever a Newton iterate leaves the current bracket; a fixed
+    number of iterations so it is jit- and vmap-friendly.  When the target is
+    outside [f(lo), f(hi)] the result converges to the nearer end of the
+    bracket (this is how the derived link saturates at 0 or 1).
+    """
+    target = jnp.asarray(target)
+
+    def body(_, state):
+        x, lo, hi, dx_old = state
+        fx, dfx = jax.jvp(f, (x,), (jnp.ones_like(x),))
+        g = fx - target
+        lo = jnp.where(g < 0, x, lo)
+        hi = jnp.where(g >= 0, x, hi)
+        step = g / dfx
+        newton = x - step
+        # Newton only while it lands in the bracket and at least halves the
+        # previous step (rtsafe's rule); otherwise bisect.
+        ok = jnp.isfinite(newton) & (newton > lo) & (newton < hi) & (2.0 * jnp.abs(step) <= jnp.abs(dx_old))
+        x_new = jnp.where(ok, newton, 0.5 * (lo + hi))
+        return x_new, lo, hi, jnp.abs(x_new - x)
+
+    shape = jnp.broadcast_shapes(target.shape, jnp.shape(x0))
+    x0 = jnp.broadcast_to(x0, shape).astype(target.dtype)
+    lo = jnp.broadcast_to(lo, shape).astype(target.dtype)
+    hi = jnp.broadcast_to(hi, shape).astype(target.dtype)
+    x, _, _, _ = jax.lax.fori_loop(0, iters, body, (x0, lo, hi, hi - lo))
+    return x
+
+
+def _iters(dtype) -> int:
+    return 80 if jnp.dtype(dtype) == jnp.float64 else 50
+
+
+def _derived_link(dphi: Fn, d2phi: Fn) -> Fn:
+    """(∇φ)⁻¹ for a symmetric convex φ, by a safeguarded Newton in log p.
+
+    By symmetry ∇φ(1 − p) = −∇φ(p), so we solve ∇φ(q) = −|h| for q ≤ 1/2 on
+    a logarithmic scale (full relative precision for tiny q) and return q or
+    1 − q.  Targets beyond ∇φ's range saturate at q → 0 (link clips to [0, 1]).
+    """
+
+    @jax.custom_jvp
+    def link(h):
+        h = jnp.asarray(h)
+        dtype = _float_dtype(h)
+        h = h.astype(dtype)
+        s_min = math.log(float(jnp.finfo(dtype).tiny)) * 0.95
+        s_max = math.log(0.5)
+
+        def g(s):
+            return dphi(jnp.exp(s))
+
+        s = increasing_root(g, -jnp.abs(h), s_min, s_max, jnp.full_like(h, -1.0), _iters(dtype))
+        q = jnp.exp(s)
+        q = jnp.where(s <= s_min * 0.999, 0.0, q)  # saturated: exactly 0
+        return jnp.where(h > 0, 1.0 - q, q)
+
+    @link.defjvp
+    def _link_jvp(primals, tangents):
+        (h,), (t,) = primals, tangents
+        p = link(h)
+        inside = (p > 0) & (p < 1)
+        slope = jnp.where(inside, 1.0 / d2phi(jnp.clip(p, 1e-30, 1 - 1e-7)), 0.0)
+        return p, slope * t
+
+    return link
+
+
+def _min_curvature(d2phi: Fn) -> float:
+    """min over (0, 1) of φ'' on a dense float64-ish grid (for H*)."""
+    p = np.linspace(1e-4, 1 - 1e-4, 4001)
+    p = np.concatenate([p, [0.5]])
+    vals = np.asarray(jax.vmap(d2phi)(jnp.asarray(p, dtype=jnp.float32)), dtype=np.float64)
+    vals = vals[np.isfinite(vals)]
+    return float(np.min(vals))
+
+
+# --------------------------------------------------------------------------
+# constructors
+# --------------------------------------------------------------------------
+
+
+def from_phi(
+    phi: Fn,
+    *,
+    name: str = "custom_phi",
+    link: Optional[Fn] = None,
+    psi: Optional[Fn] = None,
+) -> Loss:
+    """Build a balanced convex loss from a permissible φ (convex convention).
+
+    Args:
+      phi: scalar function on [0, 1], convex, symmetric about 1/2, finite at 0
+        (write 0·log 0 with :func:`jax.scipy.special.xlogy`).
+      name: display name.
+      link, psi: optional closed-form fast paths for (∇φ)⁻¹ and ψ_φ; they must
+        equal the derived functions (the catalogue's are tested to).
+
+    Returns:
+      A :class:`Loss` whose every quantity is derived from ``phi``.
+
+    Raises:
+      TypeError: ``phi`` is not callable.
+      ValueError: φ is not permissible (b ≤ 0, asymmetric or not convex at 1/2).
+    """
+    if not callable(phi):
+        raise TypeError(f"phi must be a callable on [0, 1], got {type(phi).__name__}")
+    dphi = _elementwise_grad(phi)
+    d2phi = _elementwise_grad(dphi)
+
+    def b_of(dtype) -> Array:
+        return phi(_scalar(dtype, 0.0)) - phi(_scalar(dtype, 0.5))
+
+    b32 = float(b_of(jnp.float32))
+    if not (np.isfinite(b32) and b32 > 0):
+        raise ValueError(f"phi is not permissible: b = phi(0) - phi(1/2) = {b32} must be finite and > 0")
+    asym = abs(float(phi(jnp.float32(0.2))) - float(phi(jnp.float32(0.8))))
+    if asym > 1e-4 * max(1.0, abs(b32)):
+        raise ValueError("phi is not permissible: it must be symmetric about 1/2 (phi(p) == phi(1-p))")
+    curv_half = float(d2phi(jnp.float32(0.5)))
+    if not curv_half > 0:
+        raise ValueError(f"phi is not permissible: phi''(1/2) = {curv_half} must be > 0 (strictly convex)")
+    min_curv_ratio = _min_curvature(d2phi) / curv_half  # = 1 for the catalogue
+
+    derived_link = _derived_link(dphi, d2phi)
+    link_fn = link if link is not None else derived_link
+
+    def conjugate(y):
+        p = link_fn(y)
+        return y * p - phi(p)
+
+    def derived_psi(x):
+        x = jnp.asarray(x)
+        dtype = _float_dtype(x)
+        return (conjugate(-x.astype(dtype)) + phi(_scalar(dtype, 0.0))) / b_of(dtype)
+
+    psi_fn = psi if psi is not None else derived_psi
+
+    def weight(e):
+        e = jnp.asarray(e)
+        return link_fn(-e) / b_of(_float_dtype(e))
+
+    curvature = _elementwise_grad(lambda x: -weight(x))
+
+    def hstar(dtype):
+        dtype = jnp.dtype(dtype)
+        return 1.0 / (b_of(dtype) * d2phi(_scalar(dtype, 0.5)) * min_curv_ratio)
+
+    return Loss(
+        name=name,
+        psi=psi_fn,
+        weight=weight,
+        curvature=curvature,
+        posterior=link_fn,
+        posterior_inverse=dphi,
+        hstar=hstar,
+        balanced=True,
+        phi=phi,
+        dphi=dphi,
+        link=link_fn,
+        conjugate=conjugate,
+        b=b_of,
+    )
+
+
+def from_psi(
+    psi: Fn,
+    *,
+    name: str = "custom_psi",
+    bounded_curvature: bool = False,
+    domain_min: float = -math.inf,
+    unn_closed_form: Optional[Callable[[Array, Array], Array]] = None,
+) -> Loss:
+    """Build a strictly convex (not necessarily balanced) loss from ψ.
+
+    Args:
+      psi: scalar convex decreasing surrogate ψ(x), finite for x > domain_min.
+      name: display name.
+      bounded_curvature: True if sup ψ'' = ψ''(0) < ∞ (then GNNB/N³ can use
+        the loss); False (exponential, Amari) restricts the loss to UNN.
+      domain_min: ψ is +∞ below this edge (Amari's α-loss); the weight and
+        curvature are evaluated at the clamped edge there.
+      unn_closed_form: optional exact UNN step, ``(W+, W−) → δ``.
+
+    Derived: w = −ψ' (jax.grad), ψ'' (jax.grad twice), p̂ by paper 003 eq. 11.
+    """
+    if not callable(psi):
+        raise TypeError(f"psi must be a callable, got {type(psi).__name__}")
+
+    def clamp(x):
+        x = jnp.asarray(x)
+        x = x.astype(_float_dtype(x))
+        if math.isfinite(domain_min):
+            span = abs(domain_min)
+            x = jnp.maximum(x, domain_min + 1e-6 * span)
+        return x
+
+    dpsi = _elementwise_grad(psi)
+    d2psi = _elementwise_grad(dpsi)
+
+    def psi_fn(x):
+        x = jnp.asarray(x)
+        x = x.astype(_float_dtype(x))
+        if math.isfinite(domain_min):
+            return jnp.where(x > domain_min, psi(clamp(x)), jnp.inf)
+        return psi(x)
+
+    def weight(e):
+        return -dpsi(clamp(e))
+
+    def curvature(x):
+        return d2psi(clamp(x))
+
+    def posterior(h):
+        a, b = dpsi(clamp(-h)), dpsi(clamp(h))
+        return a / (a + b)
+
+    def posterior_inverse(p):
+        p = jnp.asarray(p)
+        dtype = _float_dtype(p)
+        p = p.astype(dtype)
+        lo = domain_min * 0.999 if math.isfinite(domain_min) else -1e4
+        hi = -lo
+        return increasing_root(posterior, p, lo, hi, jnp.zeros_like(p), _iters(dtype))
+
+    def hstar(dtype):
+        if not bounded_curvature:
+            return jnp.asarray(jnp.inf, dtype=dtype)
+        return d2psi(_scalar(jnp.dtype(dtype), 0.0))
+
+    return Loss(
+        name=name,
+        psi=psi_fn,
+        weight=weight,
+        curvature=curvature,
+        posterior=posterior,
+        posterior_inverse=posterior_inverse,
+        hstar=hstar,
+        balanced=False,
+        unn_closed_form=unn_closed_form,
+    )
+
+
+# --------------------------------------------------------------------------
+# catalogue (paper 000 Table 1, paper 003 Table 1, paper 004 eqs 26–29, 107)
+# --------------------------------------------------------------------------
+
+_LN2 = math.log(2.0)
+
+
+def _entropy_phi(p):
+    return xlogy(p, p) + xlogy(1.0 - p, 1.0 - p)
+
+
+@functools.lru_cache(maxsize=None)
+def squared() -> Loss:
+    """Gini φ(p) = p² − p = −p(1 − p); ψ(x) = (1 − x)² on [−1, 1] (Table 1 A)."""
+
+    def psi(x):  # (φ*(−x) + φ(0))/b with φ* over [0, 1]: quadratic, then linear, then 0
+        return jnp.where(x > 1, 0.0, jnp.where(x < -1, -4.0 * x, (1.0 - x) ** 2))
+
+    return from_phi(
+        lambda p: p * p - p,
+        name="squared",
+        link=lambda h: jnp.clip(0.5 * (1.0 + h), 0.0, 1.0),
+        psi=psi,
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def logistic() -> Loss:
+    """Entropy φ (natural log); ψ(x) = log2(1 + e^{−x}) (Table 1 B)."""
+    return from_phi(
+        _entropy_phi,
+        name="logistic",
+        link=jax.nn.sigmoid,
+        psi=lambda x: jax.nn.softplus(-x) / _LN2,
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def binary_logistic() -> Loss:
+    """Entropy φ in log2; ψ(x) = log2(1 + 2^{−x}) (Table 1 C)."""
+    return from_phi(
+        lambda p: _entropy_phi(p) / _LN2,
+        name="binary_logistic",
+        link=lambda h: jax.nn.sigmoid(h * _LN2),
+        psi=lambda x: jax.nn.softplus(-x * _LN2) / _LN2,
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def matsushita() -> Loss:
+    """Matsushita φ(p) = −√(p(1 − p)); ψ(x) = −x + √(1 + x²) (Table 1 D)."""
+    return from_phi(
+        lambda p: -jnp.sqrt(p * (1.0 - p)),
+        name="matsushita",
+        link=lambda h: 0.5 * (1.0 + h / jnp.sqrt(1.0 + h * h)),
+        psi=lambda x: jnp.sqrt(1.0 + x * x) - x,
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def phi_mu(mu: float) -> Loss:
+    """φ_μ(p) = −(μ + (1 − μ)√(p(1 − p))), μ ∈ [0, 1) (paper 004 eq. 27)."""
+    mu = float(mu)
+    if not 0.0 <= mu < 1.0:
+        raise ValueError(f"phi_mu needs mu in [0, 1), got {mu}")
+    a = 1.0 - mu
+    return from_phi(
+        lambda p: -(mu + a * jnp.sqrt(p * (1.0 - p))),
+        name=f"phi_mu({mu:g})",
+        link=lambda h: 0.5 * (1.0 + h / jnp.sqrt(a * a + h * h)),
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def phi_power(v: float) -> Loss:
+    """φ_v(p) = −(p(1 − p))^v, v ∈ (0, 1) (paper 004 eq. 107); link derived."""
+    v = float(v)
+    if not 0.0 < v < 1.0:
+        raise ValueError(f"phi_power needs v in (0, 1), got {v}")
+    return from_phi(lambda p: -((p * (1.0 - p)) ** v), name=f"phi_power({v:g})")
+
+
+@functools.lru_cache(maxsize=None)
+def exponential() -> Loss:
+    """ψ(x) = e^{−x} (paper 003 Table 1 F; AdaBoost). UNN only (ψ'' unbounded)."""
+
+    def closed(w_plus, w_minus):  # paper 001 Table 1: δ = ½ log(W+/W−)
+        return 0.5 * (jnp.log(w_plus) - jnp.log(w_minus))
+
+    return from_psi(lambda x: jnp.exp(-x), name="exponential", unn_closed_form=closed)
+
+
+@functools.lru_cache(maxsize=None)
+def amari(alpha: float = 0.5) -> Loss:
+    """Amari's α-loss ψ(x) = (1 + (1 − α²)x/4)^{−(1+α)/(1−α)}, α ∈ (−1, 1).
+
+    Paper 003 Table 1 G. Finite for x > −4/(1 − α²). UNN only.
+    """
+    alpha = float(alpha)
+    if not -1.0 < alpha < 1.0:
+        raise ValueError(f"amari needs alpha in (-1, 1), got {alpha}")
+    c = (1.0 - alpha * alpha) / 4.0
+    power = -(1.0 + alpha) / (1.0 - alpha)
+    return from_psi(
+        lambda x: (1.0 + c * x) ** power,
+        name=f"amari({alpha:g})",
+        domain_min=-1.0 / c,
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def calibrated_hinge() -> Loss:
+    """N³'s calibrated hinge (paper 002 Table 1 D), ψ(0) = 1:
+
+    ψ(x) = 1 + max(0, −x) − log(1 + |x|/2), transfer f(x) = (1 + max(0, x))/(2 + |x|).
+    Its generator has φ(0) = ∞, so it is given by ψ; sup ψ'' = ψ''(0) = 1/4.
+    """
+    return from_psi(
+        lambda x: 1.0 + jax.nn.relu(-x) - jnp.log1p(jnp.abs(x) / 2.0),
+        name="calibrated_hinge",
+        bounded_curvature=True,
+    )
+
+
+_CATALOGUE: dict[str, Callable[[], Loss]] = {
+    "squared": squared,
+    "logistic": logistic,
+    "binary_logistic": binary_logistic,
+    "matsushita": matsushita,
+    "exponential": exponential,
+    "amari": amari,
+    "calibrated_hinge": calibrated_hinge,
+}
+
+
+def names() -> list[str]:
+    """Names accepted by :func:`get` (parametric: ``phi_mu(μ)``, ``phi_power(v)``, ``amari(α)``)."""
+    return sorted(_CATALOGUE) + ["phi_mu(<mu>)", "phi_power(<v>)", "amari(<alpha>)"]
+
+
+def get(loss) -> Loss:
+    """A :class:`Loss` from a name (``"logistic"``, ``"phi_mu(0.3)"``…) or a Loss."""
+    if isinstance(loss, Loss):
+        return loss
+    if not isinstance(loss, str):
+        raise TypeError(f"loss must be a name or a jaxnn.losses.Loss, got {type(loss).__name__}")
+    key = loss.strip().lower()
+    if key in _CATALOGUE:
+        return _CATALOGUE[key]()
+    for prefix, factory in (("phi_mu(", phi_mu), ("phi_power(", phi_power), ("amari(", amari)):
+        if key.startswith(prefix) and key.endswith(")"):
+            try:
+                value = float(key[len(prefix) : -1])
+            except ValueError:
+                break
+            return factory(value)
+    raise ValueError(f"unknown loss {loss!r}; known losses: {', '.join(names())}")

@@ -1,0 +1,414 @@
+"""Classification and probability-estimation metrics (plain numpy).
+
+All functions accept array-likes (numpy arrays, lists, JAX arrays), validate
+their inputs -- mismatched lengths or a wrong number of dimensions raise a
+``ValueError`` naming the offending argument -- and return a Python float.
+
+Conventions
+-----------
+* Label vectors are 1-D, of shape ``(n,)``; they may hold ints or strings.
+* Score / probability matrices are ``(n, C)``; column ``j`` corresponds to
+  ``classes[j]``, where ``classes`` defaults to ``np.unique(y_true)`` (the
+  sorted classes present in ``y_true``). Pass ``classes`` explicitly when some
+  class is absent from ``y_true``.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+__all__ = [
+    "accuracy",
+    "top_k_accuracy",
+    "f_measure",
+    "recall",
+    "hamming_risk",
+    "kl_divergence",
+    "brier_score",
+    "expected_calibration_error",
+]
+
+_AVERAGES = ("macro", "micro", "weighted")
+
+
+# --------------------------------------------------------------------------
+# Validation helpers
+# --------------------------------------------------------------------------
+def _labels(name: str, a: ArrayLike) -> NDArray:
+    a = np.asarray(a)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be 1-D (n,), got shape {a.shape}")
+    if a.shape[0] == 0:
+        raise ValueError(f"{name} is empty")
+    return a
+
+
+def _matrix(name: str, a: ArrayLike) -> NDArray[np.float64]:
+    a = np.asarray(a)
+    if a.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (n, C), got shape {a.shape}")
+    if a.shape[0] == 0 or a.shape[1] == 0:
+        raise ValueError(f"{name} is empty, got shape {a.shape}")
+    try:
+        a = a.astype(np.float64)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{name} must be numeric, got dtype {a.dtype}") from err
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return a
+
+
+def _same_length(name_a: str, a: NDArray, name_b: str, b: NDArray) -> None:
+    if a.shape[0] != b.shape[0]:
+        raise ValueError(
+            f"{name_b} has {b.shape[0]} rows but {name_a} has {a.shape[0]}"
+        )
+
+
+def _same_kind(name_a: str, a: NDArray, name_b: str, b: NDArray) -> None:
+    """Reject comparing string labels with numeric labels (never equal)."""
+    text_a, text_b = a.dtype.kind in "US", b.dtype.kind in "US"
+    if text_a != text_b and a.dtype.kind != "O" and b.dtype.kind != "O":
+        raise TypeError(
+            f"{name_a} and {name_b} mix string and numeric labels "
+            f"(dtypes {a.dtype} and {b.dtype})"
+        )
+
+
+def _probabilities(name: str, p: NDArray[np.float64], atol: float = 1e-4) -> None:
+    if np.any(p < 0.0) or np.any(p > 1.0 + atol):
+        raise ValueError(f"{name} must hold probabilities in [0, 1]")
+    sums = p.sum(axis=1)
+    if not np.allclose(sums, 1.0, rtol=0.0, atol=atol):
+        worst = float(np.max(np.abs(sums - 1.0)))
+        raise ValueError(f"rows of {name} must sum to 1 (max deviation {worst:.3g})")
+
+
+def _resolve_classes(
+    y_true: NDArray, n_columns: int, classes: ArrayLike | None, matrix_name: str
+) -> NDArray:
+    """Class array matching the columns of a score/probability matrix."""
+    if classes is None:
+        cls = np.unique(y_true)
+        if cls.shape[0] != n_columns:
+            raise ValueError(
+                f"y_true contains {cls.shape[0]} classes but {matrix_name} has "
+                f"{n_columns} columns; pass `classes` to name every column"
+            )
+        return cls
+    cls = np.asarray(classes)
+    if cls.ndim != 1:
+        raise ValueError(f"classes must be 1-D, got shape {cls.shape}")
+    if np.unique(cls).shape[0] != cls.shape[0]:
+        raise ValueError("classes must not contain duplicates")
+    if cls.shape[0] != n_columns:
+        raise ValueError(
+            f"classes has {cls.shape[0]} entries but {matrix_name} has {n_columns} columns"
+        )
+    return cls
+
+
+def _encode(y_true: NDArray, classes: NDArray) -> NDArray[np.int64]:
+    """Column index of every label of ``y_true`` within ``classes``."""
+    _same_kind("y_true", y_true, "classes", classes)
+    order = np.argsort(classes, kind="stable")
+    sorted_cls = classes[order]
+    pos = np.searchsorted(sorted_cls, y_true)
+    pos = np.clip(pos, 0, sorted_cls.shape[0] - 1)
+    found = sorted_cls[pos] == y_true
+    if not np.all(found):
+        missing = np.unique(y_true[~found])[:5]
+        raise ValueError(f"y_true contains labels not in classes: {missing.tolist()}")
+    return order[pos].astype(np.int64)
+
+
+def _targets(
+    y_true: ArrayLike, proba: NDArray[np.float64], classes: ArrayLike | None
+) -> NDArray[np.int64]:
+    """Integer class indices ``(n,)`` from labels ``(n,)`` or a one-hot ``(n, C)``."""
+    y = np.asarray(y_true)
+    if y.ndim == 2:
+        if y.shape != proba.shape:
+            raise ValueError(
+                f"one-hot y_true has shape {y.shape} but proba has shape {proba.shape}"
+            )
+        if classes is not None:
+            raise ValueError("classes must be None when y_true is a one-hot matrix")
+        if not (np.all((y == 0) | (y == 1)) and np.all(y.sum(axis=1) == 1)):
+            raise ValueError("one-hot y_true must hold exactly one 1 per row (and 0 elsewhere)")
+        return np.argmax(y, axis=1).astype(np.int64)
+    y = _labels("y_true", y)
+    _same_length("y_true", y, "proba", proba)
+    cls = _resolve_classes(y, proba.shape[1], classes, "proba")
+    return _encode(y, cls)
+
+
+# --------------------------------------------------------------------------
+# Hard-label metrics
+# --------------------------------------------------------------------------
+def accuracy(y_true: ArrayLike, y_pred: ArrayLike) -> float:
+    """Fraction of correctly predicted labels.
+
+    Args:
+        y_true: ``(n,)`` true labels.
+        y_pred: ``(n,)`` predicted labels.
+
+    Returns:
+        ``mean(y_true == y_pred)`` in ``[0, 1]``.
+    """
+    y_true = _labels("y_true", y_true)
+    y_pred = _labels("y_pred", y_pred)
+    _same_length("y_true", y_true, "y_pred", y_pred)
+    _same_kind("y_true", y_true, "y_pred", y_pred)
+    return float(np.mean(y_true == y_pred))
+
+
+def top_k_accuracy(
+    y_true: ArrayLike, scores: ArrayLike, k: int, classes: ArrayLike | None = None
+) -> float:
+    """Fraction of points whose true class is among the ``k`` highest scores.
+
+    Args:
+        y_true: ``(n,)`` true labels.
+        scores: ``(n, C)`` scores (any monotone scale: logits, probabilities);
+            column ``j`` belongs to ``classes[j]``.
+        k: number of top classes that count as a hit (``k >= 1``; ``k >= C``
+            gives 1.0).
+        classes: ``(C,)`` labels of the columns. Defaults to
+            ``np.unique(y_true)``, i.e. the sorted classes present in
+            ``y_true``, which must then number exactly ``C``.
+
+    Returns:
+        Top-k accuracy in ``[0, 1]``. Ties are broken as in scikit-learn's
+        ``top_k_accuracy_score`` (among equal scores the later column ranks
+        higher), so the two agree exactly.
+    """
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+        raise TypeError(f"k must be an integer, got {type(k).__name__}")
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    y_true = _labels("y_true", y_true)
+    scores = _matrix("scores", scores)
+    _same_length("y_true", y_true, "scores", scores)
+    cls = _resolve_classes(y_true, scores.shape[1], classes, "scores")
+    idx = _encode(y_true, cls)
+    ranked = np.argsort(scores, axis=1, kind="mergesort")[:, ::-1][:, : int(k)]
+    return float(np.mean(np.any(ranked == idx[:, None], axis=1)))
+
+
+def _per_class_counts(
+    y_true: NDArray, y_pred: NDArray
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """True positives, predicted counts and true counts over the union of labels."""
+    classes = np.union1d(y_true, y_pred)
+    t = np.searchsorted(classes, y_true)
+    p = np.searchsorted(classes, y_pred)
+    C = classes.shape[0]
+    tp = np.bincount(t[t == p], minlength=C).astype(np.float64)
+    n_pred = np.bincount(p, minlength=C).astype(np.float64)
+    n_true = np.bincount(t, minlength=C).astype(np.float64)
+    return tp, n_pred, n_true
+
+
+def _safe_div(num: NDArray[np.float64], den: NDArray[np.float64]) -> NDArray[np.float64]:
+    out = np.zeros_like(num)
+    np.divide(num, den, out=out, where=den > 0)
+    return out
+
+
+def _check_pair_and_average(
+    y_true: ArrayLike, y_pred: ArrayLike, average: str
+) -> tuple[NDArray, NDArray]:
+    if average not in _AVERAGES:
+        raise ValueError(f"average must be one of {_AVERAGES}, got {average!r}")
+    y_true = _labels("y_true", y_true)
+    y_pred = _labels("y_pred", y_pred)
+    _same_length("y_true", y_true, "y_pred", y_pred)
+    _same_kind("y_true", y_true, "y_pred", y_pred)
+    return y_true, y_pred
+
+
+def _average(
+    values: NDArray[np.float64], n_true: NDArray[np.float64], average: str
+) -> float:
+    if average == "macro":
+        return float(np.mean(values))
+    return float(np.sum(values * n_true) / np.sum(n_true))  # weighted
+
+
+def f_measure(y_true: ArrayLike, y_pred: ArrayLike, average: str = "macro") -> float:
+    """F1 score (harmonic mean of precision and recall).
+
+    Per-class scores are computed over the union of the classes appearing in
+    ``y_true`` or ``y_pred``; a class with no predicted (or no true) positives
+    gets precision (recall) 0, and an F1 of 0 when both are 0. This matches
+    scikit-learn's ``f1_score(..., zero_division=0)``.
+
+    Args:
+        y_true: ``(n,)`` true labels.
+        y_pred: ``(n,)`` predicted labels.
+        average: ``"macro"`` (unweighted class mean), ``"weighted"`` (mean
+            weighted by true class frequency) or ``"micro"`` (global counts;
+            equals :func:`accuracy` for single-label data).
+
+    Returns:
+        F1 in ``[0, 1]``.
+    """
+    y_true, y_pred = _check_pair_and_average(y_true, y_pred, average)
+    tp, n_pred, n_true = _per_class_counts(y_true, y_pred)
+    if average == "micro":
+        tp, n_pred, n_true = tp.sum(keepdims=True), n_pred.sum(keepdims=True), n_true.sum(keepdims=True)
+    f1 = _safe_div(2.0 * tp, n_pred + n_true)  # = 2PR/(P+R), 0 when undefined
+    if average == "micro":
+        return float(f1[0])
+    return _average(f1, n_true, average)
+
+
+def recall(y_true: ArrayLike, y_pred: ArrayLike, average: str = "macro") -> float:
+    """Recall (true positive rate per class), averaged.
+
+    Per-class recalls are computed over the union of the classes appearing in
+    ``y_true`` or ``y_pred``; a class absent from ``y_true`` has recall 0.
+    This matches scikit-learn's ``recall_score(..., zero_division=0)``. The
+    macro average is the balanced accuracy when every predicted class also
+    occurs in ``y_true``.
+
+    Args:
+        y_true: ``(n,)`` true labels.
+        y_pred: ``(n,)`` predicted labels.
+        average: ``"macro"``, ``"weighted"`` or ``"micro"`` (see :func:`f_measure`).
+
+    Returns:
+        Recall in ``[0, 1]``.
+    """
+    y_true, y_pred = _check_pair_and_average(y_true, y_pred, average)
+    tp, _, n_true = _per_class_counts(y_true, y_pred)
+    if average == "micro":
+        return float(tp.sum() / n_true.sum())
+    return _average(_safe_div(tp, n_true), n_true, average)
+
+
+def hamming_risk(Y_true: ArrayLike, Y_pred: ArrayLike) -> float:
+    """Fraction of wrong entries between two multi-label indicator matrices.
+
+    Each matrix may be coded in {0, 1} or in {-1, +1} (independently); entry
+    value 1 means "label present".
+
+    Args:
+        Y_true: ``(n, C)`` true indicator matrix.
+        Y_pred: ``(n, C)`` predicted indicator matrix.
+
+    Returns:
+        ``mean(present(Y_true) != present(Y_pred))`` in ``[0, 1]``.
+    """
+    Y_true = _matrix("Y_true", Y_true)
+    Y_pred = _matrix("Y_pred", Y_pred)
+    if Y_true.shape != Y_pred.shape:
+        raise ValueError(f"Y_pred has shape {Y_pred.shape} but Y_true has shape {Y_true.shape}")
+    present = []
+    for name, Y in (("Y_true", Y_true), ("Y_pred", Y_pred)):
+        values = set(np.unique(Y).tolist())
+        if not (values <= {0.0, 1.0} or values <= {-1.0, 1.0}):
+            raise ValueError(f"{name} must be coded in {{0, 1}} or {{-1, +1}}, got values {sorted(values)}")
+        present.append(Y == 1.0)
+    return float(np.mean(present[0] != present[1]))
+
+
+# --------------------------------------------------------------------------
+# Probability metrics
+# --------------------------------------------------------------------------
+def kl_divergence(p_hat: ArrayLike, p_true: ArrayLike, eps: float = 1e-12) -> float:
+    """Average Kullback-Leibler divergence ``D_KL(p_hat || p_true)``.
+
+    d'Ambrosio et al. (2012), eq. 32: for every point ``x_i`` computes
+    ``sum_c p_hat_c(x_i) * ln(p_hat_c(x_i) / p_c(x_i))`` -- note the order,
+    the *estimated* posterior comes first -- and averages over the points.
+    With test points drawn from the data distribution this is the Monte-Carlo
+    estimate of the integral of the pointwise divergence under that
+    distribution. Probabilities are clipped to ``[eps, 1]`` inside the
+    logarithms; terms with ``p_hat_c = 0`` contribute 0.
+
+    Args:
+        p_hat: ``(n, C)`` estimated posteriors (rows sum to 1).
+        p_true: ``(n, C)`` true posteriors (rows sum to 1).
+        eps: clipping floor (> 0).
+
+    Returns:
+        Mean divergence (>= 0 up to clipping).
+    """
+    if not eps > 0:
+        raise ValueError(f"eps must be > 0, got {eps}")
+    p_hat = _matrix("p_hat", p_hat)
+    p_true = _matrix("p_true", p_true)
+    if p_hat.shape != p_true.shape:
+        raise ValueError(f"p_true has shape {p_true.shape} but p_hat has shape {p_hat.shape}")
+    _probabilities("p_hat", p_hat)
+    _probabilities("p_true", p_true)
+    log_ratio = np.log(np.clip(p_hat, eps, 1.0)) - np.log(np.clip(p_true, eps, 1.0))
+    return float(np.mean(np.sum(p_hat * log_ratio, axis=1)))
+
+
+def brier_score(
+    y_true: ArrayLike, proba: ArrayLike, classes: ArrayLike | None = None
+) -> float:
+    """Multi-class Brier score ``mean_i sum_c (p_ic - 1[y_i = c])^2``.
+
+    Ranges in ``[0, 2]``; for two classes it is twice the usual binary Brier
+    score (scikit-learn's ``brier_score_loss(..., scale_by_half=False)``).
+
+    Args:
+        y_true: ``(n,)`` labels, or an ``(n, C)`` one-hot matrix.
+        proba: ``(n, C)`` predicted probabilities; column ``j`` is ``classes[j]``.
+        classes: ``(C,)`` column labels (labels input only); defaults to
+            ``np.unique(y_true)``.
+
+    Returns:
+        The Brier score.
+    """
+    proba = _matrix("proba", proba)
+    idx = _targets(y_true, proba, classes)
+    onehot = np.zeros_like(proba)
+    onehot[np.arange(proba.shape[0]), idx] = 1.0
+    return float(np.mean(np.sum((proba - onehot) ** 2, axis=1)))
+
+
+def expected_calibration_error(
+    y_true: ArrayLike,
+    proba: ArrayLike,
+    n_bins: int = 15,
+    classes: ArrayLike | None = None,
+) -> float:
+    """Top-label expected calibration error with equal-width bins.
+
+    The confidence of a point is its largest probability and its prediction
+    the corresponding class (first column on ties). Confidences are binned
+    into ``n_bins`` equal-width bins ``(b/B, (b+1)/B]`` (a confidence of
+    exactly 0 goes into the first bin), and
+    ``ECE = sum_b (|bin_b| / n) * |accuracy(bin_b) - mean_confidence(bin_b)|``.
+
+    Args:
+        y_true: ``(n,)`` labels, or an ``(n, C)`` one-hot matrix.
+        proba: ``(n, C)`` predicted probabilities; column ``j`` is ``classes[j]``.
+        n_bins: number of bins (>= 1).
+        classes: ``(C,)`` column labels (labels input only); defaults to
+            ``np.unique(y_true)``.
+
+    Returns:
+        ECE in ``[0, 1]``.
+    """
+    if isinstance(n_bins, bool) or not isinstance(n_bins, numbers.Integral):
+        raise TypeError(f"n_bins must be an integer, got {type(n_bins).__name__}")
+    if n_bins < 1:
+        raise ValueError(f"n_bins must be >= 1, got {n_bins}")
+    proba = _matrix("proba", proba)
+    idx = _targets(y_true, proba, classes)
+    confidence = proba.max(axis=1)
+    correct = (np.argmax(proba, axis=1) == idx).astype(np.float64)
+    edges = np.linspace(0.0, 1.0, int(n_bins) + 1)
+    bins = np.clip(np.searchsorted(edges, confidence, side="left") - 1, 0, int(n_bins) - 1)
+    sum_conf = np.bincount(bins, weights=confidence, minlength=n_bins)
+    sum_acc = np.bincount(bins, weights=correct, minlength=n_bins)
+    return float(np.sum(np.abs(sum_acc - sum_conf)) / proba.shape[0])

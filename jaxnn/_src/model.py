@@ -1,0 +1,268 @@
+"""The functional API: ``fit``, ``decision_function``, ``predict_proba``, ``predict``.
+
+A fitted :class:`Model` is an immutable pytree: arrays (α, the training points
+and their ±1 labels) plus static metadata (classes, k, loss, algorithm).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxnn._src import algorithms as algos
+from jaxnn._src import losses as losses_mod
+from jaxnn._src.boosting import CHOOSERS, boost, chooser_order
+from jaxnn._src.graph import inverse_neighbors, knn_graph, knn_query
+
+__all__ = ["Model", "fit", "decision_function", "predict_proba", "predict", "encode_labels"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Model:
+    """A leveraged k-NN rule H_c(x) = Σ_{j∈NN_k(x)} α_jc y_jc.
+
+    Attributes:
+      alpha: (m, C) leveraging coefficients, columns in ``classes`` order.
+      X: (m, d) training points.
+      Y: (m, C) training labels in {−1, +1}.
+      trace: (T,) total surrogate risk after each step, if fit(trace=True).
+      classes: tuple of the C class labels (sorted); multilabel: 0..C−1.
+      k: neighbours used.
+      loss: the :class:`~jaxnn.losses.Loss` (its ``posterior`` is the link).
+      algorithm: the algorithm object (``GNNB``, ``UNN``, ``UNNFast``, ``N3``).
+      multilabel: True if fit on an indicator matrix.
+    """
+
+    alpha: jax.Array
+    X: jax.Array
+    Y: jax.Array
+    trace: Optional[jax.Array]
+    classes: tuple
+    k: int
+    loss: Any
+    algorithm: Any
+    multilabel: bool
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)
+
+
+jax.tree_util.register_dataclass(
+    Model,
+    data_fields=["alpha", "X", "Y", "trace"],
+    meta_fields=["classes", "k", "loss", "algorithm", "multilabel"],
+)
+
+
+# --------------------------------------------------------------------------
+# validation
+# --------------------------------------------------------------------------
+
+
+def _as_points(X, name: str = "X") -> np.ndarray:
+    if isinstance(X, (str, bytes)) or X is None:
+        raise TypeError(f"{name} must be a 2-D numeric array, got {type(X).__name__}")
+    arr = np.asarray(X)
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise TypeError(f"{name} must hold numbers, got dtype {arr.dtype}")
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array (n_samples, n_features), got shape {arr.shape}")
+    if arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise ValueError(f"{name} is empty: shape {arr.shape}")
+    if np.iscomplexobj(arr):
+        raise TypeError(f"{name} must be real, got dtype {arr.dtype}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return arr
+
+
+def encode_labels(y, m: int):
+    """Labels → (classes tuple, Y (m, C) in {−1, +1}, multilabel flag)."""
+    if y is None:
+        raise TypeError("y must be an array of labels, got None")
+    arr = np.asarray(y)
+    if arr.ndim == 0 or arr.shape[0] != m:
+        raise ValueError(f"X and y have mismatched lengths: {m} rows in X, {arr.shape[0] if arr.ndim else 0} labels in y")
+    if arr.ndim == 1:
+        if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+            raise ValueError("y contains NaN or infinite values")
+        try:
+            classes, codes = np.unique(arr, return_inverse=True)
+        except TypeError as err:
+            raise TypeError(f"labels in y must be mutually comparable (sortable): {err}") from None
+        if classes.size < 2:
+            raise ValueError(f"y has a single class ({classes[0]!r}); at least 2 classes are needed")
+        Y = np.where(codes[:, None] == np.arange(classes.size)[None, :], 1.0, -1.0)
+        return tuple(classes.tolist()), Y, False
+    if arr.ndim == 2:
+        if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+            raise TypeError(f"a 2-D y must be a numeric indicator matrix, got dtype {arr.dtype}")
+        vals = np.unique(arr)
+        if np.all(np.isin(vals, [0, 1])):
+            Y = np.where(arr > 0, 1.0, -1.0)
+        elif np.all(np.isin(vals, [-1, 1])):
+            Y = arr.astype(float)
+        else:
+            raise ValueError(f"a 2-D y must be an indicator matrix with values in {{0, 1}} or {{-1, +1}}, got values {vals[:5]}")
+        if arr.shape[1] < 1:
+            raise ValueError("a 2-D y needs at least one column")
+        return tuple(range(arr.shape[1])), Y, True
+    raise ValueError(f"y must be 1-D labels or a 2-D indicator matrix, got shape {arr.shape}")
+
+
+def _check_int(value, name: str, *, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    if int(value) < low:
+        raise ValueError(f"{name} must be >= {low}, got {value}")
+    return int(value)
+
+
+def _check_neighbors(neighbors, m: int, k: int) -> np.ndarray:
+    nb = np.asarray(neighbors)
+    if not np.issubdtype(nb.dtype, np.integer):
+        raise TypeError(f"neighbors must be an integer array, got dtype {nb.dtype}")
+    if nb.shape != (m, k):
+        raise ValueError(f"neighbors must have shape (m, k) = ({m}, {k}), got {nb.shape}")
+    if nb.min() < 0 or nb.max() >= m:
+        raise ValueError(f"neighbors must hold indices in [0, {m}), got values in [{nb.min()}, {nb.max()}]")
+    if np.any(nb == np.arange(m)[:, None]):
+        raise ValueError("neighbors must exclude each point itself (row i may not contain i)")
+    return nb.astype(np.int32)
+
+
+def _compute_dtype(X: np.ndarray):
+    if X.dtype == np.float64 and jax.config.jax_enable_x64:
+        return jnp.float64
+    return jnp.float32
+
+
+# --------------------------------------------------------------------------
+# fit / predict
+# --------------------------------------------------------------------------
+
+
+def fit(
+    X,
+    y,
+    *,
+    k: int = 10,
+    loss="logistic",
+    algorithm="gnnb",
+    rounds: Optional[int] = None,
+    chooser: str = "lazy",
+    epsilon: float = 0.5,
+    neighbors=None,
+    seed: int = 0,
+    graph_method: str = "exact",
+    trace: bool = False,
+) -> Model:
+    """Learn a leveraged k-NN rule by boosting.
+
+    Args:
+      X: (m, d) training points.
+      y: (m,) class labels (any sortable values) or an (m, C) {0,1} / {−1,+1}
+        indicator matrix (multilabel).
+      k: neighbours, 1 ≤ k < m.
+      loss: a name (:func:`jaxnn.losses.names`) or a :class:`~jaxnn.losses.Loss`.
+      algorithm: ``"gnnb"``, ``"unn"``, ``"unn_fast"``, ``"n3"`` or an
+        algorithm object (``jaxnn.gnnb(...)``, ``jaxnn.unn(...)``…).
+      rounds: boosting steps per class T (default m: one pass).
+      chooser: ``"lazy"`` (index order), ``"random"`` (seeded permutation) or
+        ``"greedy"`` (largest |δ|: GNNB*, N³'s WEO).
+      epsilon: GNNB's ε ∈ (0, 1) (paper 000 eq. 10).
+      neighbors: optional precomputed (m, k) int neighbour indices (self excluded).
+      seed: seed of the random chooser and of nndescent.
+      graph_method: ``"exact"`` or ``"nndescent"`` when ``neighbors`` is None.
+      trace: record the total surrogate risk after every step (``model.trace``).
+
+    Returns:
+      A fitted :class:`Model`.  Computation is float32 unless X is float64 and
+      ``jax_enable_x64`` is on.
+    """
+    Xa = _as_points(X)
+    m = Xa.shape[0]
+    classes, Y_np, multilabel = encode_labels(y, m)
+    k = _check_int(k, "k", low=1)
+    if k >= m:
+        raise ValueError(f"k must be < the number of training points ({m}), got k={k}")
+    loss_obj = losses_mod.get(loss)
+    if not isinstance(epsilon, (int, float)) or isinstance(epsilon, bool) or not 0.0 < float(epsilon) < 1.0:
+        raise ValueError(f"epsilon must lie in (0, 1), got {epsilon!r}")
+    algo = algos.get(algorithm, epsilon=float(epsilon))
+    algo.check(loss_obj)
+    if chooser not in CHOOSERS:
+        raise ValueError(f"unknown chooser {chooser!r}; use one of {CHOOSERS}")
+    rounds = m if rounds is None else _check_int(rounds, "rounds", low=1)
+    seed = _check_int(seed, "seed", low=0)
+
+    dtype = _compute_dtype(Xa)
+    Xj = jnp.asarray(Xa, dtype=dtype)
+    if neighbors is None:
+        nbrs = np.asarray(knn_graph(Xj, k, method=graph_method, seed=seed).indices)
+    else:
+        nbrs = _check_neighbors(neighbors, m, k)
+    inv = inverse_neighbors(nbrs, m)
+    Y = jnp.asarray(Y_np, dtype=dtype)
+    E0 = algo.init_edges(loss_obj, Y)
+    order = jnp.asarray(chooser_order(chooser, m, rounds, seed))
+    result = boost(
+        Y, E0, inv.members, inv.counts, jnp.asarray(nbrs), order,
+        algorithm=algo, loss=loss_obj, greedy=chooser == "greedy", trace=bool(trace),
+    )
+    return Model(result.alpha, Xj, Y, result.trace, classes, k, loss_obj, algo, multilabel)
+
+
+def _check_model(model) -> Model:
+    if not isinstance(model, Model):
+        raise TypeError(f"expected a jaxnn Model (from jaxnn.fit), got {type(model).__name__}")
+    return model
+
+
+@jax.jit
+def _scores(alpha, Y, indices):
+    """H_c(x) = Σ_{j∈NN_k(x)} α_jc y_jc for (n, k) neighbour indices → (n, C)."""
+    return jnp.sum(alpha[indices] * Y[indices], axis=1)
+
+
+def decision_function(model: Model, X) -> jax.Array:
+    """H_c(x) for each row of X: (n, C), columns in ``model.classes`` order."""
+    model = _check_model(model)
+    Xq = _as_points(X)
+    if Xq.shape[1] != model.X.shape[1]:
+        raise ValueError(f"X has {Xq.shape[1]} features but the model was fit on {model.X.shape[1]}")
+    nb = knn_query(model.X, jnp.asarray(Xq, dtype=model.X.dtype), model.k)
+    return _scores(model.alpha, model.Y, nb.indices)
+
+
+def predict_proba(model: Model, X, *, normalize: Optional[bool] = None) -> jax.Array:
+    """Class posteriors p̂_c(x) = link(H_c(x)) ∈ [0, 1], (n, C).
+
+    For single-label models the one-vs-rest posteriors are normalised to sum
+    to 1 over classes (``normalize=True``, the default); multilabel models
+    return them as they are.
+    """
+    model = _check_model(model)
+    p = model.loss.posterior(decision_function(model, X))
+    p = jnp.clip(p, 0.0, 1.0)
+    if normalize is None:
+        normalize = not model.multilabel
+    if normalize:
+        total = jnp.sum(p, axis=1, keepdims=True)
+        p = jnp.where(total > 0, p / jnp.where(total > 0, total, 1.0), 1.0 / p.shape[1])
+    return p
+
+
+def predict(model: Model, X) -> np.ndarray:
+    """Labels (n,) (argmax of H, ties → first class), or (n, C) 0/1 indicators
+    for multilabel models (H_c > 0)."""
+    model = _check_model(model)
+    H = np.asarray(decision_function(model, X))
+    if model.multilabel:
+        return (H > 0).astype(np.int64)
+    return np.asarray(model.classes)[np.argmax(H, axis=1)]

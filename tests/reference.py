@@ -1,0 +1,457 @@
+"""Independent float64 NumPy reference for jaxnn's boosting algorithms.
+
+This module is deliberately written as a *literal loop* over the papers'
+pseudo-code, without looking at (or importing) jaxnn's engine, so that the
+tests in ``test_reference.py`` compare two independent implementations:
+
+* GNNB -- Nock et al., *Gentle Nearest Neighbors Boosting over Proper Scoring
+  Rules*, TPAMI 2014, Algorithm 1 (eqs. 9-11) and Table 1.
+* UNN  -- Piro et al., *Leveraging k-NN for generic classification boosting*,
+  Neurocomputing 2012, Algorithm 1 (eqs. 10-11), Table 1, smoothing eq. (13).
+* N3   -- Bel Haj Ali et al., *Fast Newton Nearest Neighbors Boosting for Image
+  Classification*, MLSP 2013, Algorithm 1 and Tables 1-2 (class-balanced
+  initial weights ``1 / ||1 + y_ic y_i||_1``).
+
+Conventions (shared by all three algorithms)
+--------------------------------------------
+``Y`` is an ``(m, C)`` matrix of +-1, ``NN`` an ``(m, k)`` matrix of neighbour
+indices (self excluded).  The inverse neighbourhood of ``j`` is
+``inv(j) = {i : j in NN(i)}`` and ``n_j = |inv(j)|``.  Classes are fitted
+independently; within a class the *lazy* chooser of UNN [I.0.a] leverages
+every example exactly once, ``j = t`` for ``t = 0 .. m-1``.  For a step on
+``j`` the neighbours of interest have ``r_i = Y[i, c] * Y[j, c]``; the edge of
+example ``i`` for class ``c`` is ``e_ic = y_ic H_c(x_i)`` (plus the initial
+offset ``e0_ic`` used by N3).
+
+Losses are written in closed form, in the convex convention of GNNB: for a
+permissible ``phi`` (balanced losses), ``b = phi(0) - phi(1/2)``,
+``link = (grad phi)^-1`` and the weight of an example with edge ``e`` is
+``w(e) = link(-e) / b = -psi'(e)``; ``H* = 1 / (b phi''(1/2)) = psi''(0)``.
+Non-balanced losses (exponential, calibrated hinge) are given by ``psi`` and
+``w = -psi'``.
+
+Everything is float64; nothing here is jitted or vectorised across steps.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+from scipy.optimize import brentq
+
+LN2 = math.log(2.0)
+
+
+# --------------------------------------------------------------------------
+# Losses
+# --------------------------------------------------------------------------
+
+
+def _sigmoid(h):
+    h = np.asarray(h, dtype=np.float64)
+    out = np.empty_like(h)
+    pos = h >= 0
+    out[pos] = 1.0 / (1.0 + np.exp(-h[pos]))
+    eh = np.exp(h[~pos])
+    out[~pos] = eh / (1.0 + eh)
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class RefLoss:
+    """A loss in closed form.
+
+    ``psi(e)`` is the loss of an edge, ``weight(e) = -psi'(e)``,
+    ``posterior(h)`` maps a score to a probability (``link`` for balanced
+    losses, the transfer function ``f`` for the calibrated hinge),
+    ``h_star = psi''(0) = sup psi''``.  For balanced losses ``b``, ``link`` and
+    ``grad_phi`` are also given (``None`` otherwise) so that GNNB's weight
+    update (11) can be written literally.
+    """
+
+    name: str
+    psi: callable
+    weight: callable
+    posterior: callable
+    h_star: float
+    balanced: bool
+    b: float | None = None
+    link: callable | None = None
+    grad_phi: callable | None = None
+    # initial edge e0 such that posterior(-e0) = pi (N3 class-balanced init)
+    edge_from_prior: callable | None = None
+
+
+def _squared_psi(x):
+    x = np.asarray(x, dtype=np.float64)
+    return np.where(x > 1.0, 0.0, np.where(x < -1.0, -4.0 * x, (1.0 - x) ** 2))
+
+
+SQUARED = RefLoss(
+    name="squared",
+    # phi(p) = p^2 - p, b = 1/4, phi'' = 2, H* = 1 / (1/4 * 2) = 2.
+    psi=_squared_psi,
+    weight=lambda e: np.clip(2.0 * (1.0 - np.asarray(e, dtype=np.float64)), 0.0, 4.0),
+    posterior=lambda h: np.clip((1.0 + np.asarray(h, dtype=np.float64)) / 2.0, 0.0, 1.0),
+    h_star=2.0,
+    balanced=True,
+    b=0.25,
+    link=lambda h: np.clip((1.0 + np.asarray(h, dtype=np.float64)) / 2.0, 0.0, 1.0),
+    grad_phi=lambda p: 2.0 * np.asarray(p, dtype=np.float64) - 1.0,
+    edge_from_prior=lambda p: -(2.0 * np.asarray(p, dtype=np.float64) - 1.0),
+)
+
+LOGISTIC = RefLoss(
+    name="logistic",
+    # phi(p) = p ln p + (1-p) ln(1-p), b = ln 2, link = sigmoid, grad = logit,
+    # phi''(1/2) = 4, H* = 1 / (4 ln 2); psi(x) = log2(1 + e^-x).
+    psi=lambda x: np.logaddexp(0.0, -np.asarray(x, dtype=np.float64)) / LN2,
+    weight=lambda e: _sigmoid(-np.asarray(e, dtype=np.float64)) / LN2,
+    posterior=_sigmoid,
+    h_star=1.0 / (4.0 * LN2),
+    balanced=True,
+    b=LN2,
+    link=_sigmoid,
+    grad_phi=lambda p: np.log(p) - np.log1p(-p),
+    edge_from_prior=lambda p: -(np.log(p) - np.log1p(-p)),
+)
+
+BINARY_LOGISTIC = RefLoss(
+    name="binary_logistic",
+    # phi(p) = p log2 p + (1-p) log2(1-p), b = 1, link(h) = 1/(1 + 2^-h),
+    # grad = log2(p/(1-p)), phi''(1/2) = 4/ln 2, H* = ln 2 / 4;
+    # psi(x) = log2(1 + 2^-x).
+    psi=lambda x: np.logaddexp(0.0, -LN2 * np.asarray(x, dtype=np.float64)) / LN2,
+    weight=lambda e: _sigmoid(-LN2 * np.asarray(e, dtype=np.float64)),
+    posterior=lambda h: _sigmoid(LN2 * np.asarray(h, dtype=np.float64)),
+    h_star=LN2 / 4.0,
+    balanced=True,
+    b=1.0,
+    link=lambda h: _sigmoid(LN2 * np.asarray(h, dtype=np.float64)),
+    grad_phi=lambda p: (np.log(p) - np.log1p(-p)) / LN2,
+    edge_from_prior=lambda p: -(np.log(p) - np.log1p(-p)) / LN2,
+)
+
+
+def _mat_link(h):
+    h = np.asarray(h, dtype=np.float64)
+    return 0.5 * (1.0 + h / np.sqrt(1.0 + h * h))
+
+
+def _mat_grad(p):
+    p = np.asarray(p, dtype=np.float64)
+    return (2.0 * p - 1.0) / (2.0 * np.sqrt(p * (1.0 - p)))
+
+
+MATSUSHITA = RefLoss(
+    name="matsushita",
+    # phi(p) = -sqrt(p(1-p)), b = 1/2, phi''(1/2) = 2, H* = 1;
+    # psi(x) = sqrt(1 + x^2) - x.
+    psi=lambda x: np.sqrt(1.0 + np.asarray(x, dtype=np.float64) ** 2) - np.asarray(x, dtype=np.float64),
+    weight=lambda e: 2.0 * _mat_link(-np.asarray(e, dtype=np.float64)),
+    posterior=_mat_link,
+    h_star=1.0,
+    balanced=True,
+    b=0.5,
+    link=_mat_link,
+    grad_phi=_mat_grad,
+    edge_from_prior=lambda p: -_mat_grad(p),
+)
+
+EXPONENTIAL = RefLoss(
+    name="exponential",
+    psi=lambda x: np.exp(-np.asarray(x, dtype=np.float64)),
+    weight=lambda e: np.exp(-np.asarray(e, dtype=np.float64)),
+    posterior=lambda h: _sigmoid(2.0 * np.asarray(h, dtype=np.float64)),
+    h_star=1.0,
+    balanced=False,
+)
+
+
+def _hinge_transfer(h):
+    h = np.asarray(h, dtype=np.float64)
+    return (1.0 + np.maximum(0.0, h)) / (2.0 + np.abs(h))
+
+
+CALIBRATED_HINGE = RefLoss(
+    name="calibrated_hinge",
+    # psi(x) = 1 + max(0, -x) - ln(1 + |x|/2); w(e) = f(-e) with transfer
+    # f(h) = (1 + max(0, h)) / (2 + |h|); H* = psi''(0) = 1/4.
+    psi=lambda x: 1.0
+    + np.maximum(0.0, -np.asarray(x, dtype=np.float64))
+    - np.log1p(np.abs(np.asarray(x, dtype=np.float64)) / 2.0),
+    weight=lambda e: _hinge_transfer(-np.asarray(e, dtype=np.float64)),
+    posterior=_hinge_transfer,
+    h_star=0.25,
+    balanced=False,
+    # f(-e0) = pi <= 1/2 with -e0 <= 0: 1 / (2 + e0) = pi  =>  e0 = 1/pi - 2.
+    edge_from_prior=lambda p: 1.0 / np.asarray(p, dtype=np.float64) - 2.0,
+)
+
+LOSSES = {
+    loss.name: loss
+    for loss in (SQUARED, LOGISTIC, BINARY_LOGISTIC, MATSUSHITA, EXPONENTIAL, CALIBRATED_HINGE)
+}
+
+
+# --------------------------------------------------------------------------
+# Data helpers
+# --------------------------------------------------------------------------
+
+
+def encode_labels(y):
+    """Return ``(Y, classes)``: ``Y`` the (m, C) +-1 matrix.
+
+    1-d ``y``: classes are ``np.unique(y)`` (sorted) and ``Y[i, c] = +1`` iff
+    ``y_i == classes[c]``.  2-d ``y`` (multilabel {0,1} or {-1,1}): ``Y[i, c] =
+    +1`` iff ``y[i, c] > 0``.
+    """
+    y = np.asarray(y)
+    if y.ndim == 1:
+        classes = np.unique(y)
+        Y = np.where(y[:, None] == classes[None, :], 1.0, -1.0)
+        return Y, classes
+    Y = np.where(y > 0, 1.0, -1.0)
+    return Y, np.arange(y.shape[1])
+
+
+def knn_bruteforce(X, k):
+    """Exact Euclidean k nearest neighbours of each row of X among the others.
+
+    Self is excluded; ties are broken by lower index (stable sort on squared
+    distances computed in float64).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    # exact differences (no ||a||^2 + ||b||^2 - 2ab cancellation)
+    d2 = np.sum((X[:, None, :] - X[None, :, :]) ** 2, axis=-1)
+    np.fill_diagonal(d2, np.inf)
+    return np.argsort(d2, axis=1, kind="stable")[:, :k].astype(np.int64)
+
+
+def inverse_neighborhoods(NN, m):
+    """``inv[j]`` = sorted array of ``i`` with ``j in NN[i]``."""
+    NN = np.asarray(NN)
+    inv = [[] for _ in range(m)]
+    for i in range(NN.shape[0]):
+        for j in NN[i]:
+            inv[int(j)].append(i)
+    return [np.asarray(sorted(v), dtype=np.int64) for v in inv]
+
+
+@dataclasses.dataclass
+class RefResult:
+    alpha: np.ndarray  # (m, C) leveraging coefficients, sorted class order
+    edges: np.ndarray  # (m, C) final edges e_ic (including initial offset)
+    weights: np.ndarray  # (m, C) final weights
+    deltas: np.ndarray  # (C, m) delta of step t for class c
+    risk: np.ndarray  # (C*m + 1,) total risk (1/(mC)) sum psi(e_ic), classes in sequence
+    class_risk: np.ndarray  # (C, m + 1) per-class risk (1/m) sum_i psi(e_ic) after step t
+    Y: np.ndarray
+
+    @property
+    def parallel_risk(self) -> np.ndarray:
+        """(m,) total risk after step t when all classes advance together."""
+        return self.class_risk[:, 1:].mean(axis=0)
+
+
+def _risk_tracker(loss, E):
+    """Running value of sum_{i,c} psi(e_ic); returns (total, per-entry psi)."""
+    P = loss.psi(E)
+    return float(P.sum()), P
+
+
+# --------------------------------------------------------------------------
+# GNNB
+# --------------------------------------------------------------------------
+
+
+def gnnb(Y, NN, loss, epsilon=0.5, *, initial_edges=None):
+    """GNNB (TPAMI 2014, Algorithm 1) with the lazy chooser j = t.
+
+    eta = sum_{i in inv(j)} w_i r_i;  delta = 2 (1 - eps) eta / (H* n_j);
+    weights updated by eq. (11),
+        w_i <- link(-delta r_i + grad_phi(b w_i)) / b,
+    written literally for the logistic, binary logistic and Matsushita losses
+    (their links never saturate).
+
+    For the squared loss the link *does* saturate (w in [0, 4]): once a
+    weight hits 0 or 4, ``grad_phi(b w)`` no longer determines the edge, and
+    the literal weight form forgets how far beyond the kink the example is.
+    The faithful quantity is then the edge itself, so for the squared loss we
+    carry e_i <- e_i + delta r_i and set w_i = clip(2 (1 - e_i), 0, 4).
+
+    ``initial_edges`` (m, C) is used by N3 (class-balanced initial weights,
+    via the weight-from-edge map); by default all edges start at 0, i.e.
+    w = 1 / (2b).
+    """
+    if isinstance(loss, str):
+        loss = LOSSES[loss]
+    if not loss.balanced and initial_edges is None:
+        raise ValueError("GNNB needs a balanced loss")
+    Y = np.asarray(Y, dtype=np.float64)
+    NN = np.asarray(NN)
+    m, C = Y.shape
+    inv = inverse_neighborhoods(NN, m)
+    E0 = np.zeros((m, C)) if initial_edges is None else np.asarray(initial_edges, dtype=np.float64)
+    alpha = np.zeros((m, C))
+    E = E0.copy()
+    W = np.zeros((m, C))
+    deltas = np.zeros((C, m))
+    total, P = _risk_tracker(loss, E)
+    risk = [total / (m * C)]
+    class_risk = np.zeros((C, m + 1))
+    literal = loss.balanced and loss.name != "squared"
+    for c in range(C):
+        if initial_edges is None and loss.balanced:
+            w = np.full(m, 1.0 / (2.0 * loss.b))  # Algorithm 1: w <- 1/(2b)
+        else:
+            w = loss.weight(E[:, c])
+        e = E[:, c].copy()
+        class_risk[c, 0] = P[:, c].sum() / m
+        for t in range(m):
+            j = t  # lazy WIC [I.0.a]
+            idx = inv[j]
+            n_j = idx.size
+            if n_j == 0:
+                delta = 0.0
+            else:
+                r = Y[idx, c] * Y[j, c]
+                eta = float(np.sum(w[idx] * r))  # (9)
+                delta = 2.0 * (1.0 - epsilon) * eta / (loss.h_star * n_j)  # (10)
+                # edges are carried in every case (for the risk, and as the
+                # state of the squared / non-balanced losses)
+                e[idx] = e[idx] + delta * r
+                if literal:  # (11), literally
+                    b = loss.b
+                    w[idx] = loss.link(-delta * r + loss.grad_phi(b * w[idx])) / b
+                else:  # edge form: w_i = w(e_i)
+                    w[idx] = loss.weight(e[idx])
+                newP = loss.psi(e[idx])
+                total += float(newP.sum() - P[idx, c].sum())
+                P[idx, c] = newP
+            alpha[j, c] += delta  # [I.3]
+            deltas[c, t] = delta
+            risk.append(total / (m * C))
+            class_risk[c, t + 1] = P[:, c].sum() / m
+        E[:, c] = e
+        W[:, c] = w
+    return RefResult(alpha, E, W, deltas, np.asarray(risk), class_risk, Y)
+
+
+# --------------------------------------------------------------------------
+# UNN
+# --------------------------------------------------------------------------
+
+
+def _solve_decreasing(G, tol=1e-14):
+    """Root of a non-increasing function G (sign change guaranteed)."""
+    g0 = G(0.0)
+    if g0 == 0.0:
+        return 0.0
+    step = 1.0
+    if g0 > 0:
+        lo, hi = 0.0, step
+        while G(hi) > 0:
+            lo, hi = hi, hi * 2.0
+            if hi > 1e6:
+                raise RuntimeError("no sign change")
+    else:
+        lo, hi = -step, 0.0
+        while G(lo) < 0:
+            hi, lo = lo, lo * 2.0
+            if lo < -1e6:
+                raise RuntimeError("no sign change")
+    return brentq(G, lo, hi, xtol=tol, rtol=4 * np.finfo(float).eps, maxiter=500)
+
+
+def unn(Y, NN, loss, *, smoothing=True):
+    """UNN (Neurocomputing 2012, Algorithm 1) with the lazy chooser j = t.
+
+    delta solves (10): sum_{i in inv(j)} r_i w(e_i + delta r_i) = 0, smoothed
+    (default) by a virtual pair of neighbours at edge 0 carrying weight 1/m
+    each,
+        G(delta) = sum_i r_i w(e_i + delta r_i) + s (w(delta) - w(-delta)),
+        s = 1 / (m w(0)),
+    which for the exponential loss is exactly eq. (13):
+        delta = 1/2 ln((W+ + 1/m) / (W- + 1/m)).
+    Then e_i <- e_i + delta r_i (weights w_i = w(e_i), eq. (11)).
+    The exponential loss uses the closed form; other losses are solved with
+    brentq (G is decreasing in delta).
+    """
+    if isinstance(loss, str):
+        loss = LOSSES[loss]
+    Y = np.asarray(Y, dtype=np.float64)
+    m, C = Y.shape
+    inv = inverse_neighborhoods(NN, m)
+    alpha = np.zeros((m, C))
+    E = np.zeros((m, C))
+    deltas = np.zeros((C, m))
+    total, P = _risk_tracker(loss, E)
+    risk = [total / (m * C)]
+    class_risk = np.zeros((C, m + 1))
+    s = 1.0 / (m * float(loss.weight(0.0))) if smoothing else 0.0
+    for c in range(C):
+        e = E[:, c].copy()
+        class_risk[c, 0] = P[:, c].sum() / m
+        for t in range(m):
+            j = t
+            idx = inv[j]
+            if idx.size == 0:
+                delta = 0.0
+            else:
+                r = Y[idx, c] * Y[j, c]
+                ei = e[idx]
+                if loss.name == "exponential":
+                    w = loss.weight(ei)
+                    wp = float(np.sum(w[r > 0])) + (1.0 / m if smoothing else 0.0)
+                    wm = float(np.sum(w[r < 0])) + (1.0 / m if smoothing else 0.0)
+                    delta = 0.5 * math.log(wp / wm)  # eq. (13)
+                else:
+
+                    def G(d, r=r, ei=ei):
+                        g = float(np.sum(r * loss.weight(ei + d * r)))
+                        if s:
+                            g += s * float(loss.weight(d) - loss.weight(-d))
+                        return g
+
+                    delta = _solve_decreasing(G)
+                e[idx] = ei + delta * r
+                newP = loss.psi(e[idx])
+                total += float(newP.sum() - P[idx, c].sum())
+                P[idx, c] = newP
+            alpha[j, c] += delta
+            deltas[c, t] = delta
+            risk.append(total / (m * C))
+            class_risk[c, t + 1] = P[:, c].sum() / m
+        E[:, c] = e
+    return RefResult(alpha, E, loss.weight(E), deltas, np.asarray(risk), class_risk, Y)
+
+
+# --------------------------------------------------------------------------
+# N3
+# --------------------------------------------------------------------------
+
+
+def class_balanced_prior(Y):
+    """pi_ic = 1 / ||1 + y_ic y_i||_1 = 1 / (2 #{l : Y[i,l] == Y[i,c]})."""
+    Y = np.asarray(Y)
+    same = (Y[:, :, None] == Y[:, None, :]).sum(axis=2)  # (m, C)
+    return 1.0 / (2.0 * same)
+
+
+def n3(Y, NN, loss):
+    """N3 (MLSP 2013, Algorithm 1) with the lazy chooser j = t.
+
+    Newton step delta = eta / (H* n_j) (GNNB with eps = 1/2), class-balanced
+    initial weights w_i = 1/||1 + y_ic y_i||_1 expressed as an initial edge
+    offset e0 with posterior(-e0) = pi (so w(e0) = pi / b for balanced
+    losses, pi for the calibrated hinge).  Weights are w(e).
+    """
+    if isinstance(loss, str):
+        loss = LOSSES[loss]
+    Y = np.asarray(Y, dtype=np.float64)
+    pi = class_balanced_prior(Y)
+    E0 = loss.edge_from_prior(pi)
+    return gnnb(Y, NN, loss, epsilon=0.5, initial_edges=E0)

@@ -1,0 +1,238 @@
+"""Boosting engine: invariants, choosers, precision, determinism, bad inputs."""
+
+import math
+
+import jax
+import numpy as np
+import pytest
+
+import jaxnn
+from jaxnn._src.boosting import boost
+
+
+def _blobs(m=240, C=3, d=4, seed=0, spread=1.5):
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(scale=spread, size=(C, d))
+    y = rng.integers(0, C, size=m)
+    X = centers[y] + rng.normal(size=(m, d))
+    return X.astype(np.float32), y
+
+
+CASES = [
+    ("gnnb", "logistic"),
+    ("gnnb", "squared"),
+    ("gnnb", "binary_logistic"),
+    ("gnnb", "matsushita"),
+    ("unn", "exponential"),
+    ("unn", "logistic"),
+    ("unn", "squared"),
+    ("unn", "amari(0.5)"),
+    ("unn_fast", "matsushita"),
+    ("unn_fast", "exponential"),
+    ("n3", "calibrated_hinge"),
+]
+
+
+@pytest.mark.parametrize("algorithm, loss", CASES)
+@pytest.mark.parametrize("chooser", ["lazy", "random", "greedy"])
+def test_surrogate_risk_never_increases(algorithm, loss, chooser):
+    X, y = _blobs()
+    model = jaxnn.fit(X, y, k=7, loss=loss, algorithm=algorithm, chooser=chooser, rounds=300, trace=True)
+    risk = np.asarray(model.trace, dtype=np.float64)
+    assert risk.shape == (300,)
+    assert np.all(np.isfinite(risk))
+    if algorithm == "unn_fast":  # eq. (30) is an approximation: no monotonicity guarantee
+        return
+    assert np.max(np.diff(risk)) <= 1e-5 * max(1.0, abs(risk[0]))
+    assert risk[-1] < risk[0]
+    # the trace agrees with the risk recomputed from the final edges
+    Y = np.asarray(model.Y)
+    H = np.asarray(model.alpha)  # rebuild edges from alpha on the training graph
+    nb = np.asarray(jaxnn.knn_graph(X, 7).indices)
+    E = Y * np.sum(H[nb] * Y[nb], axis=1)
+    if algorithm == "n3":
+        E = E + np.asarray(model.algorithm.init_edges(model.loss, model.Y))
+    final = float(jaxnn.surrogate_risk(model.loss, E))
+    assert final == pytest.approx(float(risk[-1]), rel=1e-4, abs=1e-5)
+
+
+def _greedy_gnnb_reference(X, Y, nb, loss_w, hstar, eps, rounds):
+    """float64 GNNB*: per class, leverage argmax_j |η_j|/n_j, recomputed from scratch."""
+    m, C = Y.shape
+    inv = [np.nonzero((nb == j).any(axis=1))[0] for j in range(m)]
+    n = np.array([len(s) for s in inv])
+    alpha = np.zeros((m, C))
+    for c in range(C):
+        e = np.zeros(m)
+        for _ in range(rounds):
+            w = loss_w(e)
+            eta = np.array([np.sum(w[s] * Y[s, c]) * Y[j, c] for j, s in enumerate(inv)])
+            j = int(np.argmax(np.abs(eta) / np.maximum(n, 1)))
+            delta = 2 * (1 - eps) * eta[j] / (hstar * max(n[j], 1))
+            e[inv[j]] += delta * Y[inv[j], c] * Y[j, c]
+            alpha[j, c] += delta
+    return alpha
+
+
+def test_greedy_chooser_matches_recomputed_reference():
+    X, y = _blobs(m=90, C=3, seed=3)
+    nb = np.asarray(jaxnn.knn_graph(X, 5).indices)
+    with jax.enable_x64(True):
+        model = jaxnn.fit(X.astype(np.float64), y, k=5, loss="matsushita", chooser="greedy", rounds=40, neighbors=nb)
+        alpha = np.asarray(model.alpha)
+    Y = np.where(y[:, None] == np.arange(3)[None, :], 1.0, -1.0)
+    w = lambda e: 2 * 0.5 * (1 - e / np.sqrt(1 + e * e))  # link(−e)/b, b = 1/2
+    ref = _greedy_gnnb_reference(X, Y, nb, w, 1.0, 0.5, 40)
+    np.testing.assert_allclose(alpha, ref, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("algorithm, loss", [("gnnb", "logistic"), ("unn", "logistic"), ("n3", "matsushita")])
+def test_float32_matches_float64(algorithm, loss):
+    X, y = _blobs(m=200, seed=5)
+    nb = np.asarray(jaxnn.knn_graph(X, 6).indices)
+    a32 = np.asarray(jaxnn.fit(X, y, k=6, loss=loss, algorithm=algorithm, neighbors=nb).alpha)
+    with jax.enable_x64(True):
+        a64 = np.asarray(jaxnn.fit(X.astype(np.float64), y, k=6, loss=loss, algorithm=algorithm, neighbors=nb).alpha)
+    assert a64.dtype == np.float64 and a32.dtype == np.float32
+    np.testing.assert_allclose(a32, a64, rtol=1e-4, atol=1e-4 * np.abs(a64).max())
+
+
+def test_posteriors_and_determinism():
+    X, y = _blobs(m=200, seed=2)
+    Xq, _ = _blobs(m=50, seed=9)
+    m1 = jaxnn.fit(X, y, k=5, chooser="random", seed=4)
+    m2 = jaxnn.fit(X, y, k=5, chooser="random", seed=4)
+    m3 = jaxnn.fit(X, y, k=5, chooser="random", seed=5)
+    np.testing.assert_array_equal(np.asarray(m1.alpha), np.asarray(m2.alpha))
+    assert not np.array_equal(np.asarray(m1.alpha), np.asarray(m3.alpha))
+    p = np.asarray(jaxnn.predict_proba(m1, Xq))
+    assert p.shape == (50, 3) and p.min() >= 0 and p.max() <= 1
+    np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-5)
+    raw = np.asarray(jaxnn.predict_proba(m1, Xq, normalize=False))
+    assert raw.min() >= 0 and raw.max() <= 1
+    np.testing.assert_array_equal(jaxnn.predict(m1, Xq), jaxnn.predict(m2, Xq))
+    H = np.asarray(jaxnn.decision_function(m1, Xq))
+    np.testing.assert_array_equal(jaxnn.predict(m1, Xq), np.argmax(H, axis=1))
+
+
+def test_string_labels_and_classes_order():
+    X, y = _blobs(m=120, C=3, seed=1)
+    names = np.array(["cat", "ant", "bee"])[y]
+    model = jaxnn.fit(X, names, k=5)
+    assert model.classes == ("ant", "bee", "cat")
+    assert model.alpha.shape == (120, 3)
+    pred = jaxnn.predict(model, X[:10])
+    assert set(pred) <= {"ant", "bee", "cat"}
+
+
+def test_multilabel():
+    X, Y = jaxnn.datasets.multilabel(n_samples=300, n_classes=4, seed=0)
+    model = jaxnn.fit(X, Y, k=8, loss="matsushita", trace=True)
+    assert model.multilabel and model.alpha.shape == (300, 4)
+    P = jaxnn.predict(model, X)
+    assert P.shape == (300, 4) and set(np.unique(P)) <= {0, 1}
+    assert np.mean(P == Y) > 0.75
+    pm = jaxnn.fit(X, 2 * Y - 1, k=8, loss="matsushita", trace=True)  # {-1,+1} accepted too
+    np.testing.assert_array_equal(np.asarray(pm.alpha), np.asarray(model.alpha))
+    assert np.max(np.diff(np.asarray(model.trace))) <= 1e-6
+
+
+def test_ripley_close_to_bayes():
+    sp = jaxnn.datasets.ripley(seed=0)
+    bayes = float(np.mean(jaxnn.datasets.ripley_bayes_predict(sp.X_test) != sp.y_test))
+    for algorithm, loss in [("gnnb", "logistic"), ("unn", "exponential"), ("n3", "calibrated_hinge")]:
+        model = jaxnn.fit(sp.X_train, sp.y_train, k=10, loss=loss, algorithm=algorithm)
+        err = float(np.mean(jaxnn.predict(model, sp.X_test) != sp.y_test))
+        assert err < bayes + 0.04, (algorithm, err, bayes)
+
+
+def test_unn_without_finite_root_caps_delta():
+    """All r_i agree: without smoothing eq. (10) has no finite root → δ = ±max_delta;
+    with the eq. (13) smoothing δ is finite (= ½ log((W⁺+1/m)/(1/m)) for exp)."""
+    X = np.array([[0.0], [0.1], [0.2], [5.0], [5.1], [5.2]], dtype=np.float32)
+    y = np.array([0, 0, 0, 1, 1, 1])
+    capped = jaxnn.fit(X, y, k=2, loss="exponential", algorithm=jaxnn.unn(smoothing=False, max_delta=7.0))
+    a = np.asarray(capped.alpha)
+    assert np.all(np.abs(a) == pytest.approx(7.0))
+    smooth = jaxnn.fit(X, y, k=2, loss="exponential", algorithm="unn")
+    s = np.asarray(smooth.alpha)
+    assert np.all(np.isfinite(s)) and np.all(np.abs(s) < 7.0)
+    # first step on j=0: inv(0) = {1, 2} both agree, W+ = 2, W- = 0, m = 6
+    assert s[0, 0] == pytest.approx(0.5 * math.log((2 + 1 / 6) / (1 / 6)), rel=1e-5)
+    logistic = jaxnn.fit(X, y, k=2, loss="logistic", algorithm=jaxnn.unn(smoothing=False, max_delta=7.0))
+    assert np.all(np.abs(np.asarray(logistic.alpha)) == pytest.approx(7.0))
+
+
+def test_unn_closed_form_equals_generic_root():
+    X, y = _blobs(m=150, seed=7)
+    exp_fast = jaxnn.losses.exponential()
+    exp_generic = jaxnn.losses.from_psi(lambda x: jax.numpy.exp(-x), name="exp-generic")
+    assert exp_generic.unn_closed_form is None
+    with jax.enable_x64(True):
+        X64 = X.astype(np.float64)
+        a = np.asarray(jaxnn.fit(X64, y, k=6, loss=exp_fast, algorithm="unn").alpha)
+        b = np.asarray(jaxnn.fit(X64, y, k=6, loss=exp_generic, algorithm="unn").alpha)
+    np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+def test_no_retrace_for_same_shapes():
+    X, y = _blobs(m=100, seed=11)
+    jaxnn.fit(X, y, k=4, loss="matsushita")
+    before = boost._cache_size()
+    jaxnn.fit(X + 1.0, y, k=4, loss="matsushita")
+    jaxnn.fit(X, y[::-1].copy(), k=4, loss="matsushita", epsilon=0.5)
+    assert boost._cache_size() == before
+
+
+@pytest.mark.parametrize(
+    "kwargs, err, match",
+    [
+        (dict(k=0), ValueError, "k must be"),
+        (dict(k=60), ValueError, "k must be <"),
+        (dict(k=2.0), TypeError, "k must be an integer"),
+        (dict(loss="hinge2"), ValueError, "unknown loss"),
+        (dict(loss=3), TypeError, "loss must be"),
+        (dict(algorithm="adaboost"), ValueError, "unknown algorithm"),
+        (dict(chooser="best"), ValueError, "unknown chooser"),
+        (dict(epsilon=1.0), ValueError, "epsilon"),
+        (dict(epsilon=0.0), ValueError, "epsilon"),
+        (dict(rounds=0), ValueError, "rounds"),
+        (dict(loss="exponential", algorithm="gnnb"), ValueError, "bounded curvature"),
+        (dict(neighbors=np.zeros((60, 3), dtype=np.int32)), ValueError, "exclude each point"),
+        (dict(neighbors=np.ones((60, 2), dtype=np.int32)), ValueError, "shape"),
+        (dict(neighbors=np.full((60, 3), 99, dtype=np.int32)), ValueError, "indices in"),
+        (dict(neighbors=np.ones((60, 3))), TypeError, "integer"),
+    ],
+)
+def test_fit_bad_arguments(kwargs, err, match):
+    X, y = _blobs(m=60, seed=0)
+    kwargs.setdefault("k", 3)
+    with pytest.raises(err, match=match):
+        jaxnn.fit(X, y, **kwargs)
+
+
+def test_fit_bad_data():
+    X, y = _blobs(m=60, seed=0)
+    Xn = X.copy(); Xn[3, 1] = np.nan
+    Xi = X.copy(); Xi[0, 0] = np.inf
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        jaxnn.fit(Xn, y, k=3)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        jaxnn.fit(Xi, y, k=3)
+    with pytest.raises(ValueError, match="mismatched lengths"):
+        jaxnn.fit(X, y[:-1], k=3)
+    with pytest.raises(ValueError, match="single class"):
+        jaxnn.fit(X, np.zeros(60), k=3)
+    with pytest.raises(ValueError, match="2-D"):
+        jaxnn.fit(X[:, 0], y, k=3)
+    with pytest.raises(TypeError, match="numbers"):
+        jaxnn.fit(np.array([["a", "b"]] * 60), y, k=3)
+    with pytest.raises(ValueError, match="indicator"):
+        jaxnn.fit(X, np.full((60, 2), 3), k=3)
+    model = jaxnn.fit(X, y, k=3)
+    with pytest.raises(ValueError, match="features"):
+        jaxnn.predict(model, X[:, :2])
+    with pytest.raises(ValueError, match="NaN"):
+        jaxnn.predict_proba(model, Xn)
+    with pytest.raises(TypeError, match="Model"):
+        jaxnn.predict("model", X)

@@ -1,0 +1,94 @@
+"""Neighbour graphs: exact blocked search vs scikit-learn, ties, nndescent, inverse lists."""
+
+import numpy as np
+import pytest
+from sklearn.neighbors import NearestNeighbors
+
+import jaxnn
+
+
+def _data(m=300, d=6, seed=0):
+    return np.random.default_rng(seed).normal(size=(m, d)).astype(np.float32)
+
+
+@pytest.mark.parametrize("block_size", [None, 1, 7, 300])
+def test_exact_graph_matches_sklearn(block_size):
+    X = _data()
+    g = jaxnn.knn_graph(X, 8, block_size=block_size)
+    dist, idx = NearestNeighbors(n_neighbors=9, algorithm="brute").fit(X).kneighbors(X)
+    assert g.indices.shape == (300, 8) and g.indices.dtype == np.int32
+    np.testing.assert_array_equal(np.asarray(g.indices), idx[:, 1:])
+    np.testing.assert_allclose(np.asarray(g.distances), dist[:, 1:], rtol=1e-4, atol=1e-4)
+
+
+def test_self_excluded_and_ties_by_lower_index():
+    X = np.array([[0.0], [1.0], [1.0], [1.0], [5.0]], dtype=np.float32)
+    g = np.asarray(jaxnn.knn_graph(X, 2).indices)
+    assert not np.any(g == np.arange(5)[:, None])
+    # point 1 has duplicates 2 and 3 at distance 0: lower index first
+    np.testing.assert_array_equal(g[1], [2, 3])
+    np.testing.assert_array_equal(g[3], [1, 2])
+    np.testing.assert_array_equal(g[0], [1, 2])
+
+
+def test_query_matches_sklearn():
+    X = _data()
+    Q = _data(m=50, seed=1)
+    nb = jaxnn.knn_query(X, Q, 5, block_size=16)
+    _, idx = NearestNeighbors(n_neighbors=5, algorithm="brute").fit(X).kneighbors(Q)
+    np.testing.assert_array_equal(np.asarray(nb.indices), idx)
+
+
+def test_nndescent_graph_recall_and_no_self():
+    X = _data(m=400, d=5)
+    g = np.asarray(jaxnn.knn_graph(X, 10, method="nndescent").indices)
+    assert g.shape == (400, 10) and g.min() >= 0
+    assert not np.any(g == np.arange(400)[:, None])
+    _, idx = NearestNeighbors(n_neighbors=11, algorithm="brute").fit(X).kneighbors(X)
+    recall = np.mean([len(set(a) & set(b[1:])) / 10 for a, b in zip(g, idx)])
+    assert recall > 0.95
+
+
+def test_nndescent_with_duplicates_drops_self_by_index():
+    X = np.repeat(_data(m=60, d=3), 3, axis=0)  # every point three times
+    g = np.asarray(jaxnn.knn_graph(X, 4, method="nndescent").indices)
+    assert not np.any(g == np.arange(len(X))[:, None])
+    assert g.min() >= 0
+
+
+def test_inverse_neighbors():
+    X = _data(m=120)
+    nb = np.asarray(jaxnn.knn_graph(X, 5).indices)
+    inv = jaxnn.inverse_neighbors(nb)
+    members, counts = np.asarray(inv.members), np.asarray(inv.counts)
+    assert counts.sum() == 120 * 5
+    for j in range(120):
+        expect = np.nonzero((nb == j).any(axis=1))[0]
+        np.testing.assert_array_equal(members[j, : counts[j]], expect)
+        assert np.all(members[j, counts[j] :] == 120)
+
+
+@pytest.mark.parametrize(
+    "X, k, err",
+    [
+        (np.zeros((5, 2)), 5, ValueError),  # k >= m
+        (np.zeros((5, 2)), 0, ValueError),
+        (np.zeros((5, 2)), 2.5, TypeError),
+        (np.zeros(5), 2, ValueError),
+        (np.array([[0.0, np.nan], [1, 1], [2, 2]]), 1, ValueError),
+        (np.array([[0.0, np.inf], [1, 1], [2, 2]]), 1, ValueError),
+    ],
+)
+def test_graph_bad_inputs(X, k, err):
+    with pytest.raises(err):
+        jaxnn.knn_graph(X, k)
+
+
+def test_graph_bad_method():
+    with pytest.raises(ValueError, match="method"):
+        jaxnn.knn_graph(_data(m=10), 2, method="kdtree")
+
+
+def test_query_feature_mismatch():
+    with pytest.raises(ValueError, match="features"):
+        jaxnn.knn_query(_data(m=10), _data(m=3, d=4), 2)

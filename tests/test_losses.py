@@ -1,0 +1,134 @@
+"""Losses: closed-form fast paths equal the quantities derived from φ (float64)."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxnn import losses
+
+BALANCED = ["squared", "logistic", "binary_logistic", "matsushita", "phi_mu(0.3)"]
+GRID = np.linspace(-8.0, 8.0, 4001)
+
+
+@pytest.fixture(autouse=True)
+def x64():
+    with jax.enable_x64(True):
+        yield
+
+
+def _np(a):
+    return np.asarray(a, dtype=np.float64)
+
+
+@pytest.mark.parametrize("name", BALANCED)
+def test_fast_paths_equal_derived(name):
+    fast = losses.get(name)
+    derived = losses.from_phi(fast.phi)  # everything from φ and jax.grad
+    x = jnp.asarray(GRID)
+    np.testing.assert_allclose(_np(fast.link(x)), _np(derived.link(x)), rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(_np(fast.psi(x)), _np(derived.psi(x)), rtol=1e-11, atol=1e-12)
+    np.testing.assert_allclose(_np(fast.weight(x)), _np(derived.weight(x)), rtol=1e-11, atol=1e-12)
+    assert float(fast.hstar(jnp.float64)) == pytest.approx(float(derived.hstar(jnp.float64)), rel=1e-12)
+
+
+@pytest.mark.parametrize("name", BALANCED + ["phi_power(0.5)", "phi_power(0.7)"])
+def test_balanced_identities(name):
+    loss = losses.get(name)
+    x = jnp.asarray(GRID)
+    assert float(loss.psi(jnp.float64(0.0))) == pytest.approx(1.0, abs=1e-12)  # ψ(0) = 1
+    # w = −ψ' (by jax.grad of ψ) = link(−e)/b
+    dpsi = jax.vmap(jax.grad(loss.psi))(x)
+    np.testing.assert_allclose(_np(loss.weight(x)), -_np(dpsi), rtol=1e-7, atol=1e-9)
+    # H* = 1/(b φ''(1/2)) = ψ''(0)
+    b = float(loss.b(jnp.float64))
+    d2 = float(jax.grad(jax.grad(loss.phi))(0.5))
+    assert float(loss.hstar(jnp.float64)) == pytest.approx(1.0 / (b * d2), rel=1e-9)
+    assert float(jax.grad(jax.grad(loss.psi))(0.0)) == pytest.approx(1.0 / (b * d2), rel=1e-6)
+    # link inverts ∇φ and is symmetric
+    p = jnp.linspace(0.01, 0.99, 99)
+    np.testing.assert_allclose(_np(loss.link(loss.dphi(p))), _np(p), rtol=1e-10)
+    np.testing.assert_allclose(_np(loss.link(x) + loss.link(-x)), 1.0, atol=1e-12)
+    # ψ is convex and decreasing, posteriors in [0, 1]
+    psi = _np(loss.psi(x))
+    assert np.all(np.diff(psi) <= 1e-12)
+    assert np.all(np.diff(psi, 2) >= -1e-9)
+    post = _np(loss.posterior(x))
+    assert post.min() >= 0.0 and post.max() <= 1.0
+
+
+def test_closed_forms_of_table_1():
+    x = jnp.asarray(GRID)
+    ln2 = math.log(2)
+    assert float(losses.squared().hstar(jnp.float64)) == pytest.approx(2.0)
+    assert float(losses.logistic().hstar(jnp.float64)) == pytest.approx(1 / (4 * ln2))
+    assert float(losses.binary_logistic().hstar(jnp.float64)) == pytest.approx(ln2 / 4)
+    assert float(losses.matsushita().hstar(jnp.float64)) == pytest.approx(1.0)
+    np.testing.assert_allclose(_np(losses.logistic().psi(x)), np.log1p(np.exp(-GRID)) / ln2, rtol=1e-12)
+    np.testing.assert_allclose(_np(losses.matsushita().psi(x)), np.sqrt(1 + GRID**2) - GRID, rtol=1e-12)
+
+
+def test_gini_weights_clip():
+    """Derived means derived: the Gini conjugate over [0,1] clips the link."""
+    sq = losses.from_phi(lambda p: p * p - p)
+    x = jnp.asarray(GRID)
+    np.testing.assert_allclose(_np(sq.weight(x)), np.clip(2 * (1 - GRID), 0, 4), atol=1e-12)
+    psi_ref = np.where(GRID > 1, 0.0, np.where(GRID < -1, -4 * GRID, (1 - GRID) ** 2))
+    np.testing.assert_allclose(_np(sq.psi(x)), psi_ref, atol=1e-11)
+
+
+def test_phi_mu_zero_is_matsushita():
+    x = jnp.asarray(GRID)
+    np.testing.assert_allclose(_np(losses.phi_mu(0.0).psi(x)), _np(losses.matsushita().psi(x)), rtol=1e-12)
+    np.testing.assert_allclose(_np(losses.phi_power(0.5).link(x)), _np(losses.matsushita().link(x)), atol=1e-12)
+
+
+def test_non_balanced_losses():
+    x = jnp.asarray(GRID)
+    exp = losses.exponential()
+    np.testing.assert_allclose(_np(exp.weight(x)), np.exp(-GRID), rtol=1e-12)
+    # paper 003 eq. 11 / Table 1 F: p̂ = 1/(1 + e^{−2h})
+    np.testing.assert_allclose(_np(exp.posterior(x)), 1 / (1 + np.exp(-2 * GRID)), rtol=1e-12)
+    assert not math.isfinite(float(exp.hstar(jnp.float64)))
+    a = 0.5
+    am = losses.amari(a)
+    c = (1 - a * a) / 4
+    xs = jnp.linspace(-3.0, 5.0, 201)  # ψ finite on (−1/c, ∞), 1/c = 16/3
+    ref = (4 - (1 - a * a) * _np(xs)) / (4 + (1 - a * a) * _np(xs))
+    np.testing.assert_allclose(_np(am.posterior(xs)), 1 / (1 + ref ** (2 / (1 - a))), rtol=1e-9)
+    assert float(am.psi(jnp.float64(-1 / c - 1))) == math.inf
+    hinge = losses.calibrated_hinge()
+    f = lambda h: (1 + np.maximum(0, h)) / (2 + np.abs(h))  # paper 002 Table 1 D
+    np.testing.assert_allclose(_np(hinge.posterior(x)), f(GRID), rtol=1e-12)
+    np.testing.assert_allclose(_np(hinge.weight(x)), f(-GRID), rtol=1e-12)
+    assert float(hinge.hstar(jnp.float64)) == pytest.approx(0.25)
+    p = jnp.linspace(0.05, 0.95, 19)
+    np.testing.assert_allclose(_np(exp.posterior(exp.posterior_inverse(p))), _np(p), rtol=1e-10)
+
+
+def test_catalogue_is_cached_and_hashable():
+    assert losses.get("logistic") is losses.get("logistic")
+    assert losses.get("phi_mu(0.25)") is losses.phi_mu(0.25)
+    hash(losses.get("matsushita"))
+
+
+@pytest.mark.parametrize(
+    "bad, err",
+    [("nope", ValueError), (3, TypeError), ("phi_mu(2)", ValueError), ("amari(1)", ValueError), ("phi_power(0)", ValueError)],
+)
+def test_bad_loss_names(bad, err):
+    with pytest.raises(err):
+        losses.get(bad)
+
+
+def test_not_permissible():
+    with pytest.raises(ValueError, match="symmetric"):
+        losses.from_phi(lambda p: p * p - p + 0.1 * p**3)  # asymmetric
+    with pytest.raises(ValueError, match="b ="):
+        losses.from_phi(lambda p: -(p * p - p))  # concave: b < 0
+    with pytest.raises(ValueError, match="convex"):
+        losses.from_phi(lambda p: (p - 0.5) ** 4 - 1 / 16)  # flat at 1/2: phi''(1/2) = 0
+    with pytest.raises(TypeError):
+        losses.from_phi("squared")

@@ -1,0 +1,276 @@
+"""jaxnn's jitted engine vs the independent float64 NumPy reference.
+
+``tests/reference.py`` is a literal loop over the papers' algorithms (GNNB,
+UNN with smoothing, N3), written from the papers / spec without reading the
+engine.  Here we check the reference on hand-computable cases and internal
+identities, then compare ``jaxnn.fit(..., chooser="lazy", neighbors=NN)`` to
+it, in float64 (rtol 1e-5) and in the default float32 (rtol 1e-4).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import os
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import reference as R  # noqa: E402
+
+M = 200  # one m for every case: the engine compiles per shape
+D = 3
+
+# (k, C, multilabel) datasets shared by the comparisons
+CASE_K3_C2 = (3, 2, False)
+CASE_K8_C3 = (8, 3, False)
+CASE_K15_C5 = (15, 5, False)
+CASE_K8_ML3 = (8, 3, True)
+CASE_K3_ML3 = (3, 3, True)
+
+
+@functools.lru_cache(maxsize=None)
+def dataset(k, C, multilabel):
+    """Overlapping Gaussian blobs (both signs of r occur), exact kNN graph."""
+    rng = np.random.default_rng(1000 * k + 10 * C + int(multilabel))
+    X = rng.normal(size=(M, D))
+    if multilabel:
+        W = rng.normal(size=(D, C))
+        logits = X @ W + 0.8 * rng.normal(size=(M, C))
+        y = (logits > 0).astype(np.int64)  # (m, C) {0, 1} indicator matrix
+        assert np.all(y.any(axis=0)) and np.all((1 - y).any(axis=0))
+    else:
+        y = rng.integers(0, C, size=M)
+        angles = 2 * np.pi * np.arange(C) / C
+        centers = np.zeros((C, D))
+        centers[:, 0], centers[:, 1] = 1.2 * np.cos(angles), 1.2 * np.sin(angles)
+        X = X + centers[y]
+        y = np.array([f"class_{v}" for v in y]) if C == 5 else y  # non-int labels
+    NN = R.knn_bruteforce(X, k)
+    Y, _ = R.encode_labels(y)
+    return X, y, Y, NN
+
+
+@functools.lru_cache(maxsize=None)
+def reference(algorithm, loss, case, epsilon=0.5):
+    _, _, Y, NN = dataset(*case)
+    if algorithm == "gnnb":
+        return R.gnnb(Y, NN, loss, epsilon)
+    if algorithm == "unn":
+        return R.unn(Y, NN, loss)
+    if algorithm == "n3":
+        return R.n3(Y, NN, loss)
+    raise ValueError(algorithm)
+
+
+def fit_engine(algorithm, loss, case, epsilon=0.5, x64=True):
+    import jax
+
+    import jaxnn
+
+    X, y, _, NN = dataset(*case)
+    with jax.enable_x64(x64):
+        model = jaxnn.fit(
+            X.astype(np.float64 if x64 else np.float32),
+            y,
+            k=case[0],
+            loss=loss,
+            algorithm=algorithm,
+            chooser="lazy",
+            epsilon=epsilon,
+            neighbors=NN,
+            trace=x64,
+        )
+        alpha = np.asarray(model.alpha)
+        trace = None if model.trace is None else np.asarray(model.trace)
+    return model, alpha, trace
+
+
+def assert_matches(algorithm, loss, case, epsilon=0.5, x64=True, ref=None):
+    ref = reference(algorithm, loss, case, epsilon) if ref is None else ref
+    model, alpha, trace = fit_engine(algorithm, loss, case, epsilon, x64)
+    scale = float(np.abs(ref.alpha).max())
+    assert scale > 0
+    assert alpha.shape == ref.alpha.shape
+    if x64:
+        assert alpha.dtype == np.float64
+        np.testing.assert_allclose(alpha, ref.alpha, rtol=1e-5, atol=1e-8 * scale)
+        # model.trace: total surrogate risk after each step, classes in parallel
+        assert trace is not None and trace.shape == (M,)
+        np.testing.assert_allclose(trace, ref.parallel_risk, rtol=1e-7, atol=1e-10)
+    else:
+        assert alpha.dtype == np.float32
+        np.testing.assert_allclose(alpha, ref.alpha, rtol=1e-4, atol=1e-4 * scale)
+    np.testing.assert_array_equal(np.asarray(model.Y), ref.Y)
+
+
+# --------------------------------------------------------------------------
+# The reference itself
+# --------------------------------------------------------------------------
+
+
+def test_knn_bruteforce_ties_and_self_exclusion():
+    X = np.array([[0.0], [1.0], [1.0], [2.0], [5.0]])
+    NN = R.knn_bruteforce(X, 2)
+    np.testing.assert_array_equal(NN, [[1, 2], [2, 0], [1, 0], [1, 2], [3, 1]])
+    from sklearn.neighbors import NearestNeighbors
+
+    X, _, _, NN = dataset(*CASE_K8_C3)
+    _, ind = NearestNeighbors(n_neighbors=9, algorithm="brute").fit(X).kneighbors(X)
+    np.testing.assert_array_equal(np.sort(ind[:, 1:], axis=1), np.sort(NN, axis=1))
+
+
+def test_gnnb_squared_hand_case():
+    # x = 0, 1, 3, 4; k = 2: NN(0)={1,2}, NN(1)={0,2}, NN(2)={3,1}, NN(3)={2,1}
+    # inv(0)={1}, inv(1)={0,2,3}, inv(2)={0,1,3}, inv(3)={2}; y = a a b a.
+    # w = 2, H* = 2, eps = 1/2 -> delta = eta / (2 n_j):
+    #   t=0: eta = 2            -> delta = 1;     e1 = 1      (w1 = 0)
+    #   t=1: r = (1,-1,1), eta = 2 -> delta = 1/3; e = (1/3, ., -1/3, 1/3)
+    #   t=2: r = -1, w = (4/3, 0, 4/3), eta = -8/3 -> delta = -4/9
+    #   t=3: r = -1, w2 = 8/3   -> delta = -4/3
+    X = np.array([[0.0], [1.0], [3.0], [4.0]])
+    NN = R.knn_bruteforce(X, 2)
+    np.testing.assert_array_equal(NN, [[1, 2], [0, 2], [3, 1], [2, 1]])
+    Y, classes = R.encode_labels(np.array(["a", "a", "b", "a"]))
+    res = R.gnnb(Y, NN, "squared", 0.5)
+    expected = np.array([1.0, 1.0 / 3.0, -4.0 / 9.0, -4.0 / 3.0])
+    np.testing.assert_allclose(res.alpha, np.stack([expected, expected], axis=1), rtol=1e-15)
+    np.testing.assert_allclose(res.edges[:, 0], [7 / 9, 13 / 9, 1.0, 7 / 9], rtol=1e-15)
+
+
+@pytest.mark.parametrize("case", [CASE_K3_C2, CASE_K15_C5, CASE_K8_ML3])
+def test_unn_exponential_closed_form_is_root_of_smoothed_equation(case):
+    # the closed form (eq. 13) must be the root of the generic smoothed G
+    _, _, Y, NN = dataset(*case)
+    generic = dataclasses.replace(R.EXPONENTIAL, name="exponential_generic")
+    a = R.unn(Y, NN, R.EXPONENTIAL)
+    b = R.unn(Y, NN, generic)
+    np.testing.assert_allclose(a.alpha, b.alpha, rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("loss", ["logistic", "binary_logistic", "matsushita"])
+def test_n3_two_classes_is_gnnb_half(loss):
+    _, _, Y, NN = dataset(*CASE_K3_C2)
+    np.testing.assert_allclose(
+        R.n3(Y, NN, loss).alpha, R.gnnb(Y, NN, loss, 0.5).alpha, rtol=1e-15, atol=0
+    )
+
+
+@pytest.mark.parametrize("loss", ["logistic", "binary_logistic", "matsushita"])
+def test_gnnb_literal_weight_update_tracks_edges(loss):
+    # eq. (11) in weight form must agree with w(e) for the carried edges
+    res = reference("gnnb", loss, CASE_K15_C5, 0.2)
+    np.testing.assert_allclose(res.weights, R.LOSSES[loss].weight(res.edges), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize(
+    "algorithm,loss,epsilon",
+    [("gnnb", "squared", 0.2), ("gnnb", "matsushita", 0.8), ("n3", "calibrated_hinge", 0.5),
+     ("unn", "logistic", 0.5), ("unn", "squared", 0.5)],
+)
+def test_reference_risk_is_monotone(algorithm, loss, epsilon):
+    res = reference(algorithm, loss, CASE_K8_C3, epsilon)
+    assert np.all(np.diff(res.risk) <= 1e-12)
+    assert res.risk[-1] < res.risk[0]
+    np.testing.assert_allclose(res.risk[-1], R.LOSSES[loss].psi(res.edges).mean(), rtol=1e-12)
+
+
+def test_n3_class_balanced_prior():
+    Y = np.array([[1, -1, -1], [1, 1, -1], [-1, -1, -1]])
+    np.testing.assert_allclose(
+        R.class_balanced_prior(Y), [[1 / 2, 1 / 4, 1 / 4], [1 / 4, 1 / 4, 1 / 2], [1 / 6] * 3]
+    )
+    for name in ("logistic", "binary_logistic", "matsushita", "calibrated_hinge"):
+        loss = R.LOSSES[name]
+        pi = np.array([1 / 2, 1 / 4, 1 / 6])
+        e0 = loss.edge_from_prior(pi)
+        np.testing.assert_allclose(loss.posterior(-e0), pi, rtol=1e-14)
+        w0 = pi if name == "calibrated_hinge" else pi / loss.b
+        np.testing.assert_allclose(loss.weight(e0), w0, rtol=1e-14)
+
+
+def test_losses_weight_is_minus_psi_prime_and_h_star():
+    x = np.linspace(-3.0, 3.0, 61) + 0.013
+    h = 1e-6
+    for loss in R.LOSSES.values():
+        num = -(loss.psi(x + h) - loss.psi(x - h)) / (2 * h)
+        np.testing.assert_allclose(loss.weight(x), num, rtol=1e-6, atol=1e-7, err_msg=loss.name)
+        if loss.name != "exponential":
+            psi2 = (loss.psi(1e-4) - 2 * loss.psi(0.0) + loss.psi(-1e-4)) / 1e-8
+            # squared & hinge have kinks elsewhere; at 0 all are smooth except the hinge's
+            # one-sided curvature, which is 1/4 on both sides
+            np.testing.assert_allclose(psi2, loss.h_star, rtol=1e-3, err_msg=loss.name)
+        if loss.balanced:
+            assert loss.weight(0.0) == pytest.approx(1.0 / (2.0 * loss.b))
+            np.testing.assert_allclose(loss.psi(0.0), 1.0)
+
+
+def test_lazy_graph_has_empty_inverse_neighbourhoods():
+    # make sure the n_j = 0 branch (delta = 0) is exercised by the comparisons
+    _, _, _, NN = dataset(*CASE_K3_C2)
+    counts = np.bincount(NN.ravel(), minlength=M)
+    assert (counts == 0).any()
+    res = reference("gnnb", "logistic", CASE_K3_C2)
+    assert np.all(res.alpha[counts == 0] == 0)
+
+
+# --------------------------------------------------------------------------
+# Engine vs reference, float64
+# --------------------------------------------------------------------------
+
+BALANCED = ["squared", "logistic", "binary_logistic", "matsushita"]
+
+
+@pytest.mark.parametrize("loss", BALANCED)
+@pytest.mark.parametrize(
+    "case,epsilon",
+    [(CASE_K3_C2, 0.5), (CASE_K8_C3, 0.2), (CASE_K15_C5, 0.8), (CASE_K8_ML3, 0.5)],
+    ids=["k3-C2-eps0.5", "k8-C3-eps0.2", "k15-C5-eps0.8", "k8-multilabel3-eps0.5"],
+)
+def test_gnnb_matches_reference(loss, case, epsilon):
+    assert_matches("gnnb", loss, case, epsilon)
+
+
+@pytest.mark.parametrize("loss", ["exponential", "squared", "logistic"])
+@pytest.mark.parametrize(
+    "case", [CASE_K3_C2, CASE_K15_C5, CASE_K8_ML3], ids=["k3-C2", "k15-C5", "k8-multilabel3"]
+)
+def test_unn_matches_reference(loss, case):
+    assert_matches("unn", loss, case)
+
+
+@pytest.mark.parametrize("loss", ["logistic", "binary_logistic", "matsushita", "calibrated_hinge"])
+@pytest.mark.parametrize(
+    "case", [CASE_K8_C3, CASE_K15_C5, CASE_K3_ML3], ids=["k8-C3", "k15-C5", "k3-multilabel3"]
+)
+def test_n3_matches_reference(loss, case):
+    assert_matches("n3", loss, case)
+
+
+@pytest.mark.parametrize("loss", ["logistic", "binary_logistic", "matsushita"])
+def test_n3_two_classes_matches_reference_gnnb_half(loss):
+    # C = 2: the class-balanced prior is 1/2 for everyone, so N3 == GNNB(1/2)
+    ref = reference("gnnb", loss, CASE_K3_C2, 0.5)
+    assert_matches("n3", loss, CASE_K3_C2, ref=ref)
+
+
+# --------------------------------------------------------------------------
+# Engine in float32 (default) vs float64 reference
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "algorithm,loss,case,epsilon",
+    [
+        ("gnnb", "logistic", CASE_K8_C3, 0.5),
+        ("gnnb", "squared", CASE_K15_C5, 0.2),
+        ("unn", "exponential", CASE_K8_ML3, 0.5),
+        ("unn", "logistic", CASE_K3_C2, 0.5),
+        ("n3", "calibrated_hinge", CASE_K15_C5, 0.5),
+    ],
+)
+def test_float32_fit_matches_reference(algorithm, loss, case, epsilon):
+    assert_matches(algorithm, loss, case, epsilon, x64=False)
