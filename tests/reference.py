@@ -40,6 +40,7 @@ import math
 
 import numpy as np
 from scipy.optimize import brentq
+from scipy.special import expit
 
 LN2 = math.log(2.0)
 
@@ -50,13 +51,7 @@ LN2 = math.log(2.0)
 
 
 def _sigmoid(h):
-    h = np.asarray(h, dtype=np.float64)
-    out = np.empty_like(h)
-    pos = h >= 0
-    out[pos] = 1.0 / (1.0 + np.exp(-h[pos]))
-    eh = np.exp(h[~pos])
-    out[~pos] = eh / (1.0 + eh)
-    return out
+    return expit(np.asarray(h, dtype=np.float64))
 
 
 @dataclasses.dataclass(frozen=True)

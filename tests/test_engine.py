@@ -108,8 +108,17 @@ def test_posteriors_and_determinism():
     p = np.asarray(jaxnn.predict_proba(m1, Xq))
     assert p.shape == (50, 3) and p.min() >= 0 and p.max() <= 1
     np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-5)
-    raw = np.asarray(jaxnn.predict_proba(m1, Xq, normalize=False))
-    assert raw.min() >= 0 and raw.max() <= 1
+    link = jaxnn.fit(X, y, k=5, chooser="random", seed=4, posterior="link")
+    votes = jaxnn.fit(X, y, k=5, chooser="random", seed=4, posterior="votes")
+    assert link.posterior_mix == 0.0 and votes.posterior_mix == 1.0 and 0.0 <= m1.posterior_mix <= 1.0
+    pl, pv = np.asarray(jaxnn.predict_proba(link, Xq)), np.asarray(jaxnn.predict_proba(votes, Xq))
+    lam = m1.posterior_mix
+    np.testing.assert_allclose(p, (1 - lam) * pl + lam * pv, rtol=1e-5, atol=1e-6)
+    nb = np.asarray(jaxnn.knn_query(X, Xq, 5).indices)
+    np.testing.assert_allclose(pv, np.stack([(y[nb] == c).mean(1) for c in range(3)], 1), atol=1e-6)
+    H = np.asarray(jaxnn.decision_function(link, Xq))
+    raw = np.asarray(link.loss.posterior(H))
+    np.testing.assert_allclose(pl, raw / raw.sum(1, keepdims=True), rtol=1e-5)
     np.testing.assert_array_equal(jaxnn.predict(m1, Xq), jaxnn.predict(m2, Xq))
     H = np.asarray(jaxnn.decision_function(m1, Xq))
     np.testing.assert_array_equal(jaxnn.predict(m1, Xq), np.argmax(H, axis=1))

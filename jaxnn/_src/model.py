@@ -35,6 +35,8 @@ class Model:
       loss: the :class:`~jaxnn.losses.Loss` (its ``posterior`` is the link).
       algorithm: the algorithm object (``GNNB``, ``UNN``, ``UNNFast``, ``N3``).
       multilabel: True if fit on an indicator matrix.
+      posterior_mix: λ ∈ [0, 1] of :func:`predict_proba`,
+        p̂ = (1 − λ)·link(H) + λ·(k-NN vote fractions); chosen by ``fit``.
     """
 
     alpha: jax.Array
@@ -46,6 +48,7 @@ class Model:
     loss: Any
     algorithm: Any
     multilabel: bool
+    posterior_mix: float = 0.0
 
     @property
     def n_classes(self) -> int:
@@ -55,7 +58,7 @@ class Model:
 jax.tree_util.register_dataclass(
     Model,
     data_fields=["alpha", "X", "Y", "trace"],
-    meta_fields=["classes", "k", "loss", "algorithm", "multilabel"],
+    meta_fields=["classes", "k", "loss", "algorithm", "multilabel", "posterior_mix"],
 )
 
 
@@ -161,6 +164,7 @@ def fit(
     seed: int = 0,
     graph_method: str = "exact",
     trace: bool = False,
+    posterior: str = "auto",
 ) -> Model:
     """Learn a leveraged k-NN rule by boosting.
 
@@ -180,6 +184,15 @@ def fit(
       seed: seed of the random chooser and of nndescent.
       graph_method: ``"exact"`` or ``"nndescent"`` when ``neighbors`` is None.
       trace: record the total surrogate risk after every step (``model.trace``).
+      posterior: how :func:`predict_proba` estimates posteriors — ``"link"``
+        (the papers' p̂ = link(H), paper 003 eq. 29), ``"votes"`` (k-NN vote
+        fractions) or ``"auto"`` (default): the blend
+        (1 − λ)·link(H) + λ·votes with λ chosen on a held-out 20 % by the
+        Brier score of an auxiliary fit on the other 80 % (one extra fit).
+        One pass of boosting leaves link(H) shrunk toward uniform and more
+        passes overfit posteriors, while vote fractions are hard to beat when
+        classes separate (README, "Posteriors"); ``"auto"`` is never much
+        worse than either.  :func:`predict` always uses argmax H.
 
     Returns:
       A fitted :class:`Model`.  Computation is float32 unless X is float64 and
@@ -200,6 +213,8 @@ def fit(
         raise ValueError(f"unknown chooser {chooser!r}; use one of {CHOOSERS}")
     rounds = m if rounds is None else _check_int(rounds, "rounds", low=1)
     seed = _check_int(seed, "seed", low=0)
+    if posterior not in _POSTERIORS:
+        raise ValueError(f"unknown posterior {posterior!r}; use one of {_POSTERIORS}")
 
     dtype = _compute_dtype(Xa)
     Xj = jnp.asarray(Xa, dtype=dtype)
@@ -215,7 +230,44 @@ def fit(
         Y, E0, inv.members, inv.counts, jnp.asarray(nbrs), order,
         algorithm=algo, loss=loss_obj, greedy=chooser == "greedy", trace=bool(trace),
     )
-    return Model(result.alpha, Xj, Y, result.trace, classes, k, loss_obj, algo, multilabel)
+    model = Model(result.alpha, Xj, Y, result.trace, classes, k, loss_obj, algo, multilabel)
+    mix = {"link": 0.0, "votes": 1.0}.get(posterior)
+    if mix is None:
+        mix = _choose_posterior_mix(Xa, y, k=k, loss=loss_obj, algorithm=algo, rounds=rounds, chooser=chooser, seed=seed)
+    return dataclasses.replace(model, posterior_mix=float(mix))
+
+
+_POSTERIORS = ("auto", "link", "votes")
+_MIX_GRID = np.linspace(0.0, 1.0, 21)
+
+
+def _choose_posterior_mix(X, y, *, k, loss, algorithm, rounds, chooser, seed, holdout=0.2) -> float:
+    """λ minimising the held-out Brier score of (1 − λ)·link(H) + λ·votes.
+
+    An auxiliary model is fit on a seeded random 80 % of the data (same
+    settings, rounds scaled with the sample) and scored on the other 20 %.
+    Returns 0 (the papers' link) when the sample is too small to hold out.
+    """
+    m = X.shape[0]
+    n_val = int(round(holdout * m))
+    if n_val < 10 or m - n_val <= k + 1:
+        return 0.0
+    perm = np.random.default_rng(seed).permutation(m)
+    val, tr = perm[:n_val], perm[n_val:]
+    y_arr = np.asarray(y)
+    if y_arr.ndim == 1:
+        classes = np.unique(y_arr)
+        if np.unique(y_arr[tr]).size != classes.size:
+            return 0.0  # a class is missing from the 80 %: nothing to compare
+        target = (y_arr[val][:, None] == classes[None, :]).astype(float)
+    else:
+        target = (y_arr[val] > 0).astype(float)
+    aux_rounds = max(1, int(round(rounds * tr.size / m)))
+    aux = fit(X[tr], y_arr[tr], k=k, loss=loss, algorithm=algorithm, rounds=aux_rounds,
+              chooser=chooser, seed=seed, posterior="link")
+    p_link, p_votes = (np.asarray(p, float) for p in _posterior_parts(aux, X[val]))
+    brier = [np.mean(np.sum(((1 - lam) * p_link + lam * p_votes - target) ** 2, axis=1)) for lam in _MIX_GRID]
+    return float(_MIX_GRID[int(np.argmin(brier))])
 
 
 def _check_model(model) -> Model:
@@ -230,32 +282,47 @@ def _scores(alpha, Y, indices):
     return jnp.sum(alpha[indices] * Y[indices], axis=1)
 
 
-def decision_function(model: Model, X) -> jax.Array:
-    """H_c(x) for each row of X: (n, C), columns in ``model.classes`` order."""
-    model = _check_model(model)
+def _check_query(model: Model, X) -> jax.Array:
     Xq = _as_points(X)
     if Xq.shape[1] != model.X.shape[1]:
         raise ValueError(f"X has {Xq.shape[1]} features but the model was fit on {model.X.shape[1]}")
-    nb = knn_query(model.X, jnp.asarray(Xq, dtype=model.X.dtype), model.k)
+    return jnp.asarray(Xq, dtype=model.X.dtype)
+
+
+def decision_function(model: Model, X) -> jax.Array:
+    """H_c(x) for each row of X: (n, C), columns in ``model.classes`` order."""
+    model = _check_model(model)
+    nb = knn_query(model.X, _check_query(model, X), model.k)
     return _scores(model.alpha, model.Y, nb.indices)
 
 
-def predict_proba(model: Model, X, *, normalize: Optional[bool] = None) -> jax.Array:
-    """Class posteriors p̂_c(x) = link(H_c(x)) ∈ [0, 1], (n, C).
+def _posterior_parts(model: Model, X):
+    """(link posterior, vote fractions), both (n, C); normalised over classes
+    for single-label models."""
+    Xq = _check_query(model, X)
+    nb = knn_query(model.X, Xq, model.k).indices
+    H = _scores(model.alpha, model.Y, nb)
+    p_link = jnp.clip(model.loss.posterior(H), 0.0, 1.0)
+    p_votes = jnp.mean(model.Y[nb] > 0, axis=1).astype(p_link.dtype)
+    if not model.multilabel:
+        total = jnp.sum(p_link, axis=1, keepdims=True)
+        p_link = jnp.where(total > 0, p_link / jnp.where(total > 0, total, 1.0), 1.0 / p_link.shape[1])
+    return p_link, p_votes
 
-    For single-label models the one-vs-rest posteriors are normalised to sum
-    to 1 over classes (``normalize=True``, the default); multilabel models
-    return them as they are.
+
+def predict_proba(model: Model, X) -> jax.Array:
+    """Class posteriors p̂_c(x) ∈ [0, 1], (n, C), columns in ``model.classes`` order.
+
+    p̂ = (1 − λ)·link(H_c(x)) + λ·v_c(x), with link the loss's posterior
+    (paper 003 eq. 29 / eq. 11), v_c the fraction of the k neighbours in class
+    c and λ = ``model.posterior_mix`` (see ``fit(posterior=...)``).  For
+    single-label models rows sum to 1 (the one-vs-rest link posteriors are
+    normalised); multilabel models return per-class posteriors.
     """
     model = _check_model(model)
-    p = model.loss.posterior(decision_function(model, X))
-    p = jnp.clip(p, 0.0, 1.0)
-    if normalize is None:
-        normalize = not model.multilabel
-    if normalize:
-        total = jnp.sum(p, axis=1, keepdims=True)
-        p = jnp.where(total > 0, p / jnp.where(total > 0, total, 1.0), 1.0 / p.shape[1])
-    return p
+    p_link, p_votes = _posterior_parts(model, X)
+    lam = model.posterior_mix
+    return p_link if lam == 0.0 else (1.0 - lam) * p_link + lam * p_votes
 
 
 def predict(model: Model, X) -> np.ndarray:
