@@ -11,6 +11,7 @@ from jaxnn._src.algorithms import GNNB, N3, UNN, UNNFast, gnnb, n3, unn, unn_fas
 from jaxnn._src.boosting import surrogate_risk
 from jaxnn._src.graph import InverseNeighbors, Neighbors, inverse_neighbors, knn_graph, knn_query
 from jaxnn._src.model import Model, decision_function, fit, predict, predict_proba
+from jaxnn._src.select import Selection, select
 
 __version__ = "0.1.0"
 
@@ -20,6 +21,7 @@ __all__ = [
     "Model",
     "N3",
     "Neighbors",
+    "Selection",
     "UNN",
     "UNNFast",
     "datasets",
@@ -34,6 +36,7 @@ __all__ = [
     "n3",
     "predict",
     "predict_proba",
+    "select",
     "surrogate_risk",
     "unn",
     "unn_fast",

@@ -35,6 +35,7 @@ class Model:
       loss: the :class:`~jaxnn.losses.Loss` (its ``posterior`` is the link).
       algorithm: the algorithm object (``GNNB``, ``UNN``, ``UNNFast``, ``N3``).
       multilabel: True if fit on an indicator matrix.
+      rounds: boosting steps per class that were run.
       posterior_mix: λ ∈ [0, 1] of :func:`predict_proba`,
         p̂ = (1 − λ)·link(H) + λ·(k-NN vote fractions); chosen by ``fit``.
     """
@@ -49,6 +50,7 @@ class Model:
     algorithm: Any
     multilabel: bool
     posterior_mix: float = 0.0
+    rounds: int = 0
 
     @property
     def n_classes(self) -> int:
@@ -58,7 +60,7 @@ class Model:
 jax.tree_util.register_dataclass(
     Model,
     data_fields=["alpha", "X", "Y", "trace"],
-    meta_fields=["classes", "k", "loss", "algorithm", "multilabel", "posterior_mix"],
+    meta_fields=["classes", "k", "loss", "algorithm", "multilabel", "posterior_mix", "rounds"],
 )
 
 
@@ -172,11 +174,14 @@ def fit(
       X: (m, d) training points.
       y: (m,) class labels (any sortable values) or an (m, C) {0,1} / {−1,+1}
         indicator matrix (multilabel).
-      k: neighbours, 1 ≤ k < m.
-      loss: a name (:func:`jaxnn.losses.names`) or a :class:`~jaxnn.losses.Loss`.
+      k: neighbours, 1 ≤ k < m, or ``"auto"`` (chosen by :func:`jaxnn.select`
+        among 5, 10, 20, 50 on a held-out 25 %).
+      loss: a name (:func:`jaxnn.losses.names`), a :class:`~jaxnn.losses.Loss`
+        or ``"auto"`` (logistic or Matsushita, chosen by :func:`jaxnn.select`).
       algorithm: ``"gnnb"``, ``"unn"``, ``"unn_fast"``, ``"n3"`` or an
         algorithm object (``jaxnn.gnnb(...)``, ``jaxnn.unn(...)``…).
-      rounds: boosting steps per class T (default m: one pass).
+      rounds: boosting steps per class T (default m: one pass), or ``"auto"``
+        (1, 2 or 4 passes, chosen by :func:`jaxnn.select`).
       chooser: ``"lazy"`` (index order), ``"random"`` (seeded permutation) or
         ``"greedy"`` (largest |δ|: GNNB*, N³'s WEO).
       epsilon: GNNB's ε ∈ (0, 1) (paper 000 eq. 10).
@@ -201,6 +206,21 @@ def fit(
     Xa = _as_points(X)
     m = Xa.shape[0]
     classes, Y_np, multilabel = encode_labels(y, m)
+    if "auto" in (_auto(k), _auto(loss), _auto(rounds)):
+        from jaxnn._src.select import DEFAULT_KS, DEFAULT_LOSSES, DEFAULT_PASSES, select
+
+        if neighbors is not None and _auto(k) == "auto":
+            raise ValueError("k='auto' cannot be combined with precomputed neighbors")
+        sel = select(
+            Xa, y,
+            ks=DEFAULT_KS if _auto(k) == "auto" else (_check_int(k, "k", low=1),),
+            losses=DEFAULT_LOSSES if _auto(loss) == "auto" else (loss,),
+            passes=DEFAULT_PASSES if _auto(rounds) == "auto" else (1,),
+            algorithm=algorithm, chooser=chooser, epsilon=epsilon, seed=_check_int(seed, "seed", low=0),
+        )
+        k = sel.k if _auto(k) == "auto" else k
+        loss = sel.loss if _auto(loss) == "auto" else loss
+        rounds = sel.passes * m if _auto(rounds) == "auto" else rounds
     k = _check_int(k, "k", low=1)
     if k >= m:
         raise ValueError(f"k must be < the number of training points ({m}), got k={k}")
@@ -230,7 +250,7 @@ def fit(
         Y, E0, inv.members, inv.counts, jnp.asarray(nbrs), order,
         algorithm=algo, loss=loss_obj, greedy=chooser == "greedy", trace=bool(trace),
     )
-    model = Model(result.alpha, Xj, Y, result.trace, classes, k, loss_obj, algo, multilabel)
+    model = Model(result.alpha, Xj, Y, result.trace, classes, k, loss_obj, algo, multilabel, rounds=rounds)
     mix = {"link": 0.0, "votes": 1.0}.get(posterior)
     if mix is None:
         mix = _choose_posterior_mix(Xa, y, k=k, loss=loss_obj, algorithm=algo, rounds=rounds, chooser=chooser, seed=seed)
@@ -238,6 +258,10 @@ def fit(
 
 
 _POSTERIORS = ("auto", "link", "votes")
+
+
+def _auto(value):
+    return "auto" if isinstance(value, str) and value == "auto" else None
 _MIX_GRID = np.linspace(0.0, 1.0, 21)
 
 

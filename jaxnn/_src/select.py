@@ -1,0 +1,137 @@
+"""Cheap model selection: k, loss and number of passes by internal validation.
+
+One neighbour graph at the largest candidate k serves every smaller k (the
+exact search returns neighbours nearest first, so the first k columns are the
+k-NN graph), and passes are run one after another from the previous edges,
+so one compiled program per (k, loss) scores every number of passes.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Sequence
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxnn._src import algorithms as algos
+from jaxnn._src import losses as losses_mod
+from jaxnn._src.boosting import boost, chooser_order
+from jaxnn._src.graph import inverse_neighbors, knn_graph, knn_query
+
+__all__ = ["Selection", "select", "DEFAULT_KS", "DEFAULT_LOSSES", "DEFAULT_PASSES"]
+
+DEFAULT_KS = (5, 10, 20, 50)
+DEFAULT_LOSSES = ("logistic", "matsushita")
+DEFAULT_PASSES = (1, 2, 4)
+
+
+class Selection(NamedTuple):
+    """The chosen hyper-parameters and every validation score.
+
+    Attributes:
+      k, loss, passes: the best candidate (highest validation accuracy; ties →
+        smaller k, then fewer passes, then the earlier loss).
+      scores: {(k, loss_name, passes): validation accuracy}.
+    """
+
+    k: int
+    loss: str
+    passes: int
+    scores: dict
+
+
+def _holdout(y: np.ndarray, fraction: float, seed: int):
+    """Stratified split of indices (1-D labels) or a plain random one (multilabel)."""
+    rng = np.random.default_rng(seed)
+    if y.ndim == 2:
+        perm = rng.permutation(y.shape[0])
+        n_val = max(1, int(round(fraction * y.shape[0])))
+        return np.sort(perm[n_val:]), np.sort(perm[:n_val])
+    val = []
+    for c in np.unique(y):
+        idx = rng.permutation(np.nonzero(y == c)[0])
+        val.append(idx[: int(round(fraction * idx.size))])
+    val = np.sort(np.concatenate(val))
+    train = np.setdiff1d(np.arange(y.shape[0]), val)
+    return train, val
+
+
+def select(
+    X,
+    y,
+    *,
+    ks: Sequence[int] = DEFAULT_KS,
+    losses: Sequence[str] = DEFAULT_LOSSES,
+    passes: Sequence[int] = DEFAULT_PASSES,
+    algorithm="gnnb",
+    chooser: str = "lazy",
+    epsilon: float = 0.5,
+    holdout: float = 0.25,
+    seed: int = 0,
+) -> Selection:
+    """Pick k, the loss and the number of boosting passes on a held-out split.
+
+    Args:
+      X, y: training data as for :func:`jaxnn.fit`.
+      ks, losses, passes: candidate values (ks larger than the training part
+        allows are dropped).
+      algorithm, chooser, epsilon: as for :func:`jaxnn.fit`.
+      holdout: validation fraction (stratified by class for 1-D labels).
+      seed: split seed.
+
+    Returns:
+      :class:`Selection`.
+    """
+    from jaxnn._src.model import _as_points, encode_labels  # local: model imports this module
+
+    Xa = _as_points(X)
+    y_arr = np.asarray(y)
+    classes, Y_all, multilabel = encode_labels(y_arr, Xa.shape[0])
+    if not 0.0 < float(holdout) < 1.0:
+        raise ValueError(f"holdout must lie in (0, 1), got {holdout}")
+    if not ks or not losses or not passes:
+        raise ValueError("ks, losses and passes must each hold at least one candidate")
+    if any(int(p) < 1 for p in passes):
+        raise ValueError(f"passes must be >= 1, got {tuple(passes)}")
+    tr, va = _holdout(y_arr, float(holdout), seed)
+    m = tr.size
+    ks = sorted({int(k) for k in ks if 1 <= int(k) < m})
+    if not ks:
+        raise ValueError(f"no candidate k is in [1, {m - 1}] for a training part of {m} points")
+    algo = algos.get(algorithm, epsilon=epsilon)
+    loss_objs = [losses_mod.get(name) for name in losses]
+    for loss in loss_objs:
+        algo.check(loss)
+
+    X_tr = jnp.asarray(Xa[tr], jnp.float32)
+    X_va = jnp.asarray(Xa[va], jnp.float32)
+    k_max = max(ks)
+    graph = np.asarray(knn_graph(X_tr, k_max).indices)  # nearest first: prefixes are k-NN graphs
+    query = np.asarray(knn_query(X_tr, X_va, k_max).indices)
+    Y = jnp.asarray(Y_all[tr], jnp.float32)
+    Y_va = Y_all[va]
+    order = jnp.asarray(chooser_order(chooser, m, m, seed))
+    max_passes = max(int(p) for p in passes)
+
+    scores = {}
+    for k in ks:
+        nb = graph[:, :k]
+        inv = inverse_neighbors(nb, m)
+        q = query[:, :k]
+        for loss in loss_objs:
+            edges = algo.init_edges(loss, Y)
+            alpha = jnp.zeros(Y.shape, Y.dtype)
+            for p in range(1, max_passes + 1):
+                res = boost(Y, edges, inv.members, inv.counts, jnp.asarray(nb), order,
+                            algorithm=algo, loss=loss, greedy=chooser == "greedy", trace=False)
+                edges, alpha = res.edges, alpha + res.alpha
+                if p in passes:
+                    H = np.asarray(jnp.sum(alpha[q] * Y[q], axis=1))
+                    if multilabel:
+                        acc = float(np.mean((H > 0) == (Y_va > 0)))
+                    else:
+                        acc = float(np.mean(np.argmax(H, axis=1) == np.argmax(Y_va, axis=1)))
+                    scores[(k, loss.name, p)] = acc
+    rank = {name.name: i for i, name in enumerate(loss_objs)}
+    best = max(scores, key=lambda key: (scores[key], -key[0], -key[2], -rank[key[1]]))
+    return Selection(best[0], best[1], best[2], scores)

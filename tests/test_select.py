@@ -1,0 +1,59 @@
+"""Model selection: one graph at the largest k, every candidate scored, the best refit."""
+
+import numpy as np
+import pytest
+
+import jaxnn
+
+
+def _data(m=160, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, size=m)
+    X = rng.normal(size=(m, 3)) + 1.5 * np.eye(3)[y]
+    return X.astype(np.float32), y
+
+
+def test_select_scores_every_candidate_and_picks_the_best():
+    X, y = _data()
+    sel = jaxnn.select(X, y, ks=(3, 7), losses=("logistic", "matsushita"), passes=(1, 2))
+    assert set(sel.scores) == {(k, l, p) for k in (3, 7) for l in ("logistic", "matsushita") for p in (1, 2)}
+    assert sel.scores[(sel.k, sel.loss, sel.passes)] == max(sel.scores.values())
+    assert all(0.0 <= v <= 1.0 for v in sel.scores.values())
+
+
+def test_select_prefix_graph_equals_direct_fit():
+    """Passes run from the previous edges equal one fit with rounds = passes·m."""
+    X, y = _data(m=120, seed=1)
+    tr, va = jaxnn._src.select._holdout(y, 0.25, 0)
+    sel = jaxnn.select(X, y, ks=(5,), losses=("matsushita",), passes=(2,))
+    model = jaxnn.fit(X[tr], y[tr], k=5, loss="matsushita", rounds=2 * tr.size, posterior="link")
+    acc = float(np.mean(jaxnn.predict(model, X[va]) == y[va]))
+    assert sel.scores[(5, "matsushita", 2)] == pytest.approx(acc)
+
+
+def test_fit_auto():
+    X, y = _data(seed=2)
+    model = jaxnn.fit(X, y, k="auto", loss="auto", rounds="auto")
+    assert model.k in (5, 10, 20, 50)
+    assert model.loss.name in ("logistic", "matsushita")
+    assert model.rounds in (160, 320, 640)
+    only_k = jaxnn.fit(X, y, k="auto", loss="squared")
+    assert only_k.loss.name == "squared" and only_k.rounds == 160
+    assert np.mean(jaxnn.predict(model, X) == y) > 0.7
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [(dict(holdout=1.5), "holdout"), (dict(ks=(500,)), "no candidate k"), (dict(passes=(0,)), "passes"), (dict(ks=()), "at least one")],
+)
+def test_select_bad_arguments(kwargs, match):
+    X, y = _data(m=60)
+    with pytest.raises(ValueError, match=match):
+        jaxnn.select(X, y, **kwargs)
+
+
+def test_auto_k_with_neighbors_is_rejected():
+    X, y = _data(m=60)
+    nb = np.asarray(jaxnn.knn_graph(X, 3).indices)
+    with pytest.raises(ValueError, match="auto"):
+        jaxnn.fit(X, y, k="auto", neighbors=nb)
