@@ -245,3 +245,41 @@ def test_fit_bad_data():
         jaxnn.predict_proba(model, Xn)
     with pytest.raises(TypeError, match="Model"):
         jaxnn.predict("model", X)
+
+
+@pytest.mark.parametrize("algorithm, loss", [("gnnb", "logistic"), ("unn", "logistic"), ("unn", "exponential"), ("n3", "calibrated_hinge"), ("unn_fast", "matsushita")])
+def test_colored_schedule_equals_sequential_in_colour_order(algorithm, loss):
+    from jaxnn._src.boosting import chooser_order  # noqa: F401
+    from jaxnn._src.schedule import color_schedule, colored_order
+
+    X, y = _blobs(m=400, C=4, seed=8)
+    nb = np.asarray(jaxnn.knn_graph(X, 6).indices)
+    inv = jaxnn.inverse_neighbors(nb)
+    sched = color_schedule(inv.members, inv.counts, nb)
+    # a proper colouring: no two examples of a colour share an inverse-neighbourhood member
+    members, counts = np.asarray(inv.members), np.asarray(inv.counts)
+    for c in range(sched.n_colors):
+        js = np.nonzero(sched.colors == c)[0]
+        touched = np.concatenate([members[j, : counts[j]] for j in js])
+        assert touched.size == np.unique(touched).size
+    assert sched.n_colors < 60
+    order = colored_order(sched)
+    assert sorted(order.tolist()) == list(range(400))
+    with jax.enable_x64(True):
+        X64 = X.astype(np.float64)
+        col = jaxnn.fit(X64, y, k=6, loss=loss, algorithm=algorithm, chooser="colored", rounds=800, neighbors=nb, posterior="link", trace=True)
+        Y = col.Y
+        E0 = col.algorithm.init_edges(col.loss, Y)
+        seq = boost(Y, E0, inv.members, inv.counts, jax.numpy.asarray(nb), jax.numpy.asarray(np.concatenate([order, order])),
+                    algorithm=col.algorithm, loss=col.loss, greedy=False, trace=True)
+    np.testing.assert_allclose(np.asarray(col.alpha), np.asarray(seq.alpha), rtol=1e-9, atol=1e-10)
+    # risk after each colour = sequential risk at the end of that colour
+    ends = np.cumsum(np.bincount(sched.colors))
+    ends = np.concatenate([ends, ends + 400]) - 1
+    np.testing.assert_allclose(np.asarray(col.trace), np.asarray(seq.trace)[ends], rtol=1e-9)
+
+
+def test_colored_needs_whole_passes():
+    X, y = _blobs(m=60)
+    with pytest.raises(ValueError, match="multiple of m"):
+        jaxnn.fit(X, y, k=3, chooser="colored", rounds=90)

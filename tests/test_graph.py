@@ -92,3 +92,22 @@ def test_graph_bad_method():
 def test_query_feature_mismatch():
     with pytest.raises(ValueError, match="features"):
         jaxnn.knn_query(_data(m=10), _data(m=3, d=4), 2)
+
+
+def test_two_stage_selection_is_exact_with_ties():
+    """m > 8·k·32 takes the grouped partial selection; it must stay exact,
+    ties by lower index included (every point appears twice)."""
+    base = _data(m=1600, d=3, seed=4)
+    X = np.concatenate([base, base])  # duplicates: i and i + 1600 coincide
+    g = np.asarray(jaxnn.knn_graph(X, 5).indices)
+    d2 = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
+    np.fill_diagonal(d2, np.inf)
+    ref = np.argsort(d2, axis=1, kind="stable")[:, :5]
+    # equal distances computed two ways may differ in the last bit: compare distances, then ties
+    ref_d = np.take_along_axis(d2, ref, 1)
+    got_d = np.take_along_axis(d2, g, 1)
+    np.testing.assert_allclose(got_d, ref_d, rtol=1e-4, atol=1e-5)
+    assert np.all(g[:1600, 0] == np.arange(1600) + 1600)  # the exact duplicate first
+    assert np.all(g[1600:, 0] == np.arange(1600))
+    q = np.asarray(jaxnn.knn_query(X, base[:50], 2).indices)
+    np.testing.assert_array_equal(q, np.stack([np.arange(50), np.arange(50) + 1600], 1))

@@ -5,10 +5,13 @@ argument of the jitted loop and equal parameters never retrace) with two
 pure methods:
 
 * ``init_edges(loss, Y) -> E0 (m, C)``: the starting edges e_ic;
-* ``delta(loss, e, r, n, m) -> δ (C,)``: the leveraging update of example j
-  for every class, from the edges ``e (P, C)`` of its inverse neighbourhood,
-  ``r (P, C) = y_ic·y_jc`` (0 on padding), ``n (C,) = n_j`` and the sample
-  size ``m``.
+* ``delta(loss, e, r, n, m, layout=BLOCK) -> δ``: the leveraging update of
+  example j for every class, from the edges ``e`` of its inverse
+  neighbourhood, ``r = y_ic·y_jc`` (0 on padding), ``n = n_j`` and the sample
+  size ``m``.  With the default :data:`BLOCK` layout ``e, r`` are (P, C) (one
+  example) and δ is (C,); with a :class:`Segments` layout they are flat edge
+  lists (L, C) of several examples whose inverse neighbourhoods are disjoint
+  (one colour of the parallel schedule) and δ is (S, C).
 
 Edges, not weights, are the state (DESIGN.md §3): weights are w(e).
 """
@@ -21,20 +24,48 @@ import math
 import jax
 import jax.numpy as jnp
 
+from typing import NamedTuple
+
 from jaxnn._src.losses import Loss, increasing_root, _iters
 
-__all__ = ["GNNB", "UNN", "UNNFast", "N3", "gnnb", "unn", "unn_fast", "n3", "get", "names"]
+__all__ = ["GNNB", "UNN", "UNNFast", "N3", "gnnb", "unn", "unn_fast", "n3", "get", "names", "BLOCK", "Segments"]
 
 
-def _eta(loss: Loss, e, r):
-    """η(c, j) = Σ_{i∈inv(j)} w(e_i) r_i — paper 000 eq. (9). (C,)"""
-    return jnp.sum(loss.weight(e) * r, axis=0)
+class _Block(NamedTuple):
+    """One example: edges (P, C) summed over axis 0 into δ (C,)."""
+
+    def total(self, x):
+        return jnp.sum(x, axis=0)
+
+    def spread(self, d):
+        return d[None, :]
 
 
-def _newton_delta(loss: Loss, e, r, n, scale: float):
+class Segments(NamedTuple):
+    """Several examples at once: edge ℓ belongs to example ``seg[ℓ]`` < ``size``."""
+
+    seg: jax.Array
+    size: int
+
+    def total(self, x):
+        return jax.ops.segment_sum(x, self.seg, num_segments=self.size)
+
+    def spread(self, d):
+        return d[self.seg]
+
+
+BLOCK = _Block()
+
+
+def _eta(loss: Loss, e, r, layout):
+    """η(c, j) = Σ_{i∈inv(j)} w(e_i) r_i — paper 000 eq. (9)."""
+    return layout.total(loss.weight(e) * r)
+
+
+def _newton_delta(loss: Loss, e, r, n, scale: float, layout):
     """δ = scale·η/(H*·n_j); δ = 0 when n_j = 0."""
     hstar = loss.hstar(e.dtype)
-    return scale * _eta(loss, e, r) / (hstar * jnp.maximum(n, 1).astype(e.dtype))
+    return scale * _eta(loss, e, r, layout) / (hstar * jnp.maximum(n, 1).astype(e.dtype))
 
 
 def _require_bounded(loss: Loss, name: str) -> None:
@@ -62,8 +93,8 @@ class GNNB:
     def init_edges(self, loss: Loss, Y):
         return jnp.zeros(Y.shape, Y.dtype)
 
-    def delta(self, loss: Loss, e, r, n, m: int):
-        return _newton_delta(loss, e, r, n, 2.0 * (1.0 - float(self.epsilon)))
+    def delta(self, loss: Loss, e, r, n, m: int, layout=BLOCK):
+        return _newton_delta(loss, e, r, n, 2.0 * (1.0 - float(self.epsilon)), layout)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,8 +122,14 @@ class N3:
         e0 = -loss.posterior_inverse(pi)
         return jnp.where(pi == 0.5, 0.0, e0).astype(Y.dtype)
 
-    def delta(self, loss: Loss, e, r, n, m: int):
-        return _newton_delta(loss, e, r, n, 1.0)
+    def delta(self, loss: Loss, e, r, n, m: int, layout=BLOCK):
+        return _newton_delta(loss, e, r, n, 1.0, layout)
+
+
+def _signed_masses(loss: Loss, e, r, layout):
+    """W⁺ = Σ_{r_i = +1} w(e_i), W⁻ = Σ_{r_i = −1} w(e_i) (paper 001 eq. 12)."""
+    w = loss.weight(e)
+    return layout.total(jnp.where(r > 0, w, 0.0)), layout.total(jnp.where(r < 0, w, 0.0))
 
 
 def _smoothing_weight(loss: Loss, m: int, dtype):
@@ -125,23 +162,21 @@ class UNN:
     def init_edges(self, loss: Loss, Y):
         return jnp.zeros(Y.shape, Y.dtype)
 
-    def delta(self, loss: Loss, e, r, n, m: int):
+    def delta(self, loss: Loss, e, r, n, m: int, layout=BLOCK):
         dtype = e.dtype
         bound = jnp.asarray(self.max_delta, dtype)
         s = _smoothing_weight(loss, m, dtype) if self.smoothing else jnp.zeros((), dtype)
         if loss.unn_closed_form is not None:
-            w = loss.weight(e)
+            w_plus, w_minus = _signed_masses(loss, e, r, layout)
             extra = s * loss.weight(jnp.zeros((), dtype))
-            w_plus = jnp.sum(jnp.where(r > 0, w, 0.0), axis=0) + extra
-            w_minus = jnp.sum(jnp.where(r < 0, w, 0.0), axis=0) + extra
-            d = loss.unn_closed_form(w_plus, w_minus)
+            d = loss.unn_closed_form(w_plus + extra, w_minus + extra)
         else:
 
             def minus_g(d):  # increasing in d
-                g = jnp.sum(r * loss.weight(e + d[None, :] * r), axis=0)
+                g = layout.total(r * loss.weight(e + layout.spread(d) * r))
                 return -(g + s * (loss.weight(d) - loss.weight(-d)))
 
-            d0 = jnp.zeros(e.shape[1:], dtype)
+            d0 = jnp.zeros(jnp.shape(n), dtype)  # one root per example and class
             d = increasing_root(minus_g, d0, -bound, bound, d0, _iters(dtype))
         d = jnp.where(jnp.isnan(d), 0.0, d)
         return jnp.where(n > 0, jnp.clip(d, -bound, bound), 0.0)
@@ -164,12 +199,11 @@ class UNNFast:
     def init_edges(self, loss: Loss, Y):
         return jnp.zeros(Y.shape, Y.dtype)
 
-    def delta(self, loss: Loss, e, r, n, m: int):
+    def delta(self, loss: Loss, e, r, n, m: int, layout=BLOCK):
         dtype = e.dtype
-        w = loss.weight(e)
         extra = jnp.asarray(1.0 / m if self.smoothing else 0.0, dtype)
-        w_plus = jnp.sum(jnp.where(r > 0, w, 0.0), axis=0) + extra
-        w_minus = jnp.sum(jnp.where(r < 0, w, 0.0), axis=0) + extra
+        w_plus, w_minus = _signed_masses(loss, e, r, layout)
+        w_plus, w_minus = w_plus + extra, w_minus + extra
         total = w_plus + w_minus
         ratio = jnp.where(total > 0, w_plus / jnp.where(total > 0, total, 1.0), 0.5)
         d = loss.posterior_inverse(ratio)

@@ -79,10 +79,38 @@ def _check_k(k, m: int, *, exclude_self: bool) -> int:
 
 def _block_rows(m: int, block_size: int | None) -> int:
     if block_size is None:
-        block_size = max(1, min(4096, _TILE_ELEMENTS // max(m, 1)))
+        block_size = max(1, min(512, _TILE_ELEMENTS // max(m, 1)))
     if int(block_size) < 1:
         raise ValueError(f"block_size must be >= 1, got {block_size}")
     return int(block_size)
+
+
+_GROUP = 32  # columns per group of the two-stage selection
+
+
+def _smallest_k(d2, k: int):
+    """(values, indices) of the k smallest entries of each row of d2 (B, m),
+    ascending, exact ties broken by the lower column index.
+
+    Two-stage partial selection: the k nearest columns lie in the k groups
+    (of ``_GROUP`` contiguous columns) with the smallest group minima — each
+    other group's minimum is beaten by k distinct points — so ``top_k`` runs
+    on m/32 group minima and on 32·k candidates instead of on m columns.
+    Candidate groups are re-sorted by index so ties still favour lower indices.
+    """
+    B, m = d2.shape
+    if m <= 8 * k * _GROUP:
+        neg, idx = jax.lax.top_k(-d2, k)
+        return -neg, idx
+    n_groups = -(-m // _GROUP)
+    padded = jnp.full((B, n_groups * _GROUP), jnp.inf, d2.dtype).at[:, :m].set(d2)
+    groups = padded.reshape(B, n_groups, _GROUP)
+    _, best_groups = jax.lax.top_k(-jnp.min(groups, axis=2), k)  # (B, k)
+    best_groups = jnp.sort(best_groups, axis=1)
+    cand = jnp.take_along_axis(groups, best_groups[:, :, None], axis=1).reshape(B, k * _GROUP)
+    cand_idx = (best_groups[:, :, None] * _GROUP + jnp.arange(_GROUP)[None, None, :]).reshape(B, k * _GROUP)
+    neg, pos = jax.lax.top_k(-cand, k)
+    return -neg, jnp.take_along_axis(cand_idx, pos, axis=1)
 
 
 @functools.partial(jax.jit, static_argnames=("k", "block", "exclude_self"))
@@ -102,8 +130,8 @@ def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool):
         if exclude_self:
             rows = start + jnp.arange(block)
             d2 = jnp.where(rows[:, None] == cols[None, :], jnp.inf, d2)
-        neg, idx = jax.lax.top_k(-d2, k)  # ties: lower index first
-        return idx.astype(jnp.int32), jnp.sqrt(-neg)
+        vals, idx = _smallest_k(d2, k)
+        return idx.astype(jnp.int32), jnp.sqrt(vals)
 
     idx, dist = jax.lax.map(one_block, jnp.arange(n_blocks))
     return idx.reshape(-1, k)[:n], dist.reshape(-1, k)[:n]

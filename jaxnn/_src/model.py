@@ -17,6 +17,7 @@ from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src.boosting import CHOOSERS, boost, chooser_order
 from jaxnn._src.graph import inverse_neighbors, knn_graph, knn_query
+from jaxnn._src.schedule import boost_colored, color_schedule
 
 __all__ = ["Model", "fit", "decision_function", "predict_proba", "predict", "encode_labels"]
 
@@ -182,13 +183,17 @@ def fit(
         algorithm object (``jaxnn.gnnb(...)``, ``jaxnn.unn(...)``…).
       rounds: boosting steps per class T (default m: one pass), or ``"auto"``
         (1, 2 or 4 passes, chosen by :func:`jaxnn.select`).
-      chooser: ``"lazy"`` (index order), ``"random"`` (seeded permutation) or
-        ``"greedy"`` (largest |δ|: GNNB*, N³'s WEO).
+      chooser: ``"lazy"`` (index order), ``"random"`` (seeded permutation),
+        ``"colored"`` (the exact parallel schedule: every example once per
+        pass in the order of a colouring of the conflict graph, one vectorised
+        step per colour; ``rounds`` must be a multiple of m) or ``"greedy"``
+        (largest |δ|: GNNB*, N³'s WEO).
       epsilon: GNNB's ε ∈ (0, 1) (paper 000 eq. 10).
       neighbors: optional precomputed (m, k) int neighbour indices (self excluded).
       seed: seed of the random chooser and of nndescent.
       graph_method: ``"exact"`` or ``"nndescent"`` when ``neighbors`` is None.
-      trace: record the total surrogate risk after every step (``model.trace``).
+      trace: record the total surrogate risk after every step (``model.trace``;
+        after every colour for ``chooser="colored"``).
       posterior: how :func:`predict_proba` estimates posteriors — ``"link"``
         (the papers' p̂ = link(H), paper 003 eq. 29), ``"votes"`` (k-NN vote
         fractions) or ``"auto"`` (default): the blend
@@ -233,6 +238,8 @@ def fit(
         raise ValueError(f"unknown chooser {chooser!r}; use one of {CHOOSERS}")
     rounds = m if rounds is None else _check_int(rounds, "rounds", low=1)
     seed = _check_int(seed, "seed", low=0)
+    if chooser == "colored" and rounds % m:
+        raise ValueError(f"chooser='colored' runs whole passes: rounds must be a multiple of m={m}, got {rounds}")
     if posterior not in _POSTERIORS:
         raise ValueError(f"unknown posterior {posterior!r}; use one of {_POSTERIORS}")
 
@@ -245,11 +252,16 @@ def fit(
     inv = inverse_neighbors(nbrs, m)
     Y = jnp.asarray(Y_np, dtype=dtype)
     E0 = algo.init_edges(loss_obj, Y)
-    order = jnp.asarray(chooser_order(chooser, m, rounds, seed))
-    result = boost(
-        Y, E0, inv.members, inv.counts, jnp.asarray(nbrs), order,
-        algorithm=algo, loss=loss_obj, greedy=chooser == "greedy", trace=bool(trace),
-    )
+    if chooser == "colored":
+        schedule = color_schedule(inv.members, inv.counts, nbrs)
+        result = boost_colored(Y, E0, inv.counts, schedule, algorithm=algo, loss=loss_obj,
+                               passes=rounds // m, trace=bool(trace))
+    else:
+        order = jnp.asarray(chooser_order(chooser, m, rounds, seed))
+        result = boost(
+            Y, E0, inv.members, inv.counts, jnp.asarray(nbrs), order,
+            algorithm=algo, loss=loss_obj, greedy=chooser == "greedy", trace=bool(trace),
+        )
     model = Model(result.alpha, Xj, Y, result.trace, classes, k, loss_obj, algo, multilabel, rounds=rounds)
     mix = {"link": 0.0, "votes": 1.0}.get(posterior)
     if mix is None:
