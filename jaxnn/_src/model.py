@@ -15,6 +15,7 @@ import numpy as np
 
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
+from jaxnn._src import sharding
 from jaxnn._src.boosting import CHOOSERS, boost, chooser_order
 from jaxnn._src.graph import inverse_neighbors, knn_graph, knn_query
 from jaxnn._src.schedule import boost_colored, color_schedule
@@ -168,6 +169,7 @@ def fit(
     graph_method: str = "exact",
     trace: bool = False,
     posterior: str = "auto",
+    devices=None,
 ) -> Model:
     """Learn a leveraged k-NN rule by boosting.
 
@@ -203,6 +205,10 @@ def fit(
         passes overfit posteriors, while vote fractions are hard to beat when
         classes separate (README, "Posteriors"); ``"auto"`` is never much
         worse than either.  :func:`predict` always uses argmax H.
+      devices: None (default device), an int n (the first n devices), a list
+        of devices or ``"all"``: the class axis of the boosting state is
+        sharded across them (:mod:`jaxnn._src.sharding`); results equal the
+        single-device ones.
 
     Returns:
       A fitted :class:`Model`.  Computation is float32 unless X is float64 and
@@ -252,6 +258,13 @@ def fit(
     inv = inverse_neighbors(nbrs, m)
     Y = jnp.asarray(Y_np, dtype=dtype)
     E0 = algo.init_edges(loss_obj, Y)
+    n_classes = Y.shape[1]
+    if devices is not None:
+        mesh = sharding.class_mesh(devices)
+        n_dev = mesh.devices.size
+        Y = sharding.shard_classes(sharding.pad_classes(Y, n_dev), mesh)
+        E0 = sharding.shard_classes(sharding.pad_classes(E0, n_dev), mesh)
+        inv = type(inv)(*(sharding.replicate(a, mesh) for a in inv))
     if chooser == "colored":
         schedule = color_schedule(inv.members, inv.counts, nbrs)
         result = boost_colored(Y, E0, inv.counts, schedule, algorithm=algo, loss=loss_obj,
@@ -262,7 +275,11 @@ def fit(
             Y, E0, inv.members, inv.counts, jnp.asarray(nbrs), order,
             algorithm=algo, loss=loss_obj, greedy=chooser == "greedy", trace=bool(trace),
         )
-    model = Model(result.alpha, Xj, Y, result.trace, classes, k, loss_obj, algo, multilabel, rounds=rounds)
+    alpha = result.alpha[:, :n_classes]
+    Y = Y[:, :n_classes]
+    if devices is not None:  # hand back ordinary single-device arrays
+        alpha, Y = jax.device_put(alpha, jax.devices()[0]), jax.device_put(Y, jax.devices()[0])
+    model = Model(alpha, Xj, Y, result.trace, classes, k, loss_obj, algo, multilabel, rounds=rounds)
     mix = {"link": 0.0, "votes": 1.0}.get(posterior)
     if mix is None:
         mix = _choose_posterior_mix(Xa, y, k=k, loss=loss_obj, algorithm=algo, rounds=rounds, chooser=chooser, seed=seed)

@@ -1,0 +1,62 @@
+"""Many devices: shard the class axis of the boosting state across a mesh.
+
+Classes are independent (one-vs-rest), so the (m, C) edges, labels and α are
+split along C with :class:`jax.sharding.NamedSharding`; the inverse
+neighbourhoods and the example order are replicated.  The jitted loop is the
+same function: XLA's SPMD partitioner runs each device's classes locally
+(gathers and scatters are along rows, reductions along the members axis).
+C is padded with all-zero label columns (r = 0, hence δ = 0) to a multiple of
+the device count.  Multi-host: call ``jax.distributed.initialize()`` first on
+every host; ``jax.devices()`` then lists all hosts' devices.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+__all__ = ["class_mesh", "shard_classes", "replicate", "pad_classes"]
+
+AXIS = "classes"
+
+
+def class_mesh(devices) -> Mesh:
+    """A 1-D mesh named ``"classes"`` from an int (first n devices), a list of
+    devices or ``"all"``."""
+    available = jax.devices()
+    if isinstance(devices, str):
+        if devices != "all":
+            raise ValueError(f"devices must be an int, a list of devices or 'all', got {devices!r}")
+        chosen = available
+    elif isinstance(devices, (int, np.integer)) and not isinstance(devices, bool):
+        if not 1 <= int(devices) <= len(available):
+            raise ValueError(f"devices={devices} but {len(available)} device(s) are available")
+        chosen = available[: int(devices)]
+    elif isinstance(devices, Sequence) and devices and all(isinstance(d, jax.Device) for d in devices):
+        chosen = list(devices)
+    else:
+        raise TypeError(f"devices must be an int, a list of jax devices or 'all', got {devices!r}")
+    return Mesh(np.asarray(chosen), (AXIS,))
+
+
+def pad_classes(a, n_devices: int):
+    """Pad the last axis with zero columns to a multiple of n_devices."""
+    C = a.shape[-1]
+    extra = (-C) % n_devices
+    if extra == 0:
+        return a
+    return jnp.concatenate([a, jnp.zeros(a.shape[:-1] + (extra,), a.dtype)], axis=-1)
+
+
+def shard_classes(a, mesh: Mesh):
+    """Place an (m, C) array split along C."""
+    return jax.device_put(a, NamedSharding(mesh, PartitionSpec(None, AXIS)))
+
+
+def replicate(a, mesh: Mesh):
+    """Place an array whole on every device of the mesh."""
+    return jax.device_put(a, NamedSharding(mesh, PartitionSpec()))

@@ -1,0 +1,53 @@
+"""Sharding the class axis across devices gives the single-device result.
+
+Runs in a subprocess with 4 forced host (CPU) devices, so it works on any machine.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+SCRIPT = textwrap.dedent(
+    """
+    import json, numpy as np, jax, jaxnn
+    assert len(jax.devices()) == 4, jax.devices()
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 6, size=300)            # C = 6: padded to 8 on 4 devices
+    X = rng.normal(size=(300, 4)) + np.eye(6)[y][:, :4] * 2
+    out = {}
+    for chooser in ("lazy", "greedy", "colored"):
+        for algo, loss in (("gnnb", "logistic"), ("unn", "exponential"), ("n3", "calibrated_hinge")):
+            one = jaxnn.fit(X, y, k=7, algorithm=algo, loss=loss, chooser=chooser, posterior="link")
+            many = jaxnn.fit(X, y, k=7, algorithm=algo, loss=loss, chooser=chooser, posterior="link", devices=4)
+            out[f"{chooser}-{algo}"] = float(np.max(np.abs(np.asarray(one.alpha) - np.asarray(many.alpha))))
+            assert many.alpha.shape == (300, 6)
+    two = jaxnn.fit(X, y, k=7, devices=jax.devices()[:2], posterior="link")
+    out["two"] = float(np.max(np.abs(np.asarray(two.alpha) - np.asarray(jaxnn.fit(X, y, k=7, posterior="link").alpha))))
+    print(json.dumps(out))
+    """
+)
+
+
+def test_sharded_classes_equal_single_device():
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
+    proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    diffs = json.loads(proc.stdout.strip().splitlines()[-1])
+    for name, diff in diffs.items():
+        assert diff <= 1e-5, (name, diff)
+
+
+def test_bad_devices():
+    import numpy as np
+    import pytest
+
+    import jaxnn
+
+    X = np.random.default_rng(0).normal(size=(30, 2))
+    y = np.arange(30) % 2
+    with pytest.raises(ValueError, match="device"):
+        jaxnn.fit(X, y, k=3, devices=999)
+    with pytest.raises(TypeError, match="devices"):
+        jaxnn.fit(X, y, k=3, devices=2.5)
