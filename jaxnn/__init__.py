@@ -6,11 +6,12 @@
 H_c(x) = Σ_{j∈NN_k(x)} α_jc y_jc, with α learned by UNN, GNNB or N³.
 """
 
-from jaxnn import datasets, losses, metrics
+from jaxnn import datasets, ensemble, losses, metrics
 from jaxnn._src.algorithms import GNNB, N3, UNN, UNNFast, gnnb, n3, unn, unn_fast
 from jaxnn._src.boosting import surrogate_risk
 from jaxnn._src.graph import InverseNeighbors, Neighbors, inverse_neighbors, knn_graph, knn_query
 from jaxnn._src.model import Model, decision_function, fit, predict, predict_proba
+from jaxnn._src.prune import knn_subsample, prune, prune_indices
 from jaxnn._src.select import Selection, select
 
 __version__ = "0.1.0"
@@ -26,16 +27,20 @@ __all__ = [
     "UNNFast",
     "datasets",
     "decision_function",
+    "ensemble",
     "fit",
     "gnnb",
     "inverse_neighbors",
     "knn_graph",
     "knn_query",
+    "knn_subsample",
     "losses",
     "metrics",
     "n3",
     "predict",
     "predict_proba",
+    "prune",
+    "prune_indices",
     "select",
     "surrogate_risk",
     "unn",

@@ -1,0 +1,472 @@
+"""Divide and conquer: one leveraged k-NN per block of features.
+
+Paper 000 §6.4 (GNNB) and paper 002 §6.2 (N³): to fight the curse of
+dimensionality on long descriptors, (i) split the d features into n blocks
+("sub-descriptors") and normalise each block of each example (L1 or L2),
+(ii) learn one leveraged k-NN per block and read its class posteriors off the
+matching link p̂ = ``loss.posterior(H)``, (iii) combine the n posteriors with a
+generalised mean M_f(p_1, …, p_n) = f⁻¹((1/n) Σ_b f(p_b)):
+
+==============  ===========  =====================================
+``mean``        f(p)         M_f
+==============  ===========  =====================================
+"arithmetic"    p            (1/n) Σ p_b            (paper 000)
+"geometric"     log p        (Π p_b)^{1/n}
+"harmonic"      1/p          n / Σ 1/p_b            (paper 002 Fig. 1)
+a number q ≠ 0  p^q          ((1/n) Σ p_b^q)^{1/q}  (power mean; q = 0
+                                                      is the geometric)
+==============  ===========  =====================================
+
+Layout (no Python loop of fits): the blocks are gathered into one
+``(n, m, w)`` array, w the widest block, narrower blocks padded with zero
+columns (a zero column changes no distance).  The n training graphs are one
+vmapped blocked top-k, the n boosting runs one vmapped :func:`boost` scan
+(inverse neighbourhoods padded to a common width P with the sentinel m, whose
+label row is 0 so padding contributes nothing), and prediction is one
+vmapped query.  With ``n_splits=1`` the unbatched code of :func:`jaxnn.fit`
+runs, so ``fit_split(X, y, n_splits=1, norm=None)`` *is* ``fit(X, y)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from typing import Any, Optional, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxnn._src import algorithms as algos
+from jaxnn._src import losses as losses_mod
+from jaxnn._src.boosting import CHOOSERS, boost, chooser_order
+from jaxnn._src.graph import _block_rows, _blocked_topk, inverse_neighbors, knn_graph, knn_query
+from jaxnn._src.model import Model, _as_points, _check_int, _compute_dtype, _scores, encode_labels
+
+__all__ = [
+    "SplitModel",
+    "fit_split",
+    "decision_function_split",
+    "predict_proba_split",
+    "predict_split",
+    "generalized_mean",
+    "block_posteriors",
+    "split_features",
+    "MEANS",
+    "NORMS",
+]
+
+MEANS = ("arithmetic", "geometric", "harmonic")
+NORMS = ("l2", "l1", None)
+_P_MIN = 1e-12
+# keyword arguments of fit_split forwarded to the per-block boosting
+_FIT_KEYS = ("k", "loss", "algorithm", "rounds", "chooser", "epsilon", "seed", "graph_method", "trace")
+
+
+# --------------------------------------------------------------------------
+# generalised means
+# --------------------------------------------------------------------------
+
+
+def _check_mean(kind, name: str):
+    """'arithmetic' | 'geometric' | 'harmonic' | a finite real power q."""
+    if isinstance(kind, str):
+        key = kind.strip().lower()
+        if key not in MEANS:
+            raise ValueError(f"unknown {name} {kind!r}; use one of {MEANS} or a real power q")
+        return key
+    if isinstance(kind, bool) or not isinstance(kind, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be one of {MEANS} or a real power q, got {kind!r}")
+    q = float(kind)
+    if not math.isfinite(q):
+        raise ValueError(f"{name} power must be finite, got {kind!r}")
+    return {1.0: "arithmetic", 0.0: "geometric", -1.0: "harmonic"}.get(q, q)
+
+
+def generalized_mean(P, kind="arithmetic", axis: int = 0) -> jax.Array:
+    """Generalised (quasi-arithmetic) mean M_f = f⁻¹(mean f(p)) along ``axis``.
+
+    Args:
+      P: array of probabilities; values are clipped to [1e-12, 1] first (so
+        the geometric and harmonic means of a 0 are finite).
+      kind: ``"arithmetic"`` (f = id), ``"geometric"`` (f = log),
+        ``"harmonic"`` (f = 1/x), or a real number q: the power mean
+        f = x^q (q = 1, 0, −1 are the three named means).
+      axis: the axis averaged over (removed from the result).
+
+    Examples: for [0.2, 0.8] the arithmetic, geometric and harmonic means are
+    0.5, 0.4 and 0.32.  A mean over a single entry returns it (clipped).
+    """
+    kind = _check_mean(kind, "kind")
+    P = jnp.asarray(P)
+    if not jnp.issubdtype(P.dtype, jnp.floating):
+        P = P.astype(jnp.result_type(float))
+    P = jnp.clip(P, _P_MIN, 1.0)
+    if P.shape[axis] == 1:
+        return jnp.squeeze(P, axis=axis)
+    if kind == "arithmetic":
+        return jnp.mean(P, axis=axis)
+    if kind == "geometric":
+        return jnp.exp(jnp.mean(jnp.log(P), axis=axis))
+    if kind == "harmonic":
+        return 1.0 / jnp.mean(1.0 / P, axis=axis)
+    return jnp.mean(P**kind, axis=axis) ** (1.0 / kind)
+
+
+# --------------------------------------------------------------------------
+# the model
+# --------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class SplitModel:
+    """n leveraged k-NN rules, one per block of features, combined by a mean.
+
+    Attributes (arrays are stacked over the block axis, first):
+      alpha: (n, m, C) leveraging coefficients of each block's rule.
+      X: (n, m, w) the normalised training blocks, zero-padded to the widest
+        block width w (block b uses its first ``len(blocks[b])`` columns).
+      Y: (m, C) training labels in {−1, +1} (shared by all blocks).
+      trace: (n, T) per-block surrogate risk after each step, or None.
+      blocks: tuple of n tuples of feature indices (the columns of each block).
+      norm: ``"l2"``, ``"l1"`` or None — per-example normalisation of a block.
+      mean: how posteriors are combined (:func:`generalized_mean` ``kind``).
+      n_features: d, the width of the inputs.
+      classes, k, loss, algorithm, multilabel, rounds: as in :class:`jaxnn.Model`.
+    """
+
+    alpha: jax.Array
+    X: jax.Array
+    Y: jax.Array
+    trace: Optional[jax.Array]
+    blocks: tuple
+    norm: Optional[str]
+    mean: Any
+    n_features: int
+    classes: tuple
+    k: int
+    loss: Any
+    algorithm: Any
+    multilabel: bool
+    rounds: int = 0
+
+    @property
+    def n_splits(self) -> int:
+        return len(self.blocks)
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)
+
+    @property
+    def boundaries(self) -> Optional[tuple]:
+        """(n + 1,) start/stop columns when the blocks are contiguous and in
+        order (block b = columns boundaries[b]:boundaries[b+1]), else None."""
+        bounds = [self.blocks[0][0]]
+        for block in self.blocks:
+            if block[0] != bounds[-1] or tuple(block) != tuple(range(block[0], block[0] + len(block))):
+                return None
+            bounds.append(block[0] + len(block))
+        return tuple(bounds)
+
+    @property
+    def models(self) -> tuple:
+        """The per-block :class:`jaxnn.Model` s (their ``X`` is the normalised
+        block, unpadded, and their posterior is the raw link,
+        ``posterior_mix=0``); ``jaxnn.predict(model.models[b], block_b)``
+        works on blocks prepared by :func:`split_features`."""
+        out = []
+        for b, block in enumerate(self.blocks):
+            trace = None if self.trace is None else self.trace[b]
+            out.append(
+                Model(
+                    self.alpha[b], self.X[b][:, : len(block)], self.Y, trace, self.classes, self.k,
+                    self.loss, self.algorithm, self.multilabel, posterior_mix=0.0, rounds=self.rounds,
+                )
+            )
+        return tuple(out)
+
+
+jax.tree_util.register_dataclass(
+    SplitModel,
+    data_fields=["alpha", "X", "Y", "trace"],
+    meta_fields=["blocks", "norm", "mean", "n_features", "classes", "k", "loss", "algorithm", "multilabel", "rounds"],
+)
+
+
+# --------------------------------------------------------------------------
+# blocks and normalisation
+# --------------------------------------------------------------------------
+
+
+def _make_blocks(n_splits, blocks, d: int) -> tuple:
+    if blocks is None:
+        if n_splits is None:
+            raise TypeError("fit_split needs n_splits (or explicit blocks)")
+        if isinstance(n_splits, bool) or not isinstance(n_splits, (int, np.integer)):
+            raise TypeError(f"n_splits must be an integer, got {type(n_splits).__name__}")
+        n = int(n_splits)
+        if not 1 <= n <= d:
+            raise ValueError(f"n_splits must lie in [1, d] = [1, {d}] (d = number of features), got {n_splits}")
+        return tuple(tuple(int(i) for i in part) for part in np.array_split(np.arange(d), n))
+    if isinstance(blocks, (str, bytes)) or not isinstance(blocks, Sequence) and not isinstance(blocks, np.ndarray):
+        raise TypeError(f"blocks must be a sequence of sequences of feature indices, got {type(blocks).__name__}")
+    out = []
+    for b, part in enumerate(blocks):
+        idx = np.asarray(part)
+        if idx.ndim != 1 or idx.size == 0 or not np.issubdtype(idx.dtype, np.integer):
+            raise ValueError(f"blocks[{b}] must be a non-empty 1-D sequence of integer feature indices, got {part!r}")
+        if idx.min() < 0 or idx.max() >= d:
+            raise ValueError(f"blocks[{b}] holds feature indices outside [0, {d})")
+        if np.unique(idx).size != idx.size:
+            raise ValueError(f"blocks[{b}] repeats a feature index")
+        out.append(tuple(int(i) for i in idx))
+    if not out:
+        raise ValueError("blocks is empty: give at least one block of features")
+    if n_splits is not None and n_splits != len(out):
+        raise ValueError(f"n_splits={n_splits} disagrees with the {len(out)} blocks given")
+    return tuple(out)
+
+
+def _check_norm(norm):
+    if norm is None:
+        return None
+    if isinstance(norm, str) and norm.strip().lower() in ("l1", "l2"):
+        return norm.strip().lower()
+    raise ValueError(f"unknown norm {norm!r}; use 'l2', 'l1' or None")
+
+
+def _block_index(blocks: tuple, d: int) -> np.ndarray:
+    """(n, w) column indices, padded with d (an all-zero column)."""
+    w = max(len(b) for b in blocks)
+    index = np.full((len(blocks), w), d, dtype=np.int64)
+    for b, block in enumerate(blocks):
+        index[b, : len(block)] = block
+    return index
+
+
+def _stack_blocks(Xa: np.ndarray, blocks: tuple, norm, dtype) -> jax.Array:
+    """(m, d) → (n, m, w) normalised, zero-padded blocks, in ``dtype``."""
+    m, d = Xa.shape
+    index = _block_index(blocks, d)
+    if len(blocks) == 1 and norm is None and index.shape[1] == d and np.array_equal(index[0], np.arange(d)):
+        return jnp.asarray(Xa, dtype=dtype)[None]  # exactly fit()'s X
+    work = np.float64 if dtype == jnp.float64 else np.float32  # host copy in the compute precision
+    Xp = np.concatenate([Xa.astype(work, copy=False), np.zeros((m, 1), work)], axis=1)
+    B = np.transpose(Xp[:, index], (1, 0, 2))  # (n, m, w)
+    if norm is not None:
+        size = np.sum(np.abs(B), axis=2, keepdims=True) if norm == "l1" else np.sqrt(np.sum(B * B, axis=2, keepdims=True))
+        B = np.where(size > 0, B / np.where(size > 0, size, 1.0), 0.0)
+    return jnp.asarray(B, dtype=dtype)
+
+
+def split_features(model: SplitModel, X) -> jax.Array:
+    """The normalised, zero-padded blocks of X as the model sees them: (n, rows, w)."""
+    model = _check_split_model(model)
+    Xq = _as_points(X)
+    if Xq.shape[1] != model.n_features:
+        raise ValueError(f"X has {Xq.shape[1]} features but the model was fit on {model.n_features}")
+    return _stack_blocks(Xq, model.blocks, model.norm, model.X.dtype)
+
+
+# --------------------------------------------------------------------------
+# batched kernels
+# --------------------------------------------------------------------------
+
+
+@functools.partial(jax.jit, static_argnames=("k", "block", "exclude_self"))
+def _topk_blocks(Q, X, k: int, block: int, exclude_self: bool):
+    """vmap of the blocked exact top-k over the leading block axis."""
+    return jax.vmap(lambda q, x: _blocked_topk(q, x, k, block, exclude_self))(Q, X)
+
+
+@functools.partial(jax.jit, static_argnames=("algorithm", "loss", "greedy", "trace"))
+def _boost_blocks(Y, E0, members, counts, neighbors, order, *, algorithm, loss, greedy, trace):
+    """vmap of :func:`boost` over stacked (n, m, P) members, (n, m) counts,
+    (n, m, k) neighbours; labels, initial edges and the order are shared."""
+
+    def one(mem, cnt, nb):
+        return boost(Y, E0, mem, cnt, nb, order, algorithm=algorithm, loss=loss, greedy=greedy, trace=trace)
+
+    return jax.vmap(one)(members, counts, neighbors)
+
+
+@functools.partial(jax.jit, static_argnames=("k", "block"))
+def _scores_blocks(alpha, Y, X, Q, k: int, block: int):
+    """(n, rows, C) per-block scores of the (n, rows, w) query blocks Q."""
+    idx, _ = jax.vmap(lambda q, x: _blocked_topk(q, x, k, block, False))(Q, X)
+    return jax.vmap(_scores, in_axes=(0, None, 0))(alpha, Y, idx)
+
+
+@functools.partial(jax.jit, static_argnames=("loss", "kind", "normalize"))
+def _combine(H, *, loss, kind, normalize: bool):
+    """Per-block scores (n, rows, C) → combined posteriors (rows, C)."""
+    p = generalized_mean(jnp.clip(loss.posterior(H), 0.0, 1.0), kind, axis=0)
+    if normalize:
+        total = jnp.sum(p, axis=1, keepdims=True)
+        p = jnp.where(total > 0, p / jnp.where(total > 0, total, 1.0), 1.0 / p.shape[1])
+    return p
+
+
+def _rows_per_tile(m: int, n: int) -> int:
+    # keep n vmapped (rows × m) distance tiles within one default tile's budget
+    return max(1, _block_rows(m, None) // n)
+
+
+# --------------------------------------------------------------------------
+# fit / predict
+# --------------------------------------------------------------------------
+
+
+def fit_split(
+    X,
+    y,
+    *,
+    n_splits: Optional[int] = None,
+    blocks=None,
+    norm: Optional[str] = "l2",
+    mean="geometric",
+    **fit_kwargs,
+) -> SplitModel:
+    """Divide and conquer: one leveraged k-NN per block of features.
+
+    Args:
+      X: (m, d) training points.  y: labels or an indicator matrix, as in
+        :func:`jaxnn.fit`.
+      n_splits: n, the number of contiguous blocks, 1 ≤ n ≤ d; block widths
+        differ by at most one (``numpy.array_split``).
+      blocks: instead of ``n_splits``, explicit blocks: a sequence of
+        sequences of feature indices (any order; blocks may overlap).
+      norm: ``"l2"`` (default), ``"l1"`` or None: each block of each example
+        is scaled to unit norm (an all-zero block stays zero).
+      mean: how :func:`predict_proba_split` combines the per-block
+        posteriors: ``"geometric"`` (default), ``"arithmetic"``,
+        ``"harmonic"`` or a power q (see :func:`generalized_mean`).
+      **fit_kwargs: passed on as in :func:`jaxnn.fit`: ``k``, ``loss``,
+        ``algorithm``, ``rounds``, ``chooser``, ``epsilon``, ``seed``,
+        ``graph_method``, ``trace``.  Every block gets the same settings
+        (and the same example order).  Precomputed ``neighbors`` are not
+        supported, nor ``"auto"`` k/loss/rounds, nor ``posterior``: per-block
+        posteriors are the raw link, ``loss.posterior(H)``.
+
+    Returns:
+      A :class:`SplitModel`.  With ``n_splits=1, norm=None`` its only block
+      model equals ``jaxnn.fit(X, y, posterior="link", **fit_kwargs)``
+      exactly (α, X, Y, trace, scores, labels).
+    """
+    unknown = sorted(set(fit_kwargs) - set(_FIT_KEYS))
+    if unknown:
+        hint = " (precomputed neighbours are per block: not supported)" if "neighbors" in unknown else ""
+        raise TypeError(f"fit_split got unexpected keyword argument(s) {unknown}{hint}; accepted: {_FIT_KEYS}")
+    opts = dict(k=10, loss="logistic", algorithm="gnnb", rounds=None, chooser="lazy", epsilon=0.5, seed=0, graph_method="exact", trace=False)
+    opts.update(fit_kwargs)
+
+    Xa = _as_points(X)
+    m, d = Xa.shape
+    classes, Y_np, multilabel = encode_labels(y, m)
+    block_list = _make_blocks(n_splits, blocks, d)
+    norm = _check_norm(norm)
+    mean = _check_mean(mean, "mean")
+    n = len(block_list)
+
+    # same validation, in the same order, as jaxnn.fit
+    k = _check_int(opts["k"], "k", low=1)
+    if k >= m:
+        raise ValueError(f"k must be < the number of training points ({m}), got k={k}")
+    loss_obj = losses_mod.get(opts["loss"])
+    epsilon = opts["epsilon"]
+    if not isinstance(epsilon, (int, float)) or isinstance(epsilon, bool) or not 0.0 < float(epsilon) < 1.0:
+        raise ValueError(f"epsilon must lie in (0, 1), got {epsilon!r}")
+    algo = algos.get(opts["algorithm"], epsilon=float(epsilon))
+    algo.check(loss_obj)
+    chooser = opts["chooser"]
+    if chooser not in CHOOSERS:
+        raise ValueError(f"unknown chooser {chooser!r}; use one of {CHOOSERS}")
+    rounds = m if opts["rounds"] is None else _check_int(opts["rounds"], "rounds", low=1)
+    seed = _check_int(opts["seed"], "seed", low=0)
+    graph_method = opts["graph_method"]
+    if graph_method not in ("exact", "nndescent"):
+        raise ValueError(f"unknown neighbour method {graph_method!r}; use one of ('exact', 'nndescent')")
+    trace = bool(opts["trace"])
+
+    dtype = _compute_dtype(Xa)
+    Xs = _stack_blocks(Xa, block_list, norm, dtype)  # (n, m, w)
+    Y = jnp.asarray(Y_np, dtype=dtype)
+    E0 = algo.init_edges(loss_obj, Y)
+    order = jnp.asarray(chooser_order(chooser, m, rounds, seed))
+    greedy = chooser == "greedy"
+
+    if n == 1:  # the unbatched path of jaxnn.fit, op for op
+        nbrs = np.asarray(knn_graph(Xs[0], k, method=graph_method, seed=seed).indices)
+        inv = inverse_neighbors(nbrs, m)
+        res = boost(Y, E0, inv.members, inv.counts, jnp.asarray(nbrs), order, algorithm=algo, loss=loss_obj, greedy=greedy, trace=trace)
+        alpha = res.alpha[None]
+        tr = None if res.trace is None else res.trace[None]
+    else:
+        if graph_method == "exact":
+            nbrs = np.asarray(_topk_blocks(Xs, Xs, k, _rows_per_tile(m, n), True)[0])
+        else:
+            nbrs = np.stack([np.asarray(knn_graph(Xs[b], k, method=graph_method, seed=seed).indices) for b in range(n)])
+        invs = [inverse_neighbors(nbrs[b], m) for b in range(n)]
+        # common width, rounded up to a multiple of 8 so that refits of
+        # similar data reuse the compiled program (padding is inert)
+        P = -(-max(int(inv.members.shape[1]) for inv in invs) // 8) * 8
+        members = np.full((n, m, P), m, dtype=np.int32)
+        for b, inv in enumerate(invs):
+            members[b, :, : inv.members.shape[1]] = np.asarray(inv.members)
+        counts = np.stack([np.asarray(inv.counts) for inv in invs])
+        res = _boost_blocks(
+            Y, E0, jnp.asarray(members), jnp.asarray(counts), jnp.asarray(nbrs, dtype=jnp.int32), order,
+            algorithm=algo, loss=loss_obj, greedy=greedy, trace=trace,
+        )
+        alpha, tr = res.alpha, res.trace
+    return SplitModel(alpha, Xs, Y, tr, block_list, norm, mean, d, classes, k, loss_obj, algo, multilabel, rounds)
+
+
+def _check_split_model(model) -> SplitModel:
+    if not isinstance(model, SplitModel):
+        raise TypeError(f"expected a jaxnn SplitModel (from fit_split), got {type(model).__name__}")
+    return model
+
+
+def decision_function_split(model: SplitModel, X) -> jax.Array:
+    """Per-block scores H^b_c(x) = Σ_{j∈NN_k^b(x)} α^b_jc y_jc: (n_splits, rows, C)."""
+    model = _check_split_model(model)
+    Q = split_features(model, X)
+    n, m = model.n_splits, model.X.shape[1]
+    if n == 1:  # as jaxnn.decision_function
+        nb = knn_query(model.X[0], Q[0], model.k)
+        return _scores(model.alpha[0], model.Y, nb.indices)[None]
+    return _scores_blocks(model.alpha, model.Y, model.X, Q, model.k, _rows_per_tile(m, n))
+
+
+def block_posteriors(model: SplitModel, X) -> jax.Array:
+    """Raw one-vs-rest posteriors of each block, link(H^b) clipped to [0, 1]: (n, rows, C)."""
+    model = _check_split_model(model)
+    return jnp.clip(model.loss.posterior(decision_function_split(model, X)), 0.0, 1.0)
+
+
+def predict_proba_split(model: SplitModel, X, *, mean=None, normalize: Optional[bool] = None) -> jax.Array:
+    """Combined posteriors (rows, C): the generalised mean over blocks of the
+    per-block posteriors link(H^b), then (single-label, ``normalize=True``,
+    the default) rows normalised to sum to 1; multilabel models return the
+    combined one-vs-rest posteriors as they are.
+
+    ``mean`` overrides the model's mean (no refit needed to compare means).
+    """
+    model = _check_split_model(model)
+    kind = model.mean if mean is None else _check_mean(mean, "mean")
+    if normalize is None:
+        normalize = not model.multilabel
+    return _combine(decision_function_split(model, X), loss=model.loss, kind=kind, normalize=bool(normalize))
+
+
+def predict_split(model: SplitModel, X, *, mean=None) -> np.ndarray:
+    """Labels (rows,): argmax of the combined posteriors (ties → first class);
+    multilabel: (rows, C) 0/1 indicators, combined posterior > 1/2."""
+    model = _check_split_model(model)
+    p = np.asarray(predict_proba_split(model, X, mean=mean, normalize=False))
+    if model.multilabel:
+        return (p > 0.5).astype(np.int64)
+    return np.asarray(model.classes)[np.argmax(p, axis=1)]

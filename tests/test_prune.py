@@ -1,0 +1,147 @@
+"""Prototype filtering (paper 001 §4.1): prune, prune_indices, knn_subsample."""
+
+import math
+
+import numpy as np
+import pytest
+
+import jaxnn
+from jaxnn._src.prune import knn_subsample, prune, prune_indices
+
+
+@pytest.fixture(scope="module")
+def ripley():
+    d = jaxnn.datasets.ripley(n_train=250, n_test=1000, seed=0)
+    model = jaxnn.fit(d.X_train, d.y_train, k=5, algorithm="unn", loss="exponential", posterior="link")
+    return d, model
+
+
+@pytest.fixture(scope="module")
+def blobs3():
+    rng = np.random.default_rng(0)
+    centers = rng.normal(scale=1.5, size=(3, 4))
+    y = rng.integers(0, 3, size=120)
+    X = (centers[y] + rng.normal(size=(120, 4))).astype(np.float32)
+    return X, y, jaxnn.fit(X, y, k=5, posterior="link")
+
+
+def _err(model, d):
+    return float(np.mean(jaxnn.predict(model, d.X_test) != d.y_test))
+
+
+def test_theta_one_is_the_identity(ripley):
+    d, model = ripley
+    full = prune(model, 1.0)
+    assert full is model
+    np.testing.assert_array_equal(prune_indices(model, 1), np.arange(250))
+    np.testing.assert_array_equal(np.asarray(jaxnn.decision_function(full, d.X_test)), np.asarray(jaxnn.decision_function(model, d.X_test)))
+    np.testing.assert_array_equal(jaxnn.predict(full, d.X_test), jaxnn.predict(model, d.X_test))
+
+
+def test_half_keeps_the_largest_alphas(ripley):
+    d, model = ripley
+    pm = prune(model, 0.5)
+    A = np.abs(np.asarray(model.alpha))
+    # two classes: both α columns agree, so exactly ⌈θ m⌉ = 125 examples are kept
+    np.testing.assert_array_equal(A[:, 0], A[:, 1])
+    assert pm.X.shape == (125, 2) and pm.Y.shape == (125, 2) and pm.alpha.shape == (125, 2)
+    idx = prune_indices(model, 0.5)
+    assert np.all(np.diff(idx) > 0)  # original order
+    np.testing.assert_array_equal(np.asarray(pm.X), np.asarray(model.X)[idx])
+    np.testing.assert_array_equal(np.asarray(pm.alpha), np.asarray(model.alpha)[idx])
+    dropped = np.setdiff1d(np.arange(250), idx)
+    assert A[idx, 0].min() >= A[dropped, 0].max()
+    # about half of each class (±1 rounding per class would be exact halving)
+    counts = np.bincount(d.y_train[idx], minlength=2)
+    assert counts.sum() == 125 and np.all(np.abs(counts - 62.5) <= 20)
+    assert (pm.classes, pm.k, pm.loss, pm.algorithm, pm.multilabel) == (model.classes, model.k, model.loss, model.algorithm, model.multilabel)
+    # shapes of predictions
+    assert jaxnn.predict(pm, d.X_test[:7]).shape == (7,)
+    assert jaxnn.decision_function(pm, d.X_test[:7]).shape == (7, 2)
+    P = np.asarray(jaxnn.predict_proba(pm, d.X_test[:7]))
+    assert P.shape == (7, 2)
+    np.testing.assert_allclose(P.sum(1), 1.0, atol=1e-5)
+
+
+def test_pruned_error_stays_close_on_ripley(ripley):
+    # UNN (exponential loss), k = 5, Ripley 250 / 1000, seed 0.  Measured test
+    # errors: full 0.110; θ = 0.5 → 0.096; θ = 0.25 → 0.103; plain k-NN on a
+    # random sample of the same size (mean of 5 draws): θ = 0.25 → 0.111.
+    d, model = ripley
+    full = _err(model, d)
+    half = _err(prune(model, 0.5), d)
+    quarter = _err(prune(model, 0.25), d)
+    assert full <= 0.13
+    assert half <= full + 0.03
+    assert quarter <= full + 0.03
+    n = prune(model, 0.25).X.shape[0]
+    rand = np.mean([_err(knn_subsample(d.X_train, d.y_train, 0.25, seed, k=5, size=n), d) for seed in range(5)])
+    assert quarter <= rand
+
+
+def test_multiclass_union_rule(blobs3):
+    X, y, model = blobs3
+    A = np.abs(np.asarray(model.alpha))
+    n = math.ceil(0.3 * 120)
+    idx = prune_indices(model, 0.3)
+    for c in range(3):  # the top-⌈θm⌉ of every class column is kept
+        assert set(np.argsort(-A[:, c], kind="stable")[:n]) <= set(idx)
+    assert n <= idx.size <= min(120, 3 * n)
+    pm = prune(model, 0.3)
+    assert pm.X.shape[0] == idx.size
+    assert jaxnn.predict(pm, X[:5]).shape == (5,)
+
+
+def test_multilabel_prune(blobs3):
+    X, _, _ = blobs3
+    Yind = (X[:, :3] > 0).astype(int)
+    model = jaxnn.fit(X, Yind, k=5, posterior="link")
+    pm = prune(model, 0.5)
+    assert pm.multilabel and pm.Y.shape[1] == 3 and 60 <= pm.Y.shape[0] <= 120
+    assert jaxnn.predict(pm, X[:4]).shape == (4, 3)
+
+
+@pytest.mark.parametrize("theta", [0, 0.0, -0.1, 1.0001, 2, float("nan"), float("inf")])
+def test_theta_out_of_range(ripley, theta):
+    d, model = ripley
+    with pytest.raises(ValueError, match="theta"):
+        prune(model, theta)
+    with pytest.raises(ValueError, match="theta"):
+        prune_indices(model, theta)
+    with pytest.raises(ValueError, match="theta"):
+        knn_subsample(d.X_train, d.y_train, theta)
+
+
+def test_bad_inputs(ripley):
+    d, model = ripley
+    for theta in ("0.5", None, True):
+        with pytest.raises(TypeError, match="theta"):
+            prune(model, theta)
+    with pytest.raises(ValueError, match="fewer than k"):
+        prune(model, 0.01)  # ⌈2.5⌉ = 3 < k = 5
+    assert prune(model, 0.02).X.shape[0] == 5  # exactly k is fine
+    with pytest.raises(TypeError, match="Model"):
+        prune("not a model", 0.5)
+    with pytest.raises(ValueError, match="fewer than k"):
+        knn_subsample(d.X_train, d.y_train, 0.01, k=5)
+    with pytest.raises(ValueError, match="size"):
+        knn_subsample(d.X_train, d.y_train, 0.5, size=251)
+
+
+def test_knn_subsample(ripley):
+    d, _ = ripley
+    sub = knn_subsample(d.X_train, d.y_train, 0.2, seed=3, k=5)
+    assert isinstance(sub, jaxnn.Model) and sub.X.shape == (50, 2) and sub.k == 5
+    np.testing.assert_array_equal(np.asarray(sub.alpha), 1.0)
+    rows = {tuple(r) for r in np.asarray(d.X_train, np.float32)}
+    assert all(tuple(r) in rows for r in np.asarray(sub.X))
+    again = knn_subsample(d.X_train, d.y_train, 0.2, seed=3, k=5)
+    np.testing.assert_array_equal(np.asarray(again.X), np.asarray(sub.X))
+    other = knn_subsample(d.X_train, d.y_train, 0.2, seed=4, k=5)
+    assert not np.array_equal(np.asarray(other.X), np.asarray(sub.X))
+    # α ≡ 1: the plain k-NN vote; predict_proba gives the vote fractions
+    H = np.asarray(jaxnn.decision_function(sub, d.X_test[:20]))
+    assert np.all(np.abs(H) <= 5) and np.all((H + 5) % 2 == 0)
+    P = np.asarray(jaxnn.predict_proba(sub, d.X_test[:20]))
+    np.testing.assert_allclose(P[:, 1], (H[:, 1] + 5) / 10, atol=1e-6)
+    assert knn_subsample(d.X_train, d.y_train, 0.2, k=5, size=77).X.shape[0] == 77
