@@ -88,6 +88,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_demo = sub.add_parser("demo", help="boosted k-NN vs k-NN, SGD and linear SVM on bundled data")
     p_demo.add_argument("--k", type=int, default=10, help="neighbours (default 10)")
     p_demo.add_argument("--quick", action="store_true", help="fewer domains")
+    sub.add_parser("experiment", help="reproduce a paper experiment: jaxnn experiment NAME --help", add_help=False)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["experiment"]:
+        from jaxnn._src.experiments import main as experiment_main
+
+        return experiment_main(argv[1:])
     args = parser.parse_args(argv)
     if args.command == "demo":
         if args.k < 1:
