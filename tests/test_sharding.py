@@ -51,3 +51,29 @@ def test_bad_devices():
         jaxnn.fit(X, y, k=3, devices=999)
     with pytest.raises(TypeError, match="devices"):
         jaxnn.fit(X, y, k=3, devices=2.5)
+
+
+def test_gpu_matches_cpu_when_present():
+    """On a machine with an NVIDIA GPU the jitted paths run there and agree with
+    the CPU; elsewhere (CI) this skips."""
+    import jax
+    import numpy as np
+    import pytest
+
+    import jaxnn
+
+    try:
+        gpus = jax.devices("gpu")
+    except RuntimeError:
+        gpus = []
+    if not gpus:
+        pytest.skip("no GPU backend")
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 4, size=400)
+    X = rng.normal(size=(400, 8)) + np.eye(4)[y].repeat(2, axis=1)
+    with jax.default_device(jax.devices("cpu")[0]):
+        cpu = np.asarray(jaxnn.fit(X, y, k=8, chooser="colored", posterior="link").alpha)
+    with jax.default_device(gpus[0]):
+        model = jaxnn.fit(X, y, k=8, chooser="colored", posterior="link")
+        assert model.alpha.devices() == {gpus[0]}
+    np.testing.assert_allclose(np.asarray(model.alpha), cpu, rtol=1e-4, atol=1e-5)
