@@ -6,7 +6,7 @@
 H_c(x) = Σ_{j∈NN_k(x)} α_jc y_jc, with α learned by UNN, GNNB or N³.
 """
 
-from jaxnn import datasets, ensemble, losses, metrics
+from jaxnn import baselines, datasets, ensemble, losses, metrics
 from jaxnn._src.algorithms import GNNB, N3, UNN, UNNFast, gnnb, n3, unn, unn_fast
 from jaxnn._src.boosting import surrogate_risk
 from jaxnn._src.graph import InverseNeighbors, Neighbors, inverse_neighbors, knn_graph, knn_query
@@ -25,6 +25,7 @@ __all__ = [
     "Selection",
     "UNN",
     "UNNFast",
+    "baselines",
     "datasets",
     "decision_function",
     "ensemble",

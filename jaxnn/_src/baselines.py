@@ -1,0 +1,719 @@
+"""Baseline contenders of the papers: SGD logistic regression, linear SVM, plain k-NN.
+
+Same functional shape as jaxnn's main API: ``*_fit(X, y, ...) -> model`` and the
+generic :func:`predict`, :func:`predict_proba`, :func:`decision_function`,
+which dispatch on the model type.
+
+* :func:`sgd_fit` — linear model, one-vs-rest logistic loss + L2, trained by
+  minibatch SGD with optax (paper 000's SGD contender).
+* :func:`svm_fit` — linear SVM, one-vs-rest (squared) hinge + L2 (like
+  scikit-learn's ``LinearSVC``), with Platt-scaled posteriors (paper 003 eq. 31).
+* :func:`knn_fit` — plain k-NN, H_c(x) = Σ_{j∈NN_k(x)} y_jc, y ∈ {−1,+1}.
+
+Conventions
+-----------
+* ``X`` is ``(m, d)`` numeric; ``y`` is ``(m,)`` of any sortable hashable label
+  values.  ``classes = np.unique(y)`` (at least two); column ``c`` of every
+  ``(n, C)`` output is ``classes[c]``.  :func:`predict` returns the original
+  label values as a numpy array; scores and probabilities are JAX arrays.
+* Nothing is standardised implicitly: the linear models are sensitive to
+  feature scale, so standardise (or otherwise scale) features yourself, e.g.
+  with training-set mean and standard deviation.
+* float32 by default (float64 inputs keep float64 only when ``jax_enable_x64``
+  is on).  Training loops are jitted; hyper-parameters that fix array shapes
+  (epochs, batch size, folds) are static, the others (alpha, C, learning rate,
+  seed) are traced, so refits with the same shapes do not retrace.
+* Models are immutable frozen dataclasses registered as pytrees (arrays are
+  leaves, ``classes``/``k`` are static metadata).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import numbers
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from jaxnn._src.graph import knn_query
+
+__all__ = [
+    "SGDModel",
+    "SVMModel",
+    "KNNModel",
+    "sgd_fit",
+    "svm_fit",
+    "knn_fit",
+    "predict",
+    "predict_proba",
+    "decision_function",
+]
+
+_SVM_LOSSES = ("squared_hinge", "hinge")
+
+
+# --------------------------------------------------------------------------
+# Models
+# --------------------------------------------------------------------------
+@functools.partial(jax.tree_util.register_dataclass, data_fields=["W", "b"], meta_fields=["classes"])
+@dataclasses.dataclass(frozen=True)
+class SGDModel:
+    """One-vs-rest linear logistic model f(x) = x W + b.
+
+    Attributes:
+      W: (d, C) weights.
+      b: (C,) intercepts.
+      classes: tuple of the C sorted class labels (static pytree metadata).
+    """
+
+    W: jax.Array
+    b: jax.Array
+    classes: tuple
+
+
+@functools.partial(
+    jax.tree_util.register_dataclass,
+    data_fields=["W", "b", "platt_a", "platt_b"],
+    meta_fields=["classes", "loss"],
+)
+@dataclasses.dataclass(frozen=True)
+class SVMModel:
+    """One-vs-rest linear SVM f(x) = x W + b with per-class Platt sigmoids.
+
+    Attributes:
+      W: (d, C) weights.
+      b: (C,) intercepts.
+      platt_a, platt_b: (C,) Platt parameters, p̂_c(x) = 1 / (1 + exp(a_c f_c(x) + b_c)).
+      classes: tuple of the C sorted class labels (static).
+      loss: ``"squared_hinge"`` or ``"hinge"`` (static, informative).
+    """
+
+    W: jax.Array
+    b: jax.Array
+    platt_a: jax.Array
+    platt_b: jax.Array
+    classes: tuple
+    loss: str = "squared_hinge"
+
+
+@functools.partial(jax.tree_util.register_dataclass, data_fields=["X", "labels"], meta_fields=["k", "classes"])
+@dataclasses.dataclass(frozen=True)
+class KNNModel:
+    """Plain k-NN rule (all leveraging coefficients α ≡ 1).
+
+    Attributes:
+      X: (m, d) training points.
+      labels: (m,) int32 class indices into ``classes``.
+      k: number of neighbours (static).
+      classes: tuple of the C sorted class labels (static).
+    """
+
+    X: jax.Array
+    labels: jax.Array
+    k: int
+    classes: tuple
+
+
+# --------------------------------------------------------------------------
+# Validation
+# --------------------------------------------------------------------------
+def _check_X(X, name: str = "X") -> jax.Array:
+    """(n, d) finite numeric array → floating JAX array (float32 by default)."""
+    if X is None or isinstance(X, (str, bytes, dict, set)) or isinstance(X, numbers.Number):
+        raise TypeError(f"{name} must be a 2-D array-like of numbers, got {type(X).__name__}")
+    try:
+        Xn = X if hasattr(X, "dtype") and hasattr(X, "shape") else np.asarray(X)
+    except (TypeError, ValueError) as err:  # ragged nested lists, ...
+        raise type(err)(f"{name} could not be converted to an array: {err}") from err
+    if not (np.dtype(Xn.dtype).kind in "biuf" or jnp.issubdtype(Xn.dtype, jnp.floating)):
+        raise TypeError(f"{name} must hold real numbers, got dtype {Xn.dtype}")
+    if Xn.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array (n_samples, n_features), got shape {tuple(Xn.shape)}")
+    if Xn.shape[0] == 0 or Xn.shape[1] == 0:
+        raise ValueError(f"{name} is empty: shape {tuple(Xn.shape)}")
+    if isinstance(Xn, jax.Array):
+        finite = bool(jnp.all(jnp.isfinite(Xn)))
+    else:
+        Xn = np.asarray(Xn)
+        finite = bool(np.all(np.isfinite(Xn)))  # on the host: no device op to compile
+    if not finite:
+        raise ValueError(f"{name} contains NaN or infinite values")
+    Xj = jnp.asarray(Xn)
+    if not jnp.issubdtype(Xj.dtype, jnp.floating):
+        Xj = Xj.astype(jnp.result_type(float))
+    return Xj
+
+
+def _check_y(y, m: int) -> tuple[np.ndarray, tuple]:
+    """Labels → (int32 class indices (m,), sorted classes tuple)."""
+    if y is None or isinstance(y, (str, bytes, dict, set)) or isinstance(y, numbers.Number):
+        raise TypeError(f"y must be a 1-D array-like of labels, got {type(y).__name__}")
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D (n_samples,), got shape {y.shape}")
+    if y.shape[0] != m:
+        raise ValueError(f"X has {m} rows but y has {y.shape[0]} labels")
+    if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+        raise ValueError("y contains NaN or infinite labels")
+    if y.dtype.kind == "c":
+        raise TypeError(f"y labels must be sortable, got dtype {y.dtype}")
+    try:
+        classes, idx = np.unique(y, return_inverse=True)
+    except TypeError as err:
+        raise TypeError(f"y labels must be sortable and hashable: {err}") from err
+    if classes.shape[0] < 2:
+        raise ValueError(f"y must contain at least 2 classes, got {classes.shape[0]} ({classes.tolist()!r})")
+    return idx.reshape(-1).astype(np.int32), tuple(classes)
+
+
+def _check_int(value, name: str, *, low: int | None = 1, high: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    value = int(value)
+    if low is not None and value < low:
+        raise ValueError(f"{name} must be >= {low}, got {value}")
+    if high is not None and value > high:
+        raise ValueError(f"{name} must be <= {high}, got {value}")
+    return value
+
+
+def _check_positive(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if not np.isfinite(value) or value <= 0.0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value}")
+    return value
+
+
+def _default_rate(learning_rate, d: int) -> float:
+    if learning_rate is None:
+        return 1.0 / float(np.sqrt(d))
+    return _check_positive(learning_rate, "learning_rate")
+
+
+def _check_features(model, X) -> jax.Array:
+    X = _check_X(X)
+    d = model.X.shape[1] if isinstance(model, KNNModel) else model.W.shape[0]
+    if X.shape[1] != d:
+        raise ValueError(f"X has {X.shape[1]} features but the model was fitted on {d}")
+    return X
+
+
+def _signs(labels: np.ndarray, C: int, dtype) -> jax.Array:
+    """(m,) class indices → (m, C) one-vs-rest targets in {−1, +1}."""
+    return jnp.where(jnp.asarray(labels)[:, None] == jnp.arange(C)[None, :], 1.0, -1.0).astype(dtype)
+
+
+def _labels_of(classes: tuple, idx) -> np.ndarray:
+    return np.asarray(classes)[np.asarray(idx)]
+
+
+# --------------------------------------------------------------------------
+# SGD: one-vs-rest logistic regression
+# --------------------------------------------------------------------------
+@functools.partial(jax.jit, static_argnames=("n_classes", "epochs", "batch_size"))
+def _sgd_train(X, labels, seed, alpha, learning_rate, *, n_classes: int, epochs: int, batch_size: int):
+    """Minibatch Adam on mean_i Σ_c log(1 + exp(−Y_ic f_ic)) + alpha/2 ‖W‖².
+
+    X (m, d), labels (m,) int32 → W (d, C), b (C,).  Each epoch visits a
+    fresh permutation of ``jax.random.key(seed)`` folded with the epoch; the
+    ragged last batch is padded with masked (zero-weight) rows.
+    """
+    m, d = X.shape
+    C = n_classes
+    Y = _signs(labels, C, X.dtype)
+    key = jax.random.key(seed)
+    n_batches = -(-m // batch_size)
+    pad = n_batches * batch_size - m
+    steps = epochs * n_batches
+    opt = optax.adam(optax.cosine_decay_schedule(learning_rate, steps))
+    params = (jnp.zeros((d, C), X.dtype), jnp.zeros((C,), X.dtype))
+    mask = (jnp.arange(n_batches * batch_size) < m).astype(X.dtype).reshape(n_batches, batch_size)
+
+    def batch_loss(p, idx, w):
+        W, b = p
+        f = X[idx] @ W + b
+        per_example = jnp.sum(jax.nn.softplus(-Y[idx] * f), axis=1)
+        return jnp.sum(w * per_example) / jnp.sum(w) + 0.5 * alpha * jnp.sum(W * W)
+
+    def batch_step(carry, xs):
+        p, s = carry
+        idx, w = xs
+        g = jax.grad(batch_loss)(p, idx, w)
+        u, s = opt.update(g, s, p)
+        return (optax.apply_updates(p, u), s), None
+
+    def epoch_step(carry, e):
+        perm = jax.random.permutation(jax.random.fold_in(key, e), m)
+        perm = jnp.concatenate([perm, jnp.zeros((pad,), perm.dtype)]).reshape(n_batches, batch_size)
+        carry, _ = jax.lax.scan(batch_step, carry, (perm, mask))
+        return carry, None
+
+    (params, _), _ = jax.lax.scan(epoch_step, (params, opt.init(params)), jnp.arange(epochs))
+    return params
+
+
+def sgd_fit(X, y, *, alpha=1e-4, epochs=20, batch_size=64, learning_rate=None, seed=0) -> SGDModel:
+    """Linear one-vs-rest logistic regression trained by minibatch SGD (optax).
+
+    Minimises, for each class c independently (one-vs-rest, also for C = 2),
+    ``mean_i log(1 + exp(−y_ic (x_i·w_c + b_c))) + alpha/2 ‖w_c‖²`` with
+    y_ic ∈ {−1,+1}; the intercept is not penalised (as scikit-learn's
+    ``SGDClassifier(loss="log_loss")``).
+
+    Optimiser: ``optax.adam`` with a cosine-decayed step size from
+    ``learning_rate`` to 0 over all ``epochs × ceil(m / batch_size)`` steps.
+    Adam moves every coordinate of W by about ``learning_rate`` per step, so a
+    step changes a score x·w_c by about ``learning_rate · √d`` on
+    standardised features; the default ``learning_rate = 1/√d`` keeps that
+    O(1) whatever d.  (Measured on standardised UCI-like and synthetic sets,
+    d = 2…1000: it reaches scikit-learn ``SGDClassifier(loss="log_loss")``
+    test accuracy within 20 epochs where a fixed 0.05 under-trains small sets
+    and a fixed 0.5 overshoots for large d.)  Each epoch shuffles with a
+    permutation derived from ``seed``; the ragged last batch is padded with
+    zero-weight rows, so every example is seen exactly once per epoch.  The
+    whole loop is one jitted ``lax.scan`` (epochs) over a ``lax.scan``
+    (minibatches); ``epochs``, ``batch_size`` and the number of classes are
+    static, so refits that change only alpha, learning_rate, seed or the
+    values of X do not retrace.  Few rows means few steps per epoch: on tiny
+    sets raise ``epochs`` (or lower ``batch_size``) if training stalls.
+
+    Features are **not** standardised: scale them yourself (e.g. to zero mean,
+    unit variance on the training set).
+
+    Args:
+      X: (m, d) training points.
+      y: (m,) labels, ≥ 2 classes.
+      alpha: L2 penalty > 0.
+      epochs: passes over the data ≥ 1.
+      batch_size: rows per step ≥ 1 (clamped to m).
+      learning_rate: initial Adam step size > 0; None → 1/√d.
+      seed: integer seed of the shuffling, 0 ≤ seed < 2³².
+
+    Returns:
+      :class:`SGDModel` with ``W`` (d, C), ``b`` (C,).
+    """
+    Xj = _check_X(X)
+    labels, classes = _check_y(y, Xj.shape[0])
+    alpha = _check_positive(alpha, "alpha")
+    learning_rate = _default_rate(learning_rate, Xj.shape[1])
+    epochs = _check_int(epochs, "epochs")
+    batch_size = min(_check_int(batch_size, "batch_size"), Xj.shape[0])
+    seed = _check_int(seed, "seed", low=0, high=2**32 - 1)
+    W, b = _sgd_train(
+        Xj, jnp.asarray(labels), jnp.asarray(seed, jnp.uint32), jnp.asarray(alpha, Xj.dtype),
+        jnp.asarray(learning_rate, Xj.dtype), n_classes=len(classes), epochs=epochs, batch_size=batch_size,
+    )
+    return SGDModel(W=W, b=b, classes=classes)
+
+
+# --------------------------------------------------------------------------
+# Linear SVM with Platt scaling
+# --------------------------------------------------------------------------
+def _hinge_objective(params, X, y, w, lam):
+    """Weighted-mean hinge + lam/2 ‖coef‖² for one class; y in {−1,+1}, w (m,) ≥ 0."""
+    coef, icpt = params
+    loss = jnp.maximum(0.0, 1.0 - y * (X @ coef + icpt))
+    return jnp.sum(w * loss) / jnp.sum(w) + 0.5 * lam * jnp.sum(coef * coef)
+
+
+def _exact_step(r, q, a, lam, c0, c1):
+    """Exact minimiser t ≥ 0 of the squared-hinge objective along a direction.
+
+    φ(t) = Σ_i a_i max(0, r_i − t q_i)² + lam/2 ‖w + t p‖² is convex and
+    piecewise quadratic, with φ'(t) = −2 Σ a_i max(0, r_i − t q_i) q_i +
+    lam (c0 + t c1), c0 = w·p, c1 = ‖p‖².  Safeguarded Newton from t = 1
+    keeps a bracket φ'(lo) < 0 < φ'(hi); a Newton point outside it is
+    replaced by doubling (no upper end yet) or bisection.  40 iterations,
+    each O(m), no matrix-vector product.
+    Returns 0 when p is not a descent direction.
+    """
+
+    def dphi(t):
+        return -2.0 * jnp.sum(a * jnp.maximum(r - t * q, 0.0) * q) + lam * (c0 + t * c1)
+
+    def d2phi(t):
+        return 2.0 * jnp.sum(a * (r - t * q > 0) * q * q) + lam * c1
+
+    def refine(carry, _):
+        lo, hi, t = carry
+        g, h = dphi(t), d2phi(t)
+        lo = jnp.where(g < 0, t, lo)
+        hi = jnp.where(g > 0, t, hi)
+        tn = t - g / jnp.where(h > 0, h, 1.0)
+        fallback = jnp.where(jnp.isinf(hi), 2.0 * t, 0.5 * (lo + hi))  # expand, else bisect
+        tn = jnp.where((h > 0) & (tn > lo) & (tn < hi), tn, fallback)
+        return (lo, hi, jnp.where(g == 0, t, tn)), None
+
+    zero = jnp.zeros((), r.dtype)
+    (_, _, t), _ = jax.lax.scan(refine, (zero, zero + jnp.inf, zero + 1.0), None, length=40)
+    return jnp.where(dphi(zero) < 0, t, zero)
+
+
+def _sqhinge_solve(X, y, w, lam, iters: int):
+    """L-BFGS for one class: mean_w max(0, 1 − y f)² + lam/2 ‖coef‖², f = X coef + icpt.
+
+    Directions come from ``optax.scale_by_lbfgs`` (memory 10); the step length
+    is the exact line minimum (:func:`_exact_step`), which keeps every
+    curvature pair positive and compiles far faster than a generic line
+    search under vmap.  Converged problems stay put (zero gradient → zero step).
+    """
+    a = w / jnp.sum(w)
+    opt = optax.scale_by_lbfgs(memory_size=10)
+    params = (jnp.zeros((X.shape[1],), X.dtype), jnp.zeros((), X.dtype))
+
+    def step(carry, _):
+        (coef, icpt), state = carry
+        f = X @ coef + icpt
+        r = 1.0 - y * f
+        dz = -2.0 * a * jnp.maximum(r, 0.0) * y  # d loss / d f
+        grad = (X.T @ dz + lam * coef, jnp.sum(dz))
+        direction, state = opt.update(grad, state, (coef, icpt))
+        pw, pb = -direction[0], -direction[1]
+        descent = jnp.vdot(grad[0], pw) + grad[1] * pb < 0
+        pw = jnp.where(descent, pw, -grad[0])
+        pb = jnp.where(descent, pb, -grad[1])
+        q = y * (X @ pw + pb)
+        t = _exact_step(r, q, a, lam, jnp.vdot(coef, pw), jnp.vdot(pw, pw))
+        return ((coef + t * pw, icpt + t * pb), state), None
+
+    (params, _), _ = jax.lax.scan(step, (params, opt.init(params)), None, length=iters)
+    return params
+
+
+def _adam_solve(fun, params, iters: int, learning_rate):
+    """``iters`` full-batch Adam steps with a cosine-decayed step size (non-smooth hinge)."""
+    opt = optax.adam(optax.cosine_decay_schedule(learning_rate, iters))
+
+    def step(carry, _):
+        p, s = carry
+        u, s = opt.update(jax.grad(fun)(p), s, p)
+        return (optax.apply_updates(p, u), s), None
+
+    (params, _), _ = jax.lax.scan(step, (params, opt.init(params)), None, length=iters)
+    return params
+
+
+def _svm_train(X, Y, weights, lam, learning_rate, *, epochs: int, squared: bool):
+    """Train one-vs-rest SVMs for every (weight vector, class) pair.
+
+    X (m, d), Y (m, C) ±1, weights (F, m) ≥ 0, lam (F,) → W (F, d, C), b (F, C).
+    """
+    d = X.shape[1]
+
+    def one(y, w, lam):
+        if squared:
+            return _sqhinge_solve(X, y, w, lam, epochs)
+        fun = lambda p: _hinge_objective(p, X, y, w, lam)  # noqa: E731
+        p0 = (jnp.zeros((d,), X.dtype), jnp.zeros((), X.dtype))
+        return _adam_solve(fun, p0, epochs, learning_rate)
+
+    per_class = jax.vmap(one, in_axes=(1, None, None), out_axes=(1, 0))  # classes: W (d, C), b (C,)
+    return jax.vmap(per_class, in_axes=(None, 0, 0))(Y, weights, lam)
+
+
+_PLATT_ITERS = 50
+
+
+def _platt_fit(f, y):
+    """Platt's sigmoid for every class, by safeguarded Newton (Lin, Lin & Weng 2007).
+
+    f (m, C) out-of-fold decision values, y (m, C) in {−1,+1}.  Minimises
+    Σ_i −t_i log p_i − (1 − t_i) log(1 − p_i) over (a, b), with
+    p_i = 1 / (1 + exp(a f_i + b)) and Platt's smoothed targets
+    t = (N+ + 1)/(N+ + 2) for positives and 1/(N− + 2) for negatives.
+    Each Newton step (2×2 system, closed form, Levenberg-damped) is halved
+    until the objective decreases (at most 30 halvings, else the step is
+    skipped).  Returns a (C,), b (C,).
+    """
+    halvings = 2.0 ** -jnp.arange(30, dtype=f.dtype)
+
+    def one(f, y):
+        n_pos = jnp.sum(y > 0).astype(f.dtype)
+        n_neg = jnp.sum(y < 0).astype(f.dtype)
+        t = jnp.where(y > 0, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+
+        def nll(a, b):
+            z = a * f + b
+            return jnp.sum(t * jax.nn.softplus(z) + (1.0 - t) * jax.nn.softplus(-z))
+
+        def newton(ab, _):
+            a, b = ab
+            p = jax.nn.sigmoid(-(a * f + b))
+            r = t - p  # d nll / dz
+            h = p * (1.0 - p)  # d² nll / dz²
+            ga, gb = jnp.sum(r * f), jnp.sum(r)
+            haa, hab, hbb = jnp.sum(h * f * f), jnp.sum(h * f), jnp.sum(h)
+            damp = 1e-12 + 1e-7 * (haa + hbb)
+            haa, hbb = haa + damp, hbb + damp
+            det = haa * hbb - hab * hab
+            da = -(hbb * ga - hab * gb) / det
+            db = -(haa * gb - hab * ga) / det
+            vals = jax.vmap(lambda s: nll(a + s * da, b + s * db))(halvings)
+            good = jnp.isfinite(vals) & (vals < nll(a, b))
+            s = jnp.where(jnp.any(good), halvings[jnp.argmax(good)], 0.0)
+            return (a + s * da, b + s * db), None
+
+        ab0 = (jnp.zeros((), f.dtype), jnp.log((n_neg + 1.0) / (n_pos + 1.0)))
+        (a, b), _ = jax.lax.scan(newton, ab0, None, length=_PLATT_ITERS)
+        return a, b
+
+    return jax.vmap(one, in_axes=(1, 1))(f, y)
+
+
+@functools.partial(jax.jit, static_argnames=("n_classes", "n_folds", "epochs", "squared"))
+def _svm_fit_jit(X, labels, folds, C, learning_rate, *, n_classes: int, n_folds: int, epochs: int, squared: bool):
+    """SVMs on all data and on each training fold; scores for Platt scaling.
+
+    X (m, d), labels (m,) int32, folds (m,) int32 fold ids (ignored when
+    n_folds = 0: the training scores are returned instead).  Returns W (d, C),
+    b (C,), out-of-fold scores (m, C).
+    """
+    m = X.shape[0]
+    Y = _signs(labels, n_classes, X.dtype)
+    held_out = folds[None, :] == jnp.arange(n_folds)[:, None]  # (F, m)
+    weights = jnp.concatenate([jnp.ones((1, m), X.dtype), (~held_out).astype(X.dtype)], axis=0)
+    # mean loss + lam/2 ‖w‖² has the minimiser of 1/2 ‖w‖² + C Σ loss when lam = 1 / (C m_train).
+    lam = 1.0 / (C * jnp.sum(weights, axis=1))
+    Wf, bf = _svm_train(X, Y, weights, lam, learning_rate, epochs=epochs, squared=squared)
+    W, b = Wf[0], bf[0]
+    if n_folds == 0:
+        f_oof = X @ W + b
+    else:
+        scores = jnp.einsum("md,fdc->fmc", X, Wf[1:]) + bf[1:, None, :]  # (F, m, C)
+        f_oof = jnp.take_along_axis(scores, folds[None, :, None], axis=0)[0]
+    return W, b, f_oof
+
+
+@functools.partial(jax.jit, static_argnames=("n_classes",))
+def _platt_jit(f, labels, *, n_classes: int):
+    """(m, C) scores, (m,) class indices → Platt (a, b), each (C,)."""
+    return _platt_fit(f, _signs(labels, n_classes, f.dtype))
+
+
+def _stratified_folds(labels: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
+    """(m,) fold ids: a seeded shuffle, then classes dealt round-robin over folds."""
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(labels.shape[0])
+    folds = np.empty(labels.shape[0], np.int32)
+    offset = 0
+    for c in np.unique(labels):
+        members = perm[labels[perm] == c]
+        folds[members] = (offset + np.arange(members.shape[0])) % n_folds
+        offset += members.shape[0]
+    return folds
+
+
+def svm_fit(
+    X,
+    y,
+    *,
+    C=1.0,
+    loss: str = "squared_hinge",
+    epochs=None,
+    learning_rate=None,
+    platt_folds=5,
+    seed=0,
+) -> SVMModel:
+    """Linear one-vs-rest SVM (like ``LinearSVC``) with Platt-scaled posteriors.
+
+    For each class c (one-vs-rest, also for C = 2), minimises
+    ``1/2 ‖w_c‖² + C Σ_i ℓ(y_ic (x_i·w_c + b_c))`` with ℓ the squared hinge
+    max(0, 1 − t)² (default) or the hinge max(0, 1 − t), y_ic ∈ {−1,+1}; the
+    intercept is not penalised.  Training is full batch and jitted, vmapped
+    over classes and Platt folds:
+
+    * squared hinge (C¹, piecewise quadratic): L-BFGS — directions from
+      ``optax.scale_by_lbfgs``, exact line search along each — ``epochs``
+      iterations (default 100; full batch, 3 matrix-vector products each);
+    * hinge (non-smooth): ``optax.adam`` with a cosine-decayed step size from
+      ``learning_rate``, ``epochs`` full-batch steps (default 1000).
+
+    Posteriors (paper 003 eq. 31, Platt 1999): p̂_c(x) = 1 / (1 + exp(a_c f_c(x) + b_c)),
+    (a_c, b_c) maximising the log-likelihood of out-of-fold decision values
+    from a stratified ``platt_folds``-fold cross-validation (paper: 5), with
+    Platt's smoothed targets (N+ + 1)/(N+ + 2) and 1/(N− + 2), by Newton's
+    method with backtracking.  ``platt_folds=None`` fits the sigmoids on the
+    (optimistic) training decision values instead.
+
+    Features are **not** standardised: scale them yourself.
+
+    Args:
+      X: (m, d) training points.
+      y: (m,) labels, ≥ 2 classes.
+      C: inverse regularisation strength > 0.
+      loss: ``"squared_hinge"`` or ``"hinge"``.
+      epochs: optimiser iterations ≥ 1 (see above for the defaults).
+      learning_rate: initial Adam step size > 0 (hinge loss only); None → 1/√d.
+      platt_folds: cross-validation folds for Platt scaling, 2 ≤ folds ≤ m, or None.
+      seed: integer seed of the fold assignment, 0 ≤ seed < 2³².
+
+    Returns:
+      :class:`SVMModel` with ``W`` (d, C), ``b`` (C,), ``platt_a`` (C,), ``platt_b`` (C,).
+    """
+    Xj = _check_X(X)
+    m = Xj.shape[0]
+    labels, classes = _check_y(y, m)
+    C_reg = _check_positive(C, "C")
+    if not isinstance(loss, str):
+        raise TypeError(f"loss must be a string, got {type(loss).__name__}")
+    if loss not in _SVM_LOSSES:
+        raise ValueError(f"unknown SVM loss {loss!r}; use one of {_SVM_LOSSES}")
+    squared = loss == "squared_hinge"
+    epochs = (100 if squared else 1000) if epochs is None else _check_int(epochs, "epochs")
+    learning_rate = _default_rate(learning_rate, Xj.shape[1])
+    seed = _check_int(seed, "seed", low=0, high=2**32 - 1)
+    if platt_folds is not None:
+        platt_folds = _check_int(platt_folds, "platt_folds", low=2, high=m)
+
+    if platt_folds is None:
+        n_folds, folds = 0, np.zeros(m, np.int32)
+    else:
+        n_folds, folds = platt_folds, _stratified_folds(labels, platt_folds, seed)
+    labels = jnp.asarray(labels)
+    W, b, f_oof = _svm_fit_jit(
+        Xj, labels, jnp.asarray(folds), jnp.asarray(C_reg, Xj.dtype),
+        jnp.asarray(learning_rate, Xj.dtype), n_classes=len(classes), n_folds=n_folds, epochs=epochs, squared=squared,
+    )
+    platt_a, platt_b = _platt_jit(f_oof, labels, n_classes=len(classes))
+    return SVMModel(W=W, b=b, platt_a=platt_a, platt_b=platt_b, classes=classes, loss=loss)
+
+
+# --------------------------------------------------------------------------
+# Plain k-NN
+# --------------------------------------------------------------------------
+def knn_fit(X, y, *, k=10) -> KNNModel:
+    """Plain k-NN rule: H_c(x) = Σ_{j∈NN_k(x)} y_jc with y_jc ∈ {−1,+1}.
+
+    Prediction is argmax_c H_c (ties → lowest class index), i.e. the majority
+    vote; :func:`predict_proba` gives the vote fractions count_c / k.
+    Neighbours are exact Euclidean (:func:`jaxnn._src.graph.knn_query`); a
+    query point that is also a training point counts as its own neighbour.
+
+    Args:
+      X: (m, d) training points.
+      y: (m,) labels, ≥ 2 classes.
+      k: neighbours, 1 ≤ k ≤ m.
+
+    Returns:
+      :class:`KNNModel` holding ``X`` (m, d), ``labels`` (m,) int32, ``k``.
+    """
+    Xj = _check_X(X)
+    labels, classes = _check_y(y, Xj.shape[0])
+    k = _check_int(k, "k", low=1)
+    if k > Xj.shape[0]:
+        raise ValueError(f"k must be <= the number of training points ({Xj.shape[0]}), got k={k}")
+    return KNNModel(X=Xj, labels=jnp.asarray(labels), k=k, classes=classes)
+
+
+@functools.partial(jax.jit, static_argnames=("C", "output", "dtype"))
+def _votes(labels, idx, C: int, output: str, dtype):
+    """Neighbour labels (via idx (n, k)) → counts (n, C) int32, H = 2·counts − k, or counts / k."""
+    k = idx.shape[1]
+    counts = jnp.sum(jax.nn.one_hot(labels[idx], C, dtype=jnp.int32), axis=1)
+    if output == "counts":
+        return counts
+    return (2 * counts - k).astype(dtype) if output == "scores" else counts.astype(dtype) / k
+
+
+def _knn_votes(model: KNNModel, X, output: str) -> jax.Array:
+    X = _check_features(model, X)
+    nbrs = knn_query(model.X, X.astype(model.X.dtype), model.k)
+    return _votes(model.labels, nbrs.indices, len(model.classes), output, np.dtype(model.X.dtype))
+
+
+# --------------------------------------------------------------------------
+# Generic prediction API
+# --------------------------------------------------------------------------
+@jax.jit
+def _linear_scores(W, b, X):
+    return X @ W + b
+
+
+def _model_type_error(model) -> TypeError:
+    return TypeError(f"expected a baselines model (SGDModel, SVMModel, KNNModel), got {type(model).__name__}")
+
+
+@functools.singledispatch
+def decision_function(model: Any, X) -> jax.Array:
+    """Real-valued scores, (n, C): f(x) = x W + b (linear) or H_c(x) = 2·count_c − k (k-NN).
+
+    Args:
+      model: a fitted :class:`SGDModel`, :class:`SVMModel` or :class:`KNNModel`.
+      X: (n, d) points.
+    """
+    raise _model_type_error(model)
+
+
+@decision_function.register(SGDModel)
+@decision_function.register(SVMModel)
+def _(model, X) -> jax.Array:
+    X = _check_features(model, X)
+    return _linear_scores(model.W, model.b, X.astype(model.W.dtype))
+
+
+@decision_function.register(KNNModel)
+def _(model, X) -> jax.Array:
+    return _knn_votes(model, X, "scores")
+
+
+@functools.singledispatch
+def predict_proba(model: Any, X, **kwargs) -> jax.Array:
+    """Class probabilities, (n, C), rows summing to one.
+
+    * :class:`SGDModel`: one-vs-rest sigmoids σ(f_c(x)) normalised over classes
+      (as scikit-learn's SGDClassifier); for C = 2 this is σ(f_1) up to the
+      tiny asymmetry between the two one-vs-rest fits.
+    * :class:`SVMModel`: Platt posteriors 1 / (1 + exp(a_c f_c + b_c)); since
+      labels are single-label, they are normalised to sum to one unless
+      ``normalize=False`` (then each column is class c's own one-vs-rest
+      posterior estimate).
+    * :class:`KNNModel`: vote fractions count_c / k.
+    """
+    raise _model_type_error(model)
+
+
+@jax.jit
+def _ovr_logistic_proba(W, b, X):
+    # σ(f_c) / Σ_c' σ(f_c'), normalised in log space (no 0/0 far from the data)
+    return jax.nn.softmax(-jax.nn.softplus(-(X @ W + b)), axis=1)
+
+
+@functools.partial(jax.jit, static_argnames=("normalize",))
+def _platt_proba(W, b, platt_a, platt_b, X, normalize: bool):
+    z = platt_a * (X @ W + b) + platt_b  # p̂_c = σ(−z_c)
+    return jax.nn.softmax(-jax.nn.softplus(z), axis=1) if normalize else jax.nn.sigmoid(-z)
+
+
+@predict_proba.register(SGDModel)
+def _(model, X) -> jax.Array:
+    X = _check_features(model, X)
+    return _ovr_logistic_proba(model.W, model.b, X.astype(model.W.dtype))
+
+
+@predict_proba.register(SVMModel)
+def _(model, X, *, normalize: bool = True) -> jax.Array:
+    X = _check_features(model, X)
+    return _platt_proba(model.W, model.b, model.platt_a, model.platt_b, X.astype(model.W.dtype), bool(normalize))
+
+
+@predict_proba.register(KNNModel)
+def _(model, X) -> jax.Array:
+    return _knn_votes(model, X, "proba")
+
+
+def predict(model, X) -> np.ndarray:
+    """Predicted labels, (n,), as the original label values (numpy array).
+
+    argmax_c of :func:`decision_function` (k-NN: of the votes), ties → the
+    lowest class index.
+    """
+    if not isinstance(model, (SGDModel, SVMModel, KNNModel)):
+        raise _model_type_error(model)
+    scores = _knn_votes(model, X, "counts") if isinstance(model, KNNModel) else decision_function(model, X)
+    return _labels_of(model.classes, np.argmax(np.asarray(scores), axis=1))  # first maximum on ties

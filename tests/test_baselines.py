@@ -1,0 +1,414 @@
+"""Tests for jaxnn.baselines: SGD logistic regression, linear SVM + Platt, plain k-NN.
+
+Small data throughout; jitted trainers are reused across tests by sharing shapes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from sklearn.datasets import make_blobs, make_classification
+from sklearn.linear_model import SGDClassifier
+from sklearn.neighbors import KNeighborsClassifier
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import LinearSVC
+
+import jaxnn.baselines as BL
+from jaxnn._src import baselines as _B
+
+
+# --------------------------------------------------------------------------
+# Data
+# --------------------------------------------------------------------------
+def _split(X, y, n_train):
+    return X[:n_train], X[n_train:], y[:n_train], y[n_train:]
+
+
+@pytest.fixture(scope="module")
+def blobs():
+    """3 Gaussian blobs in 2-D, 240 train / 120 test."""
+    X, y = make_blobs(360, n_features=2, centers=[[-4, 0], [4, 0], [0, 5]], cluster_std=1.4, random_state=0)
+    return _split(X.astype(np.float32), y, 240)
+
+
+@pytest.fixture(scope="module")
+def separable():
+    """Linearly separable 2-class set with a margin, standardised, 300 train / 200 test."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(800, 5))
+    w = np.array([1.0, -2.0, 0.5, 0.0, 1.0])
+    s = X @ w + 0.3
+    keep = np.abs(s) > 0.4
+    X, y = X[keep][:500], np.where(s[keep][:500] > 0, "pos", "neg")
+    return _split(X, y, 300)
+
+
+@pytest.fixture(scope="module")
+def hard():
+    """Overlapping 3-class problem, standardised on the training part (400 / 400)."""
+    X, y = make_classification(800, 10, n_informative=5, n_redundant=2, n_classes=3, class_sep=1.0, random_state=0)
+    Xtr, Xte, ytr, yte = _split(X, y, 400)
+    sc = StandardScaler().fit(Xtr)
+    return sc.transform(Xtr), sc.transform(Xte), ytr, yte
+
+
+@pytest.fixture(scope="module")
+def svm_blobs(blobs):
+    Xtr, _, ytr, _ = blobs
+    return BL.svm_fit(Xtr, ytr)
+
+
+def _acc(model, X, y):
+    return float(np.mean(BL.predict(model, X) == y))
+
+
+def _log_loss(P, y, classes):
+    P = np.clip(np.asarray(P, np.float64), 1e-12, 1.0)
+    idx = np.searchsorted(np.asarray(classes), y)
+    return float(-np.mean(np.log(P[np.arange(len(y)), idx])))
+
+
+def _svc_objective(W, b, X, y, classes, C):
+    """Σ_c 1/2 ‖w_c‖² + C Σ_i max(0, 1 − y_ic f_ic)², in float64."""
+    W, b = np.asarray(W, np.float64), np.asarray(b, np.float64)
+    Y = np.where(np.asarray(y)[:, None] == np.asarray(classes)[None, :], 1.0, -1.0)
+    margin = np.maximum(0.0, 1.0 - Y * (X @ W + b))
+    return float(0.5 * np.sum(W * W) + C * np.sum(margin**2))
+
+
+# --------------------------------------------------------------------------
+# SGD
+# --------------------------------------------------------------------------
+def test_sgd_learns_blobs(blobs):
+    Xtr, Xte, ytr, yte = blobs
+    model = BL.sgd_fit(Xtr, ytr)
+    assert isinstance(model, BL.SGDModel)
+    assert model.W.shape == (2, 3) and model.b.shape == (3,)
+    assert model.W.dtype == jnp.float32
+    assert model.classes == (0, 1, 2)
+    assert _acc(model, Xte, yte) > 0.9
+    P = BL.predict_proba(model, Xte)
+    assert P.shape == (120, 3)
+    np.testing.assert_allclose(np.sum(P, axis=1), 1.0, atol=1e-5)
+    assert np.all((np.asarray(P) >= 0) & (np.asarray(P) <= 1))
+    S = BL.decision_function(model, Xte)
+    np.testing.assert_allclose(S, Xte @ np.asarray(model.W) + np.asarray(model.b), rtol=1e-5, atol=1e-4)
+    np.testing.assert_array_equal(BL.predict(model, Xte), np.argmax(np.asarray(S), axis=1))
+
+
+def test_sgd_close_to_sklearn(hard):
+    Xtr, Xte, ytr, yte = hard
+    ours = _acc(BL.sgd_fit(Xtr, ytr), Xte, yte)
+    sk = np.mean([
+        np.mean(SGDClassifier(loss="log_loss", alpha=1e-4, random_state=s).fit(Xtr, ytr).predict(Xte) == yte)
+        for s in range(3)
+    ])
+    assert ours > 0.5  # chance is 1/3
+    assert ours >= sk - 0.04, (ours, sk)
+
+
+def test_sgd_deterministic_and_seeded(blobs):
+    Xtr, _, ytr, _ = blobs
+    a = BL.sgd_fit(Xtr, ytr, seed=3)
+    b = BL.sgd_fit(Xtr, ytr, seed=3)
+    c = BL.sgd_fit(Xtr, ytr, seed=4)
+    np.testing.assert_array_equal(a.W, b.W)
+    np.testing.assert_array_equal(a.b, b.b)
+    assert not np.array_equal(np.asarray(a.W), np.asarray(c.W))
+
+
+def _cache_size(jitted):
+    if not hasattr(jitted, "_cache_size"):  # private JAX API
+        pytest.skip("this JAX version does not expose the jit cache size")
+    return jitted._cache_size()
+
+
+def test_sgd_refit_does_not_retrace(blobs):
+    Xtr, _, ytr, _ = blobs
+    BL.sgd_fit(Xtr, ytr)
+    before = _cache_size(_B._sgd_train)
+    BL.sgd_fit(Xtr, ytr, alpha=1e-2, learning_rate=0.3, seed=7)
+    BL.sgd_fit(Xtr + 1.0, ytr)
+    assert _cache_size(_B._sgd_train) == before
+
+
+def test_sgd_float64_and_full_batch():
+    # (blobs: 240 rows = 3 × 64 + 48, so the default fits above already cover a ragged last batch)
+    X, y = make_blobs(90, 3, centers=3, random_state=2)
+    with jax.enable_x64(True):
+        model = BL.sgd_fit(X, y, epochs=30, batch_size=10_000)  # clamped to one full batch
+        assert model.W.dtype == jnp.float64
+        assert BL.predict_proba(model, X).dtype == jnp.float64
+        assert _acc(model, X, y) > 0.9
+        same = BL.sgd_fit(X, y, epochs=30, batch_size=90)
+        np.testing.assert_array_equal(model.W, same.W)
+
+
+# --------------------------------------------------------------------------
+# SVM
+# --------------------------------------------------------------------------
+def test_svm_learns_blobs(blobs, svm_blobs):
+    _, Xte, _, yte = blobs
+    model = svm_blobs
+    assert isinstance(model, BL.SVMModel)
+    assert model.W.shape == (2, 3) and model.platt_a.shape == (3,) and model.platt_b.shape == (3,)
+    assert _acc(model, Xte, yte) > 0.9
+
+
+def test_svm_matches_linearsvc_objective(blobs, svm_blobs):
+    Xtr, Xte, ytr, yte = blobs
+    sk = LinearSVC(C=1.0, dual=False, tol=1e-8, max_iter=10_000, intercept_scaling=1e3).fit(Xtr, ytr)
+    classes = svm_blobs.classes
+    ours = _svc_objective(svm_blobs.W, svm_blobs.b, Xtr, ytr, classes, 1.0)
+    ref = _svc_objective(sk.coef_.T, sk.intercept_, Xtr, ytr, classes, 1.0)
+    assert ours <= ref * (1 + 1e-3), (ours, ref)
+    assert np.mean(BL.predict(svm_blobs, Xte) == sk.predict(Xte)) >= 0.98
+    assert abs(_acc(svm_blobs, Xte, yte) - np.mean(sk.predict(Xte) == yte)) <= 0.02
+
+
+def test_svm_separable_binary(separable):
+    Xtr, Xte, ytr, yte = separable
+    model = BL.svm_fit(Xtr, ytr, C=10.0)
+    assert model.classes == ("neg", "pos")
+    assert BL.predict(model, Xte).dtype == np.asarray(ytr).dtype
+    assert _acc(model, Xtr, ytr) >= 0.99
+    assert _acc(model, Xte, yte) >= 0.97
+    sk = LinearSVC(C=10.0, dual=False, tol=1e-8, max_iter=10_000, intercept_scaling=1e3).fit(Xtr, ytr)
+    assert abs(_acc(model, Xte, yte) - np.mean(sk.predict(Xte) == yte)) <= 0.02
+    # binary: two one-vs-rest columns, mirror images of each other
+    np.testing.assert_allclose(model.W[:, 0], -model.W[:, 1], atol=1e-3 * float(jnp.max(jnp.abs(model.W))))
+
+
+def test_svm_hinge_close_to_linearsvc(blobs):
+    Xtr, Xte, ytr, yte = blobs
+    model = BL.svm_fit(Xtr, ytr, loss="hinge", platt_folds=None)
+    assert model.loss == "hinge"
+    sk = LinearSVC(C=1.0, loss="hinge", dual=True, max_iter=100_000).fit(Xtr, ytr)
+    ours, ref = _acc(model, Xte, yte), float(np.mean(sk.predict(Xte) == yte))
+    assert ours > 0.9
+    assert ours >= ref - 0.03, (ours, ref)
+    P = np.asarray(BL.predict_proba(model, Xte))
+    np.testing.assert_allclose(P.sum(axis=1), 1.0, atol=1e-5)
+
+
+def test_svm_platt_probabilities(blobs, svm_blobs):
+    Xtr, Xte, ytr, yte = blobs
+    P = np.asarray(BL.predict_proba(svm_blobs, Xte))
+    assert P.shape == (120, 3)
+    assert np.all((P >= 0) & (P <= 1))
+    np.testing.assert_allclose(P.sum(axis=1), 1.0, atol=1e-5)
+    Q = np.asarray(BL.predict_proba(svm_blobs, Xte, normalize=False))
+    assert np.all((Q >= 0) & (Q <= 1))
+    f = np.asarray(BL.decision_function(svm_blobs, Xte))
+    np.testing.assert_allclose(Q, 1 / (1 + np.exp(np.asarray(svm_blobs.platt_a) * f + np.asarray(svm_blobs.platt_b))), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(P, Q / Q.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)
+    # Platt slopes are negative: a larger SVM score means a larger posterior.
+    assert np.all(np.asarray(svm_blobs.platt_a) < 0)
+    prior = np.bincount(ytr) / len(ytr)
+    const = _log_loss(np.tile(prior, (len(yte), 1)), yte, svm_blobs.classes)
+    assert _log_loss(P, yte, svm_blobs.classes) < 0.5 * const
+
+
+def test_platt_fit_recovers_sigmoid():
+    rng = np.random.default_rng(0)
+    f = rng.uniform(-3, 3, size=(4000, 1)).astype(np.float32)
+    p = 1 / (1 + np.exp(-2.0 * f + 0.5))  # a = −2, b = 0.5
+    y = np.where(rng.uniform(size=p.shape) < p, 1.0, -1.0).astype(np.float32)
+    a, b = jax.jit(_B._platt_fit)(jnp.asarray(f), jnp.asarray(y))
+    assert abs(float(a[0]) + 2.0) < 0.2 and abs(float(b[0]) - 0.5) < 0.15
+    # first-order optimality with Platt's smoothed targets
+    n_pos, n_neg = np.sum(y > 0), np.sum(y < 0)
+    t = np.where(y > 0, (n_pos + 1) / (n_pos + 2), 1 / (n_neg + 2))
+    q = 1 / (1 + np.exp(float(a[0]) * f.astype(np.float64) + float(b[0])))
+    assert abs(np.sum((t - q) * f)) < 1e-2 * len(f) * 1e-2
+    assert abs(np.sum(t - q)) < 1e-2 * len(f) * 1e-2
+
+
+def test_stratified_folds():
+    labels = np.repeat(np.arange(3), [50, 23, 7]).astype(np.int32)
+    folds = _B._stratified_folds(labels, 5, seed=0)
+    assert set(np.unique(folds)) == set(range(5))
+    for c in range(3):
+        counts = np.bincount(folds[labels == c], minlength=5)
+        assert counts.max() - counts.min() <= 1
+    sizes = np.bincount(folds)
+    assert sizes.max() - sizes.min() <= 1
+    np.testing.assert_array_equal(folds, _B._stratified_folds(labels, 5, seed=0))
+
+
+def test_svm_deterministic_and_no_retrace(blobs, svm_blobs):
+    Xtr, _, ytr, _ = blobs
+    before = _cache_size(_B._svm_fit_jit), _cache_size(_B._platt_jit)
+    again = BL.svm_fit(Xtr, ytr)
+    for field in ("W", "b", "platt_a", "platt_b"):
+        np.testing.assert_array_equal(getattr(again, field), getattr(svm_blobs, field))
+    other = BL.svm_fit(Xtr, ytr, C=0.1, seed=5)
+    assert (_cache_size(_B._svm_fit_jit), _cache_size(_B._platt_jit)) == before
+    assert float(jnp.sum(other.W**2)) < float(jnp.sum(svm_blobs.W**2))  # more regularised
+
+
+# --------------------------------------------------------------------------
+# k-NN
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize("k", [1, 10])
+def test_knn_matches_sklearn(k):
+    rng = np.random.default_rng(k)
+    X = rng.normal(size=(200, 4))
+    y = rng.choice(np.array(["a", "b", "c", "d"]), size=200)
+    Q = rng.normal(size=(80, 4))
+    sk = KNeighborsClassifier(n_neighbors=k, algorithm="brute").fit(X, y)
+    dist, _ = sk.kneighbors(Q, n_neighbors=k + 1)
+    assert np.all(dist[:, k] - dist[:, k - 1] > 1e-4)  # no ties at the k-th neighbour in this data
+    model = BL.knn_fit(X, y, k=k)
+    assert isinstance(model, BL.KNNModel) and model.k == k
+    np.testing.assert_array_equal(BL.predict(model, Q), sk.predict(Q))
+    np.testing.assert_allclose(BL.predict_proba(model, Q), sk.predict_proba(Q), atol=1e-6)
+    H = np.asarray(BL.decision_function(model, Q))
+    np.testing.assert_allclose(H, 2 * k * sk.predict_proba(Q) - k, atol=1e-5)  # Σ_j y_jc, y ∈ {−1,+1}
+
+
+def test_knn_learns_blobs(blobs):
+    Xtr, Xte, ytr, yte = blobs
+    assert _acc(BL.knn_fit(Xtr, ytr, k=10), Xte, yte) > 0.9
+
+
+def test_knn_vote_ties_go_to_lowest_class():
+    X = np.array([[0.0], [1.0], [10.0], [11.0]])
+    y = np.array([7, 3, 3, 7])
+    model = BL.knn_fit(X, y, k=2)
+    # query 0.4: neighbours 0 (label 7) and 1 (label 3) → tie → class 3 (index 0)
+    assert BL.predict(model, [[0.4]])[0] == 3
+    np.testing.assert_allclose(BL.predict_proba(model, [[0.4]]), [[0.5, 0.5]])
+    np.testing.assert_allclose(BL.decision_function(model, [[0.4]]), [[0.0, 0.0]])
+
+
+def test_knn_k_equals_m():
+    X = np.array([[0.0], [1.0], [2.0]])
+    model = BL.knn_fit(X, [1, 2, 2], k=3)
+    np.testing.assert_array_equal(BL.predict(model, [[0.0], [5.0]]), [2, 2])
+
+
+# --------------------------------------------------------------------------
+# Models, labels, public face
+# --------------------------------------------------------------------------
+def test_labels_are_returned_as_given(blobs):
+    Xtr, Xte, ytr, _ = blobs
+    labels = np.array([-3, 7, 100], dtype=np.int16)[ytr]
+    model = BL.knn_fit(Xtr, labels, k=3)
+    pred = BL.predict(model, Xte)
+    assert pred.dtype == np.int16 and set(pred) <= {-3, 7, 100}
+    model = BL.sgd_fit(Xtr, labels.tolist())
+    assert model.classes == (-3, 7, 100)
+    assert set(BL.predict(model, Xte)) <= {-3, 7, 100}
+
+
+def test_models_are_immutable_pytrees(blobs, svm_blobs):
+    Xtr, Xte, ytr, _ = blobs
+    knn = BL.knn_fit(Xtr, ytr, k=3)
+    for model in (svm_blobs, knn):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            model.classes = (9,)
+        leaves = jax.tree.leaves(model)
+        assert leaves and all(isinstance(leaf, jax.Array) for leaf in leaves)
+    doubled = jax.tree.map(lambda a: a * 2, svm_blobs)
+    assert isinstance(doubled, BL.SVMModel) and doubled.classes == svm_blobs.classes
+    scores = jax.jit(lambda m, X: m.b + X @ m.W)(svm_blobs, jnp.asarray(Xte))
+    np.testing.assert_allclose(scores, BL.decision_function(svm_blobs, Xte), rtol=1e-5, atol=1e-5)
+
+
+def test_public_face():
+    assert set(BL.__all__) == {
+        "SGDModel", "SVMModel", "KNNModel", "sgd_fit", "svm_fit", "knn_fit",
+        "predict", "predict_proba", "decision_function",
+    }
+    for name in BL.__all__:
+        assert getattr(BL, name).__doc__
+
+
+# --------------------------------------------------------------------------
+# Validation
+# --------------------------------------------------------------------------
+_X = np.arange(20, dtype=float).reshape(10, 2)
+_Y = np.array([0, 1] * 5)
+_FITS = {"sgd": BL.sgd_fit, "svm": BL.svm_fit, "knn": lambda X, y, **kw: BL.knn_fit(X, y, k=kw.pop("k", 3), **kw)}
+
+
+@pytest.mark.parametrize("fit", list(_FITS.values()), ids=list(_FITS))
+@pytest.mark.parametrize(
+    "X, y, match",
+    [
+        (np.arange(10.0), _Y, "2-D"),
+        (np.zeros((10, 2, 1)), _Y, "2-D"),
+        (np.zeros((0, 2)), np.zeros(0), "empty"),
+        (np.where(np.eye(10, 2) > 0, np.nan, 0.0), _Y, "NaN"),
+        (np.where(np.eye(10, 2) > 0, np.inf, 0.0), _Y, "infinite"),
+        (_X, _Y[:9], "10 rows but y has 9"),
+        (_X, np.zeros(10), "at least 2 classes"),
+        (_X, _Y.reshape(5, 2), "1-D"),
+        (_X, np.array([0.0, np.nan] * 5), "NaN"),
+    ],
+)
+def test_bad_data_raises_valueerror(fit, X, y, match):
+    with pytest.raises(ValueError, match=match):
+        fit(X, y)
+
+
+@pytest.mark.parametrize("fit", list(_FITS.values()), ids=list(_FITS))
+@pytest.mark.parametrize("X, y", [(None, _Y), ("abc", _Y), (np.array([["a", "b"]] * 10), _Y), (_X, None), (_X, 3)])
+def test_bad_types_raise_typeerror(fit, X, y):
+    with pytest.raises(TypeError):
+        fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "fit, kwargs, error, match",
+    [
+        (BL.sgd_fit, {"alpha": 0.0}, ValueError, "alpha"),
+        (BL.sgd_fit, {"alpha": -1.0}, ValueError, "alpha"),
+        (BL.sgd_fit, {"alpha": float("nan")}, ValueError, "alpha"),
+        (BL.sgd_fit, {"epochs": 0}, ValueError, "epochs"),
+        (BL.sgd_fit, {"batch_size": 0}, ValueError, "batch_size"),
+        (BL.sgd_fit, {"learning_rate": -0.1}, ValueError, "learning_rate"),
+        (BL.sgd_fit, {"alpha": "big"}, TypeError, "alpha"),
+        (BL.sgd_fit, {"epochs": 2.5}, TypeError, "epochs"),
+        (BL.sgd_fit, {"epochs": True}, TypeError, "epochs"),
+        (BL.sgd_fit, {"seed": "x"}, TypeError, "seed"),
+        (BL.sgd_fit, {"seed": -1}, ValueError, "seed"),
+        (BL.svm_fit, {"seed": 2**32}, ValueError, "seed"),
+        (BL.svm_fit, {"C": 0.0}, ValueError, "C"),
+        (BL.svm_fit, {"C": -2}, ValueError, "C"),
+        (BL.svm_fit, {"C": None}, TypeError, "C"),
+        (BL.svm_fit, {"epochs": -1}, ValueError, "epochs"),
+        (BL.svm_fit, {"loss": "log"}, ValueError, "loss"),
+        (BL.svm_fit, {"loss": 1}, TypeError, "loss"),
+        (BL.svm_fit, {"platt_folds": 1}, ValueError, "platt_folds"),
+        (BL.svm_fit, {"platt_folds": 11}, ValueError, "platt_folds"),
+        (BL.svm_fit, {"platt_folds": 2.0}, TypeError, "platt_folds"),
+        (BL.knn_fit, {"k": 0}, ValueError, "k must be >= 1"),
+        (BL.knn_fit, {"k": 11}, ValueError, "k must be <="),
+        (BL.knn_fit, {"k": 2.0}, TypeError, "k"),
+        (BL.knn_fit, {"k": None}, TypeError, "k"),
+    ],
+)
+def test_bad_hyperparameters(fit, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        fit(_X, _Y, **kwargs)
+
+
+def test_predict_input_checks():
+    model = BL.knn_fit(_X, _Y, k=3)
+    for fn in (BL.predict, BL.predict_proba, BL.decision_function):
+        with pytest.raises(ValueError, match="3 features"):
+            fn(model, np.zeros((4, 3)))
+        with pytest.raises(ValueError, match="2-D"):
+            fn(model, np.zeros(2))
+        with pytest.raises(ValueError, match="NaN"):
+            fn(model, np.full((1, 2), np.nan))
+        with pytest.raises(TypeError):
+            fn(model, None)
+        with pytest.raises(TypeError, match="baselines model"):
+            fn({"W": 1}, np.zeros((4, 2)))
