@@ -132,6 +132,12 @@ def _signed_masses(loss: Loss, e, r, layout):
     return layout.total(jnp.where(r > 0, w, 0.0)), layout.total(jnp.where(r < 0, w, 0.0))
 
 
+def _finite_delta(d, n, max_delta: float):
+    """δ clipped to ±max_delta (NaN → 0), and 0 for examples with n_j = 0."""
+    d = jnp.where(jnp.isnan(d), 0.0, d)
+    return jnp.where(n > 0, jnp.clip(d, -max_delta, max_delta), 0.0)
+
+
 def _smoothing_weight(loss: Loss, m: int, dtype):
     """Mass 1/m on each of W⁺ and W⁻ (paper 001 eq. 13), as weight units."""
     return 1.0 / (m * loss.weight(jnp.zeros((), dtype)))
@@ -178,26 +184,16 @@ class UNN:
 
             d0 = jnp.zeros(jnp.shape(n), dtype)  # one root per example and class
             d = increasing_root(minus_g, d0, -bound, bound, d0, _iters(dtype))
-        d = jnp.where(jnp.isnan(d), 0.0, d)
-        return jnp.where(n > 0, jnp.clip(d, -bound, bound), 0.0)
+        return _finite_delta(d, n, self.max_delta)
 
 
 @dataclasses.dataclass(frozen=True)
-class UNNFast:
+class UNNFast(UNN):
     """UNN with paper 003's fast step, eq. (30): δ solves p̂(δ) = W, with
     W = W⁺/(W⁺ + W⁻) (smoothed as eq. 13 when ``smoothing``); for balanced
-    losses δ = ∇φ(W) (paper 003 Table 2)."""
+    losses δ = ∇φ(W) (paper 003 Table 2).  Same parameters as :class:`UNN`."""
 
-    smoothing: bool = True
-    max_delta: float = 50.0
     name = "unn_fast"
-
-    def check(self, loss: Loss) -> None:
-        if not (float(self.max_delta) > 0):
-            raise ValueError(f"max_delta must be > 0, got {self.max_delta}")
-
-    def init_edges(self, loss: Loss, Y):
-        return jnp.zeros(Y.shape, Y.dtype)
 
     def delta(self, loss: Loss, e, r, n, m: int, layout=BLOCK):
         dtype = e.dtype
@@ -206,9 +202,7 @@ class UNNFast:
         w_plus, w_minus = w_plus + extra, w_minus + extra
         total = w_plus + w_minus
         ratio = jnp.where(total > 0, w_plus / jnp.where(total > 0, total, 1.0), 0.5)
-        d = loss.posterior_inverse(ratio)
-        d = jnp.where(jnp.isnan(d), 0.0, d)
-        return jnp.where(n > 0, jnp.clip(d, -self.max_delta, self.max_delta), 0.0)
+        return _finite_delta(loss.posterior_inverse(ratio), n, self.max_delta)
 
 
 def gnnb(epsilon: float = 0.5) -> GNNB:
@@ -240,7 +234,7 @@ def names() -> list[str]:
 
 def get(algorithm, *, epsilon: float = 0.5):
     """An algorithm object from a name or an object (``epsilon`` for GNNB)."""
-    if isinstance(algorithm, (GNNB, UNN, UNNFast, N3)):
+    if isinstance(algorithm, (GNNB, UNN, N3)):
         return algorithm
     if not isinstance(algorithm, str):
         raise TypeError(f"algorithm must be a name or an algorithm object, got {type(algorithm).__name__}")
