@@ -33,8 +33,12 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("algorithm, loss", CASES)
-@pytest.mark.parametrize("chooser", ["lazy", "random", "greedy"])
+RISK_CASES = [(a, l, "lazy") for a, l in CASES] + [
+    (a, l, c) for a, l in [("gnnb", "squared"), ("unn", "logistic"), ("n3", "calibrated_hinge")] for c in ("random", "greedy")
+]
+
+
+@pytest.mark.parametrize("algorithm, loss, chooser", RISK_CASES)
 def test_surrogate_risk_never_increases(algorithm, loss, chooser):
     X, y = _blobs()
     model = jaxnn.fit(X, y, k=7, loss=loss, algorithm=algorithm, chooser=chooser, rounds=300, trace=True)
