@@ -1,0 +1,185 @@
+"""The paper experiments (jaxnn.experiments) run end to end on tiny settings."""
+
+import io
+import os
+import pickle
+import sys
+
+import numpy as np
+import pytest
+
+from jaxnn import experiments
+from jaxnn._src import experiments as ex
+
+
+@pytest.fixture(scope="module")
+def ripley_result():
+    return experiments.ripley(thetas=(0.5, 1.0), n_draws=2, n_train=120, n_test=200, n_mc=2000, progress=False)
+
+
+@pytest.fixture(scope="module")
+def uci_result():
+    pytest.importorskip("sklearn")
+    return experiments.uci(
+        domains=("iris",), folds=2, ks=(5,), methods=("k-NN", "GNNB(log)", "SGD", "RBF-SVM"), progress=False
+    )
+
+
+@pytest.fixture(scope="module")
+def posteriors_result():
+    return experiments.posteriors(
+        sigmas=(0.5,), ks=(5,), n_seeds=1, n_train=150, n_test=200,
+        methods=("GNNB(log) link", "GNNB(log) auto", "k-NN votes"), progress=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def splits_result():
+    return experiments.splits(domains=("wine",), n_splits=(1, 2, 32), folds=1, k=5, progress=False)
+
+
+def test_registry_and_public_api():
+    assert set(experiments.EXPERIMENTS) == {"ripley", "uci", "posteriors", "splits"}
+    assert set(experiments.FORMATTERS) == set(experiments.EXPERIMENTS)
+    for name in experiments.__all__:
+        assert hasattr(experiments, name)
+
+
+def test_ripley(ripley_result):
+    r = ripley_result
+    assert r.error.shape == r.error_std.shape == (3, 2)
+    assert np.all((r.error >= 0) & (r.error <= 1))
+    assert list(r.size) == [60, 120]
+    # θ = 1 keeps every prototype: the pruned rows equal the unpruned models' errors
+    for i, name in enumerate(r.methods[:2]):
+        assert r.error[i, -1] == pytest.approx(r.unpruned_error[name])
+    assert r.error[2, -1] == pytest.approx(r.knn_error) and r.error_std[2, -1] == 0.0
+    assert 0.05 < r.bayes_mc < 0.12 and 0 <= r.bayes_test <= 1
+    buf = io.StringIO()
+    experiments.format_ripley(r, out=buf)
+    text = buf.getvalue()
+    assert "Bayes" in text and "UNN(exp)" in text and "0.50" in text
+
+
+def test_uci(uci_result):
+    r = uci_result
+    assert r.contenders == ("k-NN k=5", "GNNB(log) k=5", "SGD", "RBF-SVM")
+    assert r.accuracy.shape == (1, 4, 2)
+    for metric in ("accuracy", "f_measure", "recall"):
+        values = getattr(r, metric)
+        assert np.all(np.isfinite(values)) and np.all((values >= 0) & (values <= 1))
+    assert np.all(r.train_s >= 0) and np.all(r.test_s >= 0)
+    assert r.accuracy.mean() > 0.8  # iris
+    ranks = r.ranks("accuracy")
+    assert ranks.shape == (1, 4) and np.all((ranks >= 1) & (ranks <= 4))
+    assert ranks.sum() == pytest.approx(1 + 2 + 3 + 4)
+    buf = io.StringIO()
+    experiments.format_uci(r, out=buf)
+    text = buf.getvalue()
+    for piece in ("test accuracy", "macro F-measure", "macro recall", "train time", "best k per method", "rank"):
+        assert piece in text
+    assert "RBF-SVM grid choices" in text
+
+
+def test_uci_rejects_unknown_method():
+    with pytest.raises(ValueError, match="unknown method"):
+        experiments.uci(domains=("iris",), methods=("nope",), progress=False)
+
+
+def test_posteriors(posteriors_result):
+    r = posteriors_result
+    assert r.kl.shape == r.accuracy.shape == (1, 1, 3, 1)
+    assert np.all(np.isfinite(r.kl)) and np.all(r.kl >= -1e-9)
+    assert np.all((r.accuracy >= 0) & (r.accuracy <= 1))
+    lam = r.mix[0, 0, r.methods.index("GNNB(log) auto"), 0]
+    assert 0.0 <= lam <= 1.0
+    assert np.isnan(r.mix[0, 0, r.methods.index("k-NN votes"), 0])
+    buf = io.StringIO()
+    experiments.format_posteriors(r, out=buf)
+    text = buf.getvalue()
+    assert "k = 5" in text and "Gl/A" in text and "vs k-NN votes" in text
+
+
+def test_splits(splits_result):
+    r = splits_result
+    assert r.dims == (13,)
+    assert r.accuracy.shape == (1, 3, 3, 1)
+    got = r.accuracy[0, :2]
+    assert np.all((got >= 0) & (got <= 1)) and got.mean() > 0.7
+    assert np.all(np.isnan(r.accuracy[0, 2]))  # n = 32 > d = 13: skipped
+    # with one block every mean of a single posterior is that posterior
+    assert r.accuracy[0, 0, 0, 0] == r.accuracy[0, 0, 1, 0] == r.accuracy[0, 0, 2, 0]
+    buf = io.StringIO()
+    experiments.format_splits(r, out=buf)
+    assert "geometric" in buf.getvalue() and "wine" in buf.getvalue()
+
+
+def test_main_ripley_quick_prints_a_table(capsys, tmp_path):
+    path = tmp_path / "ripley.pkl"
+    assert experiments.main(["ripley", "--quick", "--no-progress", "--save", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "Ripley" in out and "Bayes" in out and "wall time" in out
+    with open(path, "rb") as fh:
+        result = pickle.load(fh)
+    assert isinstance(result, experiments.RipleyResult)
+    assert result.thetas[-1] == 1.0
+    for i, name in enumerate(result.methods[:2]):
+        assert result.error[i, -1] == pytest.approx(result.unpruned_error[name])
+
+
+def test_unknown_experiment_lists_the_names(capsys):
+    with pytest.raises(SystemExit):
+        experiments.main(["bogus"])
+    err = capsys.readouterr().err
+    assert all(name in err for name in ("ripley", "uci", "posteriors", "splits"))
+    with pytest.raises(ValueError, match="ripley.*uci.*posteriors.*splits"):
+        experiments.run("bogus")
+
+
+def test_option_for_another_experiment_is_refused():
+    with pytest.raises(SystemExit):
+        experiments.main(["ripley", "--folds", "3"])
+
+
+def test_plot_without_matplotlib_says_how_to_install(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib → ImportError
+    with pytest.raises(ImportError, match="pip install matplotlib"):
+        experiments.run("ripley", plot_dir=str(tmp_path), progress=False)
+
+
+def test_plots(tmp_path, ripley_result, uci_result, posteriors_result, splits_result):
+    pytest.importorskip("matplotlib")
+    paths = []
+    paths += experiments.plot_ripley(ripley_result, str(tmp_path))
+    paths += experiments.plot_uci(uci_result, str(tmp_path))
+    paths += experiments.plot_posteriors(posteriors_result, str(tmp_path), grid=30)
+    paths += experiments.plot_splits(splits_result, str(tmp_path))
+    names = {os.path.basename(p) for p in paths}
+    assert {"ripley_theta.png", "uci_accuracy.png", "posteriors_kl.png", "posteriors_map.png", "splits.png"} <= names
+    for p in paths:
+        with open(p, "rb") as fh:
+            assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_main_plot_writes_pngs(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    argv = ["ripley", "--no-progress", "--thetas", "1", "--draws", "1", "--plot", str(tmp_path)]
+    assert experiments.main(argv) == 0
+    assert (tmp_path / "ripley_theta.png").exists()
+    assert "wrote" in capsys.readouterr().out
+
+
+def test_progress_line_and_folds():
+    buf = io.StringIO()
+    bar = ex._Progress(12, "uci", stream=buf)
+    bar.step("pima fold 3 GNNB(log)")
+    bar.close()
+    assert buf.getvalue().startswith("[ 1/12] uci: pima fold 3 GNNB(log)")
+    y = np.repeat([0, 1, 2], [10, 7, 5])
+    folds = ex._stratified_folds(y, 3, seed=0)
+    sizes = np.bincount(folds)
+    assert sizes.max() - sizes.min() <= 1
+    for c in range(3):
+        per_class = np.bincount(folds[y == c], minlength=3)
+        assert per_class.max() - per_class.min() <= 1
+    np.testing.assert_array_equal(ex._rank_desc(np.array([0.9, 0.8, 0.9, np.nan])), [1.5, 3.0, 1.5, np.nan])
