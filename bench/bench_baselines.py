@@ -1,0 +1,152 @@
+"""jaxnn's boosted k-NN against the papers' baselines, on the same data.
+
+Contenders (k = 10, logistic loss, defaults otherwise):
+
+* ``jaxnn_gnnb`` / ``jaxnn_unn`` / ``jaxnn_n3`` — exact graph + one lazy
+  boosting pass; fit time = ``knn_graph`` + inverse neighbourhoods +
+  ``boost`` (what ``jaxnn.fit(..., posterior="link")`` does; ``posterior="auto"``,
+  the default, adds one auxiliary fit on 80 % of the data);
+* ``jaxnn_knn`` — ``baselines.knn_fit`` (plain k-NN, JAX);
+* ``optax_sgd`` — ``baselines.sgd_fit`` (one-vs-rest logistic regression,
+  minibatch Adam, 20 epochs);
+* ``optax_svm`` — ``baselines.svm_fit(platt_folds=None)`` (linear squared-hinge
+  SVM, L-BFGS; the 5-fold Platt scaling, which fits the SVM 5 more times for
+  posteriors only, is left out, as LinearSVC has none);
+* ``sklearn_sgd`` — ``SGDClassifier(loss="log_loss")``;
+* ``sklearn_linearsvc`` — ``LinearSVC()``;
+* ``sklearn_knn`` — ``KNeighborsClassifier(10, algorithm="brute")`` (its fit
+  only stores the data).
+
+Everything is measured once per ``asv run``, in one process, in
+``setup_cache`` (scikit-learn asv_benchmarks' pattern): JAX contenders after
+compiling (steady state; calls over 20 s are timed once, compile included, to
+keep the 10⁵-point SVM from running twice), scikit-learn ones by one call.
+:class:`Baselines` reports ``track_test_accuracy`` and ``track_fit_seconds``
+for every contender; :class:`FitRatio` reports jaxnn GNNB's fit time over
+each baseline's (``track_gnnb_fit_ratio_vs_*``; < 1: GNNB fits faster).
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from jaxnn._src import baselines as B
+from jaxnn._src.graph import inverse_neighbors, knn_graph
+
+from .common import DATASETS, K, QUICK, SEED, Benchmark, Problem, accuracy, dataset, steady_time, timed_block, warm_exact_graph
+
+JAXNN_ALGORITHMS = ("gnnb",) if QUICK else ("gnnb", "unn", "n3")
+BASELINES = ("jaxnn_knn", "optax_sgd", "optax_svm", "sklearn_sgd", "sklearn_linearsvc", "sklearn_knn")
+METHODS = tuple(f"jaxnn_{a}" for a in JAXNN_ALGORITHMS) + BASELINES
+#: contenders reported by Baselines (all are measured in setup_cache; the
+#: quick mode reports two, to keep the smoke run's process count down)
+REPORTED = ("jaxnn_gnnb", "sklearn_linearsvc") if QUICK else METHODS
+
+
+def _measure(name: str) -> dict:
+    """{method: (fit seconds, test accuracy)} on one data set."""
+    d = dataset(name)
+    out = {}
+    # jaxnn: the graph once (timed), then each algorithm's boosting pass
+    X = jnp.asarray(d.X_train)
+    warm_exact_graph(X, K)
+    nb, t_graph = timed_block(lambda: knn_graph(X, K).indices)
+    t_inv = timed_block(lambda: inverse_neighbors(nb, X.shape[0]))[1]
+    p = Problem(nb, d.y_train, d.n_classes, data=d)
+    for algorithm in JAXNN_ALGORITHMS:
+        run = p.runner(algorithm, "lazy")
+        run.compile()
+        result, t_boost = timed_block(run)
+        out[f"jaxnn_{algorithm}"] = (t_graph + t_inv + t_boost, run.test_accuracy(result))
+
+    def jax_baseline(fit):
+        model, seconds = steady_time(lambda: fit(d.X_train, d.y_train))
+        return seconds, accuracy(B.predict(model, d.X_test), d.y_test)
+
+    out["jaxnn_knn"] = jax_baseline(lambda X, y: B.knn_fit(X, y, k=K))
+    out["optax_sgd"] = jax_baseline(lambda X, y: B.sgd_fit(X, y, seed=SEED))
+    out["optax_svm"] = jax_baseline(lambda X, y: B.svm_fit(X, y, platt_folds=None, seed=SEED))
+    try:
+        from sklearn.linear_model import SGDClassifier
+        from sklearn.neighbors import KNeighborsClassifier
+        from sklearn.svm import LinearSVC
+    except ImportError:
+        return out
+    for method, make in (
+        ("sklearn_sgd", lambda: SGDClassifier(loss="log_loss", random_state=SEED)),
+        ("sklearn_linearsvc", lambda: LinearSVC(random_state=SEED)),
+        ("sklearn_knn", lambda: KNeighborsClassifier(n_neighbors=K, algorithm="brute")),
+    ):
+        est, seconds = timed_block(lambda: make().fit(d.X_train, d.y_train))
+        out[method] = (seconds, accuracy(est.predict(d.X_test), d.y_test))
+    return out
+
+
+class BaselineCache:
+    """Mixin: every contender fitted and scored once per ``asv run``."""
+
+    def setup_cache(self):
+        return {name: _measure(name) for name in DATASETS}
+
+    setup_cache.timeout = 3600.0
+
+    @staticmethod
+    def result(cache, name, method):
+        if method not in cache[name]:
+            raise NotImplementedError(f"{method} is unavailable (scikit-learn not installed?)")
+        return cache[name][method]
+
+
+class Baselines(BaselineCache, Benchmark):
+    """Test accuracy and fit time of every contender."""
+
+    param_names = ["dataset", "method"]
+    params = (DATASETS, REPORTED)
+
+    def setup(self, cache, name, method):
+        self.result(cache, name, method)
+
+    def track_test_accuracy(self, cache, name, method):
+        return self.result(cache, name, method)[1]
+
+    track_test_accuracy.unit = "accuracy"
+
+    def track_fit_seconds(self, cache, name, method):
+        return self.result(cache, name, method)[0]
+
+    track_fit_seconds.unit = "seconds"
+
+
+class FitRatio(BaselineCache, Benchmark):
+    """jaxnn GNNB fit time (graph + boosting) / the baseline's fit time."""
+
+    param_names = ["dataset"]
+    params = (DATASETS,)
+
+    def _ratio(self, cache, name, baseline):
+        return self.result(cache, name, "jaxnn_gnnb")[0] / self.result(cache, name, baseline)[0]
+
+    def track_gnnb_fit_ratio_vs_optax_sgd(self, cache, name):
+        return self._ratio(cache, name, "optax_sgd")
+
+    def track_gnnb_fit_ratio_vs_optax_svm(self, cache, name):
+        return self._ratio(cache, name, "optax_svm")
+
+    def track_gnnb_fit_ratio_vs_sklearn_sgd(self, cache, name):
+        return self._ratio(cache, name, "sklearn_sgd")
+
+    def track_gnnb_fit_ratio_vs_sklearn_linearsvc(self, cache, name):
+        return self._ratio(cache, name, "sklearn_linearsvc")
+
+    def track_gnnb_fit_ratio_vs_sklearn_knn(self, cache, name):
+        return self._ratio(cache, name, "sklearn_knn")
+
+    for _f in (
+        track_gnnb_fit_ratio_vs_optax_sgd,
+        track_gnnb_fit_ratio_vs_optax_svm,
+        track_gnnb_fit_ratio_vs_sklearn_sgd,
+        track_gnnb_fit_ratio_vs_sklearn_linearsvc,
+        track_gnnb_fit_ratio_vs_sklearn_knn,
+    ):
+        _f.unit = "ratio"
+    del _f

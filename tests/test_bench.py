@@ -1,0 +1,94 @@
+"""The asv benchmark suite (bench/, asv.conf.json): ``asv check`` and a quick
+smoke run in which every benchmark must produce a number.
+
+Skipped when asv is not installed (``pip install asv``, or the ``bench``
+extra).  The smoke run uses ``JAXNN_BENCH_QUICK=1`` (≤ 2000 points, one
+parameter value), ``--quick`` (one call per benchmark), ``--dry-run`` (no
+results saved) and ``--python=same`` (this interpreter, no environment built).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("asv") is None, reason="asv is not installed")
+
+MACHINE = "jaxnn-smoke"
+TIMEOUT = 600  # seconds per asv call; the whole module takes ~1 min on 2 cores
+
+
+def _load_conf(name: str) -> dict:
+    return json.loads(re.sub(r"^\s*//.*$", "", (ROOT / name).read_text(), flags=re.M))
+
+
+def _asv(*args, home: Path, config: Path = ROOT / "asv.conf.json", quick: bool = False) -> subprocess.CompletedProcess:
+    env = dict(os.environ, HOME=str(home))  # asv's ~/.asv-machine.json goes to a temp home
+    env.setdefault("JAX_PLATFORMS", "cpu")
+    if quick:
+        env["JAXNN_BENCH_QUICK"] = "1"
+    return subprocess.run(
+        [sys.executable, "-m", "asv", *args, "--config", str(config)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT,
+    )
+
+
+def _output(proc: subprocess.CompletedProcess) -> str:
+    return f"exit status {proc.returncode}\n--- stdout ---\n{proc.stdout}\n--- stderr ---\n{proc.stderr}"
+
+
+def test_asv_configs_are_valid_json_with_comments():
+    for name in ("asv.conf.json", "asv.gpu.conf.json"):
+        conf = _load_conf(name)
+        assert conf["benchmark_dir"] == "bench"
+        assert conf["environment_type"] == "virtualenv"
+        for key in ("results_dir", "env_dir", "html_dir"):
+            assert conf[key].startswith(".asv/"), (name, key)
+        assert set(conf["matrix"]["req"]) >= {"jax", "jaxlib", "optax", "pynndescent", "numpy", "scikit-learn", "numba"}
+        platform = "cuda" if "gpu" in name else "cpu"
+        assert conf["matrix"]["env_nobuild"]["JAX_PLATFORMS"] == [platform]
+    assert ".asv/" in (ROOT / ".gitignore").read_text().split()
+
+
+def test_asv_check(tmp_path):
+    proc = _asv("check", "--python=same", home=tmp_path)
+    assert proc.returncode == 0, _output(proc)
+    assert "No problems found" in proc.stdout + proc.stderr, _output(proc)
+
+
+def test_quick_smoke_run_every_benchmark_gives_a_number(tmp_path):
+    # asv.conf.json with absolute paths and asv's own files (benchmarks.json,
+    # machine.json) in tmp_path, so the list of benchmarks read below is this run's.
+    conf = _load_conf("asv.conf.json")
+    conf.update(repo=str(ROOT), benchmark_dir=str(ROOT / "bench"), results_dir=str(tmp_path / "results"),
+                env_dir=str(tmp_path / "env"), html_dir=str(tmp_path / "html"))
+    config = tmp_path / "asv.conf.json"
+    config.write_text(json.dumps(conf))
+    machine = _asv("machine", "--yes", "--machine", MACHINE, home=tmp_path, config=config)
+    assert machine.returncode == 0, _output(machine)
+    proc = _asv("run", "--python=same", "--quick", "--dry-run", "--show-stderr", "--machine", MACHINE,
+                home=tmp_path, config=config, quick=True)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, _output(proc)
+
+    # Every discovered benchmark is reported...
+    names = [n for n in json.loads((tmp_path / "results" / "benchmarks.json").read_text()) if n != "version"]
+    assert len(names) >= 20, names
+    missing = [n for n in names if n.split(".", 1)[1] not in out and n.rsplit(".", 1)[1] not in out]
+    assert not missing, f"not in the output: {missing}\n{_output(proc)}"
+    # ...with a number: no failures, skips (n/a) or errors anywhere.
+    allowed_skips = () if importlib.util.find_spec("numba") else ("NumbaVsColored",)  # numba is optional
+    bad = [
+        line for line in out.splitlines()
+        if re.search(r"\bfailed\b|\bn/a\b|\bskipped\b|Traceback", line) and not any(s in line for s in allowed_skips)
+    ]
+    assert not bad, "\n".join(bad) + "\n" + _output(proc)
