@@ -104,7 +104,8 @@ if not QUICK:
                 import pynndescent  # noqa: F401
             except ImportError:
                 return None
-            knn_graph(points(2000, 16), K, method="nndescent", seed=SEED)  # numba JIT, once
+            for d in GRAPH_D:  # numba JIT (some kernels are first hit at one d only)
+                knn_graph(points(2000, d), K, method="nndescent", seed=SEED)
             out = {}
             for m in GRAPH_M:
                 for d in GRAPH_D:
