@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 import os
 import threading
-import time
 
 import jax.numpy as jnp
 import numpy as np
