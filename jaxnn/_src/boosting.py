@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxnn._src import maxtree
 from jaxnn._src.losses import Loss
 
 __all__ = ["BoostResult", "boost", "chooser_order", "CHOOSERS", "surrogate_risk"]
@@ -110,17 +111,21 @@ def boost(Y, E0, members, counts, neighbors, order, *, algorithm, loss: Loss, gr
         return BoostResult(alpha, Ep[:m], risks if trace else None)
 
     # ---- greedy: per-class argmax of |η_j|/n_j, η kept incrementally -------
-    nbrs_p = _pad_rows(neighbors.astype(jnp.int32), m)  # (m+1, k)
-    n_safe = jnp.maximum(counts, 1).astype(dtype)
+    # |η_jc| = |Σ_{i∈inv(j)} w(e_ic) y_ic| (y_jc = ±1 drops out of the score);
+    # v = η/n lives in the leaves of a max tree over |v| (jaxnn._src.maxtree).
+    # A changed weight of i enters v_j of its k neighbours j scaled by 1/n_j,
+    # read per edge from inv_n_nbrs (one row per i: no random 1/n_j lookups).
     k = neighbors.shape[1]
-    # η_jc = y_jc Σ_{i∈inv(j)} w(e_ic) y_ic, by one segment sum over the m·k edges
+    nbrs_p = _pad_rows(neighbors.astype(jnp.int32), m)  # (m+1, k)
+    inv_n = 1.0 / jnp.maximum(counts, 1).astype(dtype)
+    inv_n_nbrs = _pad_rows(inv_n[neighbors], 0.0)  # (m+1, k); 0 keeps padding at 0
     wy = loss.weight(E0) * Y
-    eta0 = Y * jax.ops.segment_sum(jnp.repeat(wy, k, axis=0), neighbors.reshape(-1), num_segments=m)
-    eta0 = _pad_rows(eta0)
+    eta0 = jax.ops.segment_sum(jnp.repeat(wy, k, axis=0), neighbors.reshape(-1), num_segments=m)
+    tree0 = maxtree.build(eta0 * inv_n[:, None])
 
     def step(carry, _):
-        Ep, alpha, eta, risk = carry
-        jc = jnp.argmax(jnp.abs(eta[:m]) / n_safe[:, None], axis=0)  # (C,)
+        Ep, alpha, tree, risk = carry
+        jc = maxtree.argmax(tree)  # (C,)
         idx = members[jc].T  # (P, C)
         valid = idx < m
         r = Yp[idx, cls[None, :]] * Y[jc, cls][None, :]
@@ -129,15 +134,15 @@ def boost(Y, E0, members, counts, neighbors, order, *, algorithm, loss: Loss, gr
         e_new = e + delta[None, :] * r
         Ep = Ep.at[idx, cls[None, :]].add(delta[None, :] * r)
         alpha = alpha.at[jc, cls].add(delta)
-        # weights of inv(j) changed: update η of their k neighbours
+        # weights of inv(j) changed: they enter the η of their k neighbours
         dw = jnp.where(valid, loss.weight(e_new) - loss.weight(e), 0.0) * Yp[idx, cls[None, :]]  # (P, C)
-        targets = nbrs_p[idx]  # (P, C, k)
-        contrib = dw[:, :, None] * Yp[targets, cls[None, :, None]]
-        eta = eta.at[targets, jnp.broadcast_to(cls[None, :, None], targets.shape)].add(contrib)
+        targets = jnp.swapaxes(nbrs_p[idx], 1, 2).reshape(-1, C)  # (P·k, C)
+        dv = (dw[:, :, None] * inv_n_nbrs[idx]).swapaxes(1, 2).reshape(-1, C)
+        tree = maxtree.add(tree, targets, dv)
         if trace:
             risk = risk + risk_change(e, e_new, valid)
-        return (Ep, alpha, eta, risk), risk
+        return (Ep, alpha, tree, risk), risk
 
-    carry0 = (Ep0, jnp.zeros((m, C), dtype), eta0, surrogate_risk(loss, E0))
+    carry0 = (Ep0, jnp.zeros((m, C), dtype), tree0, surrogate_risk(loss, E0))
     (Ep, alpha, _, _), risks = jax.lax.scan(step, carry0, order)
     return BoostResult(alpha, Ep[:m], risks if trace else None)

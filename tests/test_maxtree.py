@@ -1,0 +1,38 @@
+"""The greedy chooser's tournament tree against numpy's argmax."""
+
+import numpy as np
+import jax.numpy as jnp
+import pytest
+
+from jaxnn._src import maxtree
+
+
+def _check(tree, v, m):
+    np.testing.assert_allclose(np.asarray(maxtree.values(tree))[:m], v, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(np.asarray(maxtree.argmax(tree)), np.abs(v).argmax(axis=0))
+
+
+@pytest.mark.parametrize("m", [1, 5, 7, 8, 9, 64, 65, 513, 5000])
+@pytest.mark.parametrize("T", [2, 40])  # 2: levels repaired node by node; 40: whole
+@pytest.mark.parametrize("branch", [2, 8])
+def test_add_then_argmax_matches_numpy(m, T, branch):
+    rng = np.random.default_rng(m + T)
+    C = 3
+    v = rng.integers(-4, 5, (m, C)).astype(np.float32)  # small integers: many ties
+    tree = maxtree.build(jnp.asarray(v), branch)
+    _check(tree, v, m)
+    for _ in range(6):
+        rows = rng.integers(0, m + 1, (T, C))  # row m: the engine's sentinel
+        d = rng.integers(-3, 4, (T, C)).astype(np.float32)
+        d[rows == m] = 0.0
+        for c in range(C):
+            np.add.at(v[:, c], rows[:, c][rows[:, c] < m], d[:, c][rows[:, c] < m])
+        tree = maxtree.add(tree, jnp.asarray(rows), jnp.asarray(d))
+        _check(tree, v, m)
+
+
+def test_ties_go_to_the_smallest_row_and_padding_never_wins():
+    tree = maxtree.build(jnp.zeros((10, 2)))
+    np.testing.assert_array_equal(np.asarray(maxtree.argmax(tree)), [0, 0])
+    tree = maxtree.add(tree, jnp.array([[7, 3], [2, 9]]), jnp.array([[-1.0, 1.0], [1.0, -1.0]]))
+    np.testing.assert_array_equal(np.asarray(maxtree.argmax(tree)), [2, 3])
