@@ -72,8 +72,9 @@ LOSS = "logistic"
 DATASETS = ("letter",) if QUICK else ("letter", "optdigits", "synthetic")
 #: sizes of the synthetic set: 10 classes, d = 64
 SYNTH_TRAIN, SYNTH_TEST, SYNTH_D, SYNTH_C = (1500, 500, 64, 10) if QUICK else (100_000, 20_000, 64, 10)
-#: greedy steps per class in bench_fit (one pass, m steps, would take minutes:
-#: a greedy step costs O(m·C) for the argmax)
+#: greedy steps per class in bench_fit.FitBoost (a greedy step costs
+#: ~0.1–0.3 ms whatever m, but it is one example per step: a whole pass is m
+#: steps, not the ~30 of the colored schedule)
 GREEDY_ROUNDS = 100 if QUICK else 1000
 
 
@@ -332,7 +333,7 @@ class Problem:
         if color_schedule is None:
             raise NotImplementedError("this jaxnn has no colored schedule (jaxnn._src.schedule)")
         if self._schedule is None:
-            self._schedule = color_schedule(self.members, self.counts, self.neighbors)
+            self._schedule = color_schedule(self.members, self.counts, self.neighbors, n_classes=self.C)
         return self._schedule
 
     def runner(self, algorithm: str = "gnnb", chooser: str = "lazy", rounds: int | None = None, loss: str = LOSS):
@@ -360,7 +361,7 @@ class Run:
             self._fn = boost_colored
             self._args = (problem.Y, E0, problem.counts, sched)
             self._kwargs = dict(algorithm=self.algorithm, loss=self.loss, passes=self.rounds // m, trace=False)
-            self.scan_steps = sched.n_colors * (self.rounds // m)
+            self.scan_steps = sched.n_steps * (self.rounds // m)
         else:
             order = jnp.asarray(chooser_order(chooser, m, self.rounds, SEED))
             self._fn = boost

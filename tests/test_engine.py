@@ -1,5 +1,6 @@
 """Boosting engine: invariants, choosers, precision, determinism, bad inputs."""
 
+import dataclasses
 import math
 
 import jax
@@ -252,14 +253,14 @@ def test_fit_bad_data():
 
 
 @pytest.mark.parametrize("algorithm, loss", [("gnnb", "logistic"), ("unn", "logistic"), ("unn", "exponential"), ("n3", "calibrated_hinge"), ("unn_fast", "matsushita")])
-def test_colored_schedule_equals_sequential_in_colour_order(algorithm, loss):
-    from jaxnn._src.boosting import chooser_order  # noqa: F401
-    from jaxnn._src.schedule import color_schedule, colored_order
+@pytest.mark.parametrize("chunk", [None, 16])  # None: fit's default (one step a colour here); 16: colours cut into steps
+def test_colored_schedule_equals_sequential_in_colour_order(algorithm, loss, chunk):
+    from jaxnn._src.schedule import boost_colored, color_schedule, colored_order
 
     X, y = _blobs(m=400, C=4, seed=8)
     nb = np.asarray(jaxnn.knn_graph(X, 6).indices)
     inv = jaxnn.inverse_neighbors(nb)
-    sched = color_schedule(inv.members, inv.counts, nb)
+    sched = color_schedule(inv.members, inv.counts, nb) if chunk is None else color_schedule(inv.members, inv.counts, nb, chunk=chunk)
     # a proper colouring: no two examples of a colour share an inverse-neighbourhood member
     members, counts = np.asarray(inv.members), np.asarray(inv.counts)
     for c in range(sched.n_colors):
@@ -267,6 +268,11 @@ def test_colored_schedule_equals_sequential_in_colour_order(algorithm, loss):
         touched = np.concatenate([members[j, : counts[j]] for j in js])
         assert touched.size == np.unique(touched).size
     assert sched.n_colors < 60
+    assert (sched.n_steps == sched.n_colors) if chunk is None else (sched.n_steps > 2 * sched.n_colors)
+    # every step lies within one colour
+    ex = np.asarray(sched.examples)
+    for row in ex:
+        assert np.unique(sched.colors[row[row < 400]]).size == 1
     order = colored_order(sched)
     assert sorted(order.tolist()) == list(range(400))
     with jax.enable_x64(True):
@@ -274,13 +280,25 @@ def test_colored_schedule_equals_sequential_in_colour_order(algorithm, loss):
         col = jaxnn.fit(X64, y, k=6, loss=loss, algorithm=algorithm, chooser="colored", rounds=800, neighbors=nb, posterior="link", trace=True)
         Y = col.Y
         E0 = col.algorithm.init_edges(col.loss, Y)
+        if chunk is not None:
+            res = boost_colored(Y, E0, inv.counts, sched, algorithm=col.algorithm, loss=col.loss, passes=2, trace=True)
+            col = dataclasses.replace(col, alpha=res.alpha, trace=res.trace)
         seq = boost(Y, E0, inv.members, inv.counts, jax.numpy.asarray(nb), jax.numpy.asarray(np.concatenate([order, order])),
                     algorithm=col.algorithm, loss=col.loss, greedy=False, trace=True)
     np.testing.assert_allclose(np.asarray(col.alpha), np.asarray(seq.alpha), rtol=1e-9, atol=1e-10)
-    # risk after each colour = sequential risk at the end of that colour
-    ends = np.cumsum(np.bincount(sched.colors))
+    # risk after each step = sequential risk after that step's last example
+    ends = np.cumsum((ex < 400).sum(axis=1))
     ends = np.concatenate([ends, ends + 400]) - 1
     np.testing.assert_allclose(np.asarray(col.trace), np.asarray(seq.trace)[ends], rtol=1e-9)
+
+
+def test_color_schedule_rejects_bad_chunk():
+    from jaxnn._src.schedule import color_schedule
+
+    nb = np.asarray(jaxnn.knn_graph(np.random.default_rng(0).normal(size=(30, 2)), 3).indices)
+    inv = jaxnn.inverse_neighbors(nb)
+    with pytest.raises(ValueError, match="chunk"):
+        color_schedule(inv.members, inv.counts, nb, chunk=0)
 
 
 def test_colored_needs_whole_passes():

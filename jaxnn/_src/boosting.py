@@ -17,7 +17,9 @@ Choosers (the weak index chooser, paper 001 [I.0]):
 * ``greedy``: per class, the j with the largest |η_j|/n_j (∝ |δ_j| for GNNB
   and N³, the first Newton step for UNN) — GNNB*, N³'s WEO.  η is kept up to
   date incrementally: a step changes the weights of inv(j), which enter the η
-  of their own k neighbours, so a step costs O(n_j·k·C + m·C), not O(m·k·C).
+  of their own k neighbours; the values η/n sit in the leaves of a tournament
+  tree (:mod:`jaxnn._src.maxtree`), so a step costs O(n_j·k·C·log m), not
+  O(m·C) for an argmax over the table.
 """
 
 from __future__ import annotations

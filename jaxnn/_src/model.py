@@ -187,15 +187,16 @@ def fit(
         (1, 2 or 4 passes, chosen by :func:`jaxnn.select`).
       chooser: ``"lazy"`` (index order), ``"random"`` (seeded permutation),
         ``"colored"`` (the exact parallel schedule: every example once per
-        pass in the order of a colouring of the conflict graph, one vectorised
-        step per colour; ``rounds`` must be a multiple of m) or ``"greedy"``
+        pass in the order of a colouring of the conflict graph, vectorised
+        over the examples of a colour, a colour cut into steps of about
+        2¹⁷/C edges; ``rounds`` must be a multiple of m) or ``"greedy"``
         (largest |δ|: GNNB*, N³'s WEO).
       epsilon: GNNB's ε ∈ (0, 1) (paper 000 eq. 10).
       neighbors: optional precomputed (m, k) int neighbour indices (self excluded).
       seed: seed of the random chooser and of nndescent.
       graph_method: ``"exact"`` or ``"nndescent"`` when ``neighbors`` is None.
       trace: record the total surrogate risk after every step (``model.trace``;
-        after every colour for ``chooser="colored"``).
+        after every step of the schedule for ``chooser="colored"``).
       posterior: how :func:`predict_proba` estimates posteriors — ``"link"``
         (the papers' p̂ = link(H), paper 003 eq. 29), ``"votes"`` (k-NN vote
         fractions) or ``"auto"`` (default): whichever of the two has the
@@ -266,7 +267,7 @@ def fit(
         E0 = sharding.shard_classes(sharding.pad_classes(E0, n_dev), mesh)
         inv = type(inv)(*(sharding.replicate(a, mesh) for a in inv))
     if chooser == "colored":
-        schedule = color_schedule(inv.members, inv.counts, nbrs)
+        schedule = color_schedule(inv.members, inv.counts, nbrs, n_classes=Y.shape[1])
         result = boost_colored(Y, E0, inv.counts, schedule, algorithm=algo, loss=loss_obj,
                                passes=rounds // m, trace=bool(trace))
     else:
