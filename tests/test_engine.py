@@ -305,3 +305,22 @@ def test_colored_needs_whole_passes():
     X, y = _blobs(m=60)
     with pytest.raises(ValueError, match="multiple of m"):
         jaxnn.fit(X, y, k=3, chooser="colored", rounds=90)
+
+
+def test_tiered_colouring_equals_plain_greedy():
+    """The tiered loop gives exactly the largest-first greedy colouring."""
+    from jaxnn._src.schedule import color_conflict_graph
+
+    rng = np.random.default_rng(3)
+    m, k = 500, 4
+    nb = np.stack([rng.choice(np.delete(np.arange(m), i), k, replace=False) for i in range(m)])
+    nb[: 150, 0] = np.where(np.arange(150) == 7, 8, 7)  # a hub: 7 is in ~150 neighbourhoods (P > 64)
+    nb[150:190, 0] = np.where(np.arange(150, 190) == 9, 10, 9)  # a second, n_j in (16, 64]
+    inv = jaxnn.inverse_neighbors(nb)
+    counts, members = np.asarray(inv.counts), np.asarray(inv.members)
+    assert counts.max() > 64 and ((counts > 16) & (counts <= 64)).any()
+    colors = np.full(m, -1)
+    for j in np.lexsort((np.arange(m), -counts)):
+        taken = {colors[x] for i in members[j, : counts[j]] for x in nb[i]}
+        colors[j] = next(c for c in range(m) if c not in taken)
+    np.testing.assert_array_equal(color_conflict_graph(members, counts, nb), colors)
