@@ -49,6 +49,30 @@ def test_nndescent_graph_recall_and_no_self():
     assert recall > 0.95
 
 
+def test_nndescent_more_candidates_do_not_lower_recall():
+    X = _data(m=1500, d=24)
+    _, idx = NearestNeighbors(n_neighbors=11, algorithm="brute").fit(X).kneighbors(X)
+
+    def recall(candidates):
+        g = np.asarray(jaxnn.knn_graph(X, 10, method="nndescent", candidates=candidates).indices)
+        assert g.shape == (1500, 10) and not np.any(g == np.arange(1500)[:, None])
+        return np.mean(np.any(g[:, :, None] == idx[:, None, 1:], axis=2))
+
+    low, high = recall(11), recall(40)
+    assert high >= low and high > 0.97
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(method="nndescent", candidates=5), "candidates"),
+    (dict(method="nndescent", candidates=2.5), "candidates"),
+    (dict(method="exact", candidates=30), "candidates"),
+    (dict(method="nndescent", n_jobs=0), "n_jobs"),
+])
+def test_nndescent_options_are_checked(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        jaxnn.knn_graph(_data(m=50, d=3), 5, **kwargs)
+
+
 def test_nndescent_with_duplicates_drops_self_by_index():
     X = np.repeat(_data(m=60, d=3), 3, axis=0)  # every point three times
     g = np.asarray(jaxnn.knn_graph(X, 4, method="nndescent").indices)

@@ -142,7 +142,16 @@ def _as_float(X):
     return X if jnp.issubdtype(X.dtype, jnp.floating) else X.astype(jnp.result_type(float))
 
 
-def knn_graph(X, k: int, *, method: str = "exact", block_size: int | None = None, seed: int = 0) -> Neighbors:
+def knn_graph(
+    X,
+    k: int,
+    *,
+    method: str = "exact",
+    block_size: int | None = None,
+    seed: int = 0,
+    candidates: int | None = None,
+    n_jobs: int = 1,
+) -> Neighbors:
     """Training neighbour graph NN_k(x_i), self excluded.
 
     Args:
@@ -153,6 +162,13 @@ def knn_graph(X, k: int, *, method: str = "exact", block_size: int | None = None
         an exact search of those rows).
       block_size: rows per distance tile (default keeps a tile ≤ 64 MiB).
       seed: random state of nndescent.
+      candidates: nndescent only — pynndescent builds a graph of
+        ``candidates`` neighbours (plus the point itself), of which the k
+        nearest are kept; default 2k.  Recall@10 on the 10⁵-point Gaussian mixtures of the
+        benchmarks (d = 64 / 128): k + 1 → 0.57 / 0.59, 2k → 0.83 / 0.86,
+        3k → 0.93 / 0.955, 4k → 0.965 / 0.984, at 1×, 2×, 3×, 4× the time.
+      n_jobs: nndescent only — pynndescent's threads (−1: all cores); 1, the
+        default, is reproducible run to run, more threads may not be.
 
     Returns:
       :class:`Neighbors` with ``indices`` (m, k) int32 and ``distances`` (m, k).
@@ -163,7 +179,15 @@ def knn_graph(X, k: int, *, method: str = "exact", block_size: int | None = None
     if method not in _METHODS:
         raise ValueError(f"unknown neighbour method {method!r}; use one of {_METHODS}")
     if method == "nndescent":
-        return _nndescent_graph(np.asarray(X), k, seed)
+        if candidates is None:
+            candidates = 2 * k
+        if isinstance(candidates, bool) or not isinstance(candidates, (int, np.integer)) or candidates <= k:
+            raise ValueError(f"candidates must be an integer > k={k}, got {candidates!r}")
+        if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0 or n_jobs < -1:
+            raise ValueError(f"n_jobs must be a positive integer or -1, got {n_jobs!r}")
+        return _nndescent_graph(np.asarray(X), k, seed, int(candidates), int(n_jobs))
+    if candidates is not None:
+        raise ValueError("candidates applies to method='nndescent' only")
     Xf = _as_float(X)
     idx, dist = _blocked_topk(Xf, Xf, k, _block_rows(m, block_size), True)
     return Neighbors(idx, dist)
@@ -191,14 +215,14 @@ def knn_query(X_train, X_query, k: int, *, block_size: int | None = None) -> Nei
     return Neighbors(idx, dist)
 
 
-def _nndescent_graph(X: np.ndarray, k: int, seed: int) -> Neighbors:
+def _nndescent_graph(X: np.ndarray, k: int, seed: int, candidates: int, n_jobs: int) -> Neighbors:
     from pynndescent import NNDescent
 
     m = X.shape[0]
-    index = NNDescent(X.astype(np.float32), n_neighbors=min(k + 1, m), random_state=seed, n_jobs=1)
+    index = NNDescent(X.astype(np.float32), n_neighbors=min(candidates + 1, m), random_state=seed, n_jobs=n_jobs)
     raw_idx, raw_dist = index.neighbor_graph
-    # Drop self *by index* (duplicates may displace it from column 0); when
-    # self is absent, drop the farthest of the k + 1 instead.
+    # Drop self *by index* (duplicates may displace it from column 0) and
+    # keep the k nearest others (pynndescent returns each row ascending).
     rank = np.broadcast_to(np.arange(raw_idx.shape[1]), raw_idx.shape).copy()
     rank[raw_idx == np.arange(m)[:, None]] = raw_idx.shape[1]
     pick = np.argsort(rank, axis=1, kind="stable")[:, :k]
