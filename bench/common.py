@@ -177,12 +177,20 @@ def warm(jitted, *args, **kwargs) -> None:
         jax.block_until_ready(jitted(*args, **kwargs))
 
 
+def _search_kernel(X, k: int):
+    """The jitted exact search jaxnn uses for training points X (older jaxnn:
+    the single ``_blocked_topk``)."""
+    if hasattr(graph_mod, "_search_kernel"):
+        return graph_mod._search_kernel(X.shape[0], X.shape[1], k)
+    return graph_mod._blocked_topk
+
+
 def warm_exact_graph(X, k: int = K) -> None:
     """Compile the exact (self-excluded) graph search of ``knn_graph(X, k)``
     (through jaxnn's private ``_blocked_topk``; without it, by one call)."""
     X = jnp.asarray(X)
     try:
-        fn, rows = graph_mod._blocked_topk, graph_mod._block_rows(X.shape[0], None)
+        fn, rows = _search_kernel(X, k), graph_mod._block_rows(X.shape[0], None)
     except AttributeError:
         jax.block_until_ready(knn_graph(X, k).indices)
         return
@@ -193,7 +201,7 @@ def warm_query(X_train, X_query, k: int = K) -> None:
     """Compile ``knn_query(X_train, X_query, k)`` (as :func:`warm_exact_graph`)."""
     Xt, Xq = jnp.asarray(X_train), jnp.asarray(X_query)
     try:
-        fn, rows = graph_mod._blocked_topk, graph_mod._block_rows(Xt.shape[0], None)
+        fn, rows = _search_kernel(Xt, k), graph_mod._block_rows(Xt.shape[0], None)
     except AttributeError:
         jax.block_until_ready(knn_query(Xt, Xq, k).indices)
         return

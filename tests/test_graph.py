@@ -1,5 +1,6 @@
 """Neighbour graphs: exact blocked search vs scikit-learn, ties, nndescent, inverse lists."""
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from sklearn.neighbors import NearestNeighbors
@@ -135,3 +136,28 @@ def test_two_stage_selection_is_exact_with_ties():
     assert np.all(g[1600:, 0] == np.arange(1600))
     q = np.asarray(jaxnn.knn_query(X, base[:50], 2).indices)
     np.testing.assert_array_equal(q, np.stack([np.arange(50), np.arange(50) + 1600], 1))
+
+
+@pytest.mark.parametrize("exclude_self", [True, False])
+def test_chunked_search_is_exact(exclude_self):
+    """The column-chunked search (used from CHUNKED_MIN_M points on), run on a
+    small set with exact duplicates, returns the k nearest points: their true
+    (float64) distances are the k smallest, up to the rounding of the norm expansion."""
+    from jaxnn._src import graph
+
+    X = np.repeat(_data(m=3000, d=6), [1, 2] * 1500, axis=0).astype(np.float32)  # 4500 rows, ties
+    rows = np.arange(len(X)) if exclude_self else np.arange(0, len(X), 7)
+    idx, dist = graph._chunked_topk(jnp.asarray(X[rows]), jnp.asarray(X), 10, 128, exclude_self)
+    idx, dist = np.asarray(idx), np.asarray(dist)
+    X64 = X.astype(np.float64)
+    true = np.sqrt(((X64[rows][:, None, :] - X64[None, :, :]) ** 2).sum(-1))
+    if exclude_self:
+        true[np.arange(len(rows)), rows] = np.inf
+    kth = np.sort(true, axis=1)[:, :10]
+    got = np.take_along_axis(true, idx, axis=1)
+    np.testing.assert_allclose(np.sort(got, axis=1), kth, atol=2e-3)  # the norm expansion's rounding
+    np.testing.assert_allclose(dist, got, atol=3e-3)
+    assert not np.any(idx == rows[:, None]) if exclude_self else True
+    assert all(len(set(r)) == 10 for r in idx)
+    assert graph._search_kernel(graph.CHUNKED_MIN_M, 64, 10) is graph._chunked_topk
+    assert graph._search_kernel(graph.CHUNKED_MIN_M - 1, 64, 10) is graph._onepass_topk

@@ -113,9 +113,33 @@ def _smallest_k(d2, k: int):
     return -neg, jnp.take_along_axis(cand_idx, pos, axis=1)
 
 
-@functools.partial(jax.jit, static_argnames=("k", "block", "exclude_self"))
+#: from this many training points on, the search runs in column chunks
+#: (:func:`_chunked_topk`); below it one pass over whole rows is faster.
+#: Measured on 2 CPU cores, 10⁴ queries, k = 10: m = 5·10⁴: 2.5 → 0.6 s (d = 16),
+#: 3.1 → 1.7 s (d = 128); m = 10⁵, d = 64: 2.3× faster; m = 2·10⁴: 1.1–1.3× slower.
+CHUNKED_MIN_M = 32_768
+#: columns per chunk: the (128, 8192) distance tile (4 MiB) stays in cache
+_CHUNK = 8192
+#: the chunked search gathers (rows, k·32, d) candidate points a tile; above
+#: this k·32·d it would outgrow the cache and the one-pass search is used
+_MAX_CANDIDATE_FLOATS = 1 << 17
+
+
+def _search_kernel(m: int, d: int, k: int):
+    """The jitted exact search for m training points of dimension d."""
+    if m >= CHUNKED_MIN_M and k * _GROUP * d <= _MAX_CANDIDATE_FLOATS:
+        return _chunked_topk
+    return _onepass_topk
+
+
 def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool):
-    """Exact kNN of rows of Q among rows of X, block × m tiles at a time."""
+    """Exact kNN of rows of Q among rows of X, a tile of ``block`` query rows at a time."""
+    return _search_kernel(X.shape[0], X.shape[1], k)(Q, X, k, block, exclude_self)
+
+
+@functools.partial(jax.jit, static_argnames=("k", "block", "exclude_self"))
+def _onepass_topk(Q, X, k: int, block: int, exclude_self: bool):
+    """block × m distance tiles, then :func:`_smallest_k` on each."""
     n, m = Q.shape[0], X.shape[0]
     n_blocks = -(-n // block)
     Qp = jnp.zeros((n_blocks * block, Q.shape[1]), Q.dtype).at[:n].set(Q)
@@ -132,6 +156,52 @@ def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool):
             d2 = jnp.where(rows[:, None] == cols[None, :], jnp.inf, d2)
         vals, idx = _smallest_k(d2, k)
         return idx.astype(jnp.int32), jnp.sqrt(vals)
+
+    idx, dist = jax.lax.map(one_block, jnp.arange(n_blocks))
+    return idx.reshape(-1, k)[:n], dist.reshape(-1, k)[:n]
+
+
+@functools.partial(jax.jit, static_argnames=("k", "block", "exclude_self"))
+def _chunked_topk(Q, X, k: int, block: int, exclude_self: bool):
+    """The two-stage selection of :func:`_smallest_k` without a block × m tile.
+
+    Stage 1 sweeps the columns in chunks of ``_CHUNK`` and keeps only the
+    minimum of each group of 32 columns (the tile never leaves the cache);
+    stage 2 takes the k groups with the smallest minima — they hold the k
+    nearest points — and recomputes the distances of their 32·k points
+    exactly, then selects the k smallest (ties: lower index, as the groups
+    are re-sorted by index).
+    """
+    n, m = Q.shape[0], X.shape[0]
+    n_blocks = -(-n // block)
+    Qp = jnp.zeros((n_blocks * block, Q.shape[1]), Q.dtype).at[:n].set(Q)
+    n_chunks = -(-m // _CHUNK)
+    Xp = jnp.zeros((n_chunks * _CHUNK, X.shape[1]), X.dtype).at[:m].set(X)
+    x_sq = jnp.full((n_chunks * _CHUNK,), jnp.inf, X.dtype).at[:m].set(jnp.sum(X * X, axis=1))  # padding: never near
+
+    def one_block(b):
+        start = b * block
+        q = jax.lax.dynamic_slice_in_dim(Qp, start, block)
+        q_sq = jnp.sum(q * q, axis=1)[:, None]
+        rows = start + jnp.arange(block)
+
+        def group_minima(c):
+            xc = jax.lax.dynamic_slice_in_dim(Xp, c * _CHUNK, _CHUNK)
+            d2 = q_sq - 2.0 * (q @ xc.T) + jax.lax.dynamic_slice_in_dim(x_sq, c * _CHUNK, _CHUNK)[None, :]
+            if exclude_self:
+                d2 = jnp.where(rows[:, None] == c * _CHUNK + jnp.arange(_CHUNK)[None, :], jnp.inf, d2)
+            return jnp.min(d2.reshape(block, _CHUNK // _GROUP, _GROUP), axis=2)
+
+        minima = jax.lax.map(group_minima, jnp.arange(n_chunks))  # (chunks, block, chunk/32)
+        minima = jnp.moveaxis(minima, 0, 1).reshape(block, -1)
+        _, best_groups = jax.lax.top_k(-minima, k)
+        best_groups = jnp.sort(best_groups, axis=1)
+        cand = (best_groups[:, :, None] * _GROUP + jnp.arange(_GROUP)).reshape(block, k * _GROUP)
+        d2 = q_sq - 2.0 * jnp.einsum("bd,bcd->bc", q, Xp[cand]) + x_sq[cand]
+        if exclude_self:
+            d2 = jnp.where(rows[:, None] == cand, jnp.inf, d2)
+        neg, pos = jax.lax.top_k(-jnp.maximum(d2, 0.0), k)
+        return jnp.take_along_axis(cand, pos, axis=1).astype(jnp.int32), jnp.sqrt(-neg)
 
     idx, dist = jax.lax.map(one_block, jnp.arange(n_blocks))
     return idx.reshape(-1, k)[:n], dist.reshape(-1, k)[:n]
