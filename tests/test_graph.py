@@ -68,6 +68,7 @@ def test_nndescent_more_candidates_do_not_lower_recall():
     (dict(method="nndescent", candidates=2.5), "candidates"),
     (dict(method="exact", candidates=30), "candidates"),
     (dict(method="nndescent", n_jobs=0), "n_jobs"),
+    (dict(method="nndescent", devices=1), "devices"),
 ])
 def test_nndescent_options_are_checked(kwargs, match):
     with pytest.raises(ValueError, match=match):

@@ -19,6 +19,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxnn._src import sharding
+
 __all__ = ["Neighbors", "InverseNeighbors", "knn_graph", "knn_query", "inverse_neighbors"]
 
 _METHODS = ("exact", "nndescent")
@@ -132,14 +134,31 @@ def _search_kernel(m: int, d: int, k: int):
     return _onepass_topk
 
 
-def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool):
-    """Exact kNN of rows of Q among rows of X, a tile of ``block`` query rows at a time."""
-    return _search_kernel(X.shape[0], X.shape[1], k)(Q, X, k, block, exclude_self)
+def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None):
+    """Exact kNN of rows of Q among rows of X, a tile of ``block`` query rows
+    at a time; with ``devices``, the query rows are split across them."""
+    kernel = _search_kernel(X.shape[0], X.shape[1], k)
+    if devices is None:
+        return kernel(Q, X, k, block, exclude_self)
+    mesh = sharding.row_mesh(devices)
+    n, n_dev = Q.shape[0], mesh.devices.size
+    per_device = -(-n // (n_dev * block)) * block  # whole tiles on every device
+    Qp = jnp.zeros((per_device * n_dev, Q.shape[1]), Q.dtype).at[:n].set(Q)
+    spec = jax.sharding.PartitionSpec(sharding.ROWS)
+
+    def local(q, x):
+        return kernel(q, x, k, block, exclude_self, jax.lax.axis_index(sharding.ROWS) * per_device)
+
+    search = jax.shard_map(local, mesh=mesh, in_specs=(spec, jax.sharding.PartitionSpec()), out_specs=(spec, spec))
+    idx, dist = jax.jit(search)(sharding.shard_rows(Qp, mesh), sharding.replicate(X, mesh))
+    home = jax.devices()[0]  # hand back ordinary single-device arrays
+    return jax.device_put(idx[:n], home), jax.device_put(dist[:n], home)
 
 
 @functools.partial(jax.jit, static_argnames=("k", "block", "exclude_self"))
-def _onepass_topk(Q, X, k: int, block: int, exclude_self: bool):
-    """block × m distance tiles, then :func:`_smallest_k` on each."""
+def _onepass_topk(Q, X, k: int, block: int, exclude_self: bool, row0=0):
+    """block × m distance tiles, then :func:`_smallest_k` on each.  Query row
+    r is training point ``row0 + r`` when ``exclude_self``."""
     n, m = Q.shape[0], X.shape[0]
     n_blocks = -(-n // block)
     Qp = jnp.zeros((n_blocks * block, Q.shape[1]), Q.dtype).at[:n].set(Q)
@@ -152,7 +171,7 @@ def _onepass_topk(Q, X, k: int, block: int, exclude_self: bool):
         d2 = jnp.sum(q * q, axis=1)[:, None] - 2.0 * (q @ X.T) + x_sq[None, :]
         d2 = jnp.maximum(d2, 0.0)
         if exclude_self:
-            rows = start + jnp.arange(block)
+            rows = row0 + start + jnp.arange(block)
             d2 = jnp.where(rows[:, None] == cols[None, :], jnp.inf, d2)
         vals, idx = _smallest_k(d2, k)
         return idx.astype(jnp.int32), jnp.sqrt(vals)
@@ -162,7 +181,7 @@ def _onepass_topk(Q, X, k: int, block: int, exclude_self: bool):
 
 
 @functools.partial(jax.jit, static_argnames=("k", "block", "exclude_self"))
-def _chunked_topk(Q, X, k: int, block: int, exclude_self: bool):
+def _chunked_topk(Q, X, k: int, block: int, exclude_self: bool, row0=0):
     """The two-stage selection of :func:`_smallest_k` without a block × m tile.
 
     Stage 1 sweeps the columns in chunks of ``_CHUNK`` and keeps only the
@@ -183,7 +202,7 @@ def _chunked_topk(Q, X, k: int, block: int, exclude_self: bool):
         start = b * block
         q = jax.lax.dynamic_slice_in_dim(Qp, start, block)
         q_sq = jnp.sum(q * q, axis=1)[:, None]
-        rows = start + jnp.arange(block)
+        rows = row0 + start + jnp.arange(block)
 
         def group_minima(c):
             xc = jax.lax.dynamic_slice_in_dim(Xp, c * _CHUNK, _CHUNK)
@@ -221,6 +240,7 @@ def knn_graph(
     seed: int = 0,
     candidates: int | None = None,
     n_jobs: int = 1,
+    devices=None,
 ) -> Neighbors:
     """Training neighbour graph NN_k(x_i), self excluded.
 
@@ -239,6 +259,9 @@ def knn_graph(
         3k → 0.93 / 0.955, 4k → 0.965 / 0.984, at 1×, 2×, 3×, 4× the time.
       n_jobs: nndescent only — pynndescent's threads (−1: all cores); 1, the
         default, is reproducible run to run, more threads may not be.
+      devices: exact only — None (the default device), an int n (the first
+        n devices), a list of devices or ``"all"``: the query rows are split
+        across them (``jax.shard_map``), the points replicated; same result.
 
     Returns:
       :class:`Neighbors` with ``indices`` (m, k) int32 and ``distances`` (m, k).
@@ -255,20 +278,23 @@ def knn_graph(
             raise ValueError(f"candidates must be an integer > k={k}, got {candidates!r}")
         if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0 or n_jobs < -1:
             raise ValueError(f"n_jobs must be a positive integer or -1, got {n_jobs!r}")
+        if devices is not None:
+            raise ValueError("devices applies to method='exact' only (nndescent runs on the host CPU)")
         return _nndescent_graph(np.asarray(X), k, seed, int(candidates), int(n_jobs))
     if candidates is not None:
         raise ValueError("candidates applies to method='nndescent' only")
     Xf = _as_float(X)
-    idx, dist = _blocked_topk(Xf, Xf, k, _block_rows(m, block_size), True)
+    idx, dist = _blocked_topk(Xf, Xf, k, _block_rows(m, block_size), True, devices)
     return Neighbors(idx, dist)
 
 
-def knn_query(X_train, X_query, k: int, *, block_size: int | None = None) -> Neighbors:
+def knn_query(X_train, X_query, k: int, *, block_size: int | None = None, devices=None) -> Neighbors:
     """Exact k nearest training points of each query row (blocked, in JAX).
 
     Args:
       X_train: (m, d) training points.  X_query: (n, d) query points.
       k: 1 ≤ k ≤ m.
+      devices: as for :func:`knn_graph`: the query rows are split across them.
 
     Returns:
       :class:`Neighbors` with ``indices`` (n, k) int32 into X_train.
@@ -281,7 +307,7 @@ def knn_query(X_train, X_query, k: int, *, block_size: int | None = None) -> Nei
     k = _check_k(k, m, exclude_self=False)
     Xt = _as_float(X_train)
     Xq = _as_float(X_query).astype(Xt.dtype)
-    idx, dist = _blocked_topk(Xq, Xt, k, _block_rows(m, block_size), False)
+    idx, dist = _blocked_topk(Xq, Xt, k, _block_rows(m, block_size), False, devices)
     return Neighbors(idx, dist)
 
 

@@ -208,8 +208,9 @@ def fit(
         worse than either.  :func:`predict` always uses argmax H.
       devices: None (default device), an int n (the first n devices), a list
         of devices or ``"all"``: the class axis of the boosting state is
-        sharded across them (:mod:`jaxnn._src.sharding`); results equal the
-        single-device ones.
+        sharded across them, and so are the query rows of the exact graph
+        search (:mod:`jaxnn._src.sharding`); results equal the single-device
+        ones.
 
     Returns:
       A fitted :class:`Model`.  Computation is float32 unless X is float64 and
@@ -253,7 +254,8 @@ def fit(
     dtype = _compute_dtype(Xa)
     Xj = jnp.asarray(Xa, dtype=dtype)
     if neighbors is None:
-        nbrs = np.asarray(knn_graph(Xj, k, method=graph_method, seed=seed).indices)
+        graph_devices = devices if graph_method == "exact" else None
+        nbrs = np.asarray(knn_graph(Xj, k, method=graph_method, seed=seed, devices=graph_devices).indices)
     else:
         nbrs = _check_neighbors(neighbors, m, k)
     inv = inverse_neighbors(nbrs, m)

@@ -1,4 +1,5 @@
-"""Many devices: shard the class axis of the boosting state across a mesh.
+"""Many devices: shard the class axis of the boosting state across a mesh,
+and the query rows of the exact neighbour search.
 
 Classes are independent (one-vs-rest), so the (m, C) edges, labels and α are
 split along C with :class:`jax.sharding.NamedSharding`; the inverse
@@ -8,6 +9,10 @@ same function: XLA's SPMD partitioner runs each device's classes locally
 C is padded with all-zero label columns (r = 0, hence δ = 0) to a multiple of
 the device count.  Multi-host: call ``jax.distributed.initialize()`` first on
 every host; ``jax.devices()`` then lists all hosts' devices.
+
+The exact neighbour search splits its query rows into equal slices, one a
+device (``jax.shard_map`` over a 1-D ``"rows"`` mesh), with the training
+points replicated: each device searches its slice against all points.
 """
 
 from __future__ import annotations
@@ -19,14 +24,25 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-__all__ = ["class_mesh", "shard_classes", "replicate", "pad_classes"]
+__all__ = ["class_mesh", "row_mesh", "shard_classes", "shard_rows", "replicate", "pad_classes"]
 
 AXIS = "classes"
+ROWS = "rows"
 
 
 def class_mesh(devices) -> Mesh:
     """A 1-D mesh named ``"classes"`` from an int (first n devices), a list of
     devices or ``"all"``."""
+    return Mesh(np.asarray(resolve_devices(devices)), (AXIS,))
+
+
+def row_mesh(devices) -> Mesh:
+    """A 1-D mesh named ``"rows"`` (query rows of the neighbour search)."""
+    return Mesh(np.asarray(resolve_devices(devices)), (ROWS,))
+
+
+def resolve_devices(devices) -> list:
+    """The devices meant by an int (the first n), a list of devices or ``"all"``."""
     available = jax.devices()
     if isinstance(devices, str):
         if devices != "all":
@@ -40,7 +56,7 @@ def class_mesh(devices) -> Mesh:
         chosen = list(devices)
     else:
         raise TypeError(f"devices must be an int, a list of jax devices or 'all', got {devices!r}")
-    return Mesh(np.asarray(chosen), (AXIS,))
+    return list(chosen)
 
 
 def pad_classes(a, n_devices: int):
@@ -55,6 +71,11 @@ def pad_classes(a, n_devices: int):
 def shard_classes(a, mesh: Mesh):
     """Place an (m, C) array split along C."""
     return jax.device_put(a, NamedSharding(mesh, PartitionSpec(None, AXIS)))
+
+
+def shard_rows(a, mesh: Mesh):
+    """Place an array split along its first axis over the mesh's only axis."""
+    return jax.device_put(a, NamedSharding(mesh, PartitionSpec(mesh.axis_names[0])))
 
 
 def replicate(a, mesh: Mesh):
