@@ -9,6 +9,12 @@
 * ``track_predict_ratio_vs_sklearn_knn`` — that time over
   ``KNeighborsClassifier(n_neighbors=10, algorithm="brute").predict(X_test)``
   (fitted on the same training set), interleaved in one process.
+
+:class:`PredictPruned` does the same for ``jaxnn.prune(model, theta)``
+(paper 001 §4.1: keep the examples with the largest |α|), θ ∈ {1, 0.5, 0.1}:
+``time_predict``, ``track_test_accuracy``, ``track_kept_fraction`` and
+``track_time_ratio_vs_unpruned`` (pruned / full predict time, interleaved) —
+a pruned model searches fewer points, so it predicts proportionally faster.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ try:
 except ImportError:  # older commits: H_c(x) compiles in the first call instead
     _scores = None
 
+THETAS = (1.0, 0.5, 0.1)
+
 from .common import DATASETS, K, Benchmark, GraphCache, accuracy, block, interleaved_best, problem, skip_unless, warm_query
 
 
@@ -33,11 +41,7 @@ class Predict(GraphCache, Benchmark):
         run = problem(cache, name).runner("gnnb", "lazy")
         self.data = run.problem.data
         self.model = run.model(block(run()))
-        X_test = jnp.asarray(self.data.X_test)
-        warm_query(self.model.X, X_test, K)
-        if _scores is not None:
-            dummy = jnp.zeros((X_test.shape[0], K), jnp.int32)
-            block(_scores(self.model.alpha, self.model.Y, dummy))  # compile H_c(x)
+        _warm_predict(self.model, self.data.X_test)
 
     def time_predict(self, cache, name):
         block(jaxnn.predict(self.model, self.data.X_test))
@@ -57,3 +61,51 @@ class Predict(GraphCache, Benchmark):
         return t_jaxnn / t_sklearn
 
     track_predict_ratio_vs_sklearn_knn.unit = "ratio"
+
+
+def _warm_predict(model, X_test) -> None:
+    """Compile the query search and H_c(x) of ``jaxnn.predict(model, X_test)``."""
+    X_test = jnp.asarray(X_test)
+    warm_query(model.X, X_test, K)
+    if _scores is not None:
+        dummy = jnp.zeros((X_test.shape[0], K), jnp.int32)
+        block(_scores(model.alpha, model.Y, dummy))
+
+
+class PredictPruned(GraphCache, Benchmark):
+    """Prediction by a model pruned to the fraction θ of its prototypes."""
+
+    param_names = ["dataset", "theta"]
+    params = (DATASETS, THETAS)
+
+    def setup(self, cache, name, theta):
+        if not hasattr(jaxnn, "prune"):
+            raise NotImplementedError("this jaxnn has no prune")
+        run = problem(cache, name).runner("gnnb", "lazy")
+        self.data = run.problem.data
+        self.full = run.model(block(run()))
+        self.model = jaxnn.prune(self.full, theta)
+        _warm_predict(self.full, self.data.X_test)
+        _warm_predict(self.model, self.data.X_test)
+
+    def time_predict(self, cache, name, theta):
+        block(jaxnn.predict(self.model, self.data.X_test))
+
+    def track_test_accuracy(self, cache, name, theta):
+        return accuracy(jaxnn.predict(self.model, self.data.X_test), self.data.y_test)
+
+    track_test_accuracy.unit = "accuracy"
+
+    def track_kept_fraction(self, cache, name, theta):
+        return self.model.X.shape[0] / self.full.X.shape[0]
+
+    track_kept_fraction.unit = "fraction"
+
+    def track_time_ratio_vs_unpruned(self, cache, name, theta):
+        X = self.data.X_test
+        t_pruned, t_full = interleaved_best(
+            [lambda: jaxnn.predict(self.model, X), lambda: jaxnn.predict(self.full, X)], repeat=3
+        )
+        return t_pruned / t_full
+
+    track_time_ratio_vs_unpruned.unit = "ratio"
