@@ -11,9 +11,9 @@ Choosers (the weak index chooser, paper 001 [I.0]):
 * ``lazy``: j = t mod m (each example once per pass, paper 001 [I.0.a]);
 * ``random``: a seeded permutation per pass;
 * ``colored``: each example once per pass in the order of a colouring of the
-  conflict graph, run as one vectorised step per colour
+  conflict graph, run as vectorised steps over the examples of a colour
   (:mod:`jaxnn._src.schedule`) — the same result as the sequential scan in
-  that order, with ~30–50 steps instead of m;
+  that order, with ~100 steps instead of m = 10⁵;
 * ``greedy``: per class, the j with the largest |η_j|/n_j (∝ |δ_j| for GNNB
   and N³, the first Newton step for UNN) — GNNB*, N³'s WEO.  η is kept up to
   date incrementally: a step changes the weights of inv(j), which enter the η
