@@ -69,6 +69,8 @@ def test_nndescent_more_candidates_do_not_lower_recall():
     (dict(method="exact", candidates=30), "candidates"),
     (dict(method="nndescent", n_jobs=0), "n_jobs"),
     (dict(method="nndescent", devices=1), "devices"),
+    (dict(method="approx", recall_target=0.0), "recall_target"),
+    (dict(method="approx", recall_target=1.5), "recall_target"),
 ])
 def test_nndescent_options_are_checked(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -162,3 +164,15 @@ def test_chunked_search_is_exact(exclude_self):
     assert all(len(set(r)) == 10 for r in idx)
     assert graph._search_kernel(graph.CHUNKED_MIN_M, 64, 10) is graph._chunked_topk
     assert graph._search_kernel(graph.CHUNKED_MIN_M - 1, 64, 10) is graph._onepass_topk
+
+
+def test_approx_method_runs_approx_min_k():
+    """method="approx" selects with lax.approx_min_k: approximate on TPU, exact
+    (XLA's fallback) elsewhere — so here it must equal the exact graph."""
+    import jax
+
+    X = _data(m=500, d=5)
+    a = np.asarray(jaxnn.knn_graph(X, 7, method="approx", recall_target=0.9).indices)
+    assert a.shape == (500, 7) and not np.any(a == np.arange(500)[:, None])
+    if jax.default_backend() != "tpu":
+        np.testing.assert_array_equal(a, np.asarray(jaxnn.knn_graph(X, 7).indices))

@@ -23,7 +23,7 @@ from jaxnn._src import sharding
 
 __all__ = ["Neighbors", "InverseNeighbors", "knn_graph", "knn_query", "inverse_neighbors"]
 
-_METHODS = ("exact", "nndescent")
+_METHODS = ("exact", "nndescent", "approx")
 # Elements of one (block × m) distance tile; 2**24 float32 = 64 MiB.
 _TILE_ELEMENTS = 1 << 24
 
@@ -134,10 +134,14 @@ def _search_kernel(m: int, d: int, k: int):
     return _onepass_topk
 
 
-def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None):
+def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, recall_target=None):
     """Exact kNN of rows of Q among rows of X, a tile of ``block`` query rows
-    at a time; with ``devices``, the query rows are split across them."""
-    kernel = _search_kernel(X.shape[0], X.shape[1], k)
+    at a time; with ``devices``, the query rows are split across them; with a
+    ``recall_target``, selected by ``lax.approx_min_k``."""
+    if recall_target is None:
+        kernel = _search_kernel(X.shape[0], X.shape[1], k)
+    else:
+        kernel = functools.partial(_onepass_topk, recall_target=float(recall_target))
     if devices is None:
         return kernel(Q, X, k, block, exclude_self)
     mesh = sharding.row_mesh(devices)
@@ -155,10 +159,12 @@ def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None):
     return jax.device_put(idx[:n], home), jax.device_put(dist[:n], home)
 
 
-@functools.partial(jax.jit, static_argnames=("k", "block", "exclude_self"))
-def _onepass_topk(Q, X, k: int, block: int, exclude_self: bool, row0=0):
-    """block × m distance tiles, then :func:`_smallest_k` on each.  Query row
-    r is training point ``row0 + r`` when ``exclude_self``."""
+@functools.partial(jax.jit, static_argnames=("k", "block", "exclude_self", "recall_target"))
+def _onepass_topk(Q, X, k: int, block: int, exclude_self: bool, row0=0, recall_target=None):
+    """block × m distance tiles, then :func:`_smallest_k` on each — or, with
+    a ``recall_target``, ``lax.approx_min_k`` (TPU-native approximate
+    selection; elsewhere XLA computes it exactly).  Query row r is training
+    point ``row0 + r`` when ``exclude_self``."""
     n, m = Q.shape[0], X.shape[0]
     n_blocks = -(-n // block)
     Qp = jnp.zeros((n_blocks * block, Q.shape[1]), Q.dtype).at[:n].set(Q)
@@ -173,7 +179,10 @@ def _onepass_topk(Q, X, k: int, block: int, exclude_self: bool, row0=0):
         if exclude_self:
             rows = row0 + start + jnp.arange(block)
             d2 = jnp.where(rows[:, None] == cols[None, :], jnp.inf, d2)
-        vals, idx = _smallest_k(d2, k)
+        if recall_target is None:
+            vals, idx = _smallest_k(d2, k)
+        else:
+            vals, idx = jax.lax.approx_min_k(d2, k, recall_target=recall_target)
         return idx.astype(jnp.int32), jnp.sqrt(vals)
 
     idx, dist = jax.lax.map(one_block, jnp.arange(n_blocks))
@@ -241,15 +250,19 @@ def knn_graph(
     candidates: int | None = None,
     n_jobs: int = 1,
     devices=None,
+    recall_target: float = 0.95,
 ) -> Neighbors:
     """Training neighbour graph NN_k(x_i), self excluded.
 
     Args:
       X: (m, d) training points.
       k: neighbours per point, 1 ≤ k < m.
-      method: ``"exact"`` (blocked brute force in JAX) or ``"nndescent"``
+      method: ``"exact"`` (blocked brute force in JAX), ``"nndescent"``
         (approximate, pynndescent; −1 entries it may return are repaired with
-        an exact search of those rows).
+        an exact search of those rows) or ``"approx"`` (the blocked search
+        with ``lax.approx_min_k`` selecting each row's k nearest: TPU-native
+        approximate top-k at ``recall_target``; on CPU and GPU XLA computes
+        it exactly, slower than ``"exact"``'s two-stage selection).
       block_size: rows per distance tile (default keeps a tile ≤ 64 MiB).
       seed: random state of nndescent.
       candidates: nndescent only — pynndescent builds a graph of
@@ -259,9 +272,11 @@ def knn_graph(
         3k → 0.93 / 0.955, 4k → 0.965 / 0.984, at 1×, 2×, 3×, 4× the time.
       n_jobs: nndescent only — pynndescent's threads (−1: all cores); 1, the
         default, is reproducible run to run, more threads may not be.
-      devices: exact only — None (the default device), an int n (the first
-        n devices), a list of devices or ``"all"``: the query rows are split
-        across them (``jax.shard_map``), the points replicated; same result.
+      devices: exact and approx — None (the default device), an int n (the
+        first n devices), a list of devices or ``"all"``: the query rows are
+        split across them (``jax.shard_map``), the points replicated; same
+        result.
+      recall_target: approx only, in (0, 1].
 
     Returns:
       :class:`Neighbors` with ``indices`` (m, k) int32 and ``distances`` (m, k).
@@ -279,12 +294,16 @@ def knn_graph(
         if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0 or n_jobs < -1:
             raise ValueError(f"n_jobs must be a positive integer or -1, got {n_jobs!r}")
         if devices is not None:
-            raise ValueError("devices applies to method='exact' only (nndescent runs on the host CPU)")
+            raise ValueError("devices applies to the exact and approx methods only (nndescent runs on the host CPU)")
         return _nndescent_graph(np.asarray(X), k, seed, int(candidates), int(n_jobs))
     if candidates is not None:
         raise ValueError("candidates applies to method='nndescent' only")
+    if method == "approx":
+        if isinstance(recall_target, bool) or not isinstance(recall_target, (int, float)) or not 0.0 < recall_target <= 1.0:
+            raise ValueError(f"recall_target must lie in (0, 1], got {recall_target!r}")
     Xf = _as_float(X)
-    idx, dist = _blocked_topk(Xf, Xf, k, _block_rows(m, block_size), True, devices)
+    target = float(recall_target) if method == "approx" else None
+    idx, dist = _blocked_topk(Xf, Xf, k, _block_rows(m, block_size), True, devices, target)
     return Neighbors(idx, dist)
 
 

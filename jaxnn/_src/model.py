@@ -194,7 +194,8 @@ def fit(
       epsilon: GNNB's ε ∈ (0, 1) (paper 000 eq. 10).
       neighbors: optional precomputed (m, k) int neighbour indices (self excluded).
       seed: seed of the random chooser and of nndescent.
-      graph_method: ``"exact"`` or ``"nndescent"`` when ``neighbors`` is None.
+      graph_method: ``"exact"``, ``"nndescent"`` or ``"approx"`` (TPU-native
+        ``lax.approx_min_k``) when ``neighbors`` is None (:func:`jaxnn.knn_graph`).
       trace: record the total surrogate risk after every step (``model.trace``;
         after every step of the schedule for ``chooser="colored"``).
       posterior: how :func:`predict_proba` estimates posteriors — ``"link"``
@@ -254,7 +255,7 @@ def fit(
     dtype = _compute_dtype(Xa)
     Xj = jnp.asarray(Xa, dtype=dtype)
     if neighbors is None:
-        graph_devices = devices if graph_method == "exact" else None
+        graph_devices = devices if graph_method in ("exact", "approx") else None
         nbrs = np.asarray(knn_graph(Xj, k, method=graph_method, seed=seed, devices=graph_devices).indices)
     else:
         nbrs = _check_neighbors(neighbors, m, k)
