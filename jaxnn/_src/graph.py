@@ -134,27 +134,36 @@ def _search_kernel(m: int, d: int, k: int):
     return _onepass_topk
 
 
+@functools.lru_cache(maxsize=32)
+def _sharded_search(mesh, kernel, k: int, block: int, exclude_self: bool, per_device: int, recall_target):
+    """``kernel`` with the query rows split over ``mesh``, jitted once per
+    configuration (a fresh ``jax.jit`` per call would recompile every call)."""
+    extra = {} if recall_target is None else {"recall_target": recall_target}
+    spec = jax.sharding.PartitionSpec(sharding.ROWS)
+
+    def local(q, x):
+        return kernel(q, x, k, block, exclude_self, jax.lax.axis_index(sharding.ROWS) * per_device, **extra)
+
+    return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=(spec, jax.sharding.PartitionSpec()), out_specs=(spec, spec)))
+
+
 def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, recall_target=None):
     """Exact kNN of rows of Q among rows of X, a tile of ``block`` query rows
     at a time; with ``devices``, the query rows are split across them; with a
     ``recall_target``, selected by ``lax.approx_min_k``."""
-    if recall_target is None:
-        kernel = _search_kernel(X.shape[0], X.shape[1], k)
+    if recall_target is not None:
+        kernel, recall_target = _onepass_topk, float(recall_target)
     else:
-        kernel = functools.partial(_onepass_topk, recall_target=float(recall_target))
+        kernel = _search_kernel(X.shape[0], X.shape[1], k)
     if devices is None:
-        return kernel(Q, X, k, block, exclude_self)
+        extra = {} if recall_target is None else {"recall_target": recall_target}
+        return kernel(Q, X, k, block, exclude_self, **extra)
     mesh = sharding.row_mesh(devices)
     n, n_dev = Q.shape[0], mesh.devices.size
     per_device = -(-n // (n_dev * block)) * block  # whole tiles on every device
     Qp = jnp.zeros((per_device * n_dev, Q.shape[1]), Q.dtype).at[:n].set(Q)
-    spec = jax.sharding.PartitionSpec(sharding.ROWS)
-
-    def local(q, x):
-        return kernel(q, x, k, block, exclude_self, jax.lax.axis_index(sharding.ROWS) * per_device)
-
-    search = jax.shard_map(local, mesh=mesh, in_specs=(spec, jax.sharding.PartitionSpec()), out_specs=(spec, spec))
-    idx, dist = jax.jit(search)(sharding.shard_rows(Qp, mesh), sharding.replicate(X, mesh))
+    search = _sharded_search(mesh, kernel, k, block, exclude_self, per_device, recall_target)
+    idx, dist = search(sharding.shard_rows(Qp, mesh), sharding.replicate(X, mesh))
     home = jax.devices()[0]  # hand back ordinary single-device arrays
     return jax.device_put(idx[:n], home), jax.device_put(dist[:n], home)
 
