@@ -408,8 +408,24 @@ def test_colored_needs_whole_passes():
         jaxnn.fit(X, y, k=3, chooser="colored", rounds=90)
 
 
-def test_tiered_colouring_equals_plain_greedy():
-    """The tiered loop gives exactly the largest-first greedy colouring."""
+def _plain_greedy_colouring(members, counts, nb):
+    """The largest-first greedy colouring of the conflict graph, one vertex at a time."""
+    m = counts.size
+    colors = np.full(m, -1)
+    for j in np.lexsort((np.arange(m), -counts)):
+        taken = {colors[x] for i in members[j, : counts[j]] for x in nb[i]}
+        colors[j] = next(c for c in range(m) if c not in taken)
+    return colors
+
+
+def _assert_proper(colors, nb):
+    """Examples sharing an inverse-neighbourhood member (both in some NN(i)) differ in colour."""
+    for row in nb:  # (a row may list a vertex twice: the hub rows below)
+        vertices = np.unique(row)
+        assert np.unique(colors[vertices]).size == vertices.size
+
+
+def test_batched_colouring_is_proper_and_one_per_batch_equals_plain_greedy():
     from jaxnn._src.schedule import color_conflict_graph
 
     rng = np.random.default_rng(3)
@@ -419,9 +435,32 @@ def test_tiered_colouring_equals_plain_greedy():
     nb[150:190, 0] = np.where(np.arange(150, 190) == 9, 10, 9)  # a second, n_j in (16, 64]
     inv = jaxnn.inverse_neighbors(nb)
     counts, members = np.asarray(inv.counts), np.asarray(inv.members)
-    assert counts.max() > 64 and ((counts > 16) & (counts <= 64)).any()
-    colors = np.full(m, -1)
-    for j in np.lexsort((np.arange(m), -counts)):
-        taken = {colors[x] for i in members[j, : counts[j]] for x in nb[i]}
-        colors[j] = next(c for c in range(m) if c not in taken)
-    np.testing.assert_array_equal(color_conflict_graph(members, counts, nb), colors)
+    assert counts.max() > 64 and ((counts > 16) & (counts <= 64)).any() and (counts <= 4).any()
+    greedy = _plain_greedy_colouring(members, counts, nb)
+    np.testing.assert_array_equal(color_conflict_graph(members, counts, nb, batch_elements=1), greedy)
+    batched = color_conflict_graph(members, counts, nb, batch_elements=256)
+    _assert_proper(batched, nb)
+    # each vertex took its lowest free colour at its turn: at most its conflict degree
+    for j in range(m):
+        conflicting = {x for i in members[j, : counts[j]] for x in nb[i]} - {j}
+        assert batched[j] <= len(conflicting)
+    assert batched.max() + 1 <= 1.25 * (greedy.max() + 1)
+    np.testing.assert_array_equal(color_conflict_graph(members, counts, nb, batch_elements=256), batched)
+    with pytest.raises(ValueError, match="batch_elements"):
+        color_conflict_graph(members, counts, nb, batch_elements=0)
+
+
+def test_colouring_with_more_colours_than_the_first_bitmask_holds():
+    """70 examples that pairwise conflict need 70 colours > the 64 bits first tried (k = 2)."""
+    from itertools import combinations
+
+    from jaxnn._src.schedule import color_conflict_graph
+
+    clique = np.arange(70)
+    pairs = np.array(list(combinations(clique, 2)))  # row i = 70 + p has NN = a pair of the clique
+    m = 70 + len(pairs)
+    nb = np.concatenate([np.stack([clique + 70, clique + 140], axis=1), pairs])  # clique rows point elsewhere
+    inv = jaxnn.inverse_neighbors(nb, m)
+    colors = color_conflict_graph(inv.members, inv.counts, nb)
+    _assert_proper(colors, nb)
+    assert np.unique(colors[clique]).size == 70
