@@ -63,12 +63,29 @@ def test_nndescent_more_candidates_do_not_lower_recall():
     assert high >= low and high > 0.97
 
 
+def test_nndescent_effort_options_reach_pynndescent():
+    """One tree and one NN-descent round: a valid graph of lower recall than the defaults."""
+    X = _data(m=1500, d=24)
+    _, idx = NearestNeighbors(n_neighbors=11, algorithm="brute").fit(X).kneighbors(X)
+
+    def recall(**options):
+        g = np.asarray(jaxnn.knn_graph(X, 10, method="nndescent", candidates=12, **options).indices)
+        assert g.shape == (1500, 10) and g.min() >= 0 and not np.any(g == np.arange(1500)[:, None])
+        return np.mean(np.any(g[:, :, None] == idx[:, None, 1:], axis=2))
+
+    assert recall(n_trees=1, n_iters=1) < recall() - 0.05
+
+
 @pytest.mark.parametrize("kwargs, match", [
     (dict(method="nndescent", candidates=5), "candidates"),
     (dict(method="nndescent", candidates=2.5), "candidates"),
     (dict(method="exact", candidates=30), "candidates"),
     (dict(method="nndescent", n_jobs=0), "n_jobs"),
     (dict(method="nndescent", devices=1), "devices"),
+    (dict(method="nndescent", n_trees=0), "n_trees"),
+    (dict(method="nndescent", n_iters=2.0), "n_iters"),
+    (dict(method="exact", n_trees=4), "n_trees"),
+    (dict(method="approx", n_iters=4), "n_iters"),
     (dict(method="approx", recall_target=0.0), "recall_target"),
     (dict(method="approx", recall_target=1.5), "recall_target"),
 ])

@@ -258,6 +258,8 @@ def knn_graph(
     seed: int = 0,
     candidates: int | None = None,
     n_jobs: int = 1,
+    n_trees: int | None = None,
+    n_iters: int | None = None,
     devices=None,
     recall_target: float = 0.95,
 ) -> Neighbors:
@@ -281,6 +283,13 @@ def knn_graph(
         3k → 0.93 / 0.955, 4k → 0.965 / 0.984, at 1×, 2×, 3×, 4× the time.
       n_jobs: nndescent only — pynndescent's threads (−1: all cores); 1, the
         default, is reproducible run to run, more threads may not be.
+      n_trees, n_iters: nndescent only — pynndescent's random-projection
+        trees of its initial graph and its NN-descent rounds (None: its
+        defaults, 21 and 17 at m = 10⁵).  Fewer trade recall for time; on
+        the 10⁵-point set (2 cores, ``candidates=k + 2``, ``n_jobs=-1``):
+        defaults 3.0 s, recall@10 0.65; ``n_trees=8, n_iters=4`` 1.8 s,
+        0.58; ``n_trees=4, n_iters=3`` 1.4 s, 0.40 — GNNB's test accuracy
+        0.946 / 0.944 / 0.943 (exact graph 0.953).
       devices: exact and approx — None (the default device), an int n (the
         first n devices), a list of devices or ``"all"``: the query rows are
         split across them (``jax.shard_map``), the points replicated; same
@@ -304,9 +313,14 @@ def knn_graph(
             raise ValueError(f"n_jobs must be a positive integer or -1, got {n_jobs!r}")
         if devices is not None:
             raise ValueError("devices applies to the exact and approx methods only (nndescent runs on the host CPU)")
-        return _nndescent_graph(np.asarray(X), k, seed, int(candidates), int(n_jobs))
-    if candidates is not None:
-        raise ValueError("candidates applies to method='nndescent' only")
+        for name, value in (("n_trees", n_trees), ("n_iters", n_iters)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
+                raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
+        options = {name: int(v) for name, v in (("n_trees", n_trees), ("n_iters", n_iters)) if v is not None}
+        return _nndescent_graph(np.asarray(X), k, seed, int(candidates), int(n_jobs), **options)
+    for name, value in (("candidates", candidates), ("n_trees", n_trees), ("n_iters", n_iters)):
+        if value is not None:
+            raise ValueError(f"{name} applies to method='nndescent' only")
     if method == "approx":
         if isinstance(recall_target, bool) or not isinstance(recall_target, (int, float)) or not 0.0 < recall_target <= 1.0:
             raise ValueError(f"recall_target must lie in (0, 1], got {recall_target!r}")
@@ -339,11 +353,11 @@ def knn_query(X_train, X_query, k: int, *, block_size: int | None = None, device
     return Neighbors(idx, dist)
 
 
-def _nndescent_graph(X: np.ndarray, k: int, seed: int, candidates: int, n_jobs: int) -> Neighbors:
+def _nndescent_graph(X: np.ndarray, k: int, seed: int, candidates: int, n_jobs: int, **options) -> Neighbors:
     from pynndescent import NNDescent
 
     m = X.shape[0]
-    index = NNDescent(X.astype(np.float32), n_neighbors=min(candidates + 1, m), random_state=seed, n_jobs=n_jobs)
+    index = NNDescent(X.astype(np.float32), n_neighbors=min(candidates + 1, m), random_state=seed, n_jobs=n_jobs, **options)
     raw_idx, raw_dist = index.neighbor_graph
     # Drop self *by index* (duplicates may displace it from column 0) and
     # keep the k nearest others (pynndescent returns each row ascending).
