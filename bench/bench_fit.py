@@ -89,11 +89,11 @@ class ColorSchedule(GraphCache, Benchmark):
             raise NotImplementedError("this jaxnn has no colored schedule")
         self.problem = problem(cache, name)
         p = self.problem
-        color_schedule(p.members, p.counts, p.neighbors, n_classes=p.C)  # compile
+        color_schedule(p.neighbors, n_classes=p.C)  # compile
 
     def time_color_schedule(self, cache, name):
         p = self.problem
-        block(color_schedule(p.members, p.counts, p.neighbors, n_classes=p.C).edge_member)
+        block(color_schedule(p.neighbors, n_classes=p.C).edge_member)
 
 
 class FitBoost(GraphCache, Benchmark):

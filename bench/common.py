@@ -341,7 +341,7 @@ class Problem:
         if color_schedule is None:
             raise NotImplementedError("this jaxnn has no colored schedule (jaxnn._src.schedule)")
         if self._schedule is None:
-            self._schedule = color_schedule(self.members, self.counts, self.neighbors, n_classes=self.C)
+            self._schedule = color_schedule(self.neighbors, n_classes=self.C)
         return self._schedule
 
     def runner(self, algorithm: str = "gnnb", chooser: str = "lazy", rounds: int | None = None, loss: str = LOSS):

@@ -361,7 +361,7 @@ def test_colored_schedule_equals_sequential_in_colour_order(algorithm, loss, chu
     X, y = _blobs(m=400, C=4, seed=8)
     nb = np.asarray(jaxnn.knn_graph(X, 6).indices)
     inv = jaxnn.inverse_neighbors(nb)
-    sched = color_schedule(inv.members, inv.counts, nb) if chunk is None else color_schedule(inv.members, inv.counts, nb, chunk=chunk)
+    sched = color_schedule(nb) if chunk is None else color_schedule(nb, chunk=chunk)
     # a proper colouring: no two examples of a colour share an inverse-neighbourhood member
     members, counts = np.asarray(inv.members), np.asarray(inv.counts)
     for c in range(sched.n_colors):
@@ -399,7 +399,7 @@ def test_color_schedule_rejects_bad_chunk():
     nb = np.asarray(jaxnn.knn_graph(np.random.default_rng(0).normal(size=(30, 2)), 3).indices)
     inv = jaxnn.inverse_neighbors(nb)
     with pytest.raises(ValueError, match="chunk"):
-        color_schedule(inv.members, inv.counts, nb, chunk=0)
+        color_schedule(nb, chunk=0)
 
 
 def test_colored_needs_whole_passes():
@@ -437,17 +437,17 @@ def test_batched_colouring_is_proper_and_one_per_batch_equals_plain_greedy():
     counts, members = np.asarray(inv.counts), np.asarray(inv.members)
     assert counts.max() > 64 and ((counts > 16) & (counts <= 64)).any() and (counts <= 4).any()
     greedy = _plain_greedy_colouring(members, counts, nb)
-    np.testing.assert_array_equal(color_conflict_graph(members, counts, nb, batch_elements=1), greedy)
-    batched = color_conflict_graph(members, counts, nb, batch_elements=256)
+    np.testing.assert_array_equal(color_conflict_graph(nb, batch_elements=1), greedy)
+    batched = color_conflict_graph(nb, batch_elements=256)
     _assert_proper(batched, nb)
     # each vertex took its lowest free colour at its turn: at most its conflict degree
     for j in range(m):
         conflicting = {x for i in members[j, : counts[j]] for x in nb[i]} - {j}
         assert batched[j] <= len(conflicting)
     assert batched.max() + 1 <= 1.25 * (greedy.max() + 1)
-    np.testing.assert_array_equal(color_conflict_graph(members, counts, nb, batch_elements=256), batched)
+    np.testing.assert_array_equal(color_conflict_graph(nb, batch_elements=256), batched)
     with pytest.raises(ValueError, match="batch_elements"):
-        color_conflict_graph(members, counts, nb, batch_elements=0)
+        color_conflict_graph(nb, batch_elements=0)
 
 
 def test_colouring_with_more_colours_than_the_first_bitmask_holds():
@@ -460,7 +460,6 @@ def test_colouring_with_more_colours_than_the_first_bitmask_holds():
     pairs = np.array(list(combinations(clique, 2)))  # row i = 70 + p has NN = a pair of the clique
     m = 70 + len(pairs)
     nb = np.concatenate([np.stack([clique + 70, clique + 140], axis=1), pairs])  # clique rows point elsewhere
-    inv = jaxnn.inverse_neighbors(nb, m)
-    colors = color_conflict_graph(inv.members, inv.counts, nb)
+    colors = color_conflict_graph(nb)
     _assert_proper(colors, nb)
     assert np.unique(colors[clique]).size == 70

@@ -377,34 +377,47 @@ def _nndescent_graph(X: np.ndarray, k: int, seed: int, candidates: int, n_jobs: 
     return Neighbors(jnp.asarray(idx, dtype=jnp.int32), jnp.asarray(dist))
 
 
-def inverse_neighbors(indices, m: int | None = None) -> InverseNeighbors:
-    """Padded inverse neighbourhoods from an (m, k) neighbour index array.
+def inverse_csr(indices, m: int | None = None):
+    """Inverse neighbourhoods in compressed form, on the host.
 
-    Built once on the host with a stable sort: row j of ``members`` lists
-    inv(j) = {i : j ∈ NN_k(x_i)} in increasing i, padded with the sentinel m.
+    Returns ``(counts, starts, sources)``: n_j = ``counts[j]`` (m,), and
+    inv(j) = {i : j ∈ NN_k(x_i)} in increasing i is
+    ``sources[starts[j] : starts[j] + counts[j]]`` (``sources``: (n·k,)).
+    One sort of the (j, i) pairs as unique int64 keys (11 ms at n·k = 10⁶;
+    a stable argsort of the j's took 140 ms).
     """
     nbrs = np.asarray(indices)
     if nbrs.ndim != 2:
         raise ValueError(f"neighbour indices must be 2-D (m, k), got shape {nbrs.shape}")
-    m = nbrs.shape[0] if m is None else int(m)
-    k = nbrs.shape[1]
+    n, k = nbrs.shape
+    m = n if m is None else int(m)
     targets = nbrs.reshape(-1).astype(np.int64)
     if targets.size and (targets.min() < 0 or targets.max() >= m):
         raise ValueError(f"neighbour indices must lie in [0, {m}); got values in [{targets.min()}, {targets.max()}]")
-    sources = np.repeat(np.arange(nbrs.shape[0]), k)
-    order = np.argsort(targets, kind="stable")
+    pairs = np.sort(targets * n + np.repeat(np.arange(n, dtype=np.int64), k))
     counts = np.bincount(targets, minlength=m)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    return counts, starts, pairs % n
+
+
+def inverse_neighbors(indices, m: int | None = None) -> InverseNeighbors:
+    """Padded inverse neighbourhoods from an (m, k) neighbour index array.
+
+    Built once from :func:`inverse_csr`: row j of ``members`` lists
+    inv(j) = {i : j ∈ NN_k(x_i)} in increasing i, padded with the sentinel m.
+    """
+    counts, starts, sources = inverse_csr(indices, m)
+    m = counts.size
     width = max(1, int(counts.max(initial=0)))
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    sorted_targets = targets[order]
-    slot = np.arange(order.size) - starts[sorted_targets]
+    rows = np.repeat(np.arange(m), counts)
+    slot = np.arange(sources.size) - starts[rows]
     if m * width < DEVICE_MEMBERS_MIN:
         members = np.full((m, width), m, dtype=np.int32)
-        members[sorted_targets, slot] = sources[order]
+        members[rows, slot] = sources
         members = jnp.asarray(members)
     else:
-        members = _scatter_members(jnp.asarray(sorted_targets, jnp.int32), jnp.asarray(slot, jnp.int32),
-                                   jnp.asarray(sources[order], jnp.int32), m=m, width=width)
+        members = _scatter_members(jnp.asarray(rows, jnp.int32), jnp.asarray(slot, jnp.int32),
+                                   jnp.asarray(sources, jnp.int32), m=m, width=width)
     return InverseNeighbors(members, jnp.asarray(counts.astype(np.int32)))
 
 

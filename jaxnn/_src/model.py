@@ -259,7 +259,6 @@ def fit(
         nbrs = np.asarray(knn_graph(Xj, k, method=graph_method, seed=seed, devices=graph_devices).indices)
     else:
         nbrs = _check_neighbors(neighbors, m, k)
-    inv = inverse_neighbors(nbrs, m)
     Y = jnp.asarray(Y_np, dtype=dtype)
     E0 = algo.init_edges(loss_obj, Y)
     n_classes = Y.shape[1]
@@ -268,12 +267,15 @@ def fit(
         n_dev = mesh.devices.size
         Y = sharding.shard_classes(sharding.pad_classes(Y, n_dev), mesh)
         E0 = sharding.shard_classes(sharding.pad_classes(E0, n_dev), mesh)
-        inv = type(inv)(*(sharding.replicate(a, mesh) for a in inv))
-    if chooser == "colored":
-        schedule = color_schedule(inv.members, inv.counts, nbrs, n_classes=Y.shape[1])
-        result = boost_colored(Y, E0, inv.counts, schedule, algorithm=algo, loss=loss_obj,
+    if chooser == "colored":  # needs no padded members array: the schedule's edge lists replace it
+        schedule = color_schedule(nbrs, n_classes=Y.shape[1])
+        counts = jnp.asarray(np.bincount(nbrs.reshape(-1), minlength=m).astype(np.int32))
+        result = boost_colored(Y, E0, counts, schedule, algorithm=algo, loss=loss_obj,
                                passes=rounds // m, trace=bool(trace))
     else:
+        inv = inverse_neighbors(nbrs, m)
+        if devices is not None:
+            inv = type(inv)(*(sharding.replicate(a, mesh) for a in inv))
         order = jnp.asarray(chooser_order(chooser, m, rounds, seed))
         result = boost(
             Y, E0, inv.members, inv.counts, jnp.asarray(nbrs), order,

@@ -22,6 +22,7 @@ import numpy as np
 
 from jaxnn._src.algorithms import Segments
 from jaxnn._src.boosting import BoostResult, _pad_rows, surrogate_risk
+from jaxnn._src.graph import inverse_csr
 from jaxnn._src.maxtree import round_up
 from jaxnn._src.losses import Loss
 
@@ -53,7 +54,7 @@ def _lowest_free(forbidden, none):
 
 
 @functools.partial(jax.jit, static_argnames=("widths", "batches", "words"))
-def _batched_colors(order, bounds, members, widths: tuple, batches: tuple, words: int):
+def _batched_colors(order, bounds, counts, starts, sources, widths: tuple, batches: tuple, words: int):
     """Speculative greedy colouring (Gebremedhin & Manne 2000), a batch of
     vertices at a time.
 
@@ -64,31 +65,34 @@ def _batched_colors(order, bounds, members, widths: tuple, batches: tuple, words
     conflict neighbours.  Each vertex of a batch takes its lowest free
     colour; one that shares a row with an earlier vertex of its batch gives
     it up and goes to the back of the queue (the first of a batch always
-    keeps its colour, so the loop ends).  Tier t takes the vertices
+    keeps its colour, so the loop ends).  inv(j) is read from the
+    compressed arrays of :func:`jaxnn._src.graph.inverse_csr`, the first w
+    entries from ``starts[j]``.  Tier t takes the vertices
     ``order[bounds[t]:bounds[t+1]]`` (n_j ≤ ``widths[t]``),
     ``batches[t]`` at a time.  With batches of 1 this is the sequential
     greedy colouring in ``order``.  Colours ≥ 32·``words`` are not
     representable: such a vertex gets 32·``words`` and the caller retries
     with more words.
     """
-    m = members.shape[0]
+    m = counts.shape[0]
     none = jnp.int32(32 * words)
     idle = jnp.iinfo(jnp.int32).max
     colors = jnp.full(m + 1, none, jnp.int32)
     masks = jnp.zeros((m + 1, words), jnp.uint32)  # row m (padding) stays 0
     claim = jnp.full(m + 1, idle, jnp.int32)  # rank of the first batch vertex on a row
     for t, (w, B) in enumerate(zip(widths, batches)):
-        members_w = members[:, :w]
         n = (bounds[t + 1] - bounds[t]).astype(jnp.int32)
         ring = jax.lax.dynamic_slice(jnp.concatenate([order, jnp.full(m + B, m, jnp.int32)]), (bounds[t],), (m + B,))
         queue = jnp.where(jnp.arange(m + B) < n, ring, m)  # a ring of m slots, slot m + B − 1 a dump
 
-        def body(state, members_w=members_w, B=B):
+        def body(state, w=w, B=B):
             colors, masks, claim, queue, head, tail = state
             ranks = jnp.arange(B, dtype=jnp.int32)
             valid = head + ranks < tail
             batch = jnp.where(valid, queue[(head + ranks) % m], m)
-            rows = members_w[batch]  # (B, w), padding m
+            slots = jnp.arange(w)
+            n_j = jnp.where(valid, counts[batch], 0)
+            rows = jnp.where(slots < n_j[:, None], sources[starts[batch][:, None] + slots], m)  # (B, w), padding m
             forbidden = jax.lax.reduce(masks[rows], jnp.uint32(0), jax.lax.bitwise_or, (1,))
             tent = _lowest_free(forbidden, none)
             real = rows < m
@@ -110,8 +114,9 @@ def _batched_colors(order, bounds, members, widths: tuple, batches: tuple, words
     return colors[:m]
 
 
-def color_conflict_graph(members, counts, neighbors, *, batch_elements: int = COLOR_BATCH_ELEMENTS) -> np.ndarray:
-    """Colours (m,) int32 of a greedy colouring of the conflict graph.
+def color_conflict_graph(neighbors, *, batch_elements: int = COLOR_BATCH_ELEMENTS) -> np.ndarray:
+    """Colours (m,) int32 of a greedy colouring of the conflict graph of an
+    (m, k) neighbour array.
 
     Vertices are taken by decreasing n_j (an upper bound on their conflict
     degree / k), ties by index — the largest-first heuristic — in batches of
@@ -120,19 +125,24 @@ def color_conflict_graph(members, counts, neighbors, *, batch_elements: int = CO
     the colouring is proper but may use a few more colours than the
     sequential greedy one, which ``batch_elements=1`` gives exactly).
     """
+    return _colour(np.asarray(neighbors), inverse_csr(neighbors), batch_elements)
+
+
+def _colour(neighbors: np.ndarray, csr, batch_elements: int) -> np.ndarray:
     if isinstance(batch_elements, bool) or not isinstance(batch_elements, (int, np.integer)) or batch_elements < 1:
         raise ValueError(f"batch_elements must be a positive integer, got {batch_elements!r}")
-    counts_np = np.asarray(counts)
-    m, P = members.shape
-    k = int(neighbors.shape[1])
-    order = np.lexsort((np.arange(m), -counts_np)).astype(np.int32)
-    widths = tuple(int(w) for w in (max(P, 1),) + tuple(w for w in TIER_WIDTHS if w < P))
+    counts, starts, sources = csr
+    m, k = counts.size, neighbors.shape[1]
+    order = np.lexsort((np.arange(m), -counts)).astype(np.int32)
+    # the top tier's width rounded up to a power of two: fewer shapes to compile
+    top = 1 << max(0, int(counts.max(initial=1)) - 1).bit_length()
+    widths = (top,) + tuple(w for w in TIER_WIDTHS if w < top)
     # tier t: sorted counts in (widths[t+1], widths[t]]; the last tier takes the rest
-    bounds = np.searchsorted(-counts_np[order], [-w for w in widths[1:]], side="left")
+    bounds = np.searchsorted(-counts[order], [-w for w in widths[1:]], side="left")
     bounds = np.concatenate([[0], bounds, [m]]).astype(np.int32)
     batches = tuple(max(1, int(batch_elements) // w) for w in widths)
     words = max(2, -(-5 * k // 32))  # room for 5k colours (k = 10: 64; greedy needs ~45–55)
-    args = (jnp.asarray(order), jnp.asarray(bounds), jnp.asarray(members))  # members stay on the device
+    args = [jnp.asarray(a, jnp.int32) for a in (order, bounds, counts, starts, sources)]
     while True:
         colors = np.asarray(_batched_colors(*args, widths, batches, words))
         if colors.size == 0 or colors.max() < 32 * words:
@@ -184,18 +194,20 @@ STEP_ELEMENTS = 131_072
 ALIGN = 256
 
 
-def color_schedule(members, counts, neighbors, *, chunk: int | None = None, n_classes: int = 1) -> ColorSchedule:
-    """Colour the conflict graph and lay the colours out as flat edge lists,
+def color_schedule(neighbors, *, chunk: int | None = None, n_classes: int = 1) -> ColorSchedule:
+    """Colour the conflict graph of an (m, k) neighbour array and lay the
+    colours out as flat edge lists,
     cut into scan steps of about ``chunk`` units (see :class:`ColorSchedule`);
     by default ``chunk = STEP_ELEMENTS // n_classes`` (at least 256)."""
     if chunk is None:
         chunk = max(256, STEP_ELEMENTS // max(int(n_classes), 1))
     if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
         raise ValueError(f"chunk must be a positive number of edges, got {chunk!r}")
-    counts_np = np.asarray(counts).astype(np.int64)
     nbrs = np.asarray(neighbors)
+    csr = inverse_csr(nbrs)
+    counts_np, starts, sources = csr
     m = nbrs.shape[0]
-    colors = color_conflict_graph(members, counts_np, nbrs)
+    colors = _colour(nbrs, csr, COLOR_BATCH_ELEMENTS)
     order = np.lexsort((np.arange(m), colors))  # examples grouped by colour, by index within
     lens = counts_np[order]
     units = lens + 1
@@ -216,12 +228,8 @@ def color_schedule(members, counts, neighbors, *, chunk: int | None = None, n_cl
     length = round_up(max(1, int(edge_counts.max()) if n_steps else 1), ALIGN)
     edge_member = np.full((n_steps, length), m, np.int32)
     edge_segment = np.full((n_steps, length), width, np.int32)
-    # the members of each example, in this order, increasing within: the
-    # sources i of the (i, j) pairs of the neighbour array sorted by (rank of
-    # j, i) — m·k pairs, not the padded (m, P) members array (P ≈ 50k)
-    rank = np.empty(m, np.int64)
-    rank[order] = np.arange(m)
-    flat_member = (np.sort(rank[nbrs.reshape(-1)] * m + np.repeat(np.arange(m), nbrs.shape[1])) % m).astype(np.int32)
+    # the members of each example, in this order (inv(j) from the compressed arrays)
+    flat_member = sources[np.repeat(starts[order] - np.cumsum(lens) + lens, lens) + np.arange(lens.sum())].astype(np.int32)
     flat_step = np.repeat(step, lens)
     starts = np.concatenate([[0], np.cumsum(edge_counts)[:-1]])
     pos = np.arange(flat_member.size) - starts[flat_step]
