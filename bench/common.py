@@ -341,8 +341,16 @@ class Problem:
         if color_schedule is None:
             raise NotImplementedError("this jaxnn has no colored schedule (jaxnn._src.schedule)")
         if self._schedule is None:
-            self._schedule = color_schedule(self.neighbors, n_classes=self.C)
+            self._schedule = self.color_schedule()
         return self._schedule
+
+    def color_schedule(self):
+        """A fresh :func:`color_schedule` of this graph (older jaxnn took the
+        padded inverse neighbourhoods too)."""
+        try:
+            return color_schedule(self.neighbors, n_classes=self.C)
+        except TypeError:
+            return color_schedule(self.members, self.counts, self.neighbors, n_classes=self.C)
 
     def runner(self, algorithm: str = "gnnb", chooser: str = "lazy", rounds: int | None = None, loss: str = LOSS):
         """A :class:`Run`: the jitted ``boost``/``boost_colored`` call on these
