@@ -463,3 +463,81 @@ def test_colouring_with_more_colours_than_the_first_bitmask_holds():
     colors = color_conflict_graph(nb)
     _assert_proper(colors, nb)
     assert np.unique(colors[clique]).size == 70
+
+
+@pytest.fixture
+def windowed(monkeypatch):
+    """The windowed sequential scan for every size, with windows of 16 steps
+    (fit otherwise keeps it for edge states of ≥ 2¹⁶ entries, ~2¹⁵ local entries a window)."""
+    from jaxnn._src import window
+
+    monkeypatch.setattr(window, "WINDOWED_MIN_STATE", 0)
+    monkeypatch.setattr(window, "WINDOW_ELEMENTS", 16)
+    jax.clear_caches()
+    yield
+    jax.clear_caches()
+
+
+@pytest.mark.parametrize("algorithm, loss", [("gnnb", "logistic"), ("unn", "exponential"), ("n3", "calibrated_hinge")])
+def test_windowed_steps_on_hubs_match_reference(algorithm, loss, always_narrow, windowed):
+    """The windowed scan (S = 16 steps on a local copy of their rows), with
+    the narrowed, chunked steps of a hub graph inside, equals the float64
+    reference; its trace is the reference's risk after each step."""
+    import sys, os
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    import reference as R
+
+    from jaxnn._src import window
+
+    X, y = _blobs(m=180, C=3, seed=11)
+    nb = _hub_graph(X, 5, np.arange(180) % 2)
+    assert window.window_steps(3, 5) == 16
+    Y = np.where(y[:, None] == np.arange(3)[None, :], 1.0, -1.0)
+    ref = {"gnnb": R.gnnb, "unn": R.unn, "n3": R.n3}[algorithm](Y, nb, loss)
+    with jax.enable_x64(True):
+        model = jaxnn.fit(X.astype(np.float64), y, k=5, loss=loss, algorithm=algorithm, neighbors=nb, trace=True)
+        alpha, trace = np.asarray(model.alpha), np.asarray(model.trace)
+    scale = np.abs(ref.alpha).max()
+    np.testing.assert_allclose(alpha, ref.alpha, rtol=1e-6, atol=1e-8 * scale)
+    np.testing.assert_allclose(trace, ref.parallel_risk, rtol=1e-7, atol=1e-10)
+
+
+@pytest.mark.parametrize("steps", [16, 48])
+def test_windowed_scan_equals_plain_scan(steps):
+    """boost_windowed on a random sequence over several passes (its length no
+    multiple of the window; examples with n_j = 0 in it) equals boost, float64."""
+    from jaxnn._src.boosting import chooser_order
+    from jaxnn._src.window import boost_windowed, window_layout
+
+    X, y = _blobs(m=150, C=4, seed=5)
+    nb = np.asarray(jaxnn.knn_graph(X, 4).indices)
+    counts = np.bincount(nb.ravel(), minlength=150)
+    assert (counts == 0).any()
+    order = chooser_order("random", 150, 407, seed=3)
+    with jax.enable_x64(True):
+        model = jaxnn.fit(X.astype(np.float64), y, k=4, rounds=1, neighbors=nb, posterior="link")
+        Y, algo, loss = model.Y, model.algorithm, model.loss
+        E0 = algo.init_edges(loss, Y)
+        inv = jaxnn.inverse_neighbors(nb)
+        plain = boost(Y, E0, inv.members, inv.counts, jax.numpy.asarray(nb), jax.numpy.asarray(order),
+                      algorithm=algo, loss=loss, greedy=False, trace=True)
+        got = boost_windowed(Y, E0, inv.counts, window_layout(nb, order, steps), algorithm=algo, loss=loss,
+                             trace=True, n_steps=order.size, max_count=int(counts.max()))
+    np.testing.assert_allclose(np.asarray(got.alpha), np.asarray(plain.alpha), rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(np.asarray(got.edges), np.asarray(plain.edges), rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(np.asarray(got.trace), np.asarray(plain.trace), rtol=1e-12)
+
+
+def test_fit_runs_sequential_choosers_windowed_from_the_state_threshold(monkeypatch):
+    from jaxnn._src import window
+
+    calls = []
+    real = window.boost_windowed
+    monkeypatch.setattr(window, "boost_windowed", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    X, y = _blobs(m=300, C=4)  # m·C = 1200 edge entries
+    for threshold, chooser, expected in [(1200, "lazy", 1), (1200, "random", 1), (1201, "lazy", 0), (0, "greedy", 0), (0, "colored", 0)]:
+        monkeypatch.setattr(window, "WINDOWED_MIN_STATE", threshold)
+        calls.clear()
+        jaxnn.fit(X, y, k=5, chooser=chooser, posterior="link")
+        assert len(calls) == expected, (threshold, chooser)

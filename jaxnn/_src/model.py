@@ -15,7 +15,7 @@ import numpy as np
 
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
-from jaxnn._src import sharding
+from jaxnn._src import sharding, window
 from jaxnn._src.boosting import CHOOSERS, boost, chooser_order
 from jaxnn._src.graph import inverse_neighbors, knn_graph, knn_query
 from jaxnn._src.schedule import boost_colored, color_schedule
@@ -272,6 +272,13 @@ def fit(
         counts = jnp.asarray(np.bincount(nbrs.reshape(-1), minlength=m).astype(np.int32))
         result = boost_colored(Y, E0, counts, schedule, algorithm=algo, loss=loss_obj,
                                passes=rounds // m, trace=bool(trace))
+    elif chooser != "greedy" and devices is None and m * Y.shape[1] >= window.WINDOWED_MIN_STATE:
+        # a large edge state: the sequential steps run in windows on a local copy (jaxnn._src.window)
+        order = chooser_order(chooser, m, rounds, seed)
+        counts = np.bincount(nbrs.reshape(-1), minlength=m)
+        layout = window.window_layout(nbrs, order, window.window_steps(Y.shape[1], k))
+        result = window.boost_windowed(Y, E0, jnp.asarray(counts.astype(np.int32)), layout, algorithm=algo, loss=loss_obj,
+                                       trace=bool(trace), n_steps=rounds, max_count=int(counts.max()))
     else:
         inv = inverse_neighbors(nbrs, m)
         if devices is not None:

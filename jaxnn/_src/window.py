@@ -1,0 +1,170 @@
+"""The sequential scan in windows: S steps at a time on a small local copy of
+the edges they touch.
+
+On CPU, XLA splits every gather and scatter on an array over 256 KB across
+its thread pool (README, *Design notes*); a sequential step touches a few
+hundred bytes of the (m, C) edge state, so from m·C ≈ 6·10⁴ on the dispatch,
+not the work, sets the step's cost (5–17 µs at m = 10⁵, C = 10 against
+~1 µs at 10⁴).  Here the steps of the ``lazy`` and ``random`` choosers run
+in windows of S consecutive steps: the rows U_b = ∪ inv(j) over the window's
+examples are gathered once into a local (U + 1, C) array (U·C ≲ 2¹⁵), the S
+steps run on it, and the rows are scattered back — the same arithmetic in
+the same order as :func:`jaxnn._src.boosting.boost`, on arrays small enough
+to stay out of the thread pool.  α of the window's examples is added once per
+window as well.
+
+The layout is built once on the host (:func:`window_layout`): per window the
+global rows U_b (padded with the sentinel m), and per step its members as
+local row numbers in a flat list read with a ``dynamic_slice`` at the step's
+offset (entries past n_j belong to the next step and are masked).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxnn._src.boosting import CHUNK, BoostResult, _pad_rows, step_widths, surrogate_risk
+from jaxnn._src.graph import inverse_csr
+from jaxnn._src.losses import Loss
+
+__all__ = ["WindowLayout", "window_layout", "boost_windowed", "WINDOW_ELEMENTS", "WINDOWED_MIN_STATE"]
+
+#: local edge entries (U·C) a window aims at: S = this / (C·k) steps
+WINDOW_ELEMENTS = 1 << 15
+#: the windowed scan is used from this many edge-state entries (m·C) on: 256 KB
+#: of float32, where XLA on CPU starts splitting gathers and scatters
+WINDOWED_MIN_STATE = 1 << 16
+
+
+class WindowLayout(NamedTuple):
+    """Host-built layout of the windowed scan.
+
+    Attributes:
+      rows: (B, U) int32 global rows of each window, padded with m.
+      examples: (B, S) int32 the examples of each window's steps, padded with m.
+      local: (L,) int32 members of every step as local row numbers, step after
+        step (padded with U at the end).
+      start: (B, S) int32 offset of each step's members in ``local``.
+    """
+
+    rows: jax.Array
+    examples: jax.Array
+    local: jax.Array
+    start: jax.Array
+
+
+def window_steps(n_classes: int, k: int) -> int:
+    """Steps per window S: a power of two near ``WINDOW_ELEMENTS / (C·k)``, ≥ 16."""
+    target = max(16, WINDOW_ELEMENTS // max(1, n_classes * k))
+    return 1 << (target.bit_length() - 1)
+
+
+def window_layout(neighbors, order, steps: int) -> WindowLayout:
+    """The windows of the example sequence ``order`` (T,), ``steps`` at a time,
+    for the inverse neighbourhoods of the (m, k) ``neighbors``."""
+    nbrs = np.asarray(neighbors)
+    order = np.asarray(order, np.int64)
+    counts, starts, sources = inverse_csr(nbrs)
+    m, T, S = nbrs.shape[0], order.size, int(steps)
+    n_windows = max(1, -(-T // S))
+    examples = np.full(n_windows * S, m, np.int64)
+    examples[:T] = order
+    lens = np.concatenate([counts, [0]])[examples]  # sentinel m: no members
+    offsets = np.cumsum(lens) - lens
+    flat = sources[np.repeat(np.concatenate([starts, [0]])[examples] - offsets, lens) + np.arange(lens.sum())]
+    window = np.repeat(np.arange(n_windows * S) // S, lens)
+    # local row number of each member within its window: rank among the window's distinct rows
+    keys, inverse = np.unique(window * (m + 1) + flat, return_inverse=True)
+    key_window = keys // (m + 1)
+    first = np.searchsorted(key_window, np.arange(n_windows))
+    local = inverse - first[window]
+    sizes = np.bincount(key_window, minlength=n_windows)
+    U = max(1, int(sizes.max(initial=1)))
+    rows = np.full((n_windows, U), m, np.int64)
+    rows[key_window, np.arange(keys.size) - first[key_window]] = keys % (m + 1)
+    pad = int(counts.max(initial=0)) + CHUNK + 1  # a slice of any step width stays in bounds (no clamping)
+    local = np.concatenate([local, np.full(pad, U)])
+    as32 = functools.partial(jnp.asarray, dtype=jnp.int32)
+    return WindowLayout(as32(rows), as32(examples.reshape(n_windows, S)), as32(local), as32(offsets.reshape(n_windows, S)))
+
+
+@functools.partial(jax.jit, static_argnames=("algorithm", "loss", "trace", "n_steps", "max_count"))
+def boost_windowed(Y, E0, counts, layout: WindowLayout, *, algorithm, loss: Loss, trace: bool, n_steps: int,
+                   max_count: int) -> BoostResult:
+    """The first ``n_steps`` steps of ``layout`` — the same result as
+    :func:`jaxnn._src.boosting.boost` on its example sequence (tested).
+
+    Args:
+      Y: (m, C) labels in {−1, +1}; E0: (m, C) initial edges; counts: (m,) n_j.
+      layout: :func:`window_layout` of the sequence.
+      n_steps: the sequence's length T (the last window is padded).
+      max_count: the largest n_j (P), static: the step widths.
+    """
+    m, C = Y.shape
+    dtype = Y.dtype
+    n_windows, U = layout.rows.shape
+    S = layout.examples.shape[1]
+    Yp = _pad_rows(Y)
+    counts_p = _pad_rows(counts.astype(jnp.int32))
+    P = max(int(max_count), 1)
+    widths = step_widths(P, work=n_windows * S * P * C)
+    chunk = CHUNK if len(widths) > 1 else P
+
+    def risk_change(e_old, e_new, valid):
+        return jnp.sum(jnp.where(valid, loss.psi(e_new) - loss.psi(e_old), 0.0)) / (m * C)
+
+    def members(offset, n, width):
+        """Local rows of a step's members, ``width`` from ``offset`` (U past n)."""
+        idx = jax.lax.dynamic_slice(layout.local, (offset,), (width,))
+        return jnp.where(jnp.arange(width) < n, idx, U)
+
+    def delta_at(w):
+        def delta(Ew, Yw, y_j, offset, n):
+            idx = members(offset, n, w)
+            return algorithm.delta(loss, Ew[idx], Yw[idx] * y_j[None, :], jnp.broadcast_to(n, (C,)), m)
+
+        return delta
+
+    delta_fns = [delta_at(w) for w in widths]
+
+    def step(carry, x):
+        Ew, Yw, risk = carry
+        y_j, n, offset = x
+        if len(delta_fns) == 1:
+            delta = delta_fns[0](Ew, Yw, y_j, offset, n)
+        else:
+            tier = jnp.searchsorted(jnp.asarray(widths, jnp.int32), n)
+            delta = jax.lax.switch(tier, delta_fns, Ew, Yw, y_j, offset, n)
+
+        def update(c, state):
+            Ew, risk = state
+            idx = members(offset + c * chunk, n - c * chunk, chunk)
+            change = delta[None, :] * Yw[idx] * y_j[None, :]
+            if trace:
+                e = Ew[idx]
+                risk = risk + risk_change(e, e + change, (idx < U)[:, None])
+            return Ew.at[idx].add(change), risk
+
+        Ew, risk = jax.lax.fori_loop(0, (n + chunk - 1) // chunk, update, (Ew, risk))
+        return (Ew, Yw, risk), (delta, risk)
+
+    def window(carry, b):
+        Ep, alpha, risk = carry
+        rows = layout.rows[b]
+        ex = layout.examples[b]
+        Ew = _pad_rows(Ep[rows])  # local row U: the sentinel (y = 0)
+        Yw = _pad_rows(Yp[rows])
+        xs = (Yp[ex], counts_p[ex], layout.start[b])
+        (Ew, _, risk), (deltas, risks) = jax.lax.scan(step, (Ew, Yw, risk), xs)
+        Ep = Ep.at[rows].set(Ew[:U])  # padding rows write the sentinel's 0 back to row m
+        alpha = alpha.at[ex].add(deltas)  # padding steps: δ = 0 on row m
+        return (Ep, alpha, risk), risks
+
+    carry0 = (_pad_rows(E0), jnp.zeros((m + 1, C), dtype), surrogate_risk(loss, E0))
+    (Ep, alpha, _), risks = jax.lax.scan(window, carry0, jnp.arange(n_windows))
+    return BoostResult(alpha[:m], Ep[:m], risks.reshape(-1)[:n_steps] if trace else None)
