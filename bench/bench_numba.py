@@ -76,7 +76,8 @@ def numba_kernel():
 
 
 class NumbaVsColored(GraphCache, Benchmark):
-    """numba sequential loop vs jaxnn sequential scan vs jaxnn colored schedule."""
+    """numba sequential loop vs jaxnn sequential scan (plain, and windowed as
+    ``fit`` runs it at this size) vs jaxnn colored schedule."""
 
     def setup(self, cache):
         kernel = numba_kernel()
@@ -89,6 +90,11 @@ class NumbaVsColored(GraphCache, Benchmark):
         self.colored = p.runner("gnnb", "colored")
         self.sequential.compile()
         self.colored.compile()
+        try:
+            self.windowed = p.runner("gnnb", "windowed")
+            self.windowed.compile()
+        except NotImplementedError:  # an older jaxnn
+            self.windowed = None
         alpha_numba = kernel(self.members, self.counts, self.Y, 1, self.scale)  # compiles
         alpha_jax = np.asarray(block(self.sequential()).alpha)
         err = np.max(np.abs(alpha_numba - alpha_jax)) / max(np.max(np.abs(alpha_jax)), 1e-12)
@@ -106,6 +112,19 @@ class NumbaVsColored(GraphCache, Benchmark):
 
     def time_colored(self, cache):
         block(self.colored())
+
+    def time_windowed(self, cache):
+        if self.windowed is None:
+            raise NotImplementedError("this jaxnn has no windowed scan")
+        block(self.windowed())
+
+    def track_windowed_over_sequential_ratio(self, cache):
+        if self.windowed is None:
+            raise NotImplementedError("this jaxnn has no windowed scan")
+        t_windowed, t_sequential = interleaved_best([self.windowed, self.sequential], repeat=3)
+        return t_windowed / t_sequential
+
+    track_windowed_over_sequential_ratio.unit = "ratio"
 
     def track_colored_over_numba_ratio(self, cache):
         t_colored, t_numba = interleaved_best([self.colored, self._numba], repeat=3)

@@ -44,6 +44,10 @@ try:  # the benchmarks also run on older commits (asv continuous / asv run ALL)
     from jaxnn._src.schedule import boost_colored, color_schedule  # noqa: E402
 except ImportError:  # no colored schedule yet: its benchmarks are skipped
     boost_colored = color_schedule = None
+try:
+    from jaxnn._src import window as window_mod  # noqa: E402
+except ImportError:  # no windowed scan yet
+    window_mod = None
 
 # In case JAX was imported before this module: the setting holds until the
 # first computation initialises a backend.
@@ -378,6 +382,17 @@ class Run:
             self._args = (problem.Y, E0, problem.counts, sched)
             self._kwargs = dict(algorithm=self.algorithm, loss=self.loss, passes=self.rounds // m, trace=False)
             self.scan_steps = sched.n_steps * (self.rounds // m)
+        elif chooser == "windowed":  # the lazy sequence through the windowed scan (what fit runs for m·C ≥ 2¹⁶)
+            if window_mod is None:
+                raise NotImplementedError("this jaxnn has no windowed scan (jaxnn._src.window)")
+            order = chooser_order("lazy", m, self.rounds, SEED)
+            counts = np.asarray(problem.counts)
+            layout = window_mod.window_layout(problem.neighbors, order, window_mod.window_steps(problem.C, K))
+            self._fn = window_mod.boost_windowed
+            self._args = (problem.Y, E0, problem.counts, layout)
+            self._kwargs = dict(algorithm=self.algorithm, loss=self.loss, trace=False, n_steps=self.rounds,
+                                max_count=int(counts.max()))
+            self.scan_steps = self.rounds
         else:
             order = jnp.asarray(chooser_order(chooser, m, self.rounds, SEED))
             self._fn = boost
