@@ -190,7 +190,9 @@ def fit(
         pass in the order of a colouring of the conflict graph, vectorised
         over the examples of a colour, a colour cut into steps of about
         2¹⁷/C edges; ``rounds`` must be a multiple of m) or ``"greedy"``
-        (largest |δ|: GNNB*, N³'s WEO).
+        (largest |δ|: GNNB*, N³'s WEO).  From m·C ≥ 2¹⁶ the ``lazy`` and
+        ``random`` steps run in windows on a local copy of the rows they
+        touch (:mod:`jaxnn._src.window`; same result, ~3× faster on CPU).
       epsilon: GNNB's ε ∈ (0, 1) (paper 000 eq. 10).
       neighbors: optional precomputed (m, k) int neighbour indices (self excluded).
       seed: seed of the random chooser and of nndescent.
