@@ -127,17 +127,26 @@ def always_narrow(monkeypatch):
     jax.clear_caches()
 
 
+@pytest.mark.parametrize("scan", ["plain", "windowed"])
 @pytest.mark.parametrize("algorithm, loss", [("gnnb", "logistic"), ("unn", "exponential"), ("n3", "calibrated_hinge")])
-def test_lazy_steps_on_hubs_match_reference(algorithm, loss, always_narrow):
+def test_lazy_steps_on_hubs_match_reference(algorithm, loss, scan, always_narrow, request):
     """Steps on a graph with hubs (P ≥ 64: δ at the narrowest width ≥ n_j,
     edges written 16 members at a time) equal the float64 reference, and the
-    trace is the reference's risk after each step."""
+    trace is the reference's risk after each step — in one plain scan, and in
+    the windowed scan (16 steps at a time on a local copy of their rows)."""
     import sys, os
 
     sys.path.insert(0, os.path.dirname(__file__))
     import reference as R
 
+    from jaxnn._src import window
     from jaxnn._src.boosting import CHUNK, step_widths
+
+    if scan == "windowed":
+        request.getfixturevalue("windowed")
+        assert window.window_steps(3, 5) == 16
+    else:
+        assert 180 * 3 < window.WINDOWED_MIN_STATE  # m·C: fit runs the plain scan
 
     X, y = _blobs(m=180, C=3, seed=11)
     nb = _hub_graph(X, 5, np.arange(180) % 2)  # rows take hubs 0 and 1 in turn
@@ -476,31 +485,6 @@ def windowed(monkeypatch):
     jax.clear_caches()
     yield
     jax.clear_caches()
-
-
-@pytest.mark.parametrize("algorithm, loss", [("gnnb", "logistic"), ("unn", "exponential"), ("n3", "calibrated_hinge")])
-def test_windowed_steps_on_hubs_match_reference(algorithm, loss, always_narrow, windowed):
-    """The windowed scan (S = 16 steps on a local copy of their rows), with
-    the narrowed, chunked steps of a hub graph inside, equals the float64
-    reference; its trace is the reference's risk after each step."""
-    import sys, os
-
-    sys.path.insert(0, os.path.dirname(__file__))
-    import reference as R
-
-    from jaxnn._src import window
-
-    X, y = _blobs(m=180, C=3, seed=11)
-    nb = _hub_graph(X, 5, np.arange(180) % 2)
-    assert window.window_steps(3, 5) == 16
-    Y = np.where(y[:, None] == np.arange(3)[None, :], 1.0, -1.0)
-    ref = {"gnnb": R.gnnb, "unn": R.unn, "n3": R.n3}[algorithm](Y, nb, loss)
-    with jax.enable_x64(True):
-        model = jaxnn.fit(X.astype(np.float64), y, k=5, loss=loss, algorithm=algorithm, neighbors=nb, trace=True)
-        alpha, trace = np.asarray(model.alpha), np.asarray(model.trace)
-    scale = np.abs(ref.alpha).max()
-    np.testing.assert_allclose(alpha, ref.alpha, rtol=1e-6, atol=1e-8 * scale)
-    np.testing.assert_allclose(trace, ref.parallel_risk, rtol=1e-7, atol=1e-10)
 
 
 @pytest.mark.parametrize("steps", [16, 48])
