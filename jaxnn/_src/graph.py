@@ -400,6 +400,17 @@ def inverse_csr(indices, m: int | None = None):
     return counts, starts, pairs % n
 
 
+def members_in_order(csr, examples) -> np.ndarray:
+    """inv(j) for each j of ``examples`` in turn (increasing i within), one flat
+    array; ``examples`` may hold the sentinel m (no members).  ``csr``: the
+    triple of :func:`inverse_csr`."""
+    counts, starts, sources = csr
+    examples = np.asarray(examples)
+    lens = np.concatenate([counts, [0]])[examples]
+    first = np.concatenate([starts, [0]])[examples]
+    return sources[np.repeat(first - (np.cumsum(lens) - lens), lens) + np.arange(lens.sum())]
+
+
 def inverse_neighbors(indices, m: int | None = None) -> InverseNeighbors:
     """Padded inverse neighbourhoods from an (m, k) neighbour index array.
 

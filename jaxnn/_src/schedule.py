@@ -22,7 +22,7 @@ import numpy as np
 
 from jaxnn._src.algorithms import Segments
 from jaxnn._src.boosting import BoostResult, _pad_rows, surrogate_risk
-from jaxnn._src.graph import inverse_csr
+from jaxnn._src.graph import inverse_csr, members_in_order
 from jaxnn._src.maxtree import round_up
 from jaxnn._src.losses import Loss
 
@@ -208,7 +208,7 @@ def color_schedule(neighbors, *, chunk: int | None = None, n_classes: int = 1) -
         raise ValueError(f"chunk must be a positive number of edges, got {chunk!r}")
     nbrs = np.asarray(neighbors)
     csr = inverse_csr(nbrs)
-    counts_np, inv_starts, sources = csr
+    counts_np = csr[0]
     m = nbrs.shape[0]
     colors = _colour(nbrs, csr, COLOR_BATCH_ELEMENTS)
     order = np.lexsort((np.arange(m), colors))  # examples grouped by colour, by index within
@@ -232,7 +232,7 @@ def color_schedule(neighbors, *, chunk: int | None = None, n_classes: int = 1) -
     edge_member = np.full((n_steps, length), m, np.int32)
     edge_segment = np.full((n_steps, length), width, np.int32)
     # the members of each example, in this order (inv(j) from the compressed arrays)
-    flat_member = sources[np.repeat(inv_starts[order] - np.cumsum(lens) + lens, lens) + np.arange(lens.sum())].astype(np.int32)
+    flat_member = members_in_order(csr, order).astype(np.int32)
     flat_step = np.repeat(step, lens)
     starts = np.concatenate([[0], np.cumsum(edge_counts)[:-1]])
     pos = np.arange(flat_member.size) - starts[flat_step]

@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxnn._src.boosting import CHUNK, BoostResult, _pad_rows, step_widths, surrogate_risk
-from jaxnn._src.graph import inverse_csr
+from jaxnn._src.graph import inverse_csr, members_in_order
 from jaxnn._src.losses import Loss
 
 __all__ = ["WindowLayout", "window_layout", "boost_windowed", "WINDOW_ELEMENTS", "WINDOWED_MIN_STATE"]
@@ -69,14 +69,15 @@ def window_layout(neighbors, order, steps: int) -> WindowLayout:
     for the inverse neighbourhoods of the (m, k) ``neighbors``."""
     nbrs = np.asarray(neighbors)
     order = np.asarray(order, np.int64)
-    counts, starts, sources = inverse_csr(nbrs)
+    csr = inverse_csr(nbrs)
+    counts = csr[0]
     m, T, S = nbrs.shape[0], order.size, int(steps)
     n_windows = max(1, -(-T // S))
     examples = np.full(n_windows * S, m, np.int64)
     examples[:T] = order
     lens = np.concatenate([counts, [0]])[examples]  # sentinel m: no members
     offsets = np.cumsum(lens) - lens
-    flat = sources[np.repeat(np.concatenate([starts, [0]])[examples] - offsets, lens) + np.arange(lens.sum())]
+    flat = members_in_order(csr, examples)
     window = np.repeat(np.arange(n_windows * S) // S, lens)
     # local row number of each member within its window: rank among the window's distinct rows
     keys, inverse = np.unique(window * (m + 1) + flat, return_inverse=True)
