@@ -119,12 +119,17 @@ def test_step_widths():
 def always_narrow(monkeypatch):
     """Narrow steps to n_j whatever the call's size (the engine otherwise
     keeps small calls at full width, cheaper to compile)."""
-    from jaxnn._src import boosting
+    from jaxnn._src import boosting, ensemble, window
 
+    # NARROW_MIN_WORK is read when these trace: drop their compilations (only
+    # theirs — clearing every cache made later tests recompile everything)
+    jitted = (boosting.boost, window.boost_windowed, ensemble._boost_blocks)
     monkeypatch.setattr(boosting, "NARROW_MIN_WORK", 0)
-    jax.clear_caches()
+    for f in jitted:
+        f.clear_cache()
     yield
-    jax.clear_caches()
+    for f in jitted:
+        f.clear_cache()
 
 
 @pytest.mark.parametrize("scan", ["plain", "windowed"])
@@ -220,6 +225,7 @@ def test_posteriors_and_determinism():
     np.testing.assert_array_equal(jaxnn.predict(m1, Xq), np.argmax(H, axis=1))
 
 
+@pytest.mark.xdist_group("nndescent")  # pynndescent's numba compilation (~45 s) once per worker
 def test_auto_posterior_auxiliary_fit_uses_the_same_graph_method(monkeypatch):
     """posterior="auto" fits an auxiliary model on 80 %: its graph must come
     from the caller's graph_method (an exact graph there made an nndescent
@@ -480,11 +486,8 @@ def windowed(monkeypatch):
     (fit otherwise keeps it for edge states of ≥ 2¹⁶ entries, ~2¹⁵ local entries a window)."""
     from jaxnn._src import window
 
-    monkeypatch.setattr(window, "WINDOWED_MIN_STATE", 0)
-    monkeypatch.setattr(window, "WINDOW_ELEMENTS", 16)
-    jax.clear_caches()
-    yield
-    jax.clear_caches()
+    monkeypatch.setattr(window, "WINDOWED_MIN_STATE", 0)  # both are read outside jit:
+    monkeypatch.setattr(window, "WINDOW_ELEMENTS", 16)  # no compilation to drop
 
 
 @pytest.mark.parametrize("steps", [16, 48])

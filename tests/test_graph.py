@@ -7,6 +7,10 @@ from sklearn.neighbors import NearestNeighbors
 
 import jaxnn
 
+#: tests that run pynndescent share one pytest-xdist worker: its numba
+#: compilation (~45 s on 2 cores) is paid once per process
+NNDESCENT = pytest.mark.xdist_group("nndescent")
+
 
 def _data(m=300, d=6, seed=0):
     return np.random.default_rng(seed).normal(size=(m, d)).astype(np.float32)
@@ -40,6 +44,7 @@ def test_query_matches_sklearn():
     np.testing.assert_array_equal(np.asarray(nb.indices), idx)
 
 
+@NNDESCENT
 def test_nndescent_graph_recall_and_no_self():
     X = _data(m=400, d=5)
     g = np.asarray(jaxnn.knn_graph(X, 10, method="nndescent").indices)
@@ -50,6 +55,7 @@ def test_nndescent_graph_recall_and_no_self():
     assert recall > 0.95
 
 
+@NNDESCENT
 def test_nndescent_more_candidates_do_not_lower_recall():
     X = _data(m=1500, d=24)
     _, idx = NearestNeighbors(n_neighbors=11, algorithm="brute").fit(X).kneighbors(X)
@@ -63,6 +69,7 @@ def test_nndescent_more_candidates_do_not_lower_recall():
     assert high >= low and high > 0.97
 
 
+@NNDESCENT
 def test_nndescent_effort_options_reach_pynndescent():
     """One tree and one NN-descent round: a valid graph of lower recall than the defaults."""
     X = _data(m=1500, d=24)
@@ -94,6 +101,7 @@ def test_nndescent_options_are_checked(kwargs, match):
         jaxnn.knn_graph(_data(m=50, d=3), 5, **kwargs)
 
 
+@NNDESCENT
 def test_nndescent_with_duplicates_drops_self_by_index():
     X = np.repeat(_data(m=60, d=3), 3, axis=0)  # every point three times
     g = np.asarray(jaxnn.knn_graph(X, 4, method="nndescent").indices)
