@@ -90,6 +90,15 @@ def step_widths(P: int, work: int | None = None) -> tuple:
     return tuple(w for w in STEP_WIDTHS if 4 * w <= P) + (max(int(P), 1),)
 
 
+def narrowest(widths: tuple, n, delta_fns, *operands):
+    """δ from ``delta_fns[t](*operands)`` for the narrowest ``widths[t]`` ≥ n
+    (a ``lax.switch``: only that one runs; a plain call for one width)."""
+    if len(delta_fns) == 1:
+        return delta_fns[0](*operands)
+    tier = jnp.searchsorted(jnp.asarray(widths, jnp.int32), n.astype(jnp.int32))
+    return jax.lax.switch(tier, delta_fns, *operands)
+
+
 def _pad_rows(a, value=0):
     return jnp.concatenate([a, jnp.full((1,) + a.shape[1:], value, a.dtype)], axis=0)
 
@@ -130,13 +139,6 @@ def boost(Y, E0, members, counts, neighbors, order, *, algorithm, loss: Loss, gr
     def risk_change(e_old, e_new, valid):
         return jnp.sum(jnp.where(valid, loss.psi(e_new) - loss.psi(e_old), 0.0)) / (m * C)
 
-    def narrowest(n, delta_fns, *operands):
-        """δ from the function of the narrowest width ≥ n (only it runs)."""
-        if len(delta_fns) == 1:
-            return delta_fns[0](*operands)
-        tier = jnp.searchsorted(jnp.asarray(widths, jnp.int32), n.astype(jnp.int32))
-        return jax.lax.switch(tier, delta_fns, *operands)
-
     def chunked(n, update, state):
         """``update(start, state)`` over the ⌈n/chunk⌉ chunks of members[j]
         (start = c·chunk), or once, unlooped, with start None when the chunk
@@ -164,7 +166,7 @@ def boost(Y, E0, members, counts, neighbors, order, *, algorithm, loss: Loss, gr
 
         def step(carry, j):
             Ep, alpha, risk = carry
-            delta = narrowest(counts[j], delta_fns, Ep, j)
+            delta = narrowest(widths, counts[j], delta_fns, Ep, j)
 
             def update(start, state):
                 Ep, risk = state
@@ -209,7 +211,7 @@ def boost(Y, E0, members, counts, neighbors, order, *, algorithm, loss: Loss, gr
     def step(carry, _):
         Ep, alpha, tree, risk = carry
         jc = maxtree.argmax(tree)  # (C,)
-        delta = narrowest(jnp.max(counts[jc]), delta_fns, Ep, jc)
+        delta = narrowest(widths, jnp.max(counts[jc]), delta_fns, Ep, jc)
 
         def update(start, state):
             Ep, tree, risk = state

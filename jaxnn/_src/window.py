@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxnn._src.boosting import CHUNK, BoostResult, _pad_rows, step_widths, surrogate_risk
+from jaxnn._src.boosting import CHUNK, BoostResult, _pad_rows, narrowest, step_widths, surrogate_risk
 from jaxnn._src.graph import inverse_csr, members_in_order
 from jaxnn._src.losses import Loss
 
@@ -136,11 +136,7 @@ def boost_windowed(Y, E0, counts, layout: WindowLayout, *, algorithm, loss: Loss
     def step(carry, x):
         Ew, Yw, risk = carry
         y_j, n, offset = x
-        if len(delta_fns) == 1:
-            delta = delta_fns[0](Ew, Yw, y_j, offset, n)
-        else:
-            tier = jnp.searchsorted(jnp.asarray(widths, jnp.int32), n)
-            delta = jax.lax.switch(tier, delta_fns, Ew, Yw, y_j, offset, n)
+        delta = narrowest(widths, n, delta_fns, Ew, Yw, y_j, offset, n)
 
         def update(c, state):
             Ew, risk = state
