@@ -18,6 +18,10 @@
   only with log m: the chooser's tournament tree).
 * :class:`HubSteps` — lazy and greedy steps on the synthetic set's exact
   graph (hubs: P = 502, median n_j = 4): ``track_step_microseconds``.
+* :class:`TreeStep` — the greedy chooser's tournament tree alone (one
+  ``add`` + ``argmax`` a step): ``track_tree_microseconds``, m as GreedyStep.
+* :class:`TraceCost` — ``fit(trace=True)`` / ``fit()`` time, plain and
+  windowed scan: ``track_traced_over_untraced_ratio``.
 
 Data: ``common.DATASETS`` (letter 16000/4000, optdigits, synthetic 10⁵/2·10⁴,
 d = 64, C = 10), standardised, float32, k = 10.
@@ -191,3 +195,79 @@ class HubSteps(GraphCache, Benchmark):
         return max(many - one, 0.0) / (self.steps - 1) * 1e6
 
     track_step_microseconds.unit = "microseconds"
+
+
+class TreeStep(Benchmark):
+    """The greedy chooser's tournament tree alone (``jaxnn._src.maxtree``):
+    ``track_tree_microseconds`` is one ``add`` of 28·k random targets per
+    class (C = 10; a greedy step's n_j·k at the padded n_j of a random graph)
+    followed by one ``argmax``, per step, in a scan of ``GREEDY_STEPS`` —
+    how much of ``GreedyStep`` the tree is, and how it grows with m."""
+
+    param_names = ["m"]
+    params = (GREEDY_M,)
+
+    def setup(self, m):
+        from jaxnn._src import maxtree
+
+        rng = np.random.default_rng(0)
+        targets = 28 * K
+        rows = jnp.asarray(rng.integers(0, m, (GREEDY_STEPS, targets, GREEDY_C)).astype(np.int32))
+        deltas = jnp.asarray(rng.normal(size=(GREEDY_STEPS, targets, GREEDY_C)).astype(np.float32) * 0.1)
+        tree = maxtree.build(jnp.asarray(rng.normal(size=(m, GREEDY_C)).astype(np.float32)))
+
+        @jax.jit
+        def steps(tree, rows, deltas):
+            def step(t, rd):
+                t = maxtree.add(t, *rd)
+                return t, maxtree.argmax(t)
+
+            return jax.lax.scan(step, tree, (rows, deltas))[1]
+
+        self.run = lambda: steps(tree, rows, deltas)
+        self.one = lambda: steps(tree, rows[:1], deltas[:1])
+        block(self.run())
+        block(self.one())
+
+    def track_tree_microseconds(self, m):
+        many, one = interleaved_best([self.run, self.one], repeat=5)
+        return max(many - one, 0.0) / (GREEDY_STEPS - 1) * 1e6
+
+    track_tree_microseconds.unit = "microseconds"
+
+
+class TraceCost(Benchmark):
+    """What ``fit(trace=True)`` costs: ``track_traced_over_untraced_ratio`` of
+    one lazy GNNB pass (logistic loss, k = 10, C = 10, posterior="link") on
+    Gaussian blobs of m = 2·10⁴ points, with the plain and the windowed scan."""
+
+    param_names = ["scan"]
+    params = (["plain", "windowed"],)
+    M = 1000 if QUICK else 20_000
+
+    def setup(self, scan):
+        import jaxnn
+        from jaxnn._src import window
+
+        rng = np.random.default_rng(0)
+        y = rng.integers(0, GREEDY_C, self.M)
+        X = (rng.normal(size=(self.M, 8)) + np.eye(GREEDY_C)[y][:, :8] * 2).astype(np.float32)
+        nb = np.asarray(knn_graph(X, K).indices)
+        self.threshold = window.WINDOWED_MIN_STATE  # restored in teardown
+        window.WINDOWED_MIN_STATE = 0 if scan == "windowed" else 1 << 62
+
+        def fit(trace):
+            return lambda: jaxnn.fit(X, y, k=K, neighbors=nb, posterior="link", trace=trace).alpha
+
+        self.fits = [fit(True), fit(False)]
+        for f in self.fits:
+            block(f())
+
+    def teardown(self, scan):
+        from jaxnn._src import window
+
+        window.WINDOWED_MIN_STATE = self.threshold
+
+    def track_traced_over_untraced_ratio(self, scan):
+        traced, plain = interleaved_best(self.fits, repeat=3)
+        return traced / plain
