@@ -1,6 +1,7 @@
 """Losses: closed-form fast paths equal the quantities derived from φ (float64)."""
 
 import math
+import pickle
 
 import jax
 import jax.numpy as jnp
@@ -112,6 +113,22 @@ def test_catalogue_is_cached_and_hashable():
     assert losses.get("logistic") is losses.get("logistic")
     assert losses.get("phi_mu(0.25)") is losses.phi_mu(0.25)
     hash(losses.get("matsushita"))
+    assert losses.amari() is losses.amari(0.5) is losses.get("amari") is losses.get("amari(0.5)")
+
+
+@pytest.mark.parametrize(
+    "name", sorted(set(losses.names()) - {"phi_mu(<mu>)", "phi_power(<v>)", "amari(<alpha>)"})
+    + ["phi_mu(0.1234567)", "phi_power(0.3)", "amari(-0.25)"],
+)
+def test_losses_pickle_by_name_to_the_same_object(name):
+    loss = losses.get(name)
+    assert pickle.loads(pickle.dumps(loss)) is loss  # same cached object: jitted code does not retrace
+
+
+def test_custom_loss_pickling_names_the_loss():
+    custom = losses.from_phi(lambda p: -jnp.sqrt(p * (1.0 - p)), name="my_phi")
+    with pytest.raises(pickle.PicklingError, match="my_phi"):
+        pickle.dumps(custom)
 
 
 @pytest.mark.parametrize(

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import math
+import pickle
 from typing import Callable, NamedTuple, Optional
 
 import jax
@@ -100,6 +101,23 @@ class Loss(NamedTuple):
 
     def __repr__(self) -> str:  # functions make the default repr unreadable
         return f"Loss({self.name!r})"
+
+    def __reduce__(self):
+        """Pickle by name: :func:`get` rebuilds the same cached catalogue
+        loss, so jitted functions do not retrace after a round trip.  A loss
+        built by :func:`from_phi` / :func:`from_psi` holds closures, which
+        pickle cannot store: it raises ``pickle.PicklingError``."""
+        try:
+            named = get(self.name) is self
+        except (TypeError, ValueError):
+            named = False
+        if not named:
+            raise pickle.PicklingError(
+                f"loss {self.name!r} is not one of jaxnn.losses.names(), and pickle cannot store the functions "
+                "it was built from; pickle a model fitted with a catalogue loss, or keep the model's arrays "
+                "(alpha, X, Y) and rebuild the loss with from_phi/from_psi"
+            )
+        return (get, (self.name,))
 
 
 # --------------------------------------------------------------------------
@@ -432,6 +450,13 @@ def matsushita() -> Loss:
     )
 
 
+def _number(x: float) -> str:
+    """x for a loss's name: short (``:g``) when that reads back exactly, so
+    :func:`get` of the name rebuilds the same loss."""
+    short = f"{x:g}"
+    return short if float(short) == x else repr(x)
+
+
 @functools.lru_cache(maxsize=None)
 def phi_mu(mu: float) -> Loss:
     """φ_μ(p) = −(μ + (1 − μ)√(p(1 − p))), μ ∈ [0, 1) (paper 004 eq. 27)."""
@@ -441,7 +466,7 @@ def phi_mu(mu: float) -> Loss:
     a = 1.0 - mu
     return from_phi(
         lambda p: -(mu + a * jnp.sqrt(p * (1.0 - p))),
-        name=f"phi_mu({mu:g})",
+        name=f"phi_mu({_number(mu)})",
         link=lambda h: 0.5 * (1.0 + h / jnp.sqrt(a * a + h * h)),
     )
 
@@ -452,7 +477,7 @@ def phi_power(v: float) -> Loss:
     v = float(v)
     if not 0.0 < v < 1.0:
         raise ValueError(f"phi_power needs v in (0, 1), got {v}")
-    return from_phi(lambda p: -((p * (1.0 - p)) ** v), name=f"phi_power({v:g})")
+    return from_phi(lambda p: -((p * (1.0 - p)) ** v), name=f"phi_power({_number(v)})")
 
 
 @functools.lru_cache(maxsize=None)
@@ -465,20 +490,23 @@ def exponential() -> Loss:
     return from_psi(lambda x: jnp.exp(-x), name="exponential", unn_closed_form=closed)
 
 
-@functools.lru_cache(maxsize=None)
 def amari(alpha: float = 0.5) -> Loss:
     """Amari's α-loss ψ(x) = (1 + (1 − α²)x/4)^{−(1+α)/(1−α)}, α ∈ (−1, 1).
 
     Paper 003 Table 1 G. Finite for x > −4/(1 − α²). UNN only.
     """
-    alpha = float(alpha)
+    return _amari(float(alpha))  # one cached object per α, default or not
+
+
+@functools.lru_cache(maxsize=None)
+def _amari(alpha: float) -> Loss:
     if not -1.0 < alpha < 1.0:
         raise ValueError(f"amari needs alpha in (-1, 1), got {alpha}")
     c = (1.0 - alpha * alpha) / 4.0
     power = -(1.0 + alpha) / (1.0 - alpha)
     return from_psi(
         lambda x: (1.0 + c * x) ** power,
-        name=f"amari({alpha:g})",
+        name=f"amari({_number(alpha)})",
         domain_min=-1.0 / c,
     )
 

@@ -1,0 +1,174 @@
+"""A scikit-learn estimator over the functional API (DESIGN.md §9: a face).
+
+:class:`BoostedKNNClassifier` is :func:`jaxnn.fit` plus :func:`jaxnn.predict`,
+:func:`jaxnn.predict_proba` and :func:`jaxnn.decision_function` behind
+scikit-learn's estimator interface, so a leveraged k-NN rule drops into
+``Pipeline``, ``GridSearchCV``, ``cross_val_score`` and the rest.  Its
+parameters are ``fit``'s keywords with the same names and meaning, and the
+same defaults but one (``posterior="link"``, see the class); the fitted
+:class:`jaxnn.Model` is ``model_``.
+
+scikit-learn is an optional dependency (the ``sklearn`` extra): nothing in
+the core imports this module, and ``import jaxnn`` does not import it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+try:
+    from sklearn.base import BaseEstimator, ClassifierMixin
+    from sklearn.utils.multiclass import check_classification_targets, type_of_target
+    from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+except ImportError as err:  # scikit-learn missing, or older than 1.6 (no public validate_data)
+    raise ImportError(
+        f"jaxnn.sklearn needs scikit-learn >= 1.6 ({err}); install it with: pip install 'jaxnn[sklearn]'"
+    ) from err
+
+from jaxnn._src.model import decision_function, fit, predict_proba
+
+__all__ = ["BoostedKNNClassifier"]
+
+_FLOATS = (np.float64, np.float32)
+
+
+class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
+    """Leveraged k-NN classifier, H_c(x) = Σ_{j∈NN_k(x)} α_jc y_jc, with α
+    learned by boosting (UNN, GNNB/GNNB*, N³ — papers 000–003).
+
+    Parameters are those of :func:`jaxnn.fit` (see its docstring), with the
+    same defaults except ``posterior``:
+
+    Args:
+      k: neighbours, 1 ≤ k < n_samples, or ``"auto"``.
+      loss: a loss name (:func:`jaxnn.losses.names`), a
+        :class:`jaxnn.losses.Loss` or ``"auto"``.
+      algorithm: ``"gnnb"``, ``"unn"``, ``"unn_fast"``, ``"n3"`` or an
+        algorithm object (``jaxnn.gnnb(...)``…).
+      rounds: boosting steps per class (None: one pass, n_samples steps) or
+        ``"auto"``.
+      chooser: ``"lazy"``, ``"random"``, ``"colored"`` or ``"greedy"``.
+      epsilon: GNNB's ε ∈ (0, 1).
+      seed: seed of the random chooser, of nndescent and of the held-out
+        splits of ``"auto"`` choices.
+      graph_method: ``"exact"``, ``"nndescent"`` or ``"approx"``.
+      posterior: ``"link"`` (default here), ``"auto"`` or ``"votes"`` — how
+        :meth:`predict_proba` estimates posteriors.  scikit-learn expects the
+        argmax of ``predict_proba`` to be ``predict`` and
+        ``decision_function`` to rank like it; both hold for the link
+        posteriors link(H_c), which is why this default differs from
+        ``fit``'s ``"auto"`` (which may mix in the k-NN vote fractions: often
+        better calibrated, but their argmax can differ from ``predict``).
+      devices: None, an int, a list of devices or ``"all"`` (class axis
+        sharded across them).
+      trace: record the surrogate risk after every step (``trace_``).
+
+    Attributes:
+      model_: the fitted :class:`jaxnn.Model` (use it with the functional API).
+      classes_: (C,) class labels, sorted; multilabel: ``arange(C)``.
+      n_features_in_: number of features seen by :meth:`fit`.
+      feature_names_in_: column names, when X had string column names.
+      trace_: (T,) surrogate risk after each step, when ``trace=True``.
+
+    ``y`` is 1-D labels (binary or multiclass) or a 2-D {0, 1} indicator
+    matrix with ≥ 2 columns (multilabel).  :meth:`predict` is the leveraged
+    rule, argmax_c H_c(x) (multilabel: H_c(x) > 0).  A fitted estimator
+    pickles (``joblib.dump`` too) when its loss is a catalogue one.
+    """
+
+    def __init__(
+        self,
+        k=10,
+        loss="logistic",
+        algorithm="gnnb",
+        rounds=None,
+        chooser="lazy",
+        epsilon=0.5,
+        seed=0,
+        graph_method="exact",
+        posterior="link",
+        devices=None,
+        trace=False,
+    ):
+        self.k = k
+        self.loss = loss
+        self.algorithm = algorithm
+        self.rounds = rounds
+        self.chooser = chooser
+        self.epsilon = epsilon
+        self.seed = seed
+        self.graph_method = graph_method
+        self.posterior = posterior
+        self.devices = devices
+        self.trace = trace
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_label = True
+        return tags
+
+    def fit(self, X, y, neighbors=None):
+        """Fit on X (n_samples, n_features) and y; ``neighbors``: an optional
+        precomputed (n_samples, k) neighbour index array (self excluded)."""
+        X, y = validate_data(self, X, y, dtype=_FLOATS, multi_output=True, ensure_min_samples=2)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = column_or_1d(y, warn=True)  # DataConversionWarning, as scikit-learn's classifiers
+        check_classification_targets(y)
+        if y.ndim == 2:
+            if type_of_target(y) != "multilabel-indicator":
+                raise ValueError("a 2-D y must be a multilabel indicator matrix of 0/1 values")
+            y = y.astype(np.int64)
+            self.classes_ = np.arange(y.shape[1])
+        else:
+            self.classes_ = np.unique(y)
+        self.model_ = fit(
+            X,
+            y,
+            k=self.k,
+            loss=self.loss,
+            algorithm=self.algorithm,
+            rounds=self.rounds,
+            chooser=self.chooser,
+            epsilon=self.epsilon,
+            neighbors=neighbors,
+            seed=self.seed,
+            graph_method=self.graph_method,
+            trace=self.trace,
+            posterior=self.posterior,
+            devices=self.devices,
+        )
+        if self.trace:
+            self.trace_ = np.asarray(self.model_.trace)
+        return self
+
+    def _scores(self, X) -> np.ndarray:
+        """H (n, C) of the fitted rule on validated X."""
+        check_is_fitted(self, "model_")
+        X = validate_data(self, X, reset=False, dtype=_FLOATS)
+        return np.asarray(decision_function(self.model_, X))
+
+    def decision_function(self, X) -> np.ndarray:
+        """H_c(x), (n, C); binary: (n,) H_1 − H_0, > 0 for ``classes_[1]``."""
+        H = self._scores(X)
+        if not self.model_.multilabel and H.shape[1] == 2:
+            return H[:, 1] - H[:, 0]
+        return H
+
+    def predict(self, X) -> np.ndarray:
+        """Labels (n,) = classes_[argmax_c H_c(x)]; multilabel: (n, C) 0/1."""
+        H = self._scores(X)
+        if self.model_.multilabel:
+            return (H > 0).astype(np.int64)
+        return self.classes_[np.argmax(H, axis=1)]
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Posteriors (n, C) in [0, 1], columns in ``classes_`` order (rows
+        sum to 1 unless multilabel) — :func:`jaxnn.predict_proba`."""
+        check_is_fitted(self, "model_")
+        X = validate_data(self, X, reset=False, dtype=_FLOATS)
+        return np.asarray(predict_proba(self.model_, X), dtype=np.float64)
+
+    def predict_log_proba(self, X) -> np.ndarray:
+        """log of :meth:`predict_proba` (−inf where a posterior is 0)."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))

@@ -1,0 +1,156 @@
+"""jaxnn.sklearn.BoostedKNNClassifier: scikit-learn's estimator checks, and
+equality with the functional API it wraps."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.datasets import make_blobs
+from sklearn.exceptions import NotFittedError
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import jaxnn
+from jaxnn.sklearn import BoostedKNNClassifier
+
+# fit(posterior="auto") may mix the k-NN vote fractions into predict_proba
+# (model.posterior_mix > 0): calibrated, but no longer ranked like H, and
+# exactly 0 or 1 where all k neighbours agree.  The estimator's default
+# ("link") passes every check.
+_VOTE_MIX_FAILS = {
+    "check_classifiers_train": "argmax of the vote-mixed predict_proba differs from predict (argmax H) on a few points",
+    "check_decision_proba_consistency": "vote-mixed predict_proba is not ranked like decision_function",
+    "check_classifiers_multilabel_output_format_predict_proba": "vote fractions are exactly 0 or 1",
+}
+
+
+def _expected_failures(estimator):
+    return _VOTE_MIX_FAILS if estimator.posterior != "link" else {}
+
+
+# k = 3: some checks fit on 10 points, and k must be < the number of points
+@parametrize_with_checks(
+    [BoostedKNNClassifier(k=3), BoostedKNNClassifier(k=3, posterior="auto")],
+    expected_failed_checks=_expected_failures,
+)
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)
+
+
+@pytest.fixture(scope="module")
+def blobs():
+    X, y = make_blobs(240, n_features=3, centers=4, cluster_std=2.0, random_state=0)
+    return X[:180], y[:180], X[180:], y[180:]
+
+
+@pytest.mark.parametrize("posterior", ["link", "auto"])
+def test_equals_the_functional_api(blobs, posterior):
+    X, y, Xt, _ = blobs
+    est = BoostedKNNClassifier(k=5, algorithm="n3", chooser="random", seed=3, posterior=posterior).fit(X, y)
+    model = jaxnn.fit(X, y, k=5, algorithm="n3", chooser="random", seed=3, posterior=posterior)
+    np.testing.assert_array_equal(np.asarray(est.model_.alpha), np.asarray(model.alpha))
+    np.testing.assert_array_equal(est.predict(Xt), jaxnn.predict(model, Xt))
+    np.testing.assert_allclose(est.predict_proba(Xt), np.asarray(jaxnn.predict_proba(model, Xt)), rtol=1e-6)
+    np.testing.assert_allclose(est.decision_function(Xt), np.asarray(jaxnn.decision_function(model, Xt)), rtol=1e-6)
+    np.testing.assert_array_equal(est.classes_, np.unique(y))
+    assert est.n_features_in_ == 3
+
+
+def test_binary_decision_function_is_the_margin_of_class_1(blobs):
+    X, y, Xt, _ = blobs
+    yb = np.where(y == 1, "one", "other")
+    est = BoostedKNNClassifier(k=5).fit(X, yb)
+    H = np.asarray(jaxnn.decision_function(est.model_, Xt))
+    d = est.decision_function(Xt)
+    assert d.shape == (len(Xt),)
+    np.testing.assert_allclose(d, H[:, 1] - H[:, 0], rtol=1e-6)
+    np.testing.assert_array_equal(est.predict(Xt), est.classes_[(d > 0).astype(int)])
+    assert est.predict(Xt).dtype == yb.dtype  # string labels come back as given
+
+
+def test_pipeline_and_grid_search(blobs):
+    X, y, Xt, yt = blobs
+    pipe = make_pipeline(StandardScaler(), BoostedKNNClassifier())
+    grid = GridSearchCV(pipe, {"boostedknnclassifier__k": [3, 7], "boostedknnclassifier__loss": ["logistic", "matsushita"]}, cv=2)
+    grid.fit(X, y)
+    assert grid.best_params_["boostedknnclassifier__k"] in (3, 7)
+    knn = jaxnn.baselines.knn_fit(StandardScaler().fit(X).transform(X), y, k=grid.best_params_["boostedknnclassifier__k"])
+    plain = np.mean(jaxnn.baselines.predict(knn, StandardScaler().fit(X).transform(Xt)) == yt)
+    assert grid.score(Xt, yt) >= plain - 0.05  # boosting keeps k-NN's accuracy on easy blobs
+
+
+def test_multilabel(blobs):
+    X, y, Xt, _ = blobs
+    Y = np.stack([y == 0, y == 1, (y == 1) | (y == 2)], axis=1).astype(int)
+    est = BoostedKNNClassifier(k=5).fit(X, Y)
+    np.testing.assert_array_equal(est.classes_, np.arange(3))
+    pred, proba = est.predict(Xt), est.predict_proba(Xt)
+    assert pred.shape == proba.shape == (len(Xt), 3)
+    assert set(np.unique(pred)) <= {0, 1}
+    assert np.all((proba >= 0) & (proba <= 1))
+    np.testing.assert_array_equal(pred, jaxnn.predict(est.model_, Xt))
+
+
+def test_precomputed_neighbors_and_trace(blobs):
+    X, y, Xt, _ = blobs
+    nb = np.asarray(jaxnn.knn_graph(X, 5).indices)
+    est = BoostedKNNClassifier(k=5, trace=True).fit(X, y, neighbors=nb)
+    model = jaxnn.fit(X, y, k=5, neighbors=nb, trace=True, posterior="link")
+    np.testing.assert_array_equal(np.asarray(est.model_.alpha), np.asarray(model.alpha))
+    assert est.trace_.shape == (len(X),)
+    assert np.all(np.diff(est.trace_) <= 1e-6)  # GNNB never increases the surrogate risk
+
+
+def test_pickle_round_trip(blobs):
+    X, y, Xt, _ = blobs
+    est = BoostedKNNClassifier(k=5, loss="phi_mu(0.25)").fit(X, y)
+    back = pickle.loads(pickle.dumps(est))
+    assert back.model_.loss is est.model_.loss  # the cached catalogue loss: nothing retraces
+    np.testing.assert_array_equal(back.predict(Xt), est.predict(Xt))
+    np.testing.assert_array_equal(back.predict_proba(Xt), est.predict_proba(Xt))
+
+
+def test_custom_loss_pickling_names_the_loss(blobs):
+    X, y, _, _ = blobs
+    loss = jaxnn.losses.from_phi(lambda p: -jnp.sqrt(p * (1.0 - p)), name="my_phi")
+    est = BoostedKNNClassifier(k=5, loss=loss).fit(X, y)
+    with pytest.raises(pickle.PicklingError, match="my_phi"):
+        pickle.dumps(est)
+
+
+def test_clone_keeps_parameters_and_drops_the_fit(blobs):
+    X, y, _, _ = blobs
+    est = BoostedKNNClassifier(k=4, epsilon=0.3, chooser="colored").fit(X, y)
+    twin = clone(est)
+    assert twin.get_params() == est.get_params()
+    assert not hasattr(twin, "model_")
+
+
+def test_bad_inputs_raise_clear_errors(blobs):
+    X, y, Xt, _ = blobs
+    with pytest.raises(NotFittedError):
+        BoostedKNNClassifier().predict(Xt)
+    est = BoostedKNNClassifier(k=5).fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        est.predict(Xt[:, :2])
+    with pytest.raises(ValueError, match="k must be < the number of training points"):
+        BoostedKNNClassifier(k=50).fit(X[:20], y[:20])
+    with pytest.raises(ValueError, match="Unknown label type"):
+        BoostedKNNClassifier().fit(X, X[:, 0])
+    with pytest.raises(ValueError, match="unknown loss"):
+        BoostedKNNClassifier(loss="hinge").fit(X, y)
+    with pytest.raises(ValueError, match="NaN"):
+        BoostedKNNClassifier().fit(np.where(X > 3, np.nan, X), y)
+
+
+def test_import_jaxnn_does_not_import_sklearn():
+    code = "import sys, jaxnn; assert 'sklearn' not in sys.modules, 'jaxnn imported scikit-learn'"
+    subprocess.run([sys.executable, "-c", code], check=True)
