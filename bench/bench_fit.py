@@ -199,21 +199,32 @@ class HubSteps(GraphCache, Benchmark):
 
 class TreeStep(Benchmark):
     """The greedy chooser's tournament tree alone (``jaxnn._src.maxtree``):
-    ``track_tree_microseconds`` is one ``add`` of 28·k random targets per
-    class (C = 10; a greedy step's n_j·k at the padded n_j of a random graph)
+    ``track_tree_microseconds`` is one ``add`` of 28·k targets per class
+    (C = 10; a greedy step's n_j·k at the padded n_j of a random graph)
     followed by one ``argmax``, per step, in a scan of ``GREEDY_STEPS`` —
-    how much of ``GreedyStep`` the tree is, and how it grows with m."""
+    how much of ``GreedyStep`` the tree is, and how it grows with m.
+    ``targets``: ``random`` rows (a random graph: every update a cache miss
+    at m = 10⁶), or ``local`` ones, within a window of 4096 rows per class
+    and step (a kNN graph whose rows are ordered along the data) — the
+    difference is what memory latency costs."""
 
-    param_names = ["m"]
-    params = (GREEDY_M,)
+    param_names = ["m", "targets"]
+    params = (GREEDY_M, ["random", "local"])
+    WINDOW = 4096
 
-    def setup(self, m):
+    def setup(self, m, targets):
         from jaxnn._src import maxtree
 
         rng = np.random.default_rng(0)
-        targets = 28 * K
-        rows = jnp.asarray(rng.integers(0, m, (GREEDY_STEPS, targets, GREEDY_C)).astype(np.int32))
-        deltas = jnp.asarray(rng.normal(size=(GREEDY_STEPS, targets, GREEDY_C)).astype(np.float32) * 0.1)
+        shape = (GREEDY_STEPS, 28 * K, GREEDY_C)
+        if targets == "local":
+            window = min(self.WINDOW, m)
+            start = rng.integers(0, m - window + 1, (GREEDY_STEPS, 1, GREEDY_C))
+            rows = start + rng.integers(0, window, shape)
+        else:
+            rows = rng.integers(0, m, shape)
+        rows = jnp.asarray(rows.astype(np.int32))
+        deltas = jnp.asarray(rng.normal(size=shape).astype(np.float32) * 0.1)
         tree = maxtree.build(jnp.asarray(rng.normal(size=(m, GREEDY_C)).astype(np.float32)))
 
         @jax.jit
@@ -229,7 +240,7 @@ class TreeStep(Benchmark):
         block(self.run())
         block(self.one())
 
-    def track_tree_microseconds(self, m):
+    def track_tree_microseconds(self, m, targets):
         many, one = interleaved_best([self.run, self.one], repeat=5)
         return max(many - one, 0.0) / (GREEDY_STEPS - 1) * 1e6
 
