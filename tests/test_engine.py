@@ -2,6 +2,7 @@
 
 import dataclasses
 import math
+import re
 
 import jax
 import numpy as np
@@ -243,6 +244,24 @@ def test_auto_posterior_auxiliary_fit_uses_the_same_graph_method(monkeypatch):
     X, y = _blobs(m=200, seed=2)
     jaxnn.fit(X, y, k=5, graph_method="nndescent")
     assert seen == [(200, "nndescent"), (160, "nndescent")]
+
+
+def test_fit_logs_its_stages_and_their_seconds(caplog):
+    """At INFO, the "jaxnn" logger gets each stage as it starts and its wall
+    time when done; at the default level nothing is emitted."""
+    X, y = _blobs(m=200, C=3, seed=4)
+    with caplog.at_level("WARNING", logger="jaxnn"):
+        jaxnn.fit(X, y, k=5, posterior="link")
+    assert not caplog.records
+    with caplog.at_level("INFO", logger="jaxnn"):
+        jaxnn.fit(X, y, k=5)
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages[0] == "fit: exact 5-NN graph of 200 points in 4 dimensions ..."
+    assert re.fullmatch(r"fit: exact 5-NN graph of 200 points in 4 dimensions: \d+\.\d\d s", messages[1])
+    assert any(re.fullmatch(r"fit: GNNB boosting \(logistic loss, lazy chooser, scan\), 200 steps x 3 classes: \d+\.\d\d s", msg)
+               for msg in messages)
+    assert "fit: posterior='auto': auxiliary fit on 160 points, Brier scores on the other 40" in messages
+    assert re.fullmatch(r"fit: posterior='auto': held-out Brier score link \d\.\d{4}, votes \d\.\d{4} -> (link|votes)", messages[-1])
 
 
 def test_string_labels_and_classes_order():

@@ -7,6 +7,8 @@ and their ±1 labels) plus static metadata (classes, k, loss, algorithm).
 from __future__ import annotations
 
 import dataclasses
+import logging
+import time
 from typing import Any, Optional
 
 import jax
@@ -21,6 +23,24 @@ from jaxnn._src.graph import inverse_neighbors, knn_graph, knn_query
 from jaxnn._src.schedule import boost_colored, color_schedule
 
 __all__ = ["Model", "fit", "decision_function", "predict_proba", "predict", "encode_labels"]
+
+#: ``fit`` reports its stages (graph, boosting, posterior choice) and their
+#: wall times here at INFO level: ``logging.getLogger("jaxnn").setLevel("INFO")``
+#: with a handler (``logging.basicConfig()``) shows them
+logger = logging.getLogger("jaxnn")
+
+
+def _logged(description: str, work):
+    """``work()``; when the ``jaxnn`` logger is enabled for INFO, logs
+    ``description`` as it starts and its seconds when done (blocking on the
+    result, so the time is the work's, not its dispatch)."""
+    if not logger.isEnabledFor(logging.INFO):
+        return work()
+    logger.info("%s ...", description)
+    t0 = time.perf_counter()
+    out = jax.block_until_ready(work())
+    logger.info("%s: %.2f s", description, time.perf_counter() - t0)
+    return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -228,16 +248,18 @@ def fit(
 
         if neighbors is not None and _auto(k) == "auto":
             raise ValueError("k='auto' cannot be combined with precomputed neighbors")
-        sel = select(
+        sel = _logged("fit: choosing the 'auto' settings on a held-out 25 %", lambda: select(
             Xa, y,
             ks=DEFAULT_KS if _auto(k) == "auto" else (_check_int(k, "k", low=1),),
             losses=DEFAULT_LOSSES if _auto(loss) == "auto" else (loss,),
             passes=DEFAULT_PASSES if _auto(rounds) == "auto" else (1,),
             algorithm=algorithm, chooser=chooser, epsilon=epsilon, seed=_check_int(seed, "seed", low=0),
-        )
+        ))
         k = sel.k if _auto(k) == "auto" else k
         loss = sel.loss if _auto(loss) == "auto" else loss
         rounds = sel.passes * m if _auto(rounds) == "auto" else rounds
+        logger.info("fit: 'auto' chose k=%d, loss %s, %d pass(es): held-out accuracy %.4f",
+                    sel.k, sel.loss, sel.passes, sel.scores[(sel.k, sel.loss, sel.passes)])
     k = _check_int(k, "k", low=1)
     if k >= m:
         raise ValueError(f"k must be < the number of training points ({m}), got k={k}")
@@ -259,7 +281,8 @@ def fit(
     Xj = jnp.asarray(Xa, dtype=dtype)
     if neighbors is None:
         graph_devices = devices if graph_method in ("exact", "approx") else None
-        nbrs = np.asarray(knn_graph(Xj, k, method=graph_method, seed=seed, devices=graph_devices).indices)
+        nbrs = _logged(f"fit: {graph_method} {k}-NN graph of {m} points in {Xa.shape[1]} dimensions",
+                       lambda: np.asarray(knn_graph(Xj, k, method=graph_method, seed=seed, devices=graph_devices).indices))
     else:
         nbrs = _check_neighbors(neighbors, m, k)
     Y = jnp.asarray(Y_np, dtype=dtype)
@@ -270,27 +293,30 @@ def fit(
         n_dev = mesh.devices.size
         Y = sharding.shard_classes(sharding.pad_classes(Y, n_dev), mesh)
         E0 = sharding.shard_classes(sharding.pad_classes(E0, n_dev), mesh)
-    if chooser == "colored":  # needs no padded members array: the schedule's edge lists replace it
-        schedule = color_schedule(nbrs, n_classes=Y.shape[1])
-        counts = jnp.asarray(np.bincount(nbrs.reshape(-1), minlength=m).astype(np.int32))
-        result = boost_colored(Y, E0, counts, schedule, algorithm=algo, loss=loss_obj,
-                               passes=rounds // m, trace=bool(trace))
-    elif chooser != "greedy" and devices is None and m * Y.shape[1] >= window.WINDOWED_MIN_STATE:
+    windowed = chooser not in ("greedy", "colored") and devices is None and m * Y.shape[1] >= window.WINDOWED_MIN_STATE
+
+    def run_boosting():
+        if chooser != "colored" and not windowed:  # the padded (m, P) inverse neighbourhoods
+            inv = inverse_neighbors(nbrs, m)
+            if devices is not None:
+                inv = type(inv)(*(sharding.replicate(a, mesh) for a in inv))
+            order = jnp.asarray(chooser_order(chooser, m, rounds, seed))
+            return boost(Y, E0, inv.members, inv.counts, jnp.asarray(nbrs), order,
+                         algorithm=algo, loss=loss_obj, greedy=chooser == "greedy", trace=bool(trace))
+        counts = np.bincount(nbrs.reshape(-1), minlength=m)  # n_j; the padded members array is not needed
+        if chooser == "colored":  # the schedule's edge lists replace the members array
+            schedule = color_schedule(nbrs, n_classes=Y.shape[1])
+            return boost_colored(Y, E0, jnp.asarray(counts.astype(np.int32)), schedule, algorithm=algo, loss=loss_obj,
+                                 passes=rounds // m, trace=bool(trace))
         # a large edge state: the sequential steps run in windows on a local copy (jaxnn._src.window)
         order = chooser_order(chooser, m, rounds, seed)
-        counts = np.bincount(nbrs.reshape(-1), minlength=m)
         layout = window.window_layout(nbrs, order, window.window_steps(Y.shape[1], k))
-        result = window.boost_windowed(Y, E0, jnp.asarray(counts.astype(np.int32)), layout, algorithm=algo, loss=loss_obj,
-                                       trace=bool(trace), n_steps=rounds, max_count=int(counts.max()))
-    else:
-        inv = inverse_neighbors(nbrs, m)
-        if devices is not None:
-            inv = type(inv)(*(sharding.replicate(a, mesh) for a in inv))
-        order = jnp.asarray(chooser_order(chooser, m, rounds, seed))
-        result = boost(
-            Y, E0, inv.members, inv.counts, jnp.asarray(nbrs), order,
-            algorithm=algo, loss=loss_obj, greedy=chooser == "greedy", trace=bool(trace),
-        )
+        return window.boost_windowed(Y, E0, jnp.asarray(counts.astype(np.int32)), layout, algorithm=algo, loss=loss_obj,
+                                     trace=bool(trace), n_steps=rounds, max_count=int(counts.max()))
+
+    scan = "colour schedule" if chooser == "colored" else "windowed scan" if windowed else "scan"
+    result = _logged(f"fit: {type(algo).__name__} boosting ({loss_obj.name} loss, {chooser} chooser, {scan}), "
+                     f"{rounds} steps x {n_classes} classes", run_boosting)
     alpha = result.alpha[:, :n_classes]
     Y = Y[:, :n_classes]
     if devices is not None:  # hand back ordinary single-device arrays
@@ -338,6 +364,7 @@ def _choose_posterior_mix(X, y, *, k, loss, algorithm, rounds, chooser, seed, gr
     else:
         target = (y_arr[val] > 0).astype(float)
     aux_rounds = max(1, int(round(rounds * tr.size / m)))
+    logger.info("fit: posterior='auto': auxiliary fit on %d points, Brier scores on the other %d", tr.size, n_val)
     aux = fit(X[tr], y_arr[tr], k=k, loss=loss, algorithm=algorithm, rounds=aux_rounds,
               chooser=chooser, seed=seed, posterior="link", graph_method=graph_method, devices=devices)
     p_link, p_votes = (np.asarray(p, float) for p in _posterior_parts(aux, X[val]))
@@ -349,7 +376,10 @@ def _choose_posterior_mix(X, y, *, k, loss, algorithm, rounds, chooser, seed, gr
     # one-standard-error rule toward the votes: the largest λ whose mean Brier
     # score is within one standard error (of its difference to the best) of the best
     se = (brier - brier[:, [best]]).std(axis=0, ddof=1) / np.sqrt(n_val)
-    return float(_MIX_GRID[np.nonzero(mean <= mean[best] + se)[0].max()])
+    mix = float(_MIX_GRID[np.nonzero(mean <= mean[best] + se)[0].max()])
+    logger.info("fit: posterior='auto': held-out Brier score %s -> %s",
+                ", ".join(f"{name} {b:.4f}" for name, b in zip(("link", "votes"), mean)), "votes" if mix else "link")
+    return mix
 
 
 def _check_model(model) -> Model:
