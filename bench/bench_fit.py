@@ -22,6 +22,9 @@
   ``add`` + ``argmax`` a step): ``track_tree_microseconds``, m as GreedyStep.
 * :class:`TraceCost` — ``fit(trace=True)`` / ``fit()`` time, plain and
   windowed scan: ``track_traced_over_untraced_ratio``.
+* :class:`ChooserAccuracy` — one GNNB pass with each one-pass chooser on
+  bundled UCI sets: ``track_mean_test_accuracy`` (does the colored
+  schedule's order cost accuracy against lazy's?).
 
 Data: ``common.DATASETS`` (letter 16000/4000, optdigits, synthetic 10⁵/2·10⁴,
 d = 64, C = 10), standardised, float32, k = 10.
@@ -282,3 +285,44 @@ class TraceCost(Benchmark):
     def track_traced_over_untraced_ratio(self, scan):
         traced, plain = interleaved_best(self.fits, repeat=3)
         return traced / plain
+
+
+class ChooserAccuracy(Benchmark):
+    """Does an example order cost accuracy?  ``track_mean_test_accuracy``:
+    the mean test accuracy of one GNNB pass (logistic loss, k = 10,
+    ``posterior="link"``) over the bundled UCI sets of ≥ 2000 points × 3
+    random 70/30 splits (standardised) — ``lazy`` (index order), ``random``
+    (a seeded permutation) or ``colored`` (the exact parallel schedule's
+    colour order).  Quick runs: two sets, one split."""
+
+    param_names = ["chooser"]
+    params = (["lazy", "random", "colored"],)
+    SETS = ("segment", "phoneme") if QUICK else (
+        "banana", "letter", "magic", "optdigits", "penbased", "phoneme",
+        "ring", "satimage", "segment", "spambase", "texture", "twonorm",
+    )
+    SPLITS = 1 if QUICK else 3
+    timeout = 1200
+
+    def setup(self, chooser):
+        from jaxnn import datasets
+
+        self.splits = []
+        for name in self.SETS:
+            X, y = datasets.load(name)
+            if QUICK:
+                X, y = X[:1200], y[:1200]
+            for seed in range(self.SPLITS):
+                Xtr, Xte, ytr, yte = datasets.train_test_split(X, y, test_size=0.3, seed=seed)
+                self.splits.append((*datasets.standardize(Xtr, Xte), ytr, yte))
+
+    def track_mean_test_accuracy(self, chooser):
+        import jaxnn
+
+        accuracies = [
+            np.mean(np.asarray(jaxnn.predict(jaxnn.fit(Xtr, ytr, k=K, chooser=chooser, posterior="link"), Xte)) == yte)
+            for Xtr, Xte, ytr, yte in self.splits
+        ]
+        return float(np.mean(accuracies))
+
+    track_mean_test_accuracy.unit = "accuracy"
