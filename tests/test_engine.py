@@ -264,6 +264,37 @@ def test_fit_logs_its_stages_and_their_seconds(caplog):
     assert re.fullmatch(r"fit: posterior='auto': held-out Brier score link \d\.\d{4}, votes \d\.\d{4} -> (link|votes)", messages[-1])
 
 
+def test_auto_chooser_runs_colored_on_accelerators_for_whole_passes():
+    from jaxnn._src.model import auto_chooser
+
+    assert auto_chooser(100, 100, "cpu") == "lazy"
+    assert auto_chooser(100, 300, "gpu") == "colored"
+    assert auto_chooser(100, 300, "tpu") == "colored"
+    assert auto_chooser(100, 150, "gpu") == "lazy"  # the schedule runs whole passes only
+
+
+def test_fit_default_chooser_is_what_auto_chooser_says(monkeypatch):
+    from jaxnn._src import model as model_mod
+
+    X, y = _blobs(m=150, C=3, seed=5)
+    lazy = jaxnn.fit(X, y, k=5, chooser="lazy", posterior="link")
+    colored = jaxnn.fit(X, y, k=5, chooser="colored", posterior="link")
+    platform = jax.devices()[0].platform
+    expected = lazy if model_mod.auto_chooser(150, 150, platform) == "lazy" else colored
+    np.testing.assert_array_equal(np.asarray(jaxnn.fit(X, y, k=5, posterior="link").alpha), np.asarray(expected.alpha))
+    seen = []
+    monkeypatch.setattr(model_mod, "auto_chooser", lambda m, rounds, platform: seen.append(platform) or "colored")
+    np.testing.assert_array_equal(np.asarray(jaxnn.fit(X, y, k=5, posterior="link").alpha), np.asarray(colored.alpha))
+    assert seen == [platform]
+
+
+def test_chooser_order_refuses_a_chooser_without_a_fixed_sequence():
+    from jaxnn._src.boosting import chooser_order
+
+    with pytest.raises(ValueError, match="colored"):
+        chooser_order("colored", 10, 10, 0)
+
+
 def test_string_labels_and_classes_order():
     X, y = _blobs(m=120, C=3, seed=1)
     names = np.array(["cat", "ant", "bee"])[y]

@@ -220,6 +220,10 @@ def test_bad_inputs(sm3, data):
         ens.fit_split(X, y, n_splits=2, kk=3)
     with pytest.raises(ValueError, match="k must be"):
         ens.fit_split(X, y, n_splits=2, k=120)
+    with pytest.raises(ValueError, match="colored"):  # it silently leveraged example 0 m times
+        ens.fit_split(X, y, n_splits=2, chooser="colored")
+    with pytest.raises(ValueError, match="unknown chooser"):
+        ens.fit_split(X, y, n_splits=2, chooser="fifo")
     with pytest.raises(ValueError, match="blocks"):
         ens.fit_split(X, y, blocks=[[0, 1], [10]])
     with pytest.raises(ValueError, match="blocks"):

@@ -31,6 +31,19 @@ def test_select_prefix_graph_equals_direct_fit():
     assert sel.scores[(5, "matsushita", 2)] == pytest.approx(acc)
 
 
+@pytest.mark.parametrize("chooser", ["colored", "random"])
+def test_select_scores_a_chooser_as_fit_runs_it(chooser):
+    """The colored schedule is scored in the sequential order it equals (it
+    was scored with every step on example 0: 0.56 on easy data)."""
+    X, y = _data(m=120, seed=3)
+    tr, va = jaxnn._src.select._holdout(y, 0.25, 0)
+    sel = jaxnn.select(X, y, ks=(5, 8), losses=("logistic",), passes=(1,), chooser=chooser)
+    nb = np.asarray(jaxnn.knn_graph(X[tr], 8).indices)[:, :5]  # select's prefix graph
+    model = jaxnn.fit(X[tr], y[tr], k=5, neighbors=nb, chooser=chooser, posterior="link")
+    acc = float(np.mean(jaxnn.predict(model, X[va]) == y[va]))
+    assert sel.scores[(5, "logistic", 1)] == pytest.approx(acc)
+
+
 def test_fit_auto():
     X, y = _data(seed=2)
     model = jaxnn.fit(X, y, k="auto", loss="auto", rounds="auto")
@@ -44,7 +57,8 @@ def test_fit_auto():
 
 @pytest.mark.parametrize(
     "kwargs, match",
-    [(dict(holdout=1.5), "holdout"), (dict(ks=(500,)), "no candidate k"), (dict(passes=(0,)), "passes"), (dict(ks=()), "at least one")],
+    [(dict(holdout=1.5), "holdout"), (dict(ks=(500,)), "no candidate k"), (dict(passes=(0,)), "passes"), (dict(ks=()), "at least one"),
+     (dict(chooser="fifo"), "unknown chooser")],
 )
 def test_select_bad_arguments(kwargs, match):
     X, y = _data(m=60)

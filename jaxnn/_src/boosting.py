@@ -54,15 +54,19 @@ def surrogate_risk(loss: Loss, edges) -> jax.Array:
 
 
 def chooser_order(chooser: str, m: int, rounds: int, seed: int) -> np.ndarray:
-    """The example sequence of the lazy and random choosers, (rounds,) int32."""
+    """The example sequence of the lazy and random choosers, (rounds,) int32
+    (zeros for greedy, whose steps choose; any other chooser: ValueError —
+    the colored schedule's sequence depends on the graph,
+    :func:`jaxnn._src.schedule.colored_order`)."""
     if chooser == "lazy":
         return (np.arange(rounds) % m).astype(np.int32)
     if chooser == "random":
         rng = np.random.default_rng(seed)
         passes = -(-rounds // m)
         return np.concatenate([rng.permutation(m) for _ in range(passes)])[:rounds].astype(np.int32)
-    # greedy: the sequence is decided inside the loop; only its length matters
-    return np.zeros(rounds, dtype=np.int32)
+    if chooser == "greedy":  # the sequence is decided inside the loop; only its length matters
+        return np.zeros(rounds, dtype=np.int32)
+    raise ValueError(f"chooser {chooser!r} has no fixed example sequence here; use 'lazy', 'random' or 'greedy'")
 
 
 #: widths a step's δ is compiled at, below the padded P (see :func:`step_widths`)

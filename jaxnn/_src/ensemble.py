@@ -346,7 +346,8 @@ def fit_split(
       **fit_kwargs: passed on as in :func:`jaxnn.fit`: ``k``, ``loss``,
         ``algorithm``, ``rounds``, ``chooser``, ``epsilon``, ``seed``,
         ``graph_method``, ``trace``.  Every block gets the same settings
-        (and the same example order).  Precomputed ``neighbors`` are not
+        (and the same example order): ``chooser`` is ``"lazy"`` (also what
+        ``"auto"`` means here), ``"random"`` or ``"greedy"``.  Precomputed ``neighbors`` are not
         supported, nor ``"auto"`` k/loss/rounds, nor ``posterior``: per-block
         posteriors are the raw link, ``loss.posterior(H)``.
 
@@ -380,9 +381,12 @@ def fit_split(
         raise ValueError(f"epsilon must lie in (0, 1), got {epsilon!r}")
     algo = algos.get(opts["algorithm"], epsilon=float(epsilon))
     algo.check(loss_obj)
-    chooser = opts["chooser"]
+    chooser = "lazy" if opts["chooser"] == "auto" else opts["chooser"]  # the blocks run sequential scans
+    if chooser == "colored":
+        raise ValueError("fit_split runs the sequential choosers only ('lazy', 'random', 'greedy'); "
+                         "chooser='colored' is not supported (each block's graph has its own colouring)")
     if chooser not in CHOOSERS:
-        raise ValueError(f"unknown chooser {chooser!r}; use one of {CHOOSERS}")
+        raise ValueError(f"unknown chooser {chooser!r}; use 'auto' or one of {CHOOSERS}")
     rounds = m if opts["rounds"] is None else _check_int(opts["rounds"], "rounds", low=1)
     seed = _check_int(opts["seed"], "seed", low=0)
     graph_method = opts["graph_method"]

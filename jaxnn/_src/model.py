@@ -22,7 +22,7 @@ from jaxnn._src.boosting import CHOOSERS, boost, chooser_order
 from jaxnn._src.graph import inverse_neighbors, knn_graph, knn_query
 from jaxnn._src.schedule import boost_colored, color_schedule
 
-__all__ = ["Model", "fit", "decision_function", "predict_proba", "predict", "encode_labels"]
+__all__ = ["Model", "fit", "decision_function", "predict_proba", "predict", "encode_labels", "auto_chooser"]
 
 #: ``fit`` reports its stages (graph, boosting, posterior choice) and their
 #: wall times here at INFO level: ``logging.getLogger("jaxnn").setLevel("INFO")``
@@ -182,7 +182,7 @@ def fit(
     loss="logistic",
     algorithm="gnnb",
     rounds: Optional[int] = None,
-    chooser: str = "lazy",
+    chooser: str = "auto",
     epsilon: float = 0.5,
     neighbors=None,
     seed: int = 0,
@@ -205,7 +205,9 @@ def fit(
         algorithm object (``jaxnn.gnnb(...)``, ``jaxnn.unn(...)``…).
       rounds: boosting steps per class T (default m: one pass), or ``"auto"``
         (1, 2 or 4 passes, chosen by :func:`jaxnn.select`).
-      chooser: ``"lazy"`` (index order), ``"random"`` (seeded permutation),
+      chooser: ``"auto"`` (default: :func:`auto_chooser` — ``"colored"`` on
+        a GPU or TPU when ``rounds`` is whole passes, else ``"lazy"``),
+        ``"lazy"`` (index order), ``"random"`` (seeded permutation),
         ``"colored"`` (the exact parallel schedule: every example once per
         pass in the order of a colouring of the conflict graph, vectorised
         over the examples of a colour, a colour cut into steps of about
@@ -268,10 +270,13 @@ def fit(
         raise ValueError(f"epsilon must lie in (0, 1), got {epsilon!r}")
     algo = algos.get(algorithm, epsilon=float(epsilon))
     algo.check(loss_obj)
-    if chooser not in CHOOSERS:
-        raise ValueError(f"unknown chooser {chooser!r}; use one of {CHOOSERS}")
+    if chooser != "auto" and chooser not in CHOOSERS:
+        raise ValueError(f"unknown chooser {chooser!r}; use 'auto' or one of {CHOOSERS}")
     rounds = m if rounds is None else _check_int(rounds, "rounds", low=1)
     seed = _check_int(seed, "seed", low=0)
+    if chooser == "auto":
+        platform = (sharding.resolve_devices(devices) if devices is not None else jax.devices())[0].platform
+        chooser = auto_chooser(m, rounds, platform)
     if chooser == "colored" and rounds % m:
         raise ValueError(f"chooser='colored' runs whole passes: rounds must be a multiple of m={m}, got {rounds}")
     if posterior not in _POSTERIORS:
@@ -330,6 +335,26 @@ def fit(
 
 
 _POSTERIORS = ("auto", "link", "votes")
+
+
+def auto_chooser(m: int, rounds: int, platform: str) -> str:
+    """What ``fit(chooser="auto")`` runs: ``"colored"`` on an accelerator
+    (``platform`` not ``"cpu"``) when ``rounds`` is a multiple of m (the
+    schedule runs whole passes), else ``"lazy"``.
+
+    Both visit every example once per pass and reach the same accuracy
+    (asv ``ChooserAccuracy``: one GNNB pass over 12 UCI sets × 3 splits,
+    lazy 0.9224, colored 0.9229; 10⁵-point synthetic set 0.9533 / 0.9553).
+    On a GPU a sequential step costs ~9 µs (one H100, m = 10⁵, k = 10,
+    C = 10, an earlier version of this code: a lazy pass 869 ms, the
+    colored one 9.9 ms).  On CPU the
+    windowed lazy scan is within 2× of the colored schedule when warm (m =
+    10⁵: 0.54 vs 0.28 s; 3·10⁵: 1.8 vs 1.0 s) and compiles faster on a new
+    data size (the colouring compiles per size: ~1 s more for a first fit
+    of 1 600–14 000 points), while the neighbour graph dominates a fit of
+    that size either way — so CPU keeps ``"lazy"``.
+    """
+    return "colored" if platform != "cpu" and rounds % m == 0 else "lazy"
 
 
 def _auto(value):

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from typing import NamedTuple, Sequence
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
-from jaxnn._src.boosting import boost, chooser_order
+from jaxnn._src.boosting import CHOOSERS, boost, chooser_order
 from jaxnn._src.graph import inverse_neighbors, knn_graph, knn_query
+from jaxnn._src.schedule import color_schedule, colored_order
 
 __all__ = ["Selection", "select", "DEFAULT_KS", "DEFAULT_LOSSES", "DEFAULT_PASSES"]
 
@@ -64,7 +66,7 @@ def select(
     losses: Sequence[str] = DEFAULT_LOSSES,
     passes: Sequence[int] = DEFAULT_PASSES,
     algorithm="gnnb",
-    chooser: str = "lazy",
+    chooser: str = "auto",
     epsilon: float = 0.5,
     holdout: float = 0.25,
     seed: int = 0,
@@ -75,14 +77,16 @@ def select(
       X, y: training data as for :func:`jaxnn.fit`.
       ks, losses, passes: candidate values (ks larger than the training part
         allows are dropped).
-      algorithm, chooser, epsilon: as for :func:`jaxnn.fit`.
+      algorithm, chooser, epsilon: as for :func:`jaxnn.fit` (``"colored"``
+        is scored by the sequential scan in its colour order, which it
+        equals).
       holdout: validation fraction (stratified by class for 1-D labels).
       seed: split seed.
 
     Returns:
       :class:`Selection`.
     """
-    from jaxnn._src.model import _as_points, encode_labels  # local: model imports this module
+    from jaxnn._src.model import _as_points, auto_chooser, encode_labels  # local: model imports this module
 
     Xa = _as_points(X)
     y_arr = np.asarray(y)
@@ -95,6 +99,10 @@ def select(
         raise ValueError(f"passes must be >= 1, got {tuple(passes)}")
     tr, va = _holdout(y_arr, float(holdout), seed)
     m = tr.size
+    if chooser == "auto":
+        chooser = auto_chooser(m, m, jax.devices()[0].platform)
+    if chooser not in CHOOSERS:
+        raise ValueError(f"unknown chooser {chooser!r}; use 'auto' or one of {CHOOSERS}")
     ks = sorted({int(k) for k in ks if 1 <= int(k) < m})
     if not ks:
         raise ValueError(f"no candidate k is in [1, {m - 1}] for a training part of {m} points")
@@ -110,13 +118,14 @@ def select(
     query = np.asarray(knn_query(X_tr, X_va, k_max).indices)
     Y = jnp.asarray(Y_all[tr], jnp.float32)
     Y_va = Y_all[va]
-    order = jnp.asarray(chooser_order(chooser, m, m, seed))
     max_passes = max(int(p) for p in passes)
 
     scores = {}
     for k in ks:
         nb = graph[:, :k]
         inv = inverse_neighbors(nb, m)
+        # colored: the sequential order its schedule equals (graph-dependent)
+        order = jnp.asarray(colored_order(color_schedule(nb)) if chooser == "colored" else chooser_order(chooser, m, m, seed))
         q = query[:, :k]
         for loss in loss_objs:
             edges = algo.init_edges(loss, Y)

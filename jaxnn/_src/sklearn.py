@@ -47,7 +47,8 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         algorithm object (``jaxnn.gnnb(...)``…).
       rounds: boosting steps per class (None: one pass, n_samples steps) or
         ``"auto"``.
-      chooser: ``"lazy"``, ``"random"``, ``"colored"`` or ``"greedy"``.
+      chooser: ``"auto"``, ``"lazy"``, ``"random"``, ``"colored"`` or
+        ``"greedy"``.
       epsilon: GNNB's ε ∈ (0, 1).
       seed: seed of the random chooser, of nndescent and of the held-out
         splits of ``"auto"`` choices.
@@ -82,7 +83,7 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         loss="logistic",
         algorithm="gnnb",
         rounds=None,
-        chooser="lazy",
+        chooser="auto",
         epsilon=0.5,
         seed=0,
         graph_method="exact",
