@@ -347,9 +347,10 @@ def fit_split(
         ``algorithm``, ``rounds``, ``chooser``, ``epsilon``, ``seed``,
         ``graph_method``, ``trace``.  Every block gets the same settings
         (and the same example order): ``chooser`` is ``"lazy"`` (also what
-        ``"auto"`` means here), ``"random"`` or ``"greedy"``.  Precomputed ``neighbors`` are not
-        supported, nor ``"auto"`` k/loss/rounds, nor ``posterior``: per-block
-        posteriors are the raw link, ``loss.posterior(H)``.
+        ``"auto"`` means here), ``"random"`` or ``"greedy"``.  Precomputed
+        ``neighbors`` are not supported, nor ``"auto"`` k/loss/rounds, nor
+        ``posterior``: per-block posteriors are the raw link,
+        ``loss.posterior(H)``.
 
     Returns:
       A :class:`SplitModel`.  With ``n_splits=1, norm=None`` its only block
