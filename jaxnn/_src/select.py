@@ -18,7 +18,7 @@ from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src.boosting import CHOOSERS, boost, chooser_order
 from jaxnn._src.graph import inverse_neighbors, knn_graph, knn_query
-from jaxnn._src.schedule import color_schedule, colored_order
+from jaxnn._src.schedule import boost_colored, color_schedule
 
 __all__ = ["Selection", "select", "DEFAULT_KS", "DEFAULT_LOSSES", "DEFAULT_PASSES"]
 
@@ -58,6 +58,21 @@ def _holdout(y: np.ndarray, fraction: float, seed: int):
     return train, val
 
 
+def _one_pass(chooser: str, nb: np.ndarray, m: int, n_classes: int, algo, seed: int):
+    """``(Y, edges, loss) → BoostResult`` of one pass on the graph ``nb`` as
+    ``fit`` runs it: the colored schedule, or the scan in the chooser's order."""
+    if chooser == "colored":
+        schedule = color_schedule(nb, n_classes=n_classes)
+        counts = jnp.asarray(np.bincount(nb.reshape(-1), minlength=m).astype(np.int32))
+        return lambda Y, edges, loss: boost_colored(Y, edges, counts, schedule, algorithm=algo, loss=loss,
+                                                    passes=1, trace=False)
+    inv = inverse_neighbors(nb, m)
+    order = jnp.asarray(chooser_order(chooser, m, m, seed))
+    neighbors = jnp.asarray(nb)
+    return lambda Y, edges, loss: boost(Y, edges, inv.members, inv.counts, neighbors, order,
+                                        algorithm=algo, loss=loss, greedy=chooser == "greedy", trace=False)
+
+
 def select(
     X,
     y,
@@ -77,9 +92,8 @@ def select(
       X, y: training data as for :func:`jaxnn.fit`.
       ks, losses, passes: candidate values (ks larger than the training part
         allows are dropped).
-      algorithm, chooser, epsilon: as for :func:`jaxnn.fit` (``"colored"``
-        is scored by the sequential scan in its colour order, which it
-        equals).
+      algorithm, chooser, epsilon: as for :func:`jaxnn.fit`; each candidate's
+        passes run as ``fit`` runs them (``"colored"``: the parallel schedule).
       holdout: validation fraction (stratified by class for 1-D labels).
       seed: split seed.
 
@@ -123,16 +137,13 @@ def select(
     scores = {}
     for k in ks:
         nb = graph[:, :k]
-        inv = inverse_neighbors(nb, m)
-        # colored: the sequential order its schedule equals (graph-dependent)
-        order = jnp.asarray(colored_order(color_schedule(nb)) if chooser == "colored" else chooser_order(chooser, m, m, seed))
+        one_pass = _one_pass(chooser, nb, m, Y.shape[1], algo, seed)
         q = query[:, :k]
         for loss in loss_objs:
             edges = algo.init_edges(loss, Y)
             alpha = jnp.zeros(Y.shape, Y.dtype)
             for p in range(1, max_passes + 1):
-                res = boost(Y, edges, inv.members, inv.counts, jnp.asarray(nb), order,
-                            algorithm=algo, loss=loss, greedy=chooser == "greedy", trace=False)
+                res = one_pass(Y, edges, loss)
                 edges, alpha = res.edges, alpha + res.alpha
                 if p in passes:
                     H = np.asarray(jnp.sum(alpha[q] * Y[q], axis=1))
