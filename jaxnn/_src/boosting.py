@@ -34,7 +34,7 @@ import numpy as np
 from jaxnn._src import maxtree
 from jaxnn._src.losses import Loss
 
-__all__ = ["BoostResult", "boost", "chooser_order", "CHOOSERS", "surrogate_risk"]
+__all__ = ["BoostResult", "boost", "check_chooser", "chooser_order", "CHOOSERS", "surrogate_risk"]
 
 CHOOSERS = ("lazy", "random", "greedy", "colored")
 
@@ -51,6 +51,12 @@ class BoostResult(NamedTuple):
 def surrogate_risk(loss: Loss, edges) -> jax.Array:
     """Total surrogate risk (1/(mC)) Σ_{i,c} ψ(e_ic) — paper 000 eqs (1)–(2)."""
     return jnp.mean(loss.psi(edges))
+
+
+def check_chooser(chooser) -> None:
+    """ValueError unless ``chooser`` is ``"auto"`` or one of :data:`CHOOSERS`."""
+    if chooser != "auto" and chooser not in CHOOSERS:
+        raise ValueError(f"unknown chooser {chooser!r}; use 'auto' or one of {CHOOSERS}")
 
 
 def chooser_order(chooser: str, m: int, rounds: int, seed: int) -> np.ndarray:

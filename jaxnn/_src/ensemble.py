@@ -40,7 +40,7 @@ import numpy as np
 
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
-from jaxnn._src.boosting import CHOOSERS, boost, chooser_order
+from jaxnn._src.boosting import boost, check_chooser, chooser_order
 from jaxnn._src.graph import _block_rows, _blocked_topk, inverse_neighbors, knn_graph, knn_query
 from jaxnn._src.model import Model, _as_points, _check_int, _compute_dtype, _scores, encode_labels
 
@@ -382,12 +382,11 @@ def fit_split(
         raise ValueError(f"epsilon must lie in (0, 1), got {epsilon!r}")
     algo = algos.get(opts["algorithm"], epsilon=float(epsilon))
     algo.check(loss_obj)
+    check_chooser(opts["chooser"])
     chooser = "lazy" if opts["chooser"] == "auto" else opts["chooser"]  # the blocks run sequential scans
     if chooser == "colored":
         raise ValueError("fit_split runs the sequential choosers only ('lazy', 'random', 'greedy'); "
                          "chooser='colored' is not supported (each block's graph has its own colouring)")
-    if chooser not in CHOOSERS:
-        raise ValueError(f"unknown chooser {chooser!r}; use 'auto' or one of {CHOOSERS}")
     rounds = m if opts["rounds"] is None else _check_int(opts["rounds"], "rounds", low=1)
     seed = _check_int(opts["seed"], "seed", low=0)
     graph_method = opts["graph_method"]

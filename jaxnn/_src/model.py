@@ -18,7 +18,7 @@ import numpy as np
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src import sharding, window
-from jaxnn._src.boosting import CHOOSERS, boost, chooser_order
+from jaxnn._src.boosting import boost, check_chooser, chooser_order
 from jaxnn._src.graph import inverse_neighbors, knn_graph, knn_query
 from jaxnn._src.schedule import boost_colored, color_schedule
 
@@ -270,8 +270,7 @@ def fit(
         raise ValueError(f"epsilon must lie in (0, 1), got {epsilon!r}")
     algo = algos.get(algorithm, epsilon=float(epsilon))
     algo.check(loss_obj)
-    if chooser != "auto" and chooser not in CHOOSERS:
-        raise ValueError(f"unknown chooser {chooser!r}; use 'auto' or one of {CHOOSERS}")
+    check_chooser(chooser)
     rounds = m if rounds is None else _check_int(rounds, "rounds", low=1)
     seed = _check_int(seed, "seed", low=0)
     if chooser == "auto":

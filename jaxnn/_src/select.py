@@ -16,7 +16,7 @@ import numpy as np
 
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
-from jaxnn._src.boosting import CHOOSERS, boost, chooser_order
+from jaxnn._src.boosting import boost, check_chooser, chooser_order
 from jaxnn._src.graph import inverse_neighbors, knn_graph, knn_query
 from jaxnn._src.schedule import boost_colored, color_schedule
 
@@ -113,10 +113,9 @@ def select(
         raise ValueError(f"passes must be >= 1, got {tuple(passes)}")
     tr, va = _holdout(y_arr, float(holdout), seed)
     m = tr.size
+    check_chooser(chooser)
     if chooser == "auto":
         chooser = auto_chooser(m, m, jax.devices()[0].platform)
-    if chooser not in CHOOSERS:
-        raise ValueError(f"unknown chooser {chooser!r}; use 'auto' or one of {CHOOSERS}")
     ks = sorted({int(k) for k in ks if 1 <= int(k) < m})
     if not ks:
         raise ValueError(f"no candidate k is in [1, {m - 1}] for a training part of {m} points")
