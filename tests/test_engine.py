@@ -467,6 +467,18 @@ def test_color_schedule_rejects_bad_chunk():
         color_schedule(nb, chunk=0)
 
 
+def test_stack_schedules_rejects_empty_and_mismatched_lists():
+    from jaxnn._src.schedule import color_schedule, stack_schedules
+
+    rng = np.random.default_rng(0)
+    a = color_schedule(np.asarray(jaxnn.knn_graph(rng.normal(size=(30, 2)), 3).indices))
+    b = color_schedule(np.asarray(jaxnn.knn_graph(rng.normal(size=(40, 2)), 3).indices))
+    with pytest.raises(ValueError, match="at least one"):
+        stack_schedules([])
+    with pytest.raises(ValueError, match="different numbers of examples"):
+        stack_schedules([a, b])
+
+
 def test_colored_needs_whole_passes():
     X, y = _blobs(m=60)
     with pytest.raises(ValueError, match="multiple of m"):

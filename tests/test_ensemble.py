@@ -100,11 +100,67 @@ def test_one_split_without_norm_equals_fit(data):
     np.testing.assert_allclose(np.asarray(ens.predict_proba_split(sm, Xq)), np.asarray(jaxnn.predict_proba(ref, Xq)), atol=1e-6)
 
 
+def test_one_split_colored_equals_fit(data):
+    X, y, _ = data
+    kw = dict(k=5, chooser="colored", rounds=240, trace=True)
+    ref = jaxnn.fit(X, y, posterior="link", **kw)
+    (blk,) = ens.fit_split(X, y, n_splits=1, norm=None, **kw).models
+    np.testing.assert_array_equal(np.asarray(blk.alpha), np.asarray(ref.alpha))
+    np.testing.assert_array_equal(np.asarray(blk.trace), np.asarray(ref.trace))
+
+
+def test_colored_blocks_each_run_their_own_schedule(data):
+    """Each block's colored fit equals the sequential scan in *its own*
+    colour order (blocks have different graphs, so different schedules,
+    padded to a common step count); its trace never increases and stays
+    flat at the padding steps."""
+    from jaxnn._src.boosting import boost
+    from jaxnn._src.schedule import color_schedule, colored_order
+
+    X, y, _ = data
+    blocks = [[0, 1], [2, 3], list(range(4, 10))]  # 8, 9 and 10 steps a pass
+    sm = ens.fit_split(X, y, blocks=blocks, norm="l1", k=5, chooser="colored", rounds=240, trace=True)
+    Xs = np.asarray(ens.split_features(sm, X))
+    steps = []
+    for b in range(3):
+        nb = np.asarray(jaxnn.knn_graph(Xs[b][:, : len(blocks[b])], 5).indices)
+        order = colored_order(color_schedule(nb))
+        steps.append(color_schedule(nb, n_classes=3 * 3).n_steps)
+        inv = jaxnn.inverse_neighbors(nb)
+        E0 = sm.algorithm.init_edges(sm.loss, sm.Y)
+        seq = boost(sm.Y, E0, inv.members, inv.counts, jax.numpy.asarray(nb), jax.numpy.asarray(np.tile(order, 2)),
+                    algorithm=sm.algorithm, loss=sm.loss, greedy=False, trace=False)
+        np.testing.assert_allclose(np.asarray(sm.alpha[b]), np.asarray(seq.alpha), rtol=1e-5, atol=1e-6)
+    assert len(set(steps)) == 3  # the padding is exercised
+    trace = np.asarray(sm.trace)
+    assert trace.shape == (3, 2 * max(steps))
+    assert np.all(np.diff(trace, axis=1) <= 1e-6)
+    for b in range(3):
+        pad = slice(steps[b], max(steps))
+        np.testing.assert_array_equal(trace[b, pad], trace[b, steps[b] - 1])
+
+
+def test_auto_chooser_picks_as_fit(sm3, data, monkeypatch):
+    from jaxnn._src import ensemble as ens_mod
+    from jaxnn._src.model import auto_chooser
+
+    X, y, _ = data
+    platform = jax.devices()[0].platform
+    expected = ens.fit_split(X, y, n_splits=3, k=5, chooser=auto_chooser(120, 120, platform))
+    np.testing.assert_array_equal(np.asarray(sm3.alpha), np.asarray(expected.alpha))  # sm3: the default chooser
+    seen = []
+    monkeypatch.setattr(ens_mod, "auto_chooser", lambda m, rounds, platform: seen.append((m, rounds, platform)) or "colored")
+    auto = ens.fit_split(X, y, n_splits=3, k=5, rounds=240)
+    assert seen == [(120, 240, platform)]
+    colored = ens.fit_split(X, y, n_splits=3, k=5, rounds=240, chooser="colored")
+    np.testing.assert_array_equal(np.asarray(auto.alpha), np.asarray(colored.alpha))
+
+
 def _l1(A):
     return A / np.abs(A).sum(1, keepdims=True)
 
 
-@pytest.mark.parametrize("chooser, check_blocks", [("lazy", (0, 1, 2)), ("greedy", (1,))])
+@pytest.mark.parametrize("chooser, check_blocks", [("lazy", (0, 1, 2)), ("greedy", (1,)), ("colored", (0, 1, 2))])
 def test_vmapped_blocks_equal_a_loop_of_fits(data, chooser, check_blocks):
     X, y, Xq = data
     sm = ens.fit_split(X, y, n_splits=3, norm="l1", k=5, chooser=chooser)
@@ -220,8 +276,8 @@ def test_bad_inputs(sm3, data):
         ens.fit_split(X, y, n_splits=2, kk=3)
     with pytest.raises(ValueError, match="k must be"):
         ens.fit_split(X, y, n_splits=2, k=120)
-    with pytest.raises(ValueError, match="colored"):  # it silently leveraged example 0 m times
-        ens.fit_split(X, y, n_splits=2, chooser="colored")
+    with pytest.raises(ValueError, match="multiple of m"):
+        ens.fit_split(X, y, n_splits=2, chooser="colored", rounds=90)
     with pytest.raises(ValueError, match="unknown chooser"):
         ens.fit_split(X, y, n_splits=2, chooser="fifo")
     with pytest.raises(ValueError, match="blocks"):

@@ -41,8 +41,9 @@ import numpy as np
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src.boosting import boost, check_chooser, chooser_order
-from jaxnn._src.graph import _block_rows, _blocked_topk, inverse_neighbors, knn_graph, knn_query
-from jaxnn._src.model import Model, _as_points, _check_int, _compute_dtype, _scores, encode_labels
+from jaxnn._src.graph import _block_rows, _blocked_topk, inverse_counts, inverse_neighbors, knn_graph, knn_query
+from jaxnn._src.model import Model, _as_points, _check_int, _compute_dtype, _scores, auto_chooser, encode_labels
+from jaxnn._src.schedule import boost_colored, color_schedule, stack_schedules
 
 __all__ = [
     "SplitModel",
@@ -292,6 +293,17 @@ def _boost_blocks(Y, E0, members, counts, neighbors, order, *, algorithm, loss, 
     return jax.vmap(one)(members, counts, neighbors)
 
 
+@functools.partial(jax.jit, static_argnames=("algorithm", "loss", "passes", "trace"))
+def _boost_colored_blocks(Y, E0, counts, schedule, *, algorithm, loss, passes, trace):
+    """vmap of :func:`boost_colored` over (n, m) counts and a stacked
+    schedule (:func:`stack_schedules`); labels and initial edges are shared."""
+
+    def one(cnt, sched):
+        return boost_colored(Y, E0, cnt, sched, algorithm=algorithm, loss=loss, passes=passes, trace=trace)
+
+    return jax.vmap(one)(counts, schedule)
+
+
 @functools.partial(jax.jit, static_argnames=("k", "block"))
 def _scores_blocks(alpha, Y, X, Q, k: int, block: int):
     """(n, rows, C) per-block scores of the (n, rows, w) query blocks Q."""
@@ -345,9 +357,12 @@ def fit_split(
         ``"harmonic"`` or a power q (see :func:`generalized_mean`).
       **fit_kwargs: passed on as in :func:`jaxnn.fit`: ``k``, ``loss``,
         ``algorithm``, ``rounds``, ``chooser``, ``epsilon``, ``seed``,
-        ``graph_method``, ``trace``.  Every block gets the same settings
-        (and the same example order): ``chooser`` is ``"lazy"`` (also what
-        ``"auto"`` means here), ``"random"`` or ``"greedy"``.  Precomputed
+        ``graph_method``, ``trace``.  Every block gets the same settings;
+        ``chooser="colored"`` runs each block's own colouring of its own
+        graph (all blocks in one vmapped scan, their schedules padded to a
+        common number of steps: a block's trace repeats its risk at padding
+        steps), and ``"auto"`` picks as :func:`jaxnn.fit` does
+        (:func:`jaxnn.auto_chooser`).  Precomputed
         ``neighbors`` are not supported, nor ``"auto"`` k/loss/rounds, nor
         ``posterior``: per-block posteriors are the raw link,
         ``loss.posterior(H)``.
@@ -361,7 +376,7 @@ def fit_split(
     if unknown:
         hint = " (precomputed neighbours are per block: not supported)" if "neighbors" in unknown else ""
         raise TypeError(f"fit_split got unexpected keyword argument(s) {unknown}{hint}; accepted: {_FIT_KEYS}")
-    opts = dict(k=10, loss="logistic", algorithm="gnnb", rounds=None, chooser="lazy", epsilon=0.5, seed=0, graph_method="exact", trace=False)
+    opts = dict(k=10, loss="logistic", algorithm="gnnb", rounds=None, chooser="auto", epsilon=0.5, seed=0, graph_method="exact", trace=False)
     opts.update(fit_kwargs)
 
     Xa = _as_points(X)
@@ -383,11 +398,12 @@ def fit_split(
     algo = algos.get(opts["algorithm"], epsilon=float(epsilon))
     algo.check(loss_obj)
     check_chooser(opts["chooser"])
-    chooser = "lazy" if opts["chooser"] == "auto" else opts["chooser"]  # the blocks run sequential scans
-    if chooser == "colored":
-        raise ValueError("fit_split runs the sequential choosers only ('lazy', 'random', 'greedy'); "
-                         "chooser='colored' is not supported (each block's graph has its own colouring)")
     rounds = m if opts["rounds"] is None else _check_int(opts["rounds"], "rounds", low=1)
+    chooser = opts["chooser"]
+    if chooser == "auto":
+        chooser = auto_chooser(m, rounds, jax.devices()[0].platform)
+    if chooser == "colored" and rounds % m:
+        raise ValueError(f"chooser='colored' runs whole passes: rounds must be a multiple of m={m}, got {rounds}")
     seed = _check_int(opts["seed"], "seed", low=0)
     graph_method = opts["graph_method"]
     if graph_method not in ("exact", "nndescent"):
@@ -398,34 +414,48 @@ def fit_split(
     Xs = _stack_blocks(Xa, block_list, norm, dtype)  # (n, m, w)
     Y = jnp.asarray(Y_np, dtype=dtype)
     E0 = algo.init_edges(loss_obj, Y)
-    order = jnp.asarray(chooser_order(chooser, m, rounds, seed))
-    greedy = chooser == "greedy"
+    res = _boost_split(Xs, Y, E0, k=k, algo=algo, loss=loss_obj, chooser=chooser, rounds=rounds, seed=seed,
+                       graph_method=graph_method, trace=trace)
+    return SplitModel(res.alpha, Xs, Y, res.trace, block_list, norm, mean, d, classes, k, loss_obj, algo, multilabel, rounds)
 
+
+def _boost_split(Xs, Y, E0, *, k, algo, loss, chooser, rounds, seed, graph_method, trace):
+    """Graphs and boosting of the n blocks Xs (n, m, w): a BoostResult whose
+    alpha (n, m, C) and trace (n, T) carry the block axis first."""
+    n, m = Xs.shape[:2]
+    C = Y.shape[1]
+    passes = rounds // m
     if n == 1:  # the unbatched path of jaxnn.fit, op for op
         nbrs = np.asarray(knn_graph(Xs[0], k, method=graph_method, seed=seed).indices)
-        inv = inverse_neighbors(nbrs, m)
-        res = boost(Y, E0, inv.members, inv.counts, jnp.asarray(nbrs), order, algorithm=algo, loss=loss_obj, greedy=greedy, trace=trace)
-        alpha = res.alpha[None]
-        tr = None if res.trace is None else res.trace[None]
-    else:
-        if graph_method == "exact":
-            nbrs = np.asarray(_topk_blocks(Xs, Xs, k, _rows_per_tile(m, n), True)[0])
+        if chooser == "colored":
+            res = boost_colored(Y, E0, jnp.asarray(inverse_counts(nbrs, m)), color_schedule(nbrs, n_classes=C),
+                                algorithm=algo, loss=loss, passes=passes, trace=trace)
         else:
-            nbrs = np.stack([np.asarray(knn_graph(Xs[b], k, method=graph_method, seed=seed).indices) for b in range(n)])
-        invs = [inverse_neighbors(nbrs[b], m) for b in range(n)]
-        # common width, rounded up to a multiple of 8 so that refits of
-        # similar data reuse the compiled program (padding is inert)
-        P = -(-max(int(inv.members.shape[1]) for inv in invs) // 8) * 8
-        members = np.full((n, m, P), m, dtype=np.int32)
-        for b, inv in enumerate(invs):
-            members[b, :, : inv.members.shape[1]] = np.asarray(inv.members)
-        counts = np.stack([np.asarray(inv.counts) for inv in invs])
-        res = _boost_blocks(
-            Y, E0, jnp.asarray(members), jnp.asarray(counts), jnp.asarray(nbrs, dtype=jnp.int32), order,
-            algorithm=algo, loss=loss_obj, greedy=greedy, trace=trace,
-        )
-        alpha, tr = res.alpha, res.trace
-    return SplitModel(alpha, Xs, Y, tr, block_list, norm, mean, d, classes, k, loss_obj, algo, multilabel, rounds)
+            inv = inverse_neighbors(nbrs, m)
+            order = jnp.asarray(chooser_order(chooser, m, rounds, seed))
+            res = boost(Y, E0, inv.members, inv.counts, jnp.asarray(nbrs), order, algorithm=algo, loss=loss,
+                        greedy=chooser == "greedy", trace=trace)
+        return res._replace(alpha=res.alpha[None], edges=res.edges[None], trace=None if res.trace is None else res.trace[None])
+    if graph_method == "exact":
+        nbrs = np.asarray(_topk_blocks(Xs, Xs, k, _rows_per_tile(m, n), True)[0])
+    else:
+        nbrs = np.stack([np.asarray(knn_graph(Xs[b], k, method=graph_method, seed=seed).indices) for b in range(n)])
+    if chooser == "colored":  # each block its own colouring; a step runs a part of every block's colour
+        schedule = stack_schedules([color_schedule(nbrs[b], n_classes=C * n) for b in range(n)])
+        counts = np.stack([inverse_counts(nbrs[b], m) for b in range(n)])
+        return _boost_colored_blocks(Y, E0, jnp.asarray(counts), schedule, algorithm=algo, loss=loss, passes=passes,
+                                     trace=trace)
+    invs = [inverse_neighbors(nbrs[b], m) for b in range(n)]
+    # common width, rounded up to a multiple of 8 so that refits of
+    # similar data reuse the compiled program (padding is inert)
+    P = -(-max(int(inv.members.shape[1]) for inv in invs) // 8) * 8
+    members = np.full((n, m, P), m, dtype=np.int32)
+    for b, inv in enumerate(invs):
+        members[b, :, : inv.members.shape[1]] = np.asarray(inv.members)
+    counts = np.stack([np.asarray(inv.counts) for inv in invs])
+    order = jnp.asarray(chooser_order(chooser, m, rounds, seed))
+    return _boost_blocks(Y, E0, jnp.asarray(members), jnp.asarray(counts), jnp.asarray(nbrs, dtype=jnp.int32), order,
+                         algorithm=algo, loss=loss, greedy=chooser == "greedy", trace=trace)
 
 
 def _check_split_model(model) -> SplitModel:

@@ -400,6 +400,12 @@ def inverse_csr(indices, m: int | None = None):
     return counts, starts, pairs % n
 
 
+def inverse_counts(indices, m: int | None = None) -> np.ndarray:
+    """n_j = |inv(j)|, how many rows of an (n, k) neighbour array hold j: (m,) int32."""
+    nbrs = np.asarray(indices)
+    return np.bincount(nbrs.reshape(-1), minlength=nbrs.shape[0] if m is None else int(m)).astype(np.int32)
+
+
 def members_in_order(csr, examples) -> np.ndarray:
     """inv(j) for each j of ``examples`` in turn (increasing i within), one flat
     array; ``examples`` may hold the sentinel m (no members).  ``csr``: the

@@ -19,7 +19,7 @@ from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src import sharding, window
 from jaxnn._src.boosting import boost, check_chooser, chooser_order
-from jaxnn._src.graph import inverse_neighbors, knn_graph, knn_query
+from jaxnn._src.graph import inverse_counts, inverse_neighbors, knn_graph, knn_query
 from jaxnn._src.schedule import boost_colored, color_schedule
 
 __all__ = ["Model", "fit", "decision_function", "predict_proba", "predict", "encode_labels", "auto_chooser"]
@@ -307,15 +307,15 @@ def fit(
             order = jnp.asarray(chooser_order(chooser, m, rounds, seed))
             return boost(Y, E0, inv.members, inv.counts, jnp.asarray(nbrs), order,
                          algorithm=algo, loss=loss_obj, greedy=chooser == "greedy", trace=bool(trace))
-        counts = np.bincount(nbrs.reshape(-1), minlength=m)  # n_j; the padded members array is not needed
+        counts = inverse_counts(nbrs, m)  # n_j; the padded members array is not needed
         if chooser == "colored":  # the schedule's edge lists replace the members array
             schedule = color_schedule(nbrs, n_classes=Y.shape[1])
-            return boost_colored(Y, E0, jnp.asarray(counts.astype(np.int32)), schedule, algorithm=algo, loss=loss_obj,
+            return boost_colored(Y, E0, jnp.asarray(counts), schedule, algorithm=algo, loss=loss_obj,
                                  passes=rounds // m, trace=bool(trace))
         # a large edge state: the sequential steps run in windows on a local copy (jaxnn._src.window)
         order = chooser_order(chooser, m, rounds, seed)
         layout = window.window_layout(nbrs, order, window.window_steps(Y.shape[1], k))
-        return window.boost_windowed(Y, E0, jnp.asarray(counts.astype(np.int32)), layout, algorithm=algo, loss=loss_obj,
+        return window.boost_windowed(Y, E0, jnp.asarray(counts), layout, algorithm=algo, loss=loss_obj,
                                      trace=bool(trace), n_steps=rounds, max_count=int(counts.max()))
 
     scan = "colour schedule" if chooser == "colored" else "windowed scan" if windowed else "scan"

@@ -26,7 +26,7 @@ from jaxnn._src.graph import inverse_csr, members_in_order
 from jaxnn._src.maxtree import round_up
 from jaxnn._src.losses import Loss
 
-__all__ = ["ColorSchedule", "color_conflict_graph", "color_schedule", "boost_colored", "colored_order"]
+__all__ = ["ColorSchedule", "color_conflict_graph", "color_schedule", "stack_schedules", "boost_colored", "colored_order"]
 
 
 #: inverse-neighbourhood sizes bounding the colouring's tiers below the top
@@ -253,6 +253,44 @@ def color_schedule(neighbors, *, chunk: int | None = None, n_classes: int = 1) -
     pos = np.arange(flat_member.size) - starts[flat_step]
     edge_member[flat_step, pos] = flat_member
     edge_segment[flat_step, pos] = np.repeat(slot, lens)
+    return ColorSchedule(jnp.asarray(edge_member), jnp.asarray(edge_segment), jnp.asarray(examples), colors)
+
+
+def stack_schedules(schedules) -> ColorSchedule:
+    """n schedules of the same m → one with a leading block axis, for a
+    ``jax.vmap`` of :func:`boost_colored` (the blocks of
+    :func:`jaxnn.ensemble.fit_split`).
+
+    Each is padded to the largest step count T, edge length L and width S:
+    a padding step has only padding edges (member m, segment S) and padding
+    examples (m), so it changes nothing — the padded schedule gives exactly
+    the same α and edges (its trace repeats the last risk at padding steps).
+
+    Returns:
+      A :class:`ColorSchedule` with edge_member, edge_segment (n, T, L),
+      examples (n, T, S) and colors (n, m).
+    """
+    schedules = list(schedules)
+    if not schedules:
+        raise ValueError("stack_schedules needs at least one schedule")
+    m = schedules[0].colors.size
+    if any(s.colors.size != m for s in schedules):
+        raise ValueError("stack_schedules: the schedules are for different numbers of examples")
+    T = max(s.n_steps for s in schedules)
+    L = max(int(s.edge_member.shape[1]) for s in schedules)
+    S = max(int(s.examples.shape[1]) for s in schedules)
+    n = len(schedules)
+    edge_member = np.full((n, T, L), m, np.int32)
+    edge_segment = np.full((n, T, L), S, np.int32)
+    examples = np.full((n, T, S), m, np.int32)
+    for b, s in enumerate(schedules):
+        t, length = s.edge_member.shape
+        width = s.examples.shape[1]
+        seg = np.asarray(s.edge_segment)
+        edge_member[b, :t, :length] = np.asarray(s.edge_member)
+        edge_segment[b, :t, :length] = np.where(seg == width, S, seg)  # its padding segment → the common one
+        examples[b, :t, :width] = np.asarray(s.examples)
+    colors = np.stack([s.colors for s in schedules])
     return ColorSchedule(jnp.asarray(edge_member), jnp.asarray(edge_segment), jnp.asarray(examples), colors)
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src.boosting import boost, check_chooser, chooser_order
-from jaxnn._src.graph import inverse_neighbors, knn_graph, knn_query
+from jaxnn._src.graph import inverse_counts, inverse_neighbors, knn_graph, knn_query
 from jaxnn._src.schedule import boost_colored, color_schedule
 
 __all__ = ["Selection", "select", "DEFAULT_KS", "DEFAULT_LOSSES", "DEFAULT_PASSES"]
@@ -63,7 +63,7 @@ def _one_pass(chooser: str, nb: np.ndarray, m: int, n_classes: int, algo, seed: 
     ``fit`` runs it: the colored schedule, or the scan in the chooser's order."""
     if chooser == "colored":
         schedule = color_schedule(nb, n_classes=n_classes)
-        counts = jnp.asarray(np.bincount(nb.reshape(-1), minlength=m).astype(np.int32))
+        counts = jnp.asarray(inverse_counts(nb, m))
         return lambda Y, edges, loss: boost_colored(Y, edges, counts, schedule, algorithm=algo, loss=loss,
                                                     passes=1, trace=False)
     inv = inverse_neighbors(nb, m)
