@@ -467,6 +467,31 @@ def test_color_schedule_rejects_bad_chunk():
         color_schedule(nb, chunk=0)
 
 
+def test_color_schedule_steps_follow_the_platform():
+    """On CPU a step holds ~STEP_ELEMENTS/C edge × class updates (cache);
+    on an accelerator whole colours up to STEP_ELEMENTS_ACCELERATOR/C.  Both
+    are the same sequential order, so α agrees."""
+    from jaxnn._src.schedule import boost_colored, color_schedule, colored_order
+
+    X, y = _blobs(m=400, C=4, seed=8)
+    nb = np.asarray(jaxnn.knn_graph(X, 6).indices)
+    C = 1000  # CPU steps of max(256, 131 072 // 1000) = 256 units: colours are cut
+    cpu = color_schedule(nb, n_classes=C, platform="cpu")
+    gpu = color_schedule(nb, n_classes=C, platform="gpu")
+    assert cpu.n_steps > cpu.n_colors
+    assert gpu.n_steps == gpu.n_colors
+    np.testing.assert_array_equal(colored_order(cpu), colored_order(gpu))
+    default = color_schedule(nb, n_classes=C)
+    assert default.n_steps == (cpu if jax.default_backend() == "cpu" else gpu).n_steps
+    model = jaxnn.fit(X, y, k=6, chooser="colored", posterior="link")
+    E0 = model.algorithm.init_edges(model.loss, model.Y)
+    counts = jaxnn.inverse_neighbors(nb).counts
+    a = boost_colored(model.Y, E0, counts, cpu, algorithm=model.algorithm, loss=model.loss, passes=1, trace=False)
+    b = boost_colored(model.Y, E0, counts, gpu, algorithm=model.algorithm, loss=model.loss, passes=1, trace=False)
+    np.testing.assert_allclose(np.asarray(a.alpha), np.asarray(b.alpha), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(b.alpha), np.asarray(model.alpha), rtol=1e-5, atol=1e-6)
+
+
 def test_stack_schedules_rejects_empty_and_mismatched_lists():
     from jaxnn._src.schedule import color_schedule, stack_schedules
 

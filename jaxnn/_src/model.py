@@ -273,8 +273,8 @@ def fit(
     check_chooser(chooser)
     rounds = m if rounds is None else _check_int(rounds, "rounds", low=1)
     seed = _check_int(seed, "seed", low=0)
+    platform = (sharding.resolve_devices(devices) if devices is not None else jax.devices())[0].platform
     if chooser == "auto":
-        platform = (sharding.resolve_devices(devices) if devices is not None else jax.devices())[0].platform
         chooser = auto_chooser(m, rounds, platform)
     if chooser == "colored" and rounds % m:
         raise ValueError(f"chooser='colored' runs whole passes: rounds must be a multiple of m={m}, got {rounds}")
@@ -309,7 +309,7 @@ def fit(
                          algorithm=algo, loss=loss_obj, greedy=chooser == "greedy", trace=bool(trace))
         counts = inverse_counts(nbrs, m)  # n_j; the padded members array is not needed
         if chooser == "colored":  # the schedule's edge lists replace the members array
-            schedule = color_schedule(nbrs, n_classes=Y.shape[1])
+            schedule = color_schedule(nbrs, n_classes=Y.shape[1], platform=platform)
             return boost_colored(Y, E0, jnp.asarray(counts), schedule, algorithm=algo, loss=loss_obj,
                                  passes=rounds // m, trace=bool(trace))
         # a large edge state: the sequential steps run in windows on a local copy (jaxnn._src.window)

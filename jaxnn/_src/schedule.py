@@ -193,16 +193,25 @@ class ColorSchedule(NamedTuple):
 #: 16 384: 95–123 ms, 20 480: 194 ms (the step's (L, C) arrays outgrow the
 #: cache), whole colours (58 291): 252 ms; numba's loop 112–165 ms.
 STEP_ELEMENTS = 131_072
+#: the same on a GPU or TPU, where a scan step costs a few kernel launches
+#: whatever its size and there is no cache to stay within: whole colours up
+#: to 2²³ edge × class updates (at m = 10⁵, k = 10, C = 10 every colour is
+#: one step, as in the one GPU measurement so far, a 9.9 ms pass on an
+#: H100; at C = 100 the largest colours are cut in a few parts).
+STEP_ELEMENTS_ACCELERATOR = 1 << 23
 #: the step's edge and example axes are padded to a multiple of this: on CPU
 #: unaligned lengths ran the same pass 1.5× slower (169 vs 105–111 ms above)
 ALIGN = 256
 
 
-def color_schedule(neighbors, *, chunk: int | None = None, n_classes: int = 1) -> ColorSchedule:
+def color_schedule(neighbors, *, chunk: int | None = None, n_classes: int = 1, platform: str | None = None) -> ColorSchedule:
     """Colour the conflict graph of an (m, k) neighbour array and lay the
     colours out as flat edge lists,
     cut into scan steps of about ``chunk`` units (see :class:`ColorSchedule`);
-    by default ``chunk = STEP_ELEMENTS // n_classes`` (at least 256).
+    by default ``chunk = STEP_ELEMENTS // n_classes`` (at least 256) for a
+    schedule run on ``platform="cpu"``, and :data:`STEP_ELEMENTS_ACCELERATOR`
+    instead of :data:`STEP_ELEMENTS` on any other platform (default: JAX's
+    default backend).
 
     Any order of the colours gives an exact schedule; it runs them in reverse
     order of :func:`color_conflict_graph`'s largest-first colouring (its
@@ -215,7 +224,9 @@ def color_schedule(neighbors, *, chunk: int | None = None, n_classes: int = 1) -
     around them; leveraging it first left the 10⁵-point set 0.5 points
     behind the sequential orders."""
     if chunk is None:
-        chunk = max(256, STEP_ELEMENTS // max(int(n_classes), 1))
+        platform = jax.default_backend() if platform is None else platform
+        elements = STEP_ELEMENTS if platform == "cpu" else STEP_ELEMENTS_ACCELERATOR
+        chunk = max(256, elements // max(int(n_classes), 1))
     if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
         raise ValueError(f"chunk must be a positive number of edges, got {chunk!r}")
     nbrs = np.asarray(neighbors)
