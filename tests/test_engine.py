@@ -262,6 +262,12 @@ def test_fit_logs_its_stages_and_their_seconds(caplog):
                for msg in messages)
     assert "fit: posterior='auto': auxiliary fit on 160 points, Brier scores on the other 40" in messages
     assert re.fullmatch(r"fit: posterior='auto': held-out Brier score link \d\.\d{4}, votes \d\.\d{4} -> (link|votes)", messages[-1])
+    caplog.clear()
+    with caplog.at_level("INFO", logger="jaxnn"):
+        jaxnn.fit(X, y, k=5, posterior="link", chooser="colored")
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(re.fullmatch(r"fit: \d+ colours in \d+ scan steps a pass \(instead of 200 sequential steps\)", msg)
+               for msg in messages), messages
 
 
 def test_auto_chooser_runs_colored_on_accelerators_for_whole_passes():
