@@ -200,8 +200,29 @@ def test_chunked_search_is_exact(exclude_self):
     np.testing.assert_allclose(dist, got, atol=3e-3)
     assert not np.any(idx == rows[:, None]) if exclude_self else True
     assert all(len(set(r)) == 10 for r in idx)
-    assert graph._search_kernel(graph.CHUNKED_MIN_M, 64, 10) is graph._chunked_topk
-    assert graph._search_kernel(graph.CHUNKED_MIN_M - 1, 64, 10) is graph._onepass_topk
+    assert graph._search_kernel(graph.CHUNKED_MIN_M, 64, 10, "cpu") is graph._chunked_topk
+    assert graph._search_kernel(graph.CHUNKED_MIN_M - 1, 64, 10, "cpu") is graph._onepass_topk
+
+
+def test_search_layout_follows_the_platform():
+    """CPU: column chunks from CHUNKED_MIN_M points, tiles of ≤ 2²⁴ distances;
+    a GPU/TPU: one pass over whole rows, tiles of ≤ 2²⁷ (128 rows up to 10⁶ points)."""
+    import jax
+
+    from jaxnn._src import graph
+
+    m = 1_000_000
+    assert graph._search_kernel(m, 64, 10, "gpu") is graph._onepass_topk
+    assert graph._search_kernel(m, 64, 10, "tpu") is graph._onepass_topk
+    assert graph._search_kernel(m, 64, 10, "cpu") is graph._chunked_topk
+    assert graph._block_rows(m, None, "cpu") == 16
+    assert graph._block_rows(m, None, "gpu") == 128
+    assert graph._block_rows(10**7, None, "gpu") == 13
+    assert graph._block_rows(m, 7, "gpu") == 7  # an explicit block_size wins
+    here = jax.default_backend()
+    assert graph._search_kernel(m, 64, 10) is graph._search_kernel(m, 64, 10, here)
+    assert graph._block_rows(m, None) == graph._block_rows(m, None, here)
+    assert graph._platform() == here and graph._platform(1) == jax.devices()[0].platform
 
 
 def test_approx_method_runs_approx_min_k():

@@ -26,6 +26,15 @@ __all__ = ["Neighbors", "InverseNeighbors", "knn_graph", "knn_query", "inverse_n
 _METHODS = ("exact", "nndescent", "approx")
 # Elements of one (block × m) distance tile; 2**24 float32 = 64 MiB.
 _TILE_ELEMENTS = 1 << 24
+# The same on a GPU or TPU (512 MiB): 128-row tiles up to m = 10⁶ — the tile
+# height of the one GPU measurement so far (an H100, m = 10⁵: 109–122 ms, 0.02–0.05
+# of scikit-learn brute) — where 2**24 would leave 16 rows and 62 500 steps.
+_TILE_ELEMENTS_ACCELERATOR = 1 << 27
+
+
+def _platform(devices=None) -> str:
+    """The platform a search runs on: that of ``devices``, else JAX's default backend."""
+    return sharding.resolve_devices(devices)[0].platform if devices is not None else jax.default_backend()
 
 
 class Neighbors(NamedTuple):
@@ -79,9 +88,10 @@ def _check_k(k, m: int, *, exclude_self: bool) -> int:
     return k
 
 
-def _block_rows(m: int, block_size: int | None) -> int:
+def _block_rows(m: int, block_size: int | None, platform: str | None = None) -> int:
     if block_size is None:
-        block_size = max(1, min(128, _TILE_ELEMENTS // max(m, 1)))  # 128 rows measured fastest on CPU
+        tile = _TILE_ELEMENTS if (platform or jax.default_backend()) == "cpu" else _TILE_ELEMENTS_ACCELERATOR
+        block_size = max(1, min(128, tile // max(m, 1)))  # 128 rows measured fastest on CPU
     if int(block_size) < 1:
         raise ValueError(f"block_size must be >= 1, got {block_size}")
     return int(block_size)
@@ -116,9 +126,12 @@ def _smallest_k(d2, k: int):
 
 
 #: from this many training points on, the search runs in column chunks
-#: (:func:`_chunked_topk`); below it one pass over whole rows is faster.
+#: (:func:`_chunked_topk`) on CPU; below it one pass over whole rows is faster.
 #: Measured on 2 CPU cores, 10⁴ queries, k = 10: m = 5·10⁴: 2.5 → 0.6 s (d = 16),
 #: 3.1 → 1.7 s (d = 128); m = 10⁵, d = 64: 2.3× faster; m = 2·10⁴: 1.1–1.3× slower.
+#: The chunks keep a tile in a CPU cache; on a GPU or TPU their sequential
+#: loop (m/8192 steps per tile) would cost kernel launches, so the one-pass
+#: search runs there (the search measured on an H100, above).
 CHUNKED_MIN_M = 32_768
 #: columns per chunk: the (128, 8192) distance tile (4 MiB) stays in cache
 _CHUNK = 8192
@@ -127,9 +140,11 @@ _CHUNK = 8192
 _MAX_CANDIDATE_FLOATS = 1 << 17
 
 
-def _search_kernel(m: int, d: int, k: int):
-    """The jitted exact search for m training points of dimension d."""
-    if m >= CHUNKED_MIN_M and k * _GROUP * d <= _MAX_CANDIDATE_FLOATS:
+def _search_kernel(m: int, d: int, k: int, platform: str | None = None):
+    """The jitted exact search for m training points of dimension d on
+    ``platform`` (default: JAX's default backend)."""
+    cpu = (platform or jax.default_backend()) == "cpu"
+    if cpu and m >= CHUNKED_MIN_M and k * _GROUP * d <= _MAX_CANDIDATE_FLOATS:
         return _chunked_topk
     return _onepass_topk
 
@@ -154,7 +169,7 @@ def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, re
     if recall_target is not None:
         kernel, recall_target = _onepass_topk, float(recall_target)
     else:
-        kernel = _search_kernel(X.shape[0], X.shape[1], k)
+        kernel = _search_kernel(X.shape[0], X.shape[1], k, _platform(devices))
     if devices is None:
         extra = {} if recall_target is None else {"recall_target": recall_target}
         return kernel(Q, X, k, block, exclude_self, **extra)
@@ -274,7 +289,8 @@ def knn_graph(
         with ``lax.approx_min_k`` selecting each row's k nearest: TPU-native
         approximate top-k at ``recall_target``; on CPU and GPU XLA computes
         it exactly, slower than ``"exact"``'s two-stage selection).
-      block_size: rows per distance tile (default keeps a tile ≤ 64 MiB).
+      block_size: rows per distance tile (default: at most 128, keeping a
+        tile ≤ 64 MiB on CPU and ≤ 512 MiB on a GPU or TPU).
       seed: random state of nndescent.
       candidates: nndescent only — pynndescent builds a graph of
         ``candidates`` neighbours (plus the point itself), of which the k
@@ -326,7 +342,7 @@ def knn_graph(
             raise ValueError(f"recall_target must lie in (0, 1], got {recall_target!r}")
     Xf = _as_float(X)
     target = float(recall_target) if method == "approx" else None
-    idx, dist = _blocked_topk(Xf, Xf, k, _block_rows(m, block_size), True, devices, target)
+    idx, dist = _blocked_topk(Xf, Xf, k, _block_rows(m, block_size, _platform(devices)), True, devices, target)
     return Neighbors(idx, dist)
 
 
@@ -349,7 +365,7 @@ def knn_query(X_train, X_query, k: int, *, block_size: int | None = None, device
     k = _check_k(k, m, exclude_self=False)
     Xt = _as_float(X_train)
     Xq = _as_float(X_query).astype(Xt.dtype)
-    idx, dist = _blocked_topk(Xq, Xt, k, _block_rows(m, block_size), False, devices)
+    idx, dist = _blocked_topk(Xq, Xt, k, _block_rows(m, block_size, _platform(devices)), False, devices)
     return Neighbors(idx, dist)
 
 
