@@ -280,12 +280,13 @@ def test_auto_chooser_runs_colored_on_accelerators_for_whole_passes():
 
 
 def test_fit_default_chooser_is_what_auto_chooser_says(monkeypatch):
+    from jaxnn._src import sharding
     from jaxnn._src import model as model_mod
 
     X, y = _blobs(m=150, C=3, seed=5)
     lazy = jaxnn.fit(X, y, k=5, chooser="lazy", posterior="link")
     colored = jaxnn.fit(X, y, k=5, chooser="colored", posterior="link")
-    platform = jax.devices()[0].platform
+    platform = sharding.platform()
     expected = lazy if model_mod.auto_chooser(150, 150, platform) == "lazy" else colored
     np.testing.assert_array_equal(np.asarray(jaxnn.fit(X, y, k=5, posterior="link").alpha), np.asarray(expected.alpha))
     seen = []
@@ -477,6 +478,7 @@ def test_color_schedule_steps_follow_the_platform():
     """On CPU a step holds ~STEP_ELEMENTS/C edge × class updates (cache);
     on an accelerator whole colours up to STEP_ELEMENTS_ACCELERATOR/C.  Both
     are the same sequential order, so α agrees."""
+    from jaxnn._src import sharding
     from jaxnn._src.schedule import boost_colored, color_schedule, colored_order
 
     X, y = _blobs(m=400, C=4, seed=8)
@@ -488,7 +490,7 @@ def test_color_schedule_steps_follow_the_platform():
     assert gpu.n_steps == gpu.n_colors
     np.testing.assert_array_equal(colored_order(cpu), colored_order(gpu))
     default = color_schedule(nb, n_classes=C)
-    assert default.n_steps == (cpu if jax.default_backend() == "cpu" else gpu).n_steps
+    assert default.n_steps == (cpu if sharding.platform() == "cpu" else gpu).n_steps
     model = jaxnn.fit(X, y, k=6, chooser="colored", posterior="link")
     E0 = model.algorithm.init_edges(model.loss, model.Y)
     counts = jaxnn.inverse_neighbors(nb).counts

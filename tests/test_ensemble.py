@@ -141,11 +141,12 @@ def test_colored_blocks_each_run_their_own_schedule(data):
 
 
 def test_auto_chooser_picks_as_fit(sm3, data, monkeypatch):
+    from jaxnn._src import sharding
     from jaxnn._src import ensemble as ens_mod
     from jaxnn._src.model import auto_chooser
 
     X, y, _ = data
-    platform = jax.devices()[0].platform
+    platform = sharding.platform()
     expected = ens.fit_split(X, y, n_splits=3, k=5, chooser=auto_chooser(120, 120, platform))
     np.testing.assert_array_equal(np.asarray(sm3.alpha), np.asarray(expected.alpha))  # sm3: the default chooser
     seen = []

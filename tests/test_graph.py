@@ -222,7 +222,24 @@ def test_search_layout_follows_the_platform():
     here = jax.default_backend()
     assert graph._search_kernel(m, 64, 10) is graph._search_kernel(m, 64, 10, here)
     assert graph._block_rows(m, None) == graph._block_rows(m, None, here)
-    assert graph._platform() == here and graph._platform(1) == jax.devices()[0].platform
+
+
+def test_platform_is_where_computations_run(monkeypatch):
+    """sharding.platform: the given devices', else jax.default_device's, else
+    the default backend's — so a CPU fit under ``jax.default_device(cpu)``
+    on a GPU machine gets the CPU layouts."""
+    import jax
+
+    from jaxnn._src import sharding
+
+    assert sharding.platform() == jax.default_backend()
+    assert sharding.platform(1) == jax.devices()[0].platform
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")  # as on a GPU machine
+    assert sharding.platform() == "gpu"
+    with jax.default_device(jax.devices("cpu")[0]):
+        assert sharding.platform() == "cpu"
+    with jax.default_device("cpu"):
+        assert sharding.platform() == "cpu"
 
 
 def test_approx_method_runs_approx_min_k():

@@ -40,6 +40,7 @@ import numpy as np
 
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
+from jaxnn._src import sharding
 from jaxnn._src.boosting import boost, check_chooser, chooser_order
 from jaxnn._src.graph import _block_rows, _blocked_topk, inverse_counts, inverse_neighbors, knn_graph, knn_query
 from jaxnn._src.model import Model, _as_points, _check_int, _compute_dtype, _scores, auto_chooser, encode_labels
@@ -401,7 +402,7 @@ def fit_split(
     rounds = m if opts["rounds"] is None else _check_int(opts["rounds"], "rounds", low=1)
     chooser = opts["chooser"]
     if chooser == "auto":
-        chooser = auto_chooser(m, rounds, jax.devices()[0].platform)
+        chooser = auto_chooser(m, rounds, sharding.platform())
     if chooser == "colored" and rounds % m:
         raise ValueError(f"chooser='colored' runs whole passes: rounds must be a multiple of m={m}, got {rounds}")
     seed = _check_int(opts["seed"], "seed", low=0)

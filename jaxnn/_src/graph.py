@@ -32,11 +32,6 @@ _TILE_ELEMENTS = 1 << 24
 _TILE_ELEMENTS_ACCELERATOR = 1 << 27
 
 
-def _platform(devices=None) -> str:
-    """The platform a search runs on: that of ``devices``, else JAX's default backend."""
-    return sharding.resolve_devices(devices)[0].platform if devices is not None else jax.default_backend()
-
-
 class Neighbors(NamedTuple):
     """k nearest neighbours of each row.
 
@@ -90,7 +85,7 @@ def _check_k(k, m: int, *, exclude_self: bool) -> int:
 
 def _block_rows(m: int, block_size: int | None, platform: str | None = None) -> int:
     if block_size is None:
-        tile = _TILE_ELEMENTS if (platform or jax.default_backend()) == "cpu" else _TILE_ELEMENTS_ACCELERATOR
+        tile = _TILE_ELEMENTS if (platform or sharding.platform()) == "cpu" else _TILE_ELEMENTS_ACCELERATOR
         block_size = max(1, min(128, tile // max(m, 1)))  # 128 rows measured fastest on CPU
     if int(block_size) < 1:
         raise ValueError(f"block_size must be >= 1, got {block_size}")
@@ -143,7 +138,7 @@ _MAX_CANDIDATE_FLOATS = 1 << 17
 def _search_kernel(m: int, d: int, k: int, platform: str | None = None):
     """The jitted exact search for m training points of dimension d on
     ``platform`` (default: JAX's default backend)."""
-    cpu = (platform or jax.default_backend()) == "cpu"
+    cpu = (platform or sharding.platform()) == "cpu"
     if cpu and m >= CHUNKED_MIN_M and k * _GROUP * d <= _MAX_CANDIDATE_FLOATS:
         return _chunked_topk
     return _onepass_topk
@@ -169,7 +164,7 @@ def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, re
     if recall_target is not None:
         kernel, recall_target = _onepass_topk, float(recall_target)
     else:
-        kernel = _search_kernel(X.shape[0], X.shape[1], k, _platform(devices))
+        kernel = _search_kernel(X.shape[0], X.shape[1], k, sharding.platform(devices))
     if devices is None:
         extra = {} if recall_target is None else {"recall_target": recall_target}
         return kernel(Q, X, k, block, exclude_self, **extra)
@@ -342,7 +337,7 @@ def knn_graph(
             raise ValueError(f"recall_target must lie in (0, 1], got {recall_target!r}")
     Xf = _as_float(X)
     target = float(recall_target) if method == "approx" else None
-    idx, dist = _blocked_topk(Xf, Xf, k, _block_rows(m, block_size, _platform(devices)), True, devices, target)
+    idx, dist = _blocked_topk(Xf, Xf, k, _block_rows(m, block_size, sharding.platform(devices)), True, devices, target)
     return Neighbors(idx, dist)
 
 
@@ -365,7 +360,7 @@ def knn_query(X_train, X_query, k: int, *, block_size: int | None = None, device
     k = _check_k(k, m, exclude_self=False)
     Xt = _as_float(X_train)
     Xq = _as_float(X_query).astype(Xt.dtype)
-    idx, dist = _blocked_topk(Xq, Xt, k, _block_rows(m, block_size, _platform(devices)), False, devices)
+    idx, dist = _blocked_topk(Xq, Xt, k, _block_rows(m, block_size, sharding.platform(devices)), False, devices)
     return Neighbors(idx, dist)
 
 

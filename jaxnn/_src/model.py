@@ -273,7 +273,7 @@ def fit(
     check_chooser(chooser)
     rounds = m if rounds is None else _check_int(rounds, "rounds", low=1)
     seed = _check_int(seed, "seed", low=0)
-    platform = (sharding.resolve_devices(devices) if devices is not None else jax.devices())[0].platform
+    platform = sharding.platform(devices)
     if chooser == "auto":
         chooser = auto_chooser(m, rounds, platform)
     if chooser == "colored" and rounds % m:

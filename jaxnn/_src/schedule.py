@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxnn._src import sharding
 from jaxnn._src.algorithms import Segments
 from jaxnn._src.boosting import BoostResult, _pad_rows, surrogate_risk
 from jaxnn._src.graph import inverse_csr, members_in_order
@@ -210,8 +211,8 @@ def color_schedule(neighbors, *, chunk: int | None = None, n_classes: int = 1, p
     cut into scan steps of about ``chunk`` units (see :class:`ColorSchedule`);
     by default ``chunk = STEP_ELEMENTS // n_classes`` (at least 256) for a
     schedule run on ``platform="cpu"``, and :data:`STEP_ELEMENTS_ACCELERATOR`
-    instead of :data:`STEP_ELEMENTS` on any other platform (default: JAX's
-    default backend).
+    instead of :data:`STEP_ELEMENTS` on any other platform (default: where
+    computations run now, ``sharding.platform()``).
 
     Any order of the colours gives an exact schedule; it runs them in reverse
     order of :func:`color_conflict_graph`'s largest-first colouring (its
@@ -224,7 +225,7 @@ def color_schedule(neighbors, *, chunk: int | None = None, n_classes: int = 1, p
     around them; leveraging it first left the 10⁵-point set 0.5 points
     behind the sequential orders."""
     if chunk is None:
-        platform = jax.default_backend() if platform is None else platform
+        platform = sharding.platform() if platform is None else platform
         elements = STEP_ELEMENTS if platform == "cpu" else STEP_ELEMENTS_ACCELERATOR
         chunk = max(256, elements // max(int(n_classes), 1))
     if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import NamedTuple, Sequence
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
+from jaxnn._src import sharding
 from jaxnn._src.boosting import boost, check_chooser, chooser_order
 from jaxnn._src.graph import inverse_counts, inverse_neighbors, knn_graph, knn_query
 from jaxnn._src.schedule import boost_colored, color_schedule
@@ -115,7 +115,7 @@ def select(
     m = tr.size
     check_chooser(chooser)
     if chooser == "auto":
-        chooser = auto_chooser(m, m, jax.devices()[0].platform)
+        chooser = auto_chooser(m, m, sharding.platform())
     ks = sorted({int(k) for k in ks if 1 <= int(k) < m})
     if not ks:
         raise ValueError(f"no candidate k is in [1, {m - 1}] for a training part of {m} points")
