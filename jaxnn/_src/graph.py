@@ -137,7 +137,7 @@ _MAX_CANDIDATE_FLOATS = 1 << 17
 
 def _search_kernel(m: int, d: int, k: int, platform: str | None = None):
     """The jitted exact search for m training points of dimension d on
-    ``platform`` (default: JAX's default backend)."""
+    ``platform`` (default: where computations run now, ``sharding.platform()``)."""
     cpu = (platform or sharding.platform()) == "cpu"
     if cpu and m >= CHUNKED_MIN_M and k * _GROUP * d <= _MAX_CANDIDATE_FLOATS:
         return _chunked_topk
