@@ -277,6 +277,12 @@ def test_auto_chooser_runs_colored_on_accelerators_for_whole_passes():
     assert auto_chooser(100, 300, "gpu") == "colored"
     assert auto_chooser(100, 300, "tpu") == "colored"
     assert auto_chooser(100, 150, "gpu") == "lazy"  # the schedule runs whole passes only
+    # on CPU from m·C = 5·10⁶ on (AUTO_COLORED_MIN_STATE_CPU), whole passes only
+    assert auto_chooser(500_000, 500_000, "cpu", 10) == "colored"
+    assert auto_chooser(100_000, 200_000, "cpu", 50) == "colored"
+    assert auto_chooser(499_999, 499_999, "cpu", 10) == "lazy"
+    assert auto_chooser(5_000_000, 5_000_000, "cpu") == "colored"
+    assert auto_chooser(500_000, 750_000, "cpu", 10) == "lazy"
 
 
 def test_fit_default_chooser_is_what_auto_chooser_says(monkeypatch):
@@ -287,12 +293,12 @@ def test_fit_default_chooser_is_what_auto_chooser_says(monkeypatch):
     lazy = jaxnn.fit(X, y, k=5, chooser="lazy", posterior="link")
     colored = jaxnn.fit(X, y, k=5, chooser="colored", posterior="link")
     platform = sharding.platform()
-    expected = lazy if model_mod.auto_chooser(150, 150, platform) == "lazy" else colored
+    expected = lazy if model_mod.auto_chooser(150, 150, platform, 3) == "lazy" else colored
     np.testing.assert_array_equal(np.asarray(jaxnn.fit(X, y, k=5, posterior="link").alpha), np.asarray(expected.alpha))
     seen = []
-    monkeypatch.setattr(model_mod, "auto_chooser", lambda m, rounds, platform: seen.append(platform) or "colored")
+    monkeypatch.setattr(model_mod, "auto_chooser", lambda m, rounds, platform, n_classes: seen.append((platform, n_classes)) or "colored")
     np.testing.assert_array_equal(np.asarray(jaxnn.fit(X, y, k=5, posterior="link").alpha), np.asarray(colored.alpha))
-    assert seen == [platform]
+    assert seen == [(platform, 3)]
 
 
 def test_chooser_order_refuses_a_chooser_without_a_fixed_sequence():

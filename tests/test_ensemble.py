@@ -147,12 +147,12 @@ def test_auto_chooser_picks_as_fit(sm3, data, monkeypatch):
 
     X, y, _ = data
     platform = sharding.platform()
-    expected = ens.fit_split(X, y, n_splits=3, k=5, chooser=auto_chooser(120, 120, platform))
+    expected = ens.fit_split(X, y, n_splits=3, k=5, chooser=auto_chooser(120, 120, platform, 3))
     np.testing.assert_array_equal(np.asarray(sm3.alpha), np.asarray(expected.alpha))  # sm3: the default chooser
     seen = []
-    monkeypatch.setattr(ens_mod, "auto_chooser", lambda m, rounds, platform: seen.append((m, rounds, platform)) or "colored")
+    monkeypatch.setattr(ens_mod, "auto_chooser", lambda m, rounds, platform, n_classes: seen.append((m, rounds, platform, n_classes)) or "colored")
     auto = ens.fit_split(X, y, n_splits=3, k=5, rounds=240)
-    assert seen == [(120, 240, platform)]
+    assert seen == [(120, 240, platform, 3)]
     colored = ens.fit_split(X, y, n_splits=3, k=5, rounds=240, chooser="colored")
     np.testing.assert_array_equal(np.asarray(auto.alpha), np.asarray(colored.alpha))
 

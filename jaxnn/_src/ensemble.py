@@ -402,7 +402,7 @@ def fit_split(
     rounds = m if opts["rounds"] is None else _check_int(opts["rounds"], "rounds", low=1)
     chooser = opts["chooser"]
     if chooser == "auto":
-        chooser = auto_chooser(m, rounds, sharding.platform())
+        chooser = auto_chooser(m, rounds, sharding.platform(), Y_np.shape[1])
     if chooser == "colored" and rounds % m:
         raise ValueError(f"chooser='colored' runs whole passes: rounds must be a multiple of m={m}, got {rounds}")
     seed = _check_int(opts["seed"], "seed", low=0)

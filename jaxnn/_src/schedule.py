@@ -44,6 +44,19 @@ TIER_WIDTHS = (64, 16)
 #: a batch collide and are retried).  The former vertex-at-a-time loop over
 #: the colours of all n_j·k conflict neighbours: 0.87 s, 49.
 COLOR_BATCH_ELEMENTS = 4096
+#: COLOR_BATCH_ELEMENTS was measured at m = 10⁵; a vertex's chance to collide
+#: with its batch grows as batch/m, so the default batch grows with m:
+#: COLOR_BATCH_ELEMENTS per COLOR_BATCH_M examples (random graphs, k = 10,
+#: 2 CPU cores, batch 4096 → scaled: m = 3·10⁵ 0.43 → 0.27 s, 30 → 32
+#: colours; m = 10⁶ 2.6–2.7 → ~1.0 s, 30 → 31; at 10⁶ a batch of 16 384
+#: took 1.24 s, 65 536 1.14 s with 33 colours).
+COLOR_BATCH_M = 100_000
+
+
+def color_batch_elements(m: int) -> int:
+    """The colouring's default batch for m examples: :data:`COLOR_BATCH_ELEMENTS`
+    per :data:`COLOR_BATCH_M` examples, at least COLOR_BATCH_ELEMENTS."""
+    return max(COLOR_BATCH_ELEMENTS, COLOR_BATCH_ELEMENTS * int(m) // COLOR_BATCH_M)
 
 
 def _lowest_free(forbidden, none):
@@ -118,7 +131,7 @@ def _batched_colors(order, bounds, counts, starts, sources, widths: tuple, batch
     return colors[:m]
 
 
-def color_conflict_graph(neighbors, *, batch_elements: int = COLOR_BATCH_ELEMENTS) -> np.ndarray:
+def color_conflict_graph(neighbors, *, batch_elements: int | None = None) -> np.ndarray:
     """Colours (m,) int32 of a greedy colouring of the conflict graph of an
     (m, k) neighbour array.
 
@@ -127,9 +140,13 @@ def color_conflict_graph(neighbors, *, batch_elements: int = COLOR_BATCH_ELEMENT
     about ``batch_elements`` member lookups (:func:`_batched_colors`; a
     vertex of a batch that collides with an earlier one is retried later, so
     the colouring is proper but may use a few more colours than the
-    sequential greedy one, which ``batch_elements=1`` gives exactly).
+    sequential greedy one, which ``batch_elements=1`` gives exactly); default
+    :func:`color_batch_elements` (m).
     """
-    return _colour(np.asarray(neighbors), inverse_csr(neighbors), batch_elements)
+    nbrs = np.asarray(neighbors)
+    if batch_elements is None:
+        batch_elements = color_batch_elements(nbrs.shape[0])
+    return _colour(nbrs, inverse_csr(nbrs), batch_elements)
 
 
 def _colour(neighbors: np.ndarray, csr, batch_elements: int) -> np.ndarray:
@@ -236,7 +253,7 @@ def color_schedule(neighbors, *, chunk: int | None = None, n_classes: int = 1, p
     m = nbrs.shape[0]
     # run from the last colour of the largest-first colouring to the first
     # (see the docstring): relabelled so that colour 0 goes first
-    colors = _colour(nbrs, csr, COLOR_BATCH_ELEMENTS)
+    colors = _colour(nbrs, csr, color_batch_elements(m))
     colors = (colors.max(initial=0) - colors).astype(np.int32)
     order = np.lexsort((np.arange(m), colors))  # examples grouped by colour, by index within
     lens = counts_np[order]

@@ -115,7 +115,7 @@ def select(
     m = tr.size
     check_chooser(chooser)
     if chooser == "auto":
-        chooser = auto_chooser(m, m, sharding.platform())
+        chooser = auto_chooser(m, m, sharding.platform(), Y_all.shape[1])
     ks = sorted({int(k) for k in ks if 1 <= int(k) < m})
     if not ks:
         raise ValueError(f"no candidate k is in [1, {m - 1}] for a training part of {m} points")
