@@ -277,11 +277,14 @@ def color_schedule(neighbors, *, chunk: int | None = None, n_classes: int = 1, p
     edge_segment = np.full((n_steps, length), width, np.int32)
     # the members of each example, in this order (inv(j) from the compressed arrays)
     flat_member = members_in_order(csr, order).astype(np.int32)
-    flat_step = np.repeat(step, lens)
-    starts = np.concatenate([[0], np.cumsum(edge_counts)[:-1]])
-    pos = np.arange(flat_member.size) - starts[flat_step]
-    edge_member[flat_step, pos] = flat_member
-    edge_segment[flat_step, pos] = np.repeat(slot, lens)
+    flat_segment = np.repeat(slot.astype(np.int32), lens)
+    # a step's edges are one contiguous run of the flat arrays: a slice copy per
+    # step (n_steps of them, not one per edge)
+    bounds = np.concatenate([[0], np.cumsum(edge_counts)])
+    for t in range(n_steps):
+        a, b = bounds[t], bounds[t + 1]
+        edge_member[t, : b - a] = flat_member[a:b]
+        edge_segment[t, : b - a] = flat_segment[a:b]
     return ColorSchedule(jnp.asarray(edge_member), jnp.asarray(edge_segment), jnp.asarray(examples), colors)
 
 
