@@ -358,7 +358,7 @@ def auto_chooser(m: int, rounds: int, platform: str, n_classes: int = 1) -> str:
     graph (k = 10), first call in a fresh process / warm, lazy vs colored:
     m = 10⁵, C = 10: 3.5 / 0.59 vs 4.75 / 0.30 s; 2·10⁵: 4.5 / 1.3 vs
     5.0 / 0.65; 3·10⁵: 4.9 / 2.0 vs 5.9 / 1.0; 5·10⁵: 6.7 / 3.7 vs
-    6.6 / 1.8; 10⁶: 11.1 / 7.4 vs 8.6 / 4.1; m = 10⁵, C = 100: 4.9 / 2.1–2.5
+    6.6 / 1.8; 10⁶: 11.1 / 7.4 vs 8.6 / 3.8; m = 10⁵, C = 100: 4.9 / 2.1–2.5
     vs 5.1 / 1.1–1.3 — the schedule is ~2× faster warm from 10⁵ on, and its
     compilation (the colouring compiles per size) stops costing more than
     that from m·C ≈ 5·10⁶; smaller fits (the UCI sets: ~1 s more compile
