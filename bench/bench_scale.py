@@ -8,7 +8,8 @@ benchmark class so that a GPU session gets every number from one command::
 
 :class:`ScaleFit` fits ``jaxnn.fit(X, y, k=10, posterior="link")`` — every
 other argument at its default, so ``chooser="auto"`` runs the colored
-schedule on a GPU or TPU and the windowed lazy scan on CPU — on the
+schedule on a GPU or TPU, and on CPU the windowed lazy scan at C = 10 and
+the colored schedule at C = 100 (m·C ≥ 5·10⁶) — on the
 :func:`common.synthetic` mixture (d = 64, C classes, m training points and
 2·10⁴ test points), and reports, per (m, C):
 
