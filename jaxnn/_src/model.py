@@ -311,8 +311,9 @@ def fit(
         counts = inverse_counts(nbrs, m)  # n_j; the padded members array is not needed
         if chooser == "colored":  # the schedule's edge lists replace the members array
             schedule = color_schedule(nbrs, n_classes=Y.shape[1], platform=platform)
-            logger.info("fit: %d colours in %d scan steps a pass (instead of %d sequential steps)",
-                        schedule.n_colors, schedule.n_steps, m)
+            if logger.isEnabledFor(logging.INFO):  # n_colors reads all m colours
+                logger.info("fit: %d colours in %d scan steps a pass (instead of %d sequential steps)",
+                            schedule.n_colors, schedule.n_steps, m)
             return boost_colored(Y, E0, jnp.asarray(counts), schedule, algorithm=algo, loss=loss_obj,
                                  passes=rounds // m, trace=bool(trace))
         # a large edge state: the sequential steps run in windows on a local copy (jaxnn._src.window)

@@ -242,8 +242,7 @@ def color_schedule(neighbors, *, chunk: int | None = None, n_classes: int = 1, p
     around them; leveraging it first left the 10⁵-point set 0.5 points
     behind the sequential orders."""
     if chunk is None:
-        platform = sharding.platform() if platform is None else platform
-        elements = STEP_ELEMENTS if platform == "cpu" else STEP_ELEMENTS_ACCELERATOR
+        elements = STEP_ELEMENTS if (platform or sharding.platform()) == "cpu" else STEP_ELEMENTS_ACCELERATOR
         chunk = max(256, elements // max(int(n_classes), 1))
     if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
         raise ValueError(f"chunk must be a positive number of edges, got {chunk!r}")
