@@ -168,11 +168,26 @@ def test_lazy_steps_on_hubs_match_reference(algorithm, loss, scan, always_narrow
     np.testing.assert_allclose(trace, ref.parallel_risk, rtol=1e-7, atol=1e-10)
 
 
-def test_greedy_steps_on_hubs_match_recomputed_reference(always_narrow):
-    """Greedy steps on a hub of ~90 members (six 16-member chunks a step)
-    equal GNNB* recomputed from scratch.  Random points and labels: blobs
-    give pure neighbourhoods of equal structure, exact ties that rounding
-    (incremental η here, from-scratch sums there) breaks either way."""
+@pytest.fixture(params=[None, 7], ids=["pairs-default", "pairs-7"])
+def greedy_pairs(request, monkeypatch):
+    """The greedy step's (member, class) pairs per update iteration: the
+    default, or 7 (every step runs several iterations, one ending mid-class)."""
+    from jaxnn._src import boosting
+
+    if request.param is not None:
+        monkeypatch.setattr(boosting, "GREEDY_PAIRS", request.param)  # read when boost traces
+        boosting.boost.clear_cache()
+    yield request.param
+    if request.param is not None:
+        boosting.boost.clear_cache()
+
+
+def test_greedy_steps_on_hubs_match_recomputed_reference(always_narrow, greedy_pairs):
+    """Greedy steps on a hub of ~90 members (its update: 128 pairs an
+    iteration, or 7: dozens) equal GNNB* recomputed from scratch, and the
+    trace never increases.  Random points and labels: blobs give pure
+    neighbourhoods of equal structure, exact ties that rounding (incremental
+    η here, from-scratch sums there) breaks either way."""
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(240, 4)), rng.integers(0, 3, 240)
     nb = _hub_graph(X, 5, np.where(y == 0, 0, -1))  # class-0 rows all point to hub 0

@@ -36,3 +36,24 @@ def test_ties_go_to_the_smallest_row_and_padding_never_wins():
     np.testing.assert_array_equal(np.asarray(maxtree.argmax(tree)), [0, 0])
     tree = maxtree.add(tree, jnp.array([[7, 3], [2, 9]]), jnp.array([[-1.0, 1.0], [1.0, -1.0]]))
     np.testing.assert_array_equal(np.asarray(maxtree.argmax(tree)), [2, 3])
+
+
+@pytest.mark.parametrize("N", [3, 200])  # 3: levels repaired node by node; 200: whole
+def test_add_pairs_mixes_classes_and_accumulates_repeats(N):
+    """``add_pairs`` takes entries of any classes in one list (the greedy
+    step's (member, class) pairs), repeats included, against numpy."""
+    rng = np.random.default_rng(N)
+    m, C = 300, 4
+    v = rng.integers(-4, 5, (m, C)).astype(np.float32)
+    tree = maxtree.build(jnp.asarray(v))
+    for _ in range(8):
+        rows = rng.integers(0, m + 1, N)
+        rows[: N // 3] = rows[0]  # repeats of one entry accumulate
+        cls = rng.integers(0, C, N)
+        cls[: N // 3] = cls[0]
+        d = rng.integers(-3, 4, N).astype(np.float32)
+        d[rows == m] = 0.0
+        real = rows < m
+        np.add.at(v, (rows[real], cls[real]), d[real])
+        tree = maxtree.add_pairs(tree, jnp.asarray(rows), jnp.asarray(cls), jnp.asarray(d))
+        _check(tree, v, m)

@@ -18,8 +18,8 @@ Choosers (the weak index chooser, paper 001 [I.0]):
   and N³, the first Newton step for UNN) — GNNB*, N³'s WEO.  η is kept up to
   date incrementally: a step changes the weights of inv(j), which enter the η
   of their own k neighbours; the values η/n sit in the leaves of a tournament
-  tree (:mod:`jaxnn._src.maxtree`), so a step costs O(n_j·k·C·log m), not
-  O(m·C) for an argmax over the table.
+  tree (:mod:`jaxnn._src.maxtree`), so a step costs O(Σ_c n_jc·k·log m),
+  not O(m·C) for an argmax over the table.
 """
 
 from __future__ import annotations
@@ -79,6 +79,10 @@ def chooser_order(chooser: str, m: int, rounds: int, seed: int) -> np.ndarray:
 STEP_WIDTHS = (16, 64, 256)
 #: members updated per inner-loop iteration of a step
 CHUNK = 16
+#: (member, class) pairs a greedy step updates per inner-loop iteration: one
+#: iteration for the ~100 pairs of a random graph's step at k = C = 10 (64,
+#: 128 and 256 measured alike there and on the 10⁵-point set's hubs)
+GREEDY_PAIRS = 128
 #: padded work (steps × P × C, × k for greedy) from which narrowing pays for
 #: its compilation: at P = 502, C = 10 it compiles in 0.66 s instead of 0.30 s
 #: (lazy) and 2.1 s instead of 1.2 s (greedy), while a padded edge costs 5–10 ns
@@ -120,10 +124,13 @@ def boost(Y, E0, members, counts, neighbors, order, *, algorithm, loss: Loss, gr
     A step reads the edges of inv(j) at the narrowest of
     :func:`step_widths` ≥ n_j (a ``lax.switch`` that returns δ only, so the
     state is never copied) and writes them back ``CHUNK`` members at a time
-    (a ``fori_loop`` of ⌈n_j/CHUNK⌉ iterations, in place): the cost of a step
-    follows n_j, not the largest inverse neighbourhood P (on the exact graph
-    of the 10⁵-point set, P = 502: lazy 46–66 → 5–17 µs a step, a pass 4.9 →
-    1.6 s; greedy ~1 000 → 250–375 µs; ``bench_fit.HubSteps``).
+    (a ``fori_loop`` of ⌈n_j/CHUNK⌉ iterations, in place; greedy:
+    :data:`GREEDY_PAIRS` (member, class) pairs at a time, see
+    :func:`_boost_greedy`): the cost of a step follows n_j, not the largest
+    inverse neighbourhood P (on the exact graph of the 10⁵-point set, P =
+    502: lazy 46–66 → 5–17 µs a step, a pass 4.9 → 1.6 s; greedy ~1 000 →
+    250–375 µs with 16-member chunks, ~100–180 µs with pairs;
+    ``bench_fit.HubSteps``).
 
     Args:
       Y: (m, C) labels in {−1, +1}, float dtype of the computation.
@@ -143,11 +150,15 @@ def boost(Y, E0, members, counts, neighbors, order, *, algorithm, loss: Loss, gr
     cls = jnp.arange(C)
     P = members.shape[1]
     widths = step_widths(P, work=order.shape[0] * P * C * (neighbors.shape[1] if greedy else 1))
-    chunk = CHUNK if len(widths) > 1 else P  # one width: update the whole row at once
-    members = jnp.pad(members, ((0, 0), (0, -P % chunk)), constant_values=m)
 
     def risk_change(e_old, e_new, valid):
         return jnp.sum(jnp.where(valid, loss.psi(e_new) - loss.psi(e_old), 0.0)) / (m * C)
+
+    if greedy:
+        return _boost_greedy(Y, Yp, Ep0, members, counts, neighbors, order, widths, risk_change,
+                             algorithm=algorithm, loss=loss, trace=trace)
+    chunk = CHUNK if len(widths) > 1 else P  # one width: update the whole row at once
+    members = jnp.pad(members, ((0, 0), (0, -P % chunk)), constant_values=m)
 
     def chunked(n, update, state):
         """``update(start, state)`` over the ⌈n/chunk⌉ chunks of members[j]
@@ -162,48 +173,59 @@ def boost(Y, E0, members, counts, neighbors, order, *, algorithm, loss: Loss, gr
         by slicing: a gather of scattered positions costs 4× more here."""
         return members[j] if start is None else jax.lax.dynamic_slice(members, (j, start), (1, chunk))[0]
 
-    if not greedy:
+    def delta_at(w):
+        def delta(Ep, j):
+            idx = members[j, :w]  # (w,)
+            r = Yp[idx] * Y[j][None, :]  # (w, C)
+            return algorithm.delta(loss, Ep[idx], r, jnp.broadcast_to(counts[j], (C,)), m)
 
-        def delta_at(w):
-            def delta(Ep, j):
-                idx = members[j, :w]  # (w,)
-                r = Yp[idx] * Y[j][None, :]  # (w, C)
-                return algorithm.delta(loss, Ep[idx], r, jnp.broadcast_to(counts[j], (C,)), m)
+        return delta
 
-            return delta
+    delta_fns = [delta_at(w) for w in widths]
 
-        delta_fns = [delta_at(w) for w in widths]
+    def step(carry, j):
+        Ep, alpha, risk = carry
+        delta = narrowest(widths, counts[j], delta_fns, Ep, j)
 
-        def step(carry, j):
-            Ep, alpha, risk = carry
-            delta = narrowest(widths, counts[j], delta_fns, Ep, j)
+        def update(start, state):
+            Ep, risk = state
+            idx = member_chunk(j, start)  # (chunk,)
+            change = delta[None, :] * Yp[idx] * Y[j][None, :]
+            if trace:
+                e = Ep[idx]
+                risk = risk + risk_change(e, e + change, (idx < m)[:, None])
+            return Ep.at[idx].add(change), risk
 
-            def update(start, state):
-                Ep, risk = state
-                idx = member_chunk(j, start)  # (chunk,)
-                change = delta[None, :] * Yp[idx] * Y[j][None, :]
-                if trace:
-                    e = Ep[idx]
-                    risk = risk + risk_change(e, e + change, (idx < m)[:, None])
-                return Ep.at[idx].add(change), risk
+        Ep, risk = chunked(counts[j], update, (Ep, risk))
+        alpha = alpha.at[j].add(delta)
+        return (Ep, alpha, risk), risk
 
-            Ep, risk = chunked(counts[j], update, (Ep, risk))
-            alpha = alpha.at[j].add(delta)
-            return (Ep, alpha, risk), risk
+    carry0 = (Ep0, jnp.zeros((m, C), dtype), surrogate_risk(loss, E0))
+    (Ep, alpha, _), risks = jax.lax.scan(step, carry0, order)
+    return BoostResult(alpha, Ep[:m], risks if trace else None)
 
-        carry0 = (Ep0, jnp.zeros((m, C), dtype), surrogate_risk(loss, E0))
-        (Ep, alpha, _), risks = jax.lax.scan(step, carry0, order)
-        return BoostResult(alpha, Ep[:m], risks if trace else None)
 
-    # ---- greedy: per-class argmax of |η_j|/n_j, η kept incrementally -------
-    # |η_jc| = |Σ_{i∈inv(j)} w(e_ic) y_ic| (y_jc = ±1 drops out of the score);
-    # v = η/n lives in the leaves of a max tree over |v| (jaxnn._src.maxtree).
-    # A changed weight of i enters v_j of its k neighbours j scaled by 1/n_j,
-    # read per edge from inv_n_nbrs (one row per i: no random 1/n_j lookups).
+def _boost_greedy(Y, Yp, Ep0, members, counts, neighbors, order, widths, risk_change, *, algorithm, loss, trace):
+    """:func:`boost`'s greedy chooser (traced inside it): per class, the j
+    with the largest |η_j|/n_j.
+
+    |η_jc| = |Σ_{i∈inv(j)} w(e_ic) y_ic| (y_jc = ±1 drops out of the score);
+    v = η/n lives in the leaves of a max tree over |v| (:mod:`maxtree`).  A
+    step's update runs over the (member, class) pairs of inv(j_c) for every
+    c, ranked class by class (members[j] lists inv(j) first, padding after),
+    :data:`GREEDY_PAIRS` at a time: it costs Σ_c n_jc pairs, not C·P padded
+    slots (on a random graph, k = 10: ~100 pairs, not 280).  A changed weight
+    of member i enters v_j of its k neighbours j scaled by 1/n_j, read per
+    edge from inv_n_nbrs (one row per i: no random 1/n_j lookups).
+    """
+    m, C = Y.shape
+    P = members.shape[1]
+    cls = jnp.arange(C)
     k = neighbors.shape[1]
     nbrs_p = _pad_rows(neighbors.astype(jnp.int32), m)  # (m+1, k)
-    inv_n = 1.0 / jnp.maximum(counts, 1).astype(dtype)
+    inv_n = 1.0 / jnp.maximum(counts, 1).astype(Y.dtype)
     inv_n_nbrs = _pad_rows(inv_n[neighbors], 0.0)  # (m+1, k); 0 keeps padding at 0
+    E0 = Ep0[:m]
     wy = loss.weight(E0) * Y
     eta0 = jax.ops.segment_sum(jnp.repeat(wy, k, axis=0), neighbors.reshape(-1), num_segments=m)
     tree0 = maxtree.build(eta0 * inv_n[:, None])
@@ -218,32 +240,45 @@ def boost(Y, E0, members, counts, neighbors, order, *, algorithm, loss: Loss, gr
 
     delta_fns = [greedy_delta_at(w) for w in widths]
 
+    Q = min(GREEDY_PAIRS, P * C)
+    looped = Q < P * C
+
     def step(carry, _):
         Ep, alpha, tree, risk = carry
         jc = maxtree.argmax(tree)  # (C,)
-        delta = narrowest(widths, jnp.max(counts[jc]), delta_fns, Ep, jc)
+        n = counts[jc]  # (C,)
+        delta = narrowest(widths, jnp.max(n), delta_fns, Ep, jc)
+        ends = jnp.cumsum(n)  # pair ranks [ends[c] − n[c], ends[c]) are class c's
+        yj = Y[jc, cls]  # (C,)
 
-        def update(start, state):
+        def update(q, state):
             Ep, tree, risk = state
-            idx = jax.vmap(member_chunk, (0, None))(jc, start).T  # (chunk, C)
-            valid = idx < m
-            y = Yp[idx, cls[None, :]]
-            e = Ep[idx, cls[None, :]]
-            e_new = e + delta[None, :] * y * Y[jc, cls][None, :]
-            Ep = Ep.at[idx, cls[None, :]].set(e_new)  # members of inv(j) are distinct
+            g = q * Q + jnp.arange(Q, dtype=jnp.int32)  # (Q,) pair ranks
+            valid = g < ends[-1]
+            c = jnp.minimum(jnp.sum(g[:, None] >= ends[None, :], axis=1), C - 1).astype(jnp.int32)
+            slot = g - (ends[c] - n[c])
+            i = jnp.where(valid, members[jc[c], jnp.minimum(slot, P - 1)], m)  # (Q,); m: sentinel
+            y = Yp[i, c]  # 0 on the sentinel: no change there
+            e = Ep[i, c]
+            e_new = e + delta[c] * y * yj[c]
+            Ep = Ep.at[i, c].set(e_new)  # pairs are distinct (the sentinel's writes are no-ops)
             # weights of inv(j) changed: they enter the η of their k neighbours
-            dw = jnp.where(valid, loss.weight(e_new) - loss.weight(e), 0.0) * y  # (chunk, C)
-            targets = jnp.swapaxes(nbrs_p[idx], 1, 2).reshape(-1, C)  # (chunk·k, C)
-            dv = (dw[:, :, None] * inv_n_nbrs[idx]).swapaxes(1, 2).reshape(-1, C)
-            tree = maxtree.add(tree, targets, dv)
+            dw = jnp.where(valid, loss.weight(e_new) - loss.weight(e), 0.0) * y  # (Q,)
+            dv = dw[:, None] * inv_n_nbrs[i]  # (Q, k)
+            tree = maxtree.add_pairs(tree, nbrs_p[i].reshape(-1), jnp.repeat(c, k), dv.reshape(-1))
             if trace:
                 risk = risk + risk_change(e, e_new, valid)
             return Ep, tree, risk
 
-        Ep, tree, risk = chunked(jnp.max(counts[jc]), update, (Ep, tree, risk))
+        state = (Ep, tree, risk)
+        if looped:
+            state = jax.lax.fori_loop(0, (ends[-1] + Q - 1) // Q, update, state)
+        else:
+            state = update(0, state)
+        Ep, tree, risk = state
         alpha = alpha.at[jc, cls].add(delta)
         return (Ep, alpha, tree, risk), risk
 
-    carry0 = (Ep0, jnp.zeros((m, C), dtype), tree0, surrogate_risk(loss, E0))
+    carry0 = (Ep0, jnp.zeros((m, C), Y.dtype), tree0, surrogate_risk(loss, E0))
     (Ep, alpha, _, _), risks = jax.lax.scan(step, carry0, order)
     return BoostResult(alpha, Ep[:m], risks if trace else None)

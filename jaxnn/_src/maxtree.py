@@ -33,7 +33,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
-__all__ = ["MaxTree", "build", "add", "argmax", "values"]
+__all__ = ["MaxTree", "build", "add", "add_pairs", "argmax", "values"]
 
 #: children per node; on 2 CPU cores 8 beats 4, 16 and 32 by 1.2–1.7× a
 #: greedy step (fewer levels against more children gathered per level)
@@ -111,28 +111,36 @@ def argmax(tree: MaxTree) -> jax.Array:
 
 def add(tree: MaxTree, rows: jax.Array, deltas: jax.Array) -> MaxTree:
     """v[rows, c] += deltas for every column c (repeats accumulate), then
-    repair the maxima above.  rows, deltas: (T, C).
+    repair the maxima above.  rows, deltas: (T, C) — :func:`add_pairs` with
+    the class of column c."""
+    T, C = deltas.shape
+    cls = jnp.broadcast_to(jnp.arange(C, dtype=jnp.int32), (T, C))
+    return add_pairs(tree, rows.reshape(-1), cls.reshape(-1), deltas.reshape(-1))
+
+
+def add_pairs(tree: MaxTree, rows: jax.Array, cls: jax.Array, deltas: jax.Array) -> MaxTree:
+    """v[rows[t], cls[t]] += deltas[t] (repeats accumulate), then repair the
+    maxima above.  rows, cls, deltas: (N,) — any mix of classes, so a caller
+    passes only the entries it changes, not a (T, C) block padded per class.
 
     A level is repaired node by node (gathering the ``branch`` children of
-    each of the T·C touched nodes) while it has more than T·``branch``
-    nodes per class, and recomputed whole (contiguous, cheaper) above that.
+    each of the N touched nodes) while it has more than N·``branch`` nodes
+    in all, and recomputed whole (contiguous, cheaper) above that.
     """
-    T, C = deltas.shape
+    (N,) = deltas.shape
     B = tree.branch
-    cls = jnp.arange(C, dtype=jnp.int32)
+    C = tree.levels[0].shape[0] // tree.sizes[0]
+    cls = cls.astype(jnp.int32)
     levels = list(tree.levels)
     node = rows.astype(jnp.int32)
-    levels[0] = levels[0].at[(cls * tree.sizes[0] + node).reshape(-1)].add(deltas.reshape(-1))
+    levels[0] = levels[0].at[cls * tree.sizes[0] + node].add(deltas)
     for level in range(1, len(levels)):
         lower, n_lower = levels[level - 1], tree.sizes[level - 1]
-        if n_lower <= T * B:
+        if n_lower * C <= N * B:
             levels[level] = _dense_level(lower, n_lower, tree.sizes[level], B, level == 1)
             continue
         node = node // B
-        first = cls * n_lower + node * B  # flat position of the first child
-        children = [lower[first + b] for b in range(B)]  # B 1-D gathers fuse with the max
-        if level == 1:
-            children = [jnp.abs(x) for x in children]
-        best = functools.reduce(jnp.maximum, children)
-        levels[level] = levels[level].at[(cls * tree.sizes[level] + node).reshape(-1)].set(best.reshape(-1))
+        children = lower.reshape(-1, B)[cls * (n_lower // B) + node]  # (N, B): one row gather
+        best = jnp.max(jnp.abs(children) if level == 1 else children, axis=1)
+        levels[level] = levels[level].at[cls * tree.sizes[level] + node].set(best)
     return dataclasses.replace(tree, levels=tuple(levels))
