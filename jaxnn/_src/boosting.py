@@ -144,10 +144,6 @@ def boost(Y, E0, members, counts, neighbors, order, *, algorithm, loss: Loss, gr
       :class:`BoostResult`.
     """
     m, C = Y.shape
-    dtype = Y.dtype
-    Yp = _pad_rows(Y)  # sentinel row m has y = 0, hence r = 0 on padding
-    Ep0 = _pad_rows(E0)
-    cls = jnp.arange(C)
     P = members.shape[1]
     widths = step_widths(P, work=order.shape[0] * P * C * (neighbors.shape[1] if greedy else 1))
 
@@ -155,8 +151,10 @@ def boost(Y, E0, members, counts, neighbors, order, *, algorithm, loss: Loss, gr
         return jnp.sum(jnp.where(valid, loss.psi(e_new) - loss.psi(e_old), 0.0)) / (m * C)
 
     if greedy:
-        return _boost_greedy(Y, Yp, Ep0, members, counts, neighbors, order, widths, risk_change,
+        return _boost_greedy(Y, E0, members, counts, neighbors, order, widths, risk_change,
                              algorithm=algorithm, loss=loss, trace=trace)
+    Yp = _pad_rows(Y)  # sentinel row m has y = 0, hence r = 0 on padding
+    Ep0 = _pad_rows(E0)
     chunk = CHUNK if len(widths) > 1 else P  # one width: update the whole row at once
     members = jnp.pad(members, ((0, 0), (0, -P % chunk)), constant_values=m)
 
@@ -200,12 +198,12 @@ def boost(Y, E0, members, counts, neighbors, order, *, algorithm, loss: Loss, gr
         alpha = alpha.at[j].add(delta)
         return (Ep, alpha, risk), risk
 
-    carry0 = (Ep0, jnp.zeros((m, C), dtype), surrogate_risk(loss, E0))
+    carry0 = (Ep0, jnp.zeros((m, C), Y.dtype), surrogate_risk(loss, E0))
     (Ep, alpha, _), risks = jax.lax.scan(step, carry0, order)
     return BoostResult(alpha, Ep[:m], risks if trace else None)
 
 
-def _boost_greedy(Y, Yp, Ep0, members, counts, neighbors, order, widths, risk_change, *, algorithm, loss, trace):
+def _boost_greedy(Y, E0, members, counts, neighbors, order, widths, risk_change, *, algorithm, loss, trace):
     """:func:`boost`'s greedy chooser (traced inside it): per class, the j
     with the largest |η_j|/n_j.
 
@@ -221,11 +219,11 @@ def _boost_greedy(Y, Yp, Ep0, members, counts, neighbors, order, widths, risk_ch
     m, C = Y.shape
     P = members.shape[1]
     cls = jnp.arange(C)
+    Yp, Ep0 = _pad_rows(Y), _pad_rows(E0)  # sentinel row m: y = 0, hence no change there
     k = neighbors.shape[1]
     nbrs_p = _pad_rows(neighbors.astype(jnp.int32), m)  # (m+1, k)
     inv_n = 1.0 / jnp.maximum(counts, 1).astype(Y.dtype)
     inv_n_nbrs = _pad_rows(inv_n[neighbors], 0.0)  # (m+1, k); 0 keeps padding at 0
-    E0 = Ep0[:m]
     wy = loss.weight(E0) * Y
     eta0 = jax.ops.segment_sum(jnp.repeat(wy, k, axis=0), neighbors.reshape(-1), num_segments=m)
     tree0 = maxtree.build(eta0 * inv_n[:, None])
