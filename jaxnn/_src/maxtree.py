@@ -140,7 +140,10 @@ def add_pairs(tree: MaxTree, rows: jax.Array, cls: jax.Array, deltas: jax.Array)
             levels[level] = _dense_level(lower, n_lower, tree.sizes[level], B, level == 1)
             continue
         node = node // B
-        children = lower.reshape(-1, B)[cls * (n_lower // B) + node]  # (N, B): one row gather
-        best = jnp.max(jnp.abs(children) if level == 1 else children, axis=1)
+        first = cls * n_lower + node * B  # flat position of the first child
+        children = [lower[first + b] for b in range(B)]  # B 1-D gathers fuse with the max
+        if level == 1:
+            children = [jnp.abs(x) for x in children]
+        best = functools.reduce(jnp.maximum, children)
         levels[level] = levels[level].at[cls * tree.sizes[level] + node].set(best)
     return dataclasses.replace(tree, levels=tuple(levels))
