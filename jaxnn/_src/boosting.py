@@ -129,7 +129,7 @@ def boost(Y, E0, members, counts, neighbors, order, *, algorithm, loss: Loss, gr
     :func:`_boost_greedy`): the cost of a step follows n_j, not the largest
     inverse neighbourhood P (on the exact graph of the 10⁵-point set, P =
     502: lazy 46–66 → 5–17 µs a step, a pass 4.9 → 1.6 s; greedy ~1 000 →
-    250–375 µs with 16-member chunks, ~100–180 µs with pairs;
+    250–375 µs with 16-member chunks, 84–105 µs with pairs (one script);
     ``bench_fit.HubSteps``).
 
     Args:
