@@ -218,7 +218,10 @@ def _boost_greedy(Y, E0, members, counts, neighbors, order, widths, risk_change,
     """
     m, C = Y.shape
     P = members.shape[1]
-    cls = jnp.arange(C)
+    # gathers and scatters index with unsigned integers: with signed ones XLA
+    # first maps negative indices to the end (and the tree's node // 8 keeps
+    # the sign); unsigned, greedy steps take 0.71–0.88× the time (stop 16)
+    cls = jnp.arange(C, dtype=jnp.uint32)
     Yp, Ep0 = _pad_rows(Y), _pad_rows(E0)  # sentinel row m: y = 0, hence no change there
     k = neighbors.shape[1]
     nbrs_p = _pad_rows(neighbors.astype(jnp.int32), m)  # (m+1, k)
@@ -232,7 +235,7 @@ def _boost_greedy(Y, E0, members, counts, neighbors, order, widths, risk_change,
 
     def greedy_delta_at(w):
         def delta(Ep, jc):
-            idx = members[jc, :w].T  # (w, C)
+            idx = members[jc, :w].T.astype(jnp.uint32)  # (w, C)
             r = Yp[idx, cls[None, :]] * Y[jc, cls][None, :]
             return algorithm.delta(loss, Ep[idx, cls[None, :]], r, counts[jc], m)
 
@@ -245,7 +248,7 @@ def _boost_greedy(Y, E0, members, counts, neighbors, order, widths, risk_change,
 
     def step(carry, _):
         Ep, alpha, tree, risk = carry
-        jc = maxtree.argmax(tree)  # (C,)
+        jc = maxtree.argmax(tree).astype(jnp.uint32)  # (C,)
         n = counts[jc]  # (C,)
         delta = narrowest(widths, jnp.max(n), delta_fns, Ep, jc)
         ends = jnp.cumsum(n)  # pair ranks [ends[c] − n[c], ends[c]) are class c's
@@ -255,9 +258,9 @@ def _boost_greedy(Y, E0, members, counts, neighbors, order, widths, risk_change,
             Ep, tree, risk = state
             g = q * Q + jnp.arange(Q, dtype=jnp.int32)  # (Q,) pair ranks
             valid = g < ends[-1]
-            c = jnp.minimum(jnp.sum(g[:, None] >= ends[None, :], axis=1), C - 1).astype(jnp.int32)
-            slot = g - (ends[c] - n[c])
-            i = jnp.where(valid, members[jc[c], jnp.minimum(slot, P - 1)], m)  # (Q,); m: sentinel
+            c = jnp.minimum(jnp.sum(g[:, None] >= ends[None, :], axis=1), C - 1).astype(jnp.uint32)
+            slot = (g - (ends[c] - n[c])).astype(jnp.uint32)
+            i = jnp.where(valid, members[jc[c], jnp.minimum(slot, P - 1)], m).astype(jnp.uint32)  # (Q,); m: sentinel
             y = Yp[i, c]  # 0 on the sentinel: no change there
             e = Ep[i, c]
             e_new = e + delta[c] * y * yj[c]

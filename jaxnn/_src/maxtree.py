@@ -108,11 +108,11 @@ def argmax(tree: MaxTree) -> jax.Array:
     top = tree.levels[-1].reshape(-1, tree.sizes[-1])
     if len(tree.levels) == 1:  # m < branch: the leaves are the top
         top = jnp.abs(top)
-    node = _first_max(top)
-    cls = jnp.arange(top.shape[0], dtype=jnp.int32)
+    node = _first_max(top).astype(jnp.uint32)  # unsigned: see add_pairs
+    cls = jnp.arange(top.shape[0], dtype=jnp.uint32)
     for level in range(len(tree.levels) - 2, -1, -1):
-        node = node * tree.branch + _first_max(_children(tree, level, node, cls))
-    return node
+        node = node * tree.branch + _first_max(_children(tree, level, node, cls)).astype(jnp.uint32)
+    return node.astype(jnp.int32)
 
 
 def add(tree: MaxTree, rows: jax.Array, deltas: jax.Array) -> MaxTree:
@@ -137,9 +137,11 @@ def add_pairs(tree: MaxTree, rows: jax.Array, cls: jax.Array, deltas: jax.Array)
     (N,) = deltas.shape
     B = tree.branch
     C = tree.levels[0].shape[0] // tree.sizes[0]
-    cls = cls.astype(jnp.int32)
+    # unsigned positions: node // B is a shift and the gathers skip the
+    # negative-index fix-up (signed, both cost more than the reads themselves)
+    cls = cls.astype(jnp.uint32)
     levels = list(tree.levels)
-    node = rows.astype(jnp.int32)
+    node = rows.astype(jnp.uint32)
     levels[0] = levels[0].at[cls * tree.sizes[0] + node].add(deltas)
     for level in range(1, len(levels)):
         lower, n_lower = levels[level - 1], tree.sizes[level - 1]
