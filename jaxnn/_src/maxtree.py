@@ -138,7 +138,8 @@ def add_pairs(tree: MaxTree, rows: jax.Array, cls: jax.Array, deltas: jax.Array)
     B = tree.branch
     C = tree.levels[0].shape[0] // tree.sizes[0]
     # unsigned positions: node // B is a shift and the gathers skip the
-    # negative-index fix-up (signed, both cost more than the reads themselves)
+    # negative-index fix-up (signed, the two took a third to 40 % of a level
+    # repaired node by node: 12.7 → 8.4 µs at m = 10⁴, ~16 → 9–10 at 10⁶)
     cls = cls.astype(jnp.uint32)
     levels = list(tree.levels)
     node = rows.astype(jnp.uint32)
