@@ -248,7 +248,7 @@ def _boost_greedy(Y, E0, members, counts, neighbors, order, widths, risk_change,
 
     def step(carry, _):
         Ep, alpha, tree, risk = carry
-        jc = maxtree.argmax(tree).astype(jnp.uint32)  # (C,)
+        jc = maxtree.argmax(tree)  # (C,) uint32
         n = counts[jc]  # (C,)
         delta = narrowest(widths, jnp.max(n), delta_fns, Ep, jc)
         ends = jnp.cumsum(n)  # pair ranks [ends[c] − n[c], ends[c]) are class c's

@@ -91,7 +91,7 @@ def _first_max(x):
     """Position of the first maximum along the last axis, by two plain
     reductions (XLA's variadic argmax is slow on CPU)."""
     b = x.shape[-1]
-    pos = jnp.arange(b, dtype=jnp.int32)
+    pos = jnp.arange(b, dtype=jnp.uint32)  # unsigned: see add_pairs
     return jnp.min(jnp.where(x == jnp.max(x, axis=-1, keepdims=True), pos, b), axis=-1)
 
 
@@ -104,15 +104,15 @@ def _children(tree: MaxTree, level: int, node, cls):
 
 
 def argmax(tree: MaxTree) -> jax.Array:
-    """(C,) int32: per column, the smallest row with the largest |v|."""
+    """(C,) uint32: per column, the smallest row with the largest |v|."""
     top = tree.levels[-1].reshape(-1, tree.sizes[-1])
     if len(tree.levels) == 1:  # m < branch: the leaves are the top
         top = jnp.abs(top)
-    node = _first_max(top).astype(jnp.uint32)  # unsigned: see add_pairs
+    node = _first_max(top)
     cls = jnp.arange(top.shape[0], dtype=jnp.uint32)
     for level in range(len(tree.levels) - 2, -1, -1):
-        node = node * tree.branch + _first_max(_children(tree, level, node, cls)).astype(jnp.uint32)
-    return node.astype(jnp.int32)
+        node = node * tree.branch + _first_max(_children(tree, level, node, cls))
+    return node
 
 
 def add(tree: MaxTree, rows: jax.Array, deltas: jax.Array) -> MaxTree:
