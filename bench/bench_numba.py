@@ -17,6 +17,8 @@ C = 10, random neighbour arrays of m = 10⁴ / 10⁵ / 10⁶ rows, as
 ``bench_fit.GreedyStep``): a numba loop with the same branch-8 tournament tree
 over |η_j|/n_j, repaired only up to the first ancestor whose maximum did not
 change — the native floor of the step, and how it grows with m on this machine.
+``RandomRows`` times the reads such a step is made of: one random row of an
+(m, 10) table, 128 at a time, by numba and by JAX.
 
 numba is benchmark-only (not a jaxnn dependency): without it every benchmark
 here is skipped.  ``setup`` checks each numba loop against jaxnn's α before
@@ -314,3 +316,77 @@ class NumbaGreedyStep(Benchmark):
         return self._per_step(t[0], t[1]) / max(self._per_step(t[2], t[3]), 1e-9)
 
     track_jaxnn_over_numba_step_ratio.unit = "ratio"
+
+
+#: random rows read per batch in :class:`RandomRows` (as many as a greedy
+#: step's pairs, :data:`jaxnn._src.boosting.GREEDY_PAIRS`), and batches a call
+ROW_BATCH, ROW_BATCHES = 128, 2000
+
+
+def _sum_random_rows(table, rows):
+    """Σ of table[rows[b, r]] over every batch b and row r: (C,) float32."""
+    acc = np.zeros(table.shape[1], np.float32)
+    for b in range(rows.shape[0]):
+        for r in range(rows.shape[1]):
+            acc += table[rows[b, r]]
+    return acc
+
+
+class RandomRows(Benchmark):
+    """The machine's floor under issue 5's "greedy step flat within 2×": the
+    time to read one random row of an (m, C = 10) float32 table — what a
+    greedy step does for each of its ~10³ (member, neighbour) updates — by
+    a numba loop and by jitted JAX (a ``fori_loop`` of gathers of
+    :data:`ROW_BATCH` rows), at the sizes of ``GreedyStep``.  How much these
+    grow from m = 10⁴ to 10⁶ is how much any step made of such reads must
+    (stop 17, asv: numba 0.60 → 4.3 µs a batch, JAX 0.50 → 2.6; a script of
+    the same reads on a table JAX allocated itself: numba 0.48 → 3.0, JAX 1.0 →
+    5.6, or 3.7 with huge pages, ``GLIBC_TUNABLES=glibc.malloc.hugetlb=1``)."""
+
+    param_names = ["m"]
+    params = (GREEDY_M,)
+
+    def setup(self, m):
+        import jax
+        import jax.numpy as jnp
+
+        kernel = numba_kernel(_sum_random_rows)
+        rng = np.random.default_rng(0)
+        self.table = rng.random((m, GREEDY_C), dtype=np.float32)
+        self.rows = rng.integers(0, m, (ROW_BATCHES, ROW_BATCH))
+        want = self.table[self.rows.reshape(-1)].sum(axis=0)
+
+        @jax.jit
+        def sum_rows(table, rows):
+            # the sum of a batch feeds the next batch's indices (a zero offset): no
+            # batch is hoisted or fused with another, as in a step's scan
+            def body(b, acc):
+                offset = (acc[0] < -1.0).astype(jnp.uint32)  # 0: the table is ≥ 0
+                return acc + jnp.sum(table[rows[b] + offset], axis=0)
+
+            return jax.lax.fori_loop(0, rows.shape[0], body, jnp.zeros(table.shape[1], table.dtype))
+
+        self.jax_table = jnp.asarray(self.table)
+        self.jax_rows = jnp.asarray(self.rows.astype(np.uint32))
+        self.sum_rows = sum_rows
+        for got, what in ((kernel(self.table, self.rows), "numba"), (self._jax(), "JAX")):
+            if not np.allclose(got, want, rtol=1e-3):
+                raise AssertionError(f"{what} random-row sum disagrees with numpy's")
+
+    def _jax(self):
+        return np.asarray(self.sum_rows(self.jax_table, self.jax_rows))
+
+    def _numba(self):
+        return numba_kernel(_sum_random_rows)(self.table, self.rows)
+
+    def track_numba_batch_microseconds(self, m):
+        (t,) = interleaved_best([self._numba], repeat=5)
+        return t / ROW_BATCHES * 1e6
+
+    track_numba_batch_microseconds.unit = "microseconds"
+
+    def track_jax_batch_microseconds(self, m):
+        (t,) = interleaved_best([self._jax], repeat=5)
+        return t / ROW_BATCHES * 1e6
+
+    track_jax_batch_microseconds.unit = "microseconds"
