@@ -392,6 +392,17 @@ def test_no_retrace_for_same_shapes():
     assert boost._cache_size() == before
 
 
+def test_fit_takes_a_knn_graph_result_and_uses_its_first_k():
+    X, y = _blobs(m=60, seed=0)
+    graph = jaxnn.knn_graph(X, 5)
+    want = jaxnn.fit(X, y, k=3, neighbors=np.asarray(graph.indices)[:, :3])
+    np.testing.assert_array_equal(np.asarray(jaxnn.fit(X, y, k=3, neighbors=graph).alpha), np.asarray(want.alpha))
+    whole = jaxnn.fit(X, y, k=5, neighbors=np.asarray(graph.indices))
+    np.testing.assert_array_equal(np.asarray(jaxnn.fit(X, y, k=5, neighbors=graph).alpha), np.asarray(whole.alpha))
+    with pytest.raises(ValueError, match="shape"):
+        jaxnn.fit(X, y, k=6, neighbors=graph)
+
+
 @pytest.mark.parametrize(
     "kwargs, err, match",
     [

@@ -19,7 +19,7 @@ from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src import sharding, window
 from jaxnn._src.boosting import boost, check_chooser, chooser_order
-from jaxnn._src.graph import inverse_counts, inverse_neighbors, knn_graph, knn_query
+from jaxnn._src.graph import Neighbors, inverse_counts, inverse_neighbors, knn_graph, knn_query
 from jaxnn._src.schedule import boost_colored, color_schedule
 
 __all__ = ["Model", "fit", "decision_function", "predict_proba", "predict", "encode_labels", "auto_chooser"]
@@ -151,9 +151,17 @@ def _check_int(value, name: str, *, low: int) -> int:
 
 
 def _check_neighbors(neighbors, m: int, k: int) -> np.ndarray:
+    """(m, k) int32 neighbour indices from an int array or a :class:`Neighbors`
+    (:func:`knn_graph`'s result: rows nearest first, so one of more than k
+    neighbours gives its first k)."""
+    if isinstance(neighbors, Neighbors):
+        if neighbors.indices.ndim == 2 and neighbors.indices.shape[1] > k:
+            neighbors = neighbors.indices[:, :k]
+        else:
+            neighbors = neighbors.indices
     nb = np.asarray(neighbors)
     if not np.issubdtype(nb.dtype, np.integer):
-        raise TypeError(f"neighbors must be an integer array, got dtype {nb.dtype}")
+        raise TypeError(f"neighbors must be an integer index array or a jaxnn.Neighbors, got dtype {nb.dtype}")
     if nb.shape != (m, k):
         raise ValueError(f"neighbors must have shape (m, k) = ({m}, {k}), got {nb.shape}")
     if nb.min() < 0 or nb.max() >= m:
@@ -217,7 +225,9 @@ def fit(
         ``random`` steps run in windows on a local copy of the rows they
         touch (:mod:`jaxnn._src.window`; same result, ~3× faster on CPU).
       epsilon: GNNB's ε ∈ (0, 1) (paper 000 eq. 10).
-      neighbors: optional precomputed (m, k) int neighbour indices (self excluded).
+      neighbors: optional precomputed (m, k) int neighbour indices (self excluded),
+        or a :class:`Neighbors` from :func:`knn_graph` (of k or more neighbours:
+        its first k, the nearest, are used).
       seed: seed of the random chooser and of nndescent.
       graph_method: ``"exact"``, ``"nndescent"`` or ``"approx"`` (TPU-native
         ``lax.approx_min_k``) when ``neighbors`` is None (:func:`jaxnn.knn_graph`).

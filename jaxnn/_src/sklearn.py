@@ -110,7 +110,8 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
 
     def fit(self, X, y, neighbors=None):
         """Fit on X (n_samples, n_features) and y; ``neighbors``: an optional
-        precomputed (n_samples, k) neighbour index array (self excluded)."""
+        precomputed (n_samples, k) neighbour index array (self excluded) or a
+        :class:`jaxnn.Neighbors` from :func:`jaxnn.knn_graph` (its first k)."""
         X, y = validate_data(self, X, y, dtype=_FLOATS, multi_output=True, ensure_min_samples=2)
         if y.ndim == 2 and y.shape[1] == 1:
             y = column_or_1d(y, warn=True)  # DataConversionWarning, as scikit-learn's classifiers
