@@ -5,6 +5,7 @@ import math
 import re
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -390,6 +391,26 @@ def test_no_retrace_for_same_shapes():
     jaxnn.fit(X + 1.0, y, k=4, loss="matsushita")
     jaxnn.fit(X, y[::-1].copy(), k=4, loss="matsushita", epsilon=0.5)
     assert boost._cache_size() == before
+
+
+def test_prediction_under_jit_equals_eager():
+    X, y = _blobs(m=120, seed=3)
+    model = jaxnn.fit(X, y, k=5, posterior="votes")
+    Xq = jnp.asarray(_blobs(m=30, seed=4)[0])
+    for fn in (jaxnn.decision_function, jaxnn.predict_proba, jaxnn.predict):
+        want = np.asarray(fn(model, Xq))
+        np.testing.assert_array_equal(np.asarray(jax.jit(fn)(model, Xq)), want)  # model traced too
+        np.testing.assert_array_equal(np.asarray(jax.jit(lambda q, fn=fn: fn(model, q))(Xq)), want)  # closed over
+    named = jaxnn.fit(X, np.array(["a", "b", "c"])[y], k=5)
+    with pytest.raises(TypeError, match="numeric class labels"):
+        jax.jit(jaxnn.predict)(named, Xq)
+    with pytest.raises(ValueError, match="features"):
+        jax.jit(jaxnn.decision_function)(model, Xq[:, :2])
+    bad = X.copy()
+    bad[0, 0] = np.nan
+    bad_model = dataclasses.replace(model, X=jnp.asarray(bad))
+    with pytest.raises(ValueError, match="NaN"):  # a concrete (closed-over) model is still checked
+        jax.jit(lambda q: jaxnn.decision_function(bad_model, q))(Xq)
 
 
 def test_fit_takes_a_knn_graph_result_and_uses_its_first_k():

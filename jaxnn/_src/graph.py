@@ -65,8 +65,13 @@ def _check_points(X, name: str) -> np.ndarray:
         raise TypeError(f"{name} must hold numbers, got dtype {X.dtype}")
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"{name} is empty: shape {tuple(X.shape)}")
-    if not bool(jnp.all(jnp.isfinite(jnp.asarray(X, dtype=float)))):
-        raise ValueError(f"{name} contains NaN or infinite values")
+    # under jax.jit a traced X's values are unknown: only its shape and dtype are
+    # checked; a concrete one (closed over) is checked on the spot, not staged
+    if not isinstance(X, jax.core.Tracer):
+        with jax.ensure_compile_time_eval():
+            finite = bool(jnp.all(jnp.isfinite(jnp.asarray(X, dtype=float))))
+        if not finite:
+            raise ValueError(f"{name} contains NaN or infinite values")
     return X
 
 

@@ -94,7 +94,9 @@ jax.tree_util.register_dataclass(
 def _as_points(X, name: str = "X") -> np.ndarray:
     if isinstance(X, (str, bytes)) or X is None:
         raise TypeError(f"{name} must be a 2-D numeric array, got {type(X).__name__}")
-    arr = np.asarray(X)
+    # under jax.jit (query points of decision_function / predict_proba) the values are
+    # unknown: the shape and dtype are checked, the finiteness cannot be
+    arr = X if isinstance(X, jax.core.Tracer) else np.asarray(X)
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
         raise TypeError(f"{name} must hold numbers, got dtype {arr.dtype}")
     if arr.ndim != 2:
@@ -103,7 +105,7 @@ def _as_points(X, name: str = "X") -> np.ndarray:
         raise ValueError(f"{name} is empty: shape {arr.shape}")
     if np.iscomplexobj(arr):
         raise TypeError(f"{name} must be real, got dtype {arr.dtype}")
-    if not np.all(np.isfinite(arr)):
+    if not isinstance(arr, jax.core.Tracer) and not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains NaN or infinite values")
     return arr
 
@@ -487,9 +489,28 @@ def predict_proba(model: Model, X) -> jax.Array:
 
 def predict(model: Model, X) -> np.ndarray:
     """Labels (n,) (argmax of H, ties → first class), or (n, C) 0/1 indicators
-    for multilabel models (H_c > 0)."""
+    for multilabel models (H_c > 0): NumPy arrays, or under ``jax.jit`` a JAX
+    array (numeric labels only; a clear TypeError otherwise)."""
     model = _check_model(model)
-    H = np.asarray(decision_function(model, X))
+    H = decision_function(model, X)
+    if isinstance(H, jax.core.Tracer):  # under jax.jit: a traced array, not NumPy
+        return _traced_predict(model, H)
+    H = np.asarray(H)
     if model.multilabel:
         return (H > 0).astype(np.int64)
     return np.asarray(model.classes)[np.argmax(H, axis=1)]
+
+
+def _traced_predict(model: Model, H) -> jax.Array:
+    """:func:`predict` inside ``jax.jit``: the labels as a JAX array (numeric
+    or boolean labels only; indicators int32 for multilabel models)."""
+    if model.multilabel:
+        return (H > 0).astype(jnp.int32)
+    classes = np.asarray(model.classes)
+    if not (np.issubdtype(classes.dtype, np.number) or classes.dtype == bool):
+        raise TypeError(
+            f"predict under jax.jit needs numeric class labels, got dtype {classes.dtype}; "
+            "take jnp.argmax(jaxnn.decision_function(model, X), axis=1) for class indices "
+            "into model.classes instead"
+        )
+    return jnp.asarray(classes)[jnp.argmax(H, axis=1)]
