@@ -3,13 +3,48 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from typing import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["main", "demo"]
+__all__ = ["main", "demo", "compilation_cache_dir"]
+
+
+def compilation_cache_dir(environ=None) -> str | None:
+    """Where the CLI keeps XLA's compiled programs between runs, or None.
+
+    ``$JAXNN_CACHE_DIR`` (empty: no cache), else ``$XDG_CACHE_HOME/jaxnn/xla``,
+    else ``~/.cache/jaxnn/xla``.  A second ``jaxnn demo`` then loads instead of
+    compiling (2 CPU cores: 37 → 11 s).  The library itself never sets it: in
+    your own processes, set JAX's ``JAX_COMPILATION_CACHE_DIR``.
+    """
+    env = os.environ if environ is None else environ
+    if "JAXNN_CACHE_DIR" in env:
+        return env["JAXNN_CACHE_DIR"] or None
+    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "jaxnn", "xla")
+
+
+def _use_compilation_cache() -> None:
+    """Turn on JAX's persistent compilation cache at :func:`compilation_cache_dir`
+    (every program, however quick to compile), unless the user configured one
+    (``JAX_COMPILATION_CACHE_DIR``) or the folder cannot be made."""
+    import jax
+
+    path = compilation_cache_dir()
+    if path is None or jax.config.jax_compilation_cache_dir:
+        return
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as err:
+        print(f"jaxnn: no compilation cache ({err})", file=sys.stderr)
+        return
+    jax.config.update("jax_compilation_cache_dir", path)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
 def _timed(fn: Callable):
@@ -64,7 +99,9 @@ def demo(*, k: int = 10, quick: bool = False, out=sys.stdout) -> dict:
     contenders = _contenders(k)
     results: dict = {}
     header = f"{'domain':<12}" + "".join(f"{name:>12}" for name in contenders)
-    print(f"jaxnn demo — test accuracy (fit seconds incl. compilation), k={k}, backend={jax.default_backend()}", file=out)
+    cached = " or its cached load" if jax.config.jax_compilation_cache_dir else ""
+    print(f"jaxnn demo — test accuracy (fit seconds incl. compilation{cached}), k={k}, backend={jax.default_backend()}",
+          file=out)
     print(header, file=out)
     for domain, Xtr, ytr, Xte, yte in _demo_domains(quick):
         cells = []
@@ -94,11 +131,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["experiment"]:
         from jaxnn._src.experiments import main as experiment_main
 
+        if not {"-h", "--help"} & set(argv):
+            _use_compilation_cache()
         return experiment_main(argv[1:])
     args = parser.parse_args(argv)
     if args.command == "demo":
         if args.k < 1:
             parser.error("--k must be >= 1")
+        _use_compilation_cache()
         demo(k=args.k, quick=args.quick)
     return 0
 
