@@ -399,6 +399,22 @@ def test_bad_hyperparameters(fit, kwargs, error, match):
         fit(_X, _Y, **kwargs)
 
 
+def test_baselines_refuse_overflowing_data_diverged_training_and_stray_options():
+    for fit in (BL.sgd_fit, BL.svm_fit, BL.knn_fit):
+        with pytest.raises(ValueError, match="float32 range"):
+            fit(np.asarray(_X, np.float64) * 1e39, _Y)
+    with pytest.raises(ValueError, match="diverged"):
+        BL.svm_fit(_X, _Y, loss="hinge", learning_rate=1e30)
+    svm, sgd = BL.svm_fit(_X, _Y), BL.sgd_fit(_X, _Y)
+    with pytest.raises(TypeError, match="normalize must be a bool"):
+        BL.predict_proba(svm, _X, normalize="no")
+    with pytest.raises(TypeError, match="takes no normalize"):
+        BL.predict_proba(sgd, _X, normalize=False)
+    big = np.array([[2**40, 0], [0, 1], [5, 5]], dtype=np.int64)  # int64 beyond int32 must not wrap
+    knn = BL.knn_fit(big, [0, 1, 1], k=1)
+    assert BL.predict(knn, np.array([[0, 0]]))[0] == 1
+
+
 def test_predict_input_checks():
     model = BL.knn_fit(_X, _Y, k=3)
     for fn in (BL.predict, BL.predict_proba, BL.decision_function):

@@ -194,6 +194,60 @@ def test_ripley_invalid():
         D.ripley(n_test=2.5)
 
 
+_NAN, _INF = float("nan"), float("inf")
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda seed: D.ripley(n_train=5, n_test=5, seed=seed),
+        lambda seed: D.letter_sample(n=26, seed=seed),
+        lambda seed: D.ripley_bayes_error(n_mc=10, seed=seed),
+        lambda seed: D.gaussian_posteriors(0.5, n_train=5, n_test=5, seed=seed),
+        lambda seed: D.multilabel(n_samples=8, seed=seed),
+        lambda seed: D.train_test_split(np.zeros((4, 1)), [0, 0, 1, 1], test_size=2, seed=seed),
+    ],
+    ids=["ripley", "letter_sample", "ripley_bayes_error", "gaussian_posteriors", "multilabel", "train_test_split"],
+)
+@pytest.mark.parametrize(
+    "seed, exc, match",
+    [
+        (-1, ValueError, "seed must be >= 0"),
+        ("a", TypeError, "seed must be an integer"),
+        (1.5, TypeError, "seed must be an integer"),
+        (None, TypeError, "seed must be an integer"),
+        (True, TypeError, "seed must be an integer"),
+    ],
+)
+def test_bad_seed(fn, seed, exc, match):
+    with pytest.raises(exc, match=match):
+        fn(seed)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        D.ripley_bayes_posterior,
+        D.ripley_bayes_predict,
+        lambda X: D.gaussian_true_posteriors(X, 0.5, 3),
+    ],
+    ids=["ripley_bayes_posterior", "ripley_bayes_predict", "gaussian_true_posteriors"],
+)
+@pytest.mark.parametrize(
+    "X, exc, match",
+    [
+        ([[_NAN, 0.0]], ValueError, "X contains NaN or infinite values"),
+        ([[0.0, _INF]], ValueError, "X contains NaN or infinite values"),
+        ([["a", "b"]], TypeError, "X must be numeric"),
+        (np.zeros((1, 2)) + 1j, TypeError, "X must be real"),
+        ([[0.0, 1.0], [2.0]], ValueError, "X must be a rectangular array"),
+    ],
+)
+def test_posteriors_bad_points(fn, X, exc, match):
+    with pytest.raises(exc, match=match):
+        fn(X)
+
+
 # --------------------------------------------------------------------------
 # Gaussian posteriors
 # --------------------------------------------------------------------------
@@ -248,6 +302,26 @@ def test_gaussian_true_posteriors_stable():
     np.testing.assert_allclose(post.sum(1), 1.0)
     assert post[1, 0] == pytest.approx(1.0)
     np.testing.assert_allclose(post[2], [1 / 3] * 3, rtol=1e-12)  # centre is equidistant
+
+
+
+@pytest.mark.parametrize("sigma", [1e-300, 5e-324, 1e-160])
+def test_gaussian_posteriors_tiny_sigma(sigma):
+    # points sit on their class mean: the posterior is the one-hot of the class
+    g = D.gaussian_posteriors(sigma, n_train=6, n_test=30, n_classes=3)
+    assert np.all(np.isfinite(g.posterior_test))
+    np.testing.assert_array_equal(g.posterior_test, np.eye(3)[g.y_test])
+    post = D.gaussian_true_posteriors([[0.0, 0.0], [1e300, -1e300], [0.3, 5.0]], sigma, 3)
+    np.testing.assert_allclose(post[0], [1 / 3] * 3, rtol=1e-12)  # equidistant centre
+    np.testing.assert_array_equal(post[1:], [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+
+
+def test_gaussian_posteriors_huge_sigma():
+    # sigma -> inf: posteriors tend to the uniform prior
+    post = D.gaussian_true_posteriors([[0.3, 5.0], [-1e6, 2e6]], 1e300, 3)
+    np.testing.assert_allclose(post, 1 / 3, rtol=1e-12)
+    with pytest.raises(ValueError, match="sigma=.* is too large"):
+        D.gaussian_posteriors(1e308, n_train=50, n_test=50)
 
 
 @pytest.mark.parametrize("sigma", [-1.0, 0.0, float("nan"), float("inf")])
@@ -358,6 +432,25 @@ def test_train_test_split_invalid():
         D.train_test_split(X, y, test_size="half")
 
 
+
+@pytest.mark.parametrize(
+    "y, kwargs, exc, match",
+    [
+        ([0, 0, 1, 1], {"stratify": "no"}, TypeError, "stratify must be a bool"),
+        ([0, 0, 1, 1], {"stratify": 0}, TypeError, "stratify must be a bool"),
+        ([0, 0, 1, 1], {"stratify": None}, TypeError, "stratify must be a bool"),
+        (np.array([0, "a", 0, "a"], dtype=object), {}, TypeError, "labels of y must be mutually comparable"),
+        ([0, "a", 0, "a"], {"stratify": False}, TypeError, "labels of y must be mutually comparable"),
+        ([[0], [1, 2], [0], [1]], {}, ValueError, "y must be a rectangular array"),
+    ],
+)
+def test_train_test_split_bad_flags_and_labels(y, kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        D.train_test_split(np.zeros((4, 1)), y, test_size=2, **kwargs)
+    # numpy bools are bools
+    assert len(D.train_test_split(np.zeros((4, 1)), [0, 0, 1, 1], test_size=2, stratify=np.bool_(False))[3]) == 2
+
+
 def test_standardize():
     rng = np.random.default_rng(0)
     Xtr = rng.normal(3.0, 2.0, size=(50, 3))
@@ -374,3 +467,33 @@ def test_standardize():
         D.standardize(Xtr, Xte[:, :2])
     with pytest.raises(ValueError, match="X_train"):
         D.standardize(Xtr[:, 0], Xte)
+
+
+
+@pytest.mark.parametrize(
+    "X_train, X_test, exc, match",
+    [
+        ([[_NAN], [1.0]], [[1.0]], ValueError, "X_train contains NaN or infinite values"),
+        ([[0.0], [1.0]], [[_INF]], ValueError, "X_test contains NaN or infinite values"),
+        ([[0.0], [1.0]], [[-_INF]], ValueError, "X_test contains NaN or infinite values"),
+        ([["a"], ["b"]], [[1.0]], TypeError, "X_train must be numeric"),
+        ([[0.0], [1.0]], [["1"]], TypeError, "X_test must be numeric"),
+        ([[0.0], [1e-300]], [[1e300]], ValueError, "X_test is too far from X_train"),
+    ],
+)
+def test_standardize_bad_values(X_train, X_test, exc, match):
+    with pytest.raises(exc, match=match):
+        D.standardize(X_train, X_test)
+
+
+def test_standardize_no_overflow():
+    Ztr, Zte = D.standardize([[1e308], [-1e308]], [[0.0], [5e307]])
+    np.testing.assert_allclose(Ztr, [[1.0], [-1.0]])
+    np.testing.assert_allclose(Zte, [[0.0], [0.5]])
+    big = np.array([[1.7e308], [-1.7e308], [-1.7e308]])
+    Ztr, _ = D.standardize(big, big)
+    np.testing.assert_allclose(Ztr[:, 0], [math.sqrt(2), -1 / math.sqrt(2), -1 / math.sqrt(2)])
+    # tiny (subnormal) values are standardized as well
+    Ztr, Zte = D.standardize([[5e-324], [0.0]], [[1e-323]])
+    np.testing.assert_allclose(Ztr[:, 0], [1.0, -1.0])
+    np.testing.assert_allclose(Zte, [[3.0]])

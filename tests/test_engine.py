@@ -413,6 +413,40 @@ def test_prediction_under_jit_equals_eager():
         jax.jit(lambda q: jaxnn.decision_function(bad_model, q))(Xq)
 
 
+def test_surrogate_risk_takes_a_loss_name_and_checks_edges():
+    E = np.array([[0.5, -1.0], [2.0, 0.0]], np.float32)
+    logistic = jaxnn.losses.get("logistic")
+    assert float(jaxnn.surrogate_risk("logistic", E)) == float(jaxnn.surrogate_risk(logistic, E))
+    with pytest.raises(ValueError, match="unknown loss"):
+        jaxnn.surrogate_risk("nope", E)
+    with pytest.raises(ValueError, match="NaN"):
+        jaxnn.surrogate_risk(logistic, [np.nan])
+    for bad in ("abc", None, []):
+        with pytest.raises(TypeError, match="edges"):
+            jaxnn.surrogate_risk(logistic, bad)
+
+
+def test_numpy_scalars_are_valid_settings():
+    X, y = _blobs(m=60, seed=0)
+    a = jaxnn.fit(X, y, k=np.int64(3), epsilon=np.float32(0.5), seed=np.int32(0), trace=np.bool_(False))
+    b = jaxnn.fit(X, y, k=3, epsilon=0.5)
+    np.testing.assert_array_equal(np.asarray(a.alpha), np.asarray(b.alpha))
+    assert jaxnn.fit(X, y.astype(np.float64), k=3).classes == (0.0, 1.0, 2.0)  # integral floats are labels
+
+
+def test_algorithm_factories_reject_bad_parameters():
+    with pytest.raises(ValueError, match="max_delta must be finite"):
+        jaxnn.unn(max_delta=float("inf"))
+    with pytest.raises(ValueError, match="max_delta"):
+        jaxnn.unn_fast(max_delta=0.0)
+    with pytest.raises(TypeError, match="smoothing must be a bool"):
+        jaxnn.unn(smoothing="no")
+    with pytest.raises(TypeError, match="epsilon must be a real number"):
+        jaxnn.gnnb(None)
+    with pytest.raises(ValueError, match="epsilon"):
+        jaxnn.gnnb(1.0)
+
+
 def test_fit_takes_a_knn_graph_result_and_uses_its_first_k():
     X, y = _blobs(m=60, seed=0)
     graph = jaxnn.knn_graph(X, 5)
@@ -442,6 +476,11 @@ def test_fit_takes_a_knn_graph_result_and_uses_its_first_k():
         (dict(neighbors=np.ones((60, 2), dtype=np.int32)), ValueError, "shape"),
         (dict(neighbors=np.full((60, 3), 99, dtype=np.int32)), ValueError, "indices in"),
         (dict(neighbors=np.ones((60, 3))), TypeError, "integer"),
+        (dict(neighbors=(np.arange(60)[:, None] + np.array([1, 1, 2])) % 60), ValueError, "repeats an index"),
+        (dict(neighbors=(np.arange(60)[:, None] + np.arange(1, 4)) % 60, graph_method="foo"), ValueError, "graph_method"),
+        (dict(epsilon="a"), TypeError, "epsilon must be a real number"),
+        (dict(epsilon=float("nan")), ValueError, "epsilon"),
+        (dict(trace="no"), TypeError, "trace must be a bool"),
     ],
 )
 def test_fit_bad_arguments(kwargs, err, match):
@@ -469,7 +508,23 @@ def test_fit_bad_data():
         jaxnn.fit(np.array([["a", "b"]] * 60), y, k=3)
     with pytest.raises(ValueError, match="indicator"):
         jaxnn.fit(X, np.full((60, 2), 3), k=3)
+    for bad_y in ("abc", 3, {"a": 1}, None):
+        with pytest.raises(TypeError, match="y must be an array of labels"):
+            jaxnn.fit(X, bad_y, k=3)
+    with pytest.raises(ValueError, match="non-integer floats"):  # regression targets, not classes
+        jaxnn.fit(X, np.random.default_rng(0).random(60), k=3)
+    indicators = np.stack([y == 0, y == 1, np.zeros(60, bool)], axis=1)
+    with pytest.raises(ValueError, match="column 2 .* never positive"):
+        jaxnn.fit(X, indicators, k=3)
+    with pytest.raises(ValueError, match="all positive"):
+        jaxnn.fit(X, np.stack([y == 0, np.ones(60, bool)], axis=1), k=3)
+    with pytest.raises(ValueError, match="float32 range"):
+        jaxnn.fit(X.astype(np.float64) * 1e39, y, k=3)
+    with pytest.raises(ValueError, match="rectangular"):
+        jaxnn.fit([[1.0, 2.0], [3.0]] * 30, y, k=3)
     model = jaxnn.fit(X, y, k=3)
+    with pytest.raises(ValueError, match="float32 range"):
+        jaxnn.predict(model, X.astype(np.float64) * 1e39)
     with pytest.raises(ValueError, match="features"):
         jaxnn.predict(model, X[:, :2])
     with pytest.raises(ValueError, match="NaN"):

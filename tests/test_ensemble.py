@@ -69,6 +69,65 @@ def test_generalized_mean_rejects_unknown_kind(kind):
         ens.generalized_mean(np.array([0.2, 0.8]), kind)
 
 
+@pytest.mark.parametrize(
+    "q, expected",
+    [
+        (1e-300, 0.4), (-1e-300, 0.4), (1e-21, 0.4), (1e-10, 0.4),  # q → 0: geometric
+        (1e308, 0.8), (1e21, 0.8), (1e6, 0.8),  # q → +∞: max
+        (-1e308, 0.2), (-1e21, 0.2), (-1e6, 0.2),  # q → −∞: min
+    ],
+)
+def test_generalized_mean_power_limits(q, expected):
+    assert float(ens.generalized_mean(np.array([0.2, 0.8]), q)) == pytest.approx(expected, rel=1e-5)
+
+
+@pytest.mark.parametrize("q", [1e-3, 0.5, 3.0, -2.0, -7.5, 50.0, -50.0, 300.0])
+def test_generalized_mean_power_matches_float64_reference(q):
+    P = np.random.default_rng(1).uniform(0.05, 1.0, size=(5, 7))
+    ref = np.mean(P**q, axis=0) ** (1.0 / q)  # float64, no overflow for these q
+    np.testing.assert_allclose(np.asarray(ens.generalized_mean(P, q)), ref, rtol=2e-5)
+    # and a zero (clipped to 1e-12) with a strongly negative q: P**q would overflow
+    got = float(ens.generalized_mean(np.array([0.0, 0.5]), -40.0))
+    assert got == pytest.approx(1e-12 * 2 ** (1 / 40), rel=1e-4)
+
+
+@pytest.mark.parametrize(
+    "P, axis, exc, match",
+    [
+        ([np.nan, 0.5], 0, ValueError, "P contains NaN or infinite"),
+        ([np.inf, 0.5], 0, ValueError, "P contains NaN or infinite"),
+        ([5.0, -3.0], 0, ValueError, "P must hold probabilities in \\[0, 1\\]"),
+        ([0.5, 1.1], 0, ValueError, "P must hold probabilities"),
+        ([], 0, ValueError, "P is empty along axis 0"),
+        (np.zeros((2, 0)), 1, ValueError, "P is empty along axis 1"),
+        (0.5, 0, ValueError, "P must have at least one axis"),
+        ([0.2, 0.8], 5, ValueError, "axis 5 is out of range"),
+        ([0.2, 0.8], -2, ValueError, "axis -2 is out of range"),
+        ([0.2, 0.8], "a", TypeError, "axis must be an integer"),
+        ([0.2, 0.8], 0.0, TypeError, "axis must be an integer"),
+        ([0.2, 0.8], True, TypeError, "axis must be an integer"),
+        (["a", "b"], 0, TypeError, "P must hold numbers"),
+        (np.array([0.5, None]), 0, TypeError, "P must hold numbers"),
+        (None, 0, TypeError, "P must be an array"),
+        ("0.5", 0, TypeError, "P must be an array"),
+        (np.array([0.5, 0.5]) + 0j, 0, TypeError, "P must be real"),
+        ([[0.5], [0.2, 0.3]], 0, ValueError, "P must be a rectangular array"),
+    ],
+)
+def test_generalized_mean_rejects_bad_P_and_axis(P, axis, exc, match):
+    with pytest.raises(exc, match=match):
+        ens.generalized_mean(P, "geometric", axis=axis)
+
+
+def test_generalized_mean_traced_and_jax_inputs():
+    # concrete JAX arrays are checked; traced ones (under jit) run unchecked
+    with pytest.raises(ValueError, match="NaN"):
+        ens.generalized_mean(jax.numpy.array([0.5, float("nan")]))
+    out = jax.jit(lambda p: ens.generalized_mean(p, 0.5))(jax.numpy.array([0.2, 0.8]))
+    assert float(out) == pytest.approx(0.45, rel=1e-5)
+    assert float(ens.generalized_mean([True, False], "arithmetic")) == 0.5
+
+
 # ---------------------------------------------------------------- one block == fit
 
 
@@ -183,6 +242,12 @@ def test_vmapped_blocks_equal_a_loop_of_fits(data, chooser, check_blocks):
 
 def test_posteriors_are_probabilities(sm3, data):
     _, _, Xq = data
+    B = np.clip(np.asarray(ens.block_posteriors(sm3, Xq)), 1e-12, 1.0)
+    # extreme powers: the max / min over blocks, tiny powers: the geometric mean
+    for q, ref in [(1e308, B.max(0)), (-1e308, B.min(0)), (1e-300, np.exp(np.log(B).mean(0)))]:
+        P = np.asarray(ens.predict_proba_split(sm3, Xq, mean=q, normalize=False))
+        np.testing.assert_allclose(P, ref, rtol=1e-5)
+        assert np.all(np.isfinite(np.asarray(ens.predict_proba_split(sm3, Xq, mean=q))))
     B = np.asarray(ens.block_posteriors(sm3, Xq))
     assert B.shape == (3, 30, 3) and np.all(B >= 0) and np.all(B <= 1)
     for mean in ["geometric", "arithmetic", "harmonic", 0.5]:
@@ -295,3 +360,21 @@ def test_bad_inputs(sm3, data):
         ens.predict_proba_split(sm3, X, mean="mode")
     with pytest.raises(TypeError, match="SplitModel"):
         ens.predict_split(sm3.models[0], X)
+
+
+
+@pytest.mark.parametrize(
+    "call, exc, match",
+    [
+        (lambda X, y, sm: ens.fit_split(X, y, blocks=[[0, 1], [2, 3]], n_splits="2"), TypeError, "n_splits must be an integer"),
+        (lambda X, y, sm: ens.fit_split(X, y, blocks=[[0, 1], [2, 3]], n_splits=2.0), TypeError, "n_splits must be an integer"),
+        (lambda X, y, sm: ens.fit_split(X, y, n_splits=2, trace="no"), TypeError, "trace must be a bool"),
+        (lambda X, y, sm: ens.fit_split(X, y, n_splits=2, trace=1), TypeError, "trace must be a bool"),
+        (lambda X, y, sm: ens.predict_proba_split(sm, X, normalize="no"), TypeError, "normalize must be a bool"),
+        (lambda X, y, sm: ens.predict_proba_split(sm, X, normalize=0), TypeError, "normalize must be a bool"),
+    ],
+)
+def test_bad_flags(sm3, data, call, exc, match):
+    X, y, _ = data
+    with pytest.raises(exc, match=match):
+        call(X, y, sm3)

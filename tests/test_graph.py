@@ -150,6 +150,38 @@ def test_graph_bad_inputs(X, k, err):
         jaxnn.knn_graph(X, k)
 
 
+def test_graph_checks_the_type_shape_and_range_of_X_and_options():
+    for bad in ("abc", None, {}):
+        with pytest.raises(TypeError, match="X must be a 2-D numeric array"):
+            jaxnn.knn_graph(bad, 2)
+    with pytest.raises(ValueError, match="rectangular"):
+        jaxnn.knn_graph([[0.0, 1.0], [2.0]] * 5, 2)
+    with pytest.raises(ValueError, match="float32 range"):
+        jaxnn.knn_graph(_data(m=10).astype(np.float64) * 1e39, 2)
+    for bad in (2.7, True, "4"):
+        with pytest.raises(TypeError, match="block_size"):
+            jaxnn.knn_graph(_data(m=10), 2, block_size=bad)
+
+
+def test_integer_points_beyond_int32_are_not_wrapped():
+    # int64 2**40 would wrap to 0 in int32, making row 0 a copy of the query
+    X = np.array([[2**40, 0], [0, 1]], dtype=np.int64)
+    nb = jaxnn.knn_query(X, np.array([[0, 0]]), 1)
+    assert int(np.asarray(nb.indices)[0, 0]) == 1
+
+
+def test_inverse_neighbors_checks_its_indices():
+    nb = np.asarray(jaxnn.knn_graph(_data(m=10), 3).indices)
+    from_graph = jaxnn.inverse_neighbors(jaxnn.knn_graph(_data(m=10), 3))
+    np.testing.assert_array_equal(np.asarray(from_graph.members), np.asarray(jaxnn.inverse_neighbors(nb).members))
+    with pytest.raises(TypeError, match="integers"):
+        jaxnn.inverse_neighbors(nb.astype(float))
+    with pytest.raises(TypeError, match="m must be an integer"):
+        jaxnn.inverse_neighbors(nb, m="abc")
+    with pytest.raises(TypeError, match="m must be an integer"):
+        jaxnn.inverse_neighbors(nb, m=10.0)
+
+
 def test_graph_bad_method():
     with pytest.raises(ValueError, match="method"):
         jaxnn.knn_graph(_data(m=10), 2, method="kdtree")

@@ -140,6 +140,32 @@ def test_bad_loss_names(bad, err):
         losses.get(bad)
 
 
+@pytest.mark.parametrize(
+    "factory, arg, err",
+    [(losses.phi_mu, None, TypeError), (losses.phi_mu, "abc", TypeError), (losses.phi_mu, [0.3], TypeError),
+     (losses.phi_power, True, TypeError), (losses.phi_power, 1.0, ValueError), (losses.amari, float("nan"), ValueError)],
+)
+def test_loss_families_check_their_parameter(factory, arg, err):
+    with pytest.raises(err, match=factory.__name__):
+        factory(arg)
+    assert losses.phi_mu(np.float32(0.25)) is losses.phi_mu(0.25)  # NumPy numbers are numbers: one cached loss
+
+
+def test_from_psi_and_from_phi_check_what_the_function_returns():
+    with pytest.raises(ValueError, match="convex decreasing"):
+        losses.from_psi(lambda x: x)  # increasing
+    with pytest.raises(ValueError, match="convex decreasing"):
+        losses.from_psi(lambda x: -x)  # not strictly convex
+    with pytest.raises(TypeError, match="psi must map"):
+        losses.from_psi(lambda x: "s")
+    with pytest.raises(TypeError, match="phi must map"):
+        losses.from_phi(lambda p: "x")
+    for bad in (float("nan"), "a", float("inf")):
+        with pytest.raises(TypeError, match="domain_min"):
+            losses.from_psi(lambda x: jnp.exp(-x), domain_min=bad)
+    assert losses.from_psi(lambda x: jnp.exp(-x)).weight(0.0) == 1.0
+
+
 def test_not_permissible():
     with pytest.raises(ValueError, match="symmetric"):
         losses.from_phi(lambda p: p * p - p + 0.1 * p**3)  # asymmetric

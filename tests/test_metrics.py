@@ -51,6 +51,29 @@ def test_accuracy_invalid():
         M.accuracy([0, 1], ["0", "1"])
 
 
+_NAN = float("nan")
+
+
+@pytest.mark.parametrize(
+    "fn, y_true, y_pred, exc, match",
+    [
+        (M.accuracy, [_NAN, 1.0], [_NAN, 1.0], ValueError, "y_true contains NaN"),
+        (M.accuracy, [0.0, 1.0], [0.0, _NAN], ValueError, "y_pred contains NaN"),
+        (M.f_measure, [_NAN, 1.0], [_NAN, 1.0], ValueError, "y_true contains NaN"),
+        (M.recall, [_NAN, 1.0], [_NAN, 1.0], ValueError, "y_true contains NaN"),
+        (M.accuracy, np.array([_NAN, 1.0], dtype=object), [0, 1], ValueError, "y_true contains NaN"),
+        (M.accuracy, [0, "a"], ["0", "a"], TypeError, "labels of y_true must be mutually comparable"),
+        (M.f_measure, np.array([0, "a"], dtype=object), [0, 1], TypeError, "labels of y_true must be mutually comparable"),
+        (M.recall, [0, 1], np.array([None, 1], dtype=object), TypeError, "labels of y_pred must be mutually comparable"),
+        (M.accuracy, [[1, 2], [3]], [1, 2], ValueError, "y_true must be a rectangular array"),
+        (M.f_measure, [0, 1], [[0], [1, 2]], ValueError, "y_pred must be a rectangular array"),
+    ],
+)
+def test_label_metrics_bad_labels(fn, y_true, y_pred, exc, match):
+    with pytest.raises(exc, match=match):
+        fn(y_true, y_pred)
+
+
 def test_top_k_hand():
     y = [0, 1, 2]
     s = np.array([[0.5, 0.3, 0.2], [0.5, 0.3, 0.2], [0.5, 0.3, 0.2]])
@@ -98,6 +121,22 @@ def test_top_k_invalid():
         M.top_k_accuracy(["a", "b", "c"], s, 1, classes=[0, 1, 2])
     with pytest.raises(ValueError, match="duplicates"):
         M.top_k_accuracy([0, 1, 1], s, 1, classes=[0, 1, 1])
+
+
+@pytest.mark.parametrize(
+    "y, scores, classes, exc, match",
+    [
+        ([0, 1, 2], np.eye(3) + 0j, None, TypeError, "scores must be real"),
+        ([0, 1, 2], np.full((3, 3), "1"), None, TypeError, "scores must be numeric"),
+        ([0, 1, 2], np.eye(3), [0, "a", 2], TypeError, "labels of classes must be mutually comparable"),
+        ([0, 1, 2], np.eye(3), np.array([0, "a", 2], dtype=object), TypeError, "labels of classes must be mutually comparable"),
+        ([0, 1, 2], np.eye(3), [0.0, _NAN, 2.0], ValueError, "classes contains NaN"),
+        ([0, 1, 2], [[1, 0, 0], [0, 1], [0, 0, 1]], None, ValueError, "scores must be a rectangular array"),
+    ],
+)
+def test_top_k_bad_values(y, scores, classes, exc, match):
+    with pytest.raises(exc, match=match):
+        M.top_k_accuracy(y, scores, 1, classes=classes)
 
 
 # --------------------------------------------------------------------------
@@ -182,6 +221,22 @@ def test_hamming_risk_invalid():
         M.hamming_risk(np.array([[0, -1]]), np.array([[0, 1]]))
 
 
+@pytest.mark.parametrize(
+    "Y_true, Y_pred, exc, match",
+    [
+        ([["1", "0"]], [[1, 0]], TypeError, "Y_true must be numeric"),
+        ([[1, 0]], np.array([[1, "0"]], dtype=object), TypeError, "Y_pred must be numeric"),
+        (np.array([[1, 0]]) + 0j, [[1, 0]], TypeError, "Y_true must be real"),
+        ([[1, 0]], [[1, 0], [1]], ValueError, "Y_pred must be a rectangular array"),
+    ],
+)
+def test_hamming_risk_bad_values(Y_true, Y_pred, exc, match):
+    with pytest.raises(exc, match=match):
+        M.hamming_risk(Y_true, Y_pred)
+    # bool indicator matrices are fine
+    assert M.hamming_risk(np.array([[True, False]]), [[1, 0]]) == 0.0
+
+
 # --------------------------------------------------------------------------
 # KL divergence
 # --------------------------------------------------------------------------
@@ -225,6 +280,34 @@ def test_kl_divergence_invalid():
         M.kl_divergence(np.full((1, 2), 0.5), np.full((1, 2), 0.5), eps=0.0)
 
 
+@pytest.mark.parametrize(
+    "eps, exc, match",
+    [
+        (2.0, ValueError, "eps must satisfy 0 < eps < 1"),
+        (1.0, ValueError, "eps must satisfy 0 < eps < 1"),
+        (float("inf"), ValueError, "eps must satisfy 0 < eps < 1"),
+        (_NAN, ValueError, "eps must satisfy 0 < eps < 1"),
+        (-1e-12, ValueError, "eps must satisfy 0 < eps < 1"),
+        ("a", TypeError, "eps must be a real number"),
+        (None, TypeError, "eps must be a real number"),
+        ([1e-12], TypeError, "eps must be a real number"),
+        (True, TypeError, "eps must be a real number"),
+    ],
+)
+def test_kl_divergence_bad_eps(eps, exc, match):
+    p = np.full((2, 2), 0.5)
+    with pytest.raises(exc, match=match):
+        M.kl_divergence(p, p, eps=eps)
+
+
+def test_kl_divergence_complex():
+    p = np.full((2, 2), 0.5)
+    with pytest.raises(TypeError, match="p_hat must be real"):
+        M.kl_divergence(p + 0j, p)
+    with pytest.raises(TypeError, match="p_true must be real"):
+        M.kl_divergence(p, p.astype(complex))
+
+
 # --------------------------------------------------------------------------
 # Brier score
 # --------------------------------------------------------------------------
@@ -266,6 +349,26 @@ def test_brier_invalid():
         M.brier_score(np.full((3, 3), 0.5), proba)
     with pytest.raises(ValueError, match="proba"):
         M.brier_score([0, 1, 2], proba[0])
+
+
+_Y6 = [0, 1, 2, 0, 1, 2]
+
+
+@pytest.mark.parametrize(
+    "y, proba, exc, match",
+    [
+        (_Y6, [[5.0, -3.0, 0.0]] * 6, ValueError, "proba must hold probabilities in \\[0, 1\\]"),
+        (_Y6, np.full((6, 3), 5 / 3), ValueError, "proba must hold probabilities"),
+        (_Y6, np.full((6, 3), 0.5), ValueError, "rows of proba must sum to 1"),
+        (_Y6, np.full((6, 3), _NAN), ValueError, "proba contains NaN"),
+        (_Y6, np.full((6, 3), "0.3"), TypeError, "proba must be numeric"),
+        ([[1, 0], [1]], np.eye(2), ValueError, "y_true must be a rectangular array"),
+        ([_NAN, 1.0], np.eye(2), ValueError, "y_true contains NaN"),
+    ],
+)
+def test_brier_bad_values(y, proba, exc, match):
+    with pytest.raises(exc, match=match):
+        M.brier_score(y, proba)
 
 
 # --------------------------------------------------------------------------
@@ -312,3 +415,23 @@ def test_ece_invalid():
         M.expected_calibration_error([0, 1, 1], proba)
     with pytest.raises(ValueError, match="not in classes"):
         M.expected_calibration_error([0, 3], proba, classes=[0, 1])
+
+
+@pytest.mark.parametrize(
+    "y, proba, exc, match",
+    [
+        (_Y6, np.full((6, 3), 5 / 3), ValueError, "proba must hold probabilities in \\[0, 1\\]"),
+        (_Y6, [[1.5, -0.5, 0.0]] * 6, ValueError, "proba must hold probabilities"),
+        (_Y6, np.full((6, 3), float("inf")), ValueError, "proba contains NaN or infinite"),
+        (_Y6, np.full((6, 3), 1 / 3) + 0j, TypeError, "proba must be real"),
+        (np.array([0, "a"], dtype=object), np.eye(2), TypeError, "labels of y_true must be mutually comparable"),
+    ],
+)
+def test_ece_bad_values(y, proba, exc, match):
+    with pytest.raises(exc, match=match):
+        M.expected_calibration_error(y, proba)
+
+
+def test_ece_accepts_rows_not_summing_to_one():
+    # one-vs-rest posteriors (each in [0, 1]) are valid input
+    assert M.expected_calibration_error([0, 1], [[0.9, 0.8], [0.1, 0.7]], n_bins=10) == pytest.approx(0.2)

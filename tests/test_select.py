@@ -66,6 +66,28 @@ def test_select_bad_arguments(kwargs, match):
         jaxnn.select(X, y, **kwargs)
 
 
+@pytest.mark.parametrize(
+    "kwargs, err, match",
+    [(dict(ks=[-3, 3]), ValueError, "each of ks must be >= 1"), (dict(ks=[2.7]), TypeError, "each of ks"),
+     (dict(ks=[True]), TypeError, "each of ks"), (dict(passes=[1.5]), TypeError, "each of passes"),
+     (dict(holdout="a"), TypeError, "holdout"), (dict(holdout=None), TypeError, "holdout"),
+     (dict(epsilon="a"), TypeError, "epsilon"), (dict(seed=-1), ValueError, "seed"), (dict(seed="a"), TypeError, "seed"),
+     (dict(ks=object()), TypeError, "ks must be a sequence")],
+)
+def test_select_checks_every_candidate(kwargs, err, match):
+    X, y = _data(m=60)
+    with pytest.raises(err, match=match):
+        jaxnn.select(X, y, **kwargs)
+
+
+def test_select_takes_a_lone_candidate_and_refuses_a_split_too_small():
+    X, y = _data(m=60)
+    one = jaxnn.select(X, y, ks=5, losses="logistic", passes=1)
+    assert (one.k, one.loss, one.passes) == (5, "logistic", 1)
+    with pytest.raises(ValueError, match="too few points"):
+        jaxnn.select(X[:6], np.array([0, 0, 1, 1, 2, 2]), ks=[1])
+
+
 def test_auto_k_with_neighbors_is_rejected():
     X, y = _data(m=60)
     nb = np.asarray(jaxnn.knn_graph(X, 3).indices)

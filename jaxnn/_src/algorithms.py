@@ -26,6 +26,7 @@ import jax.numpy as jnp
 
 from typing import NamedTuple
 
+from jaxnn._src.checks import check_bool, check_real
 from jaxnn._src.losses import Loss, increasing_root, _iters
 
 __all__ = ["GNNB", "UNN", "UNNFast", "N3", "gnnb", "unn", "unn_fast", "n3", "get", "names", "BLOCK", "Segments"]
@@ -162,8 +163,7 @@ class UNN:
     name = "unn"
 
     def check(self, loss: Loss) -> None:
-        if not (float(self.max_delta) > 0):
-            raise ValueError(f"max_delta must be > 0, got {self.max_delta}")
+        check_real(self.max_delta, "max_delta", low=0.0, low_open=True)
 
     def init_edges(self, loss: Loss, Y):
         return jnp.zeros(Y.shape, Y.dtype)
@@ -207,17 +207,17 @@ class UNNFast(UNN):
 
 def gnnb(epsilon: float = 0.5) -> GNNB:
     """GNNB with ε ∈ (0, 1) (paper 000 eq. 10)."""
-    return GNNB(float(epsilon))
+    return GNNB(check_real(epsilon, "epsilon", low=0.0, high=1.0, low_open=True, high_open=True))
 
 
 def unn(smoothing: bool = True, max_delta: float = 50.0) -> UNN:
     """UNN with the exact root of paper 001 eq. (10)."""
-    return UNN(bool(smoothing), float(max_delta))
+    return UNN(check_bool(smoothing, "smoothing"), check_real(max_delta, "max_delta", low=0.0, low_open=True))
 
 
 def unn_fast(smoothing: bool = True, max_delta: float = 50.0) -> UNNFast:
     """UNN with paper 003's fast approximation, eq. (30)."""
-    return UNNFast(bool(smoothing), float(max_delta))
+    return UNNFast(check_bool(smoothing, "smoothing"), check_real(max_delta, "max_delta", low=0.0, low_open=True))
 
 
 def n3() -> N3:

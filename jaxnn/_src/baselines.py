@@ -39,6 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from jaxnn._src.checks import check_bool, check_float32_range, check_integer, check_real
 from jaxnn._src.graph import knn_query
 
 __all__ = [
@@ -142,6 +143,9 @@ def _check_X(X, name: str = "X") -> jax.Array:
         finite = bool(np.all(np.isfinite(Xn)))  # on the host: no device op to compile
     if not finite:
         raise ValueError(f"{name} contains NaN or infinite values")
+    check_float32_range(Xn, name)
+    if isinstance(Xn, np.ndarray) and Xn.dtype.kind in "biu":  # on the host: int64 must not wrap to int32
+        Xn = Xn.astype(np.float64 if jax.config.jax_enable_x64 else np.float32)
     Xj = jnp.asarray(Xn)
     if not jnp.issubdtype(Xj.dtype, jnp.floating):
         Xj = Xj.astype(jnp.result_type(float))
@@ -171,23 +175,17 @@ def _check_y(y, m: int) -> tuple[np.ndarray, tuple]:
 
 
 def _check_int(value, name: str, *, low: int | None = 1, high: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
-    value = int(value)
-    if low is not None and value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")
-    if high is not None and value > high:
-        raise ValueError(f"{name} must be <= {high}, got {value}")
-    return value
+    return check_integer(value, name, low=low, high=high)
 
 
 def _check_positive(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    value = float(value)
-    if not np.isfinite(value) or value <= 0.0:
-        raise ValueError(f"{name} must be a finite number > 0, got {value}")
-    return value
+    return check_real(value, name, low=0.0, low_open=True)
+
+
+def _check_trained(params, what: str) -> None:
+    """ValueError if training diverged (a step size too large for the data)."""
+    if not all(bool(jnp.all(jnp.isfinite(p))) for p in params):
+        raise ValueError(f"{what} diverged (non-finite weights): lower learning_rate or rescale X")
 
 
 def _default_rate(learning_rate, d: int) -> float:
@@ -309,6 +307,7 @@ def sgd_fit(X, y, *, alpha=1e-4, epochs=20, batch_size=64, learning_rate=None, s
         Xj, jnp.asarray(labels), jnp.asarray(seed, jnp.uint32), jnp.asarray(alpha, Xj.dtype),
         jnp.asarray(learning_rate, Xj.dtype), n_classes=len(classes), epochs=epochs, batch_size=batch_size,
     )
+    _check_trained((W, b), "SGD training")
     return SGDModel(W=W, b=b, classes=classes)
 
 
@@ -581,6 +580,7 @@ def svm_fit(
         jnp.asarray(learning_rate, Xj.dtype), n_classes=len(classes), n_folds=n_folds, epochs=epochs, squared=squared,
     )
     platt_a, platt_b = _platt_jit(f_oof, labels, n_classes=len(classes))
+    _check_trained((W, b, platt_a, platt_b), "SVM training")
     return SVMModel(W=W, b=b, platt_a=platt_a, platt_b=platt_b, classes=classes, loss=loss)
 
 
@@ -690,8 +690,15 @@ def _platt_proba(W, b, platt_a, platt_b, X, normalize: bool):
     return jax.nn.softmax(-jax.nn.softplus(z), axis=1) if normalize else jax.nn.sigmoid(-z)
 
 
+def _no_options(model, options: dict) -> None:
+    if options:
+        raise TypeError(f"predict_proba of a {type(model).__name__} takes no {', '.join(sorted(options))} "
+                        "(normalize applies to SVM models)")
+
+
 @predict_proba.register(SGDModel)
-def _(model, X) -> jax.Array:
+def _(model, X, **options) -> jax.Array:
+    _no_options(model, options)
     X = _check_features(model, X)
     return _ovr_logistic_proba(model.W, model.b, X.astype(model.W.dtype))
 
@@ -699,11 +706,13 @@ def _(model, X) -> jax.Array:
 @predict_proba.register(SVMModel)
 def _(model, X, *, normalize: bool = True) -> jax.Array:
     X = _check_features(model, X)
-    return _platt_proba(model.W, model.b, model.platt_a, model.platt_b, X.astype(model.W.dtype), bool(normalize))
+    normalize = check_bool(normalize, "normalize")
+    return _platt_proba(model.W, model.b, model.platt_a, model.platt_b, X.astype(model.W.dtype), normalize)
 
 
 @predict_proba.register(KNNModel)
-def _(model, X) -> jax.Array:
+def _(model, X, **options) -> jax.Array:
+    _no_options(model, options)
     return _knn_votes(model, X, "proba")
 
 

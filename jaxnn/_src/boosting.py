@@ -33,6 +33,7 @@ import numpy as np
 
 from jaxnn._src import maxtree
 from jaxnn._src.losses import Loss
+from jaxnn._src.losses import get as get_loss
 
 __all__ = ["BoostResult", "boost", "check_chooser", "chooser_order", "CHOOSERS", "surrogate_risk"]
 
@@ -48,8 +49,20 @@ class BoostResult(NamedTuple):
     trace: Optional[jax.Array]
 
 
-def surrogate_risk(loss: Loss, edges) -> jax.Array:
-    """Total surrogate risk (1/(mC)) Σ_{i,c} ψ(e_ic) — paper 000 eqs (1)–(2)."""
+def surrogate_risk(loss: Loss | str, edges) -> jax.Array:
+    """Total surrogate risk (1/(mC)) Σ_{i,c} ψ(e_ic) — paper 000 eqs (1)–(2).
+
+    ``loss``: a :class:`Loss` or a name; ``edges``: the (m, C) edges
+    e_ic = y_ic·H_c(x_i) (any shape), finite where they are concrete."""
+    loss = get_loss(loss)
+    if not isinstance(edges, jax.core.Tracer):
+        if edges is None or isinstance(edges, (str, bytes, dict, set)):
+            raise TypeError(f"edges must be an array of numbers, got {type(edges).__name__}")
+        arr = np.asarray(edges)
+        if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)) or arr.size == 0:
+            raise TypeError(f"edges must be a non-empty array of real numbers, got dtype {arr.dtype}, shape {arr.shape}")
+        if not np.all(np.isfinite(arr)):
+            raise ValueError("edges contain NaN or infinite values")
     return jnp.mean(loss.psi(edges))
 
 

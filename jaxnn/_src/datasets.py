@@ -120,6 +120,18 @@ def _check_int(name: str, value: object, minimum: int) -> int:
     return value
 
 
+def _check_seed(seed: object) -> int:
+    """A reproducible seed: a non-negative int (``None`` is rejected)."""
+    return _check_int("seed", seed, 0)
+
+
+def _check_bool(name: str, value: object) -> bool:
+    # a leaf module (no jax): jaxnn._src.checks.check_bool's twin
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
+    return bool(value)
+
+
 def _check_sigma(sigma: object) -> float:
     if isinstance(sigma, bool) or not isinstance(sigma, numbers.Real):
         raise TypeError(f"sigma must be a real number, got {type(sigma).__name__}")
@@ -129,12 +141,28 @@ def _check_sigma(sigma: object) -> float:
     return sigma
 
 
+def _asarray(name: str, a: ArrayLike) -> NDArray:
+    """``np.asarray`` that names the argument when the input is ragged."""
+    try:
+        return np.asarray(a)
+    except ValueError as err:  # inhomogeneous nested sequences
+        raise ValueError(f"{name} must be a rectangular array") from err
+
+
 def _as_points(X: ArrayLike, name: str = "X", dim: int | None = None) -> NDArray[np.float64]:
-    X = np.asarray(X, dtype=np.float64)
+    """``(n, d)`` finite float64 points, errors naming ``name``."""
+    X = _asarray(name, X)
+    if np.iscomplexobj(X):
+        raise TypeError(f"{name} must be real, got dtype {X.dtype}")
+    if X.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be numeric, got dtype {X.dtype}")
+    X = X.astype(np.float64)
     if X.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array (n, d), got ndim={X.ndim}")
     if dim is not None and X.shape[1] != dim:
         raise ValueError(f"{name} must have {dim} columns, got shape {X.shape}")
+    if not np.all(np.isfinite(X)):
+        raise ValueError(f"{name} contains NaN or infinite values")
     return X
 
 
@@ -274,12 +302,13 @@ def letter_sample(n: int = 2561, seed: int = 0) -> tuple[NDArray[np.float64], ND
 
     Args:
         n: number of rows, ``1 <= n <= 20000``.
-        seed: seed for ``numpy.random.default_rng``.
+        seed: seed for ``numpy.random.default_rng`` (an int >= 0).
 
     Returns:
         ``(X, y)``: ``X`` float64 ``(n, 16)``, ``y`` str ``(n,)`` (letters).
     """
     n = _check_int("n", n, 1)
+    seed = _check_seed(seed)
     X, y = _load_cached("letter")
     if n > len(y):
         raise ValueError(f"n must be <= {len(y)} (size of letter), got {n}")
@@ -325,13 +354,14 @@ def ripley(n_train: int = 250, n_test: int = 1000, seed: int = 0) -> Split:
     Args:
         n_train: number of training points (>= 1).
         n_test: number of test points (>= 1).
-        seed: seed for ``numpy.random.SeedSequence``.
+        seed: seed for ``numpy.random.SeedSequence`` (an int >= 0).
 
     Returns:
         :class:`Split` with ``X_*`` float64 ``(n, 2)`` and ``y_*`` int64 in {0, 1}.
     """
     n_train = _check_int("n_train", n_train, 1)
     n_test = _check_int("n_test", n_test, 1)
+    seed = _check_seed(seed)
     rng_train, rng_test = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
     X_train, y_train = _ripley_sample(rng_train, n_train)
     X_test, y_test = _ripley_sample(rng_test, n_test)
@@ -387,13 +417,13 @@ def ripley_bayes_error(n_mc: int = 10**6, seed: int = 12345) -> float:
 
     Args:
         n_mc: number of Monte-Carlo points (>= 1).
-        seed: seed for ``numpy.random.default_rng``.
+        seed: seed for ``numpy.random.default_rng`` (an int >= 0).
 
     Returns:
         Estimated Bayes error as a Python float.
     """
     n_mc = _check_int("n_mc", n_mc, 1)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(_check_seed(seed))
     X, _ = _ripley_sample(rng, n_mc)
     eta = ripley_bayes_posterior(X)
     return float(np.mean(np.minimum(eta, 1.0 - eta)))
@@ -411,8 +441,11 @@ def gaussian_true_posteriors(X: ArrayLike, sigma: float, n_classes: int) -> NDAr
     """True posteriors of the :func:`gaussian_posteriors` problem.
 
     With equal priors and class densities ``N(mu_c, sigma^2 I)``,
-    ``P(c | x) = softmax_c(-||x - mu_c||^2 / (2 sigma^2))``, evaluated with
-    log-sum-exp so it stays finite for tiny ``sigma`` or far-away points.
+    ``P(c | x) = softmax_c(-||x - mu_c||^2 / (2 sigma^2))``. As every mean
+    lies on the unit circle this is ``softmax_c(<x, mu_c> / sigma^2)``; it is
+    evaluated with the largest logit subtracted first and ``sigma`` divided
+    twice, so it stays finite and correct for any positive finite ``sigma``
+    (down to the smallest subnormal) and far-away points.
 
     Args:
         X: ``(n, 2)`` points.
@@ -426,8 +459,13 @@ def gaussian_true_posteriors(X: ArrayLike, sigma: float, n_classes: int) -> NDAr
     n_classes = _check_int("n_classes", n_classes, 2)
     X = _as_points(X, dim=2)
     means = _circle_means(n_classes)
-    sq = np.sum((X[:, None, :] - means[None, :, :]) ** 2, axis=-1)
-    logits = -sq / (2.0 * sigma**2)
+    # -||x - mu_c||^2 = 2 <x, mu_c> - ||x||^2 - 1: only <x, mu_c> depends on c.
+    # Shift by the largest term (-> logits <= 0, the best class 0) before
+    # dividing by sigma (twice: sigma**2 underflows for sigma < 1e-154), so no
+    # inf - inf or 0 / 0 can occur.
+    dot = X @ means.T
+    with np.errstate(over="ignore"):  # -> -inf: a posterior of exactly 0
+        logits = ((dot - dot.max(axis=1, keepdims=True)) / sigma) / sigma
     return np.exp(logits - _logsumexp(logits, axis=1)[:, None])
 
 
@@ -454,7 +492,7 @@ def gaussian_posteriors(
         n_train: number of training points (>= 1).
         n_test: number of test points (>= 1).
         n_classes: number of classes ``C`` (>= 2).
-        seed: seed for ``numpy.random.SeedSequence``.
+        seed: seed for ``numpy.random.SeedSequence`` (an int >= 0).
 
     Returns:
         :class:`PosteriorSplit`; ``posterior_test`` is ``(n_test, C)`` with the
@@ -464,12 +502,17 @@ def gaussian_posteriors(
     n_train = _check_int("n_train", n_train, 1)
     n_test = _check_int("n_test", n_test, 1)
     n_classes = _check_int("n_classes", n_classes, 2)
+    seed = _check_seed(seed)
     means = _circle_means(n_classes)
     rngs = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2)]
 
     def draw(rng: np.random.Generator, n: int) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
         y = _balanced_labels(rng, n, n_classes)
-        return means[y] + sigma * rng.standard_normal((n, 2)), y
+        with np.errstate(over="ignore"):
+            X = means[y] + sigma * rng.standard_normal((n, 2))
+        if not np.all(np.isfinite(X)):
+            raise ValueError(f"sigma={sigma} is too large: the sampled points overflow float64")
+        return X, y
 
     X_train, y_train = draw(rngs[0], n_train)
     X_test, y_test = draw(rngs[1], n_test)
@@ -501,7 +544,7 @@ def multilabel(
         n_samples: number of rows (>= 4).
         n_features: number of features ``d`` (>= 1).
         n_classes: number of labels ``C`` (>= 2).
-        seed: seed for ``numpy.random.default_rng``.
+        seed: seed for ``numpy.random.default_rng`` (an int >= 0).
 
     Returns:
         ``(X, Y)``: ``X`` float64 ``(n, d)``, ``Y`` int64 ``(n, C)`` in {0, 1}.
@@ -509,7 +552,7 @@ def multilabel(
     n = _check_int("n_samples", n_samples, 4)
     d = _check_int("n_features", n_features, 1)
     C = _check_int("n_classes", n_classes, 2)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(_check_seed(seed))
     X = rng.standard_normal((n, d))
     W = rng.standard_normal((d, C))
     W /= np.linalg.norm(W, axis=0, keepdims=True)
@@ -557,14 +600,19 @@ def train_test_split(
         X: ``(n, ...)`` features.
         y: ``(n,)`` labels or ``(n, C)`` label matrix.
         test_size: fraction in ``(0, 1)`` or absolute count in ``[1, n-1]``.
-        seed: seed for ``numpy.random.default_rng``.
-        stratify: stratify on ``y``.
+        seed: seed for ``numpy.random.default_rng`` (an int >= 0).
+        stratify: stratify on ``y`` (a bool).
 
     Returns:
         ``(X_train, X_test, y_train, y_test)`` (scikit-learn's order).
     """
-    X = np.asarray(X)
-    y = np.asarray(y)
+    y_raw = y
+    X = _asarray("X", X)
+    y = _asarray("y", y)
+    if y.dtype.kind in "US" and isinstance(y_raw, (list, tuple)) and not all(
+        isinstance(v, (str, bytes)) for v in y_raw
+    ):  # numpy would silently turn e.g. [0, "a"] into strings
+        raise TypeError("labels of y must be mutually comparable (all numbers or all strings)")
     if X.ndim < 1 or y.ndim not in (1, 2):
         raise ValueError(
             f"X must have ndim >= 1 and y ndim 1 or 2, got X.ndim={X.ndim}, y.ndim={y.ndim}"
@@ -589,12 +637,17 @@ def train_test_split(
             raise ValueError(
                 f"test_size={frac} gives {n_test} test rows out of {n}; need 1..{n - 1}"
             )
-    rng = np.random.default_rng(seed)
-    if stratify:
-        if y.ndim == 1:
-            _, groups = np.unique(y, return_inverse=True)
-        else:
-            _, groups = np.unique(y, axis=0, return_inverse=True)
+    rng = np.random.default_rng(_check_seed(seed))
+    if _check_bool("stratify", stratify):
+        try:
+            if y.ndim == 1:
+                _, groups = np.unique(y, return_inverse=True)
+            else:
+                _, groups = np.unique(y, axis=0, return_inverse=True)
+        except TypeError as err:  # e.g. an object array mixing str and int
+            raise TypeError(
+                "labels of y must be mutually comparable (all numbers or all strings) to stratify"
+            ) from err
         groups = np.asarray(groups).reshape(-1)
         sizes = np.bincount(groups)
         take = _largest_remainder(sizes, n_test)
@@ -619,7 +672,9 @@ def standardize(
     """Z-score both sets with the training mean and standard deviation.
 
     Features whose training standard deviation is zero are only centred
-    (their std is replaced by 1).
+    (their std is replaced by 1). Inputs must be finite; the statistics are
+    computed on columns scaled by a power of two (exact), so values near the
+    float64 limit do not overflow.
 
     Args:
         X_train: ``(n_train, d)``.
@@ -636,7 +691,21 @@ def standardize(
         raise ValueError(
             f"X_test has {X_test.shape[1]} features but X_train has {X_train.shape[1]}"
         )
-    mean = X_train.mean(axis=0)
-    std = X_train.std(axis=0)
-    std = np.where(std > 0, std, 1.0)
-    return (X_train - mean) / std, (X_test - mean) / std
+    # Power-of-two column scale: X / scale lies in [-2, 2] and is exact, so
+    # mean and std cannot overflow and equal the unscaled ones times 1/scale.
+    _, exponent = np.frexp(np.max(np.abs(X_train), axis=0))
+    scale = np.ldexp(1.0, exponent - 1)
+    mean_s = (X_train / scale).mean(axis=0)
+    std_s = (X_train / scale).std(axis=0)
+    constant = std_s == 0
+    std_s = np.where(constant, 1.0, std_s)
+    mean = mean_s * scale
+
+    def z(X: NDArray[np.float64]) -> NDArray[np.float64]:
+        with np.errstate(over="ignore"):
+            return np.where(constant, X - mean, (X / scale - mean_s) / std_s)
+
+    Z_train, Z_test = z(X_train), z(X_test)
+    if not np.all(np.isfinite(Z_test)):
+        raise ValueError("X_test is too far from X_train: standardized values overflow float64")
+    return Z_train, Z_test

@@ -41,6 +41,7 @@ import numpy as np
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src import sharding
+from jaxnn._src.checks import check_bool, check_real
 from jaxnn._src.boosting import boost, check_chooser, chooser_order
 from jaxnn._src.graph import _block_rows, _blocked_topk, inverse_counts, inverse_neighbors, knn_graph, knn_query
 from jaxnn._src.model import Model, _as_points, _check_int, _compute_dtype, _scores, auto_chooser, encode_labels
@@ -62,6 +63,11 @@ __all__ = [
 MEANS = ("arithmetic", "geometric", "harmonic")
 NORMS = ("l2", "l1", None)
 _P_MIN = 1e-12
+_P_TOL = 1e-6  # slack on [0, 1] for the probabilities given to generalized_mean
+# Power means with |q| beyond these bounds are computed as their limits: for
+# |q| < _Q_SMALL, |log M_q − log GM| ≤ |q| Var(log p) / 2 ≤ 1e-18 (log p ∈
+# [log 1e-12, 0]); for |q| > _Q_LARGE, |log M_q − log max/min| ≤ log(n) / |q|.
+_Q_SMALL, _Q_LARGE = 1e-20, 1e20
 # keyword arguments of fit_split forwarded to the per-block boosting
 _FIT_KEYS = ("k", "loss", "algorithm", "rounds", "chooser", "epsilon", "seed", "graph_method", "trace")
 
@@ -86,34 +92,82 @@ def _check_mean(kind, name: str):
     return {1.0: "arithmetic", 0.0: "geometric", -1.0: "harmonic"}.get(q, q)
 
 
+def _check_probabilities(P, axis):
+    """P as a float JAX array with a valid, non-empty ``axis`` (returned as a
+    non-negative int); concrete values must be finite and in [0, 1] (up to
+    _P_TOL).  A traced P (under jit, e.g. from :func:`predict_proba_split`)
+    has only its shape and dtype checked."""
+    if P is None or isinstance(P, (str, bytes)):
+        raise TypeError(f"P must be an array of probabilities, got {type(P).__name__}")
+    if not isinstance(P, jax.Array):
+        try:
+            P = np.asarray(P)
+        except ValueError as err:  # ragged nested sequences
+            raise ValueError("P must be a rectangular array") from err
+    if np.issubdtype(P.dtype, np.complexfloating):
+        raise TypeError(f"P must be real, got dtype {P.dtype}")
+    if not (np.issubdtype(P.dtype, np.number) or P.dtype == bool):
+        raise TypeError(f"P must hold numbers, got dtype {P.dtype}")
+    if P.ndim == 0:
+        raise ValueError("P must have at least one axis to average over, got a scalar")
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"axis must be an integer, got {type(axis).__name__}")
+    if not -P.ndim <= axis < P.ndim:
+        raise ValueError(f"axis {axis} is out of range for P with {P.ndim} dimension(s)")
+    axis = int(axis) % P.ndim
+    if P.shape[axis] == 0:
+        raise ValueError(f"P is empty along axis {axis} (shape {P.shape}): nothing to average")
+    P = jnp.asarray(P)
+    if not jnp.issubdtype(P.dtype, jnp.floating):
+        P = P.astype(jnp.result_type(float))
+    if not isinstance(P, jax.core.Tracer):
+        if not bool(jnp.all(jnp.isfinite(P))):
+            raise ValueError("P contains NaN or infinite values")
+        if not bool(jnp.all((P >= -_P_TOL) & (P <= 1.0 + _P_TOL))):
+            raise ValueError("P must hold probabilities in [0, 1]")
+    return P, axis
+
+
 def generalized_mean(P, kind="arithmetic", axis: int = 0) -> jax.Array:
     """Generalised (quasi-arithmetic) mean M_f = f⁻¹(mean f(p)) along ``axis``.
 
     Args:
-      P: array of probabilities; values are clipped to [1e-12, 1] first (so
-        the geometric and harmonic means of a 0 are finite).
+      P: array of probabilities, finite and in [0, 1] (ValueError otherwise;
+        a traced P under jit is not checked); values are clipped to
+        [1e-12, 1] first (so the geometric and harmonic means of a 0 are
+        finite).
       kind: ``"arithmetic"`` (f = id), ``"geometric"`` (f = log),
-        ``"harmonic"`` (f = 1/x), or a real number q: the power mean
-        f = x^q (q = 1, 0, −1 are the three named means).
-      axis: the axis averaged over (removed from the result).
+        ``"harmonic"`` (f = 1/x), or a finite real number q: the power mean
+        f = x^q (q = 1, 0, −1 are the three named means).  Power means are
+        computed in log space, exp(log-mean-exp(q log p) / q), so they are
+        accurate for every q: they tend to the geometric mean as q → 0 and
+        to the max (q → +∞) or min (q → −∞).
+      axis: the axis averaged over (removed from the result); it must be
+        non-empty.
 
     Examples: for [0.2, 0.8] the arithmetic, geometric and harmonic means are
     0.5, 0.4 and 0.32.  A mean over a single entry returns it (clipped).
     """
     kind = _check_mean(kind, "kind")
-    P = jnp.asarray(P)
-    if not jnp.issubdtype(P.dtype, jnp.floating):
-        P = P.astype(jnp.result_type(float))
+    P, axis = _check_probabilities(P, axis)
     P = jnp.clip(P, _P_MIN, 1.0)
     if P.shape[axis] == 1:
         return jnp.squeeze(P, axis=axis)
     if kind == "arithmetic":
         return jnp.mean(P, axis=axis)
-    if kind == "geometric":
-        return jnp.exp(jnp.mean(jnp.log(P), axis=axis))
     if kind == "harmonic":
         return 1.0 / jnp.mean(1.0 / P, axis=axis)
-    return jnp.mean(P**kind, axis=axis) ** (1.0 / kind)
+    L = jnp.log(P)
+    if kind == "geometric" or abs(kind) < _Q_SMALL:
+        return jnp.exp(jnp.mean(L, axis=axis))
+    ref = jnp.max(L, axis=axis, keepdims=True) if kind > 0 else jnp.min(L, axis=axis, keepdims=True)
+    if abs(kind) > _Q_LARGE:
+        return jnp.exp(jnp.squeeze(ref, axis=axis))
+    # log M_q = ref + log(mean(exp(q (L − ref)))) / q, with q (L − ref) ≤ 0 and
+    # log(mean(exp(t))) = log1p(mean(expm1(t))): accurate also for small |q|
+    t = kind * (L - ref)
+    log_mean = jnp.log1p(jnp.mean(jnp.expm1(t), axis=axis))
+    return jnp.exp(jnp.squeeze(ref, axis=axis) + log_mean / kind)
 
 
 # --------------------------------------------------------------------------
@@ -203,11 +257,11 @@ jax.tree_util.register_dataclass(
 
 
 def _make_blocks(n_splits, blocks, d: int) -> tuple:
+    if n_splits is not None and (isinstance(n_splits, bool) or not isinstance(n_splits, (int, np.integer))):
+        raise TypeError(f"n_splits must be an integer, got {type(n_splits).__name__}")
     if blocks is None:
         if n_splits is None:
             raise TypeError("fit_split needs n_splits (or explicit blocks)")
-        if isinstance(n_splits, bool) or not isinstance(n_splits, (int, np.integer)):
-            raise TypeError(f"n_splits must be an integer, got {type(n_splits).__name__}")
         n = int(n_splits)
         if not 1 <= n <= d:
             raise ValueError(f"n_splits must lie in [1, d] = [1, {d}] (d = number of features), got {n_splits}")
@@ -394,9 +448,8 @@ def fit_split(
         raise ValueError(f"k must be < the number of training points ({m}), got k={k}")
     loss_obj = losses_mod.get(opts["loss"])
     epsilon = opts["epsilon"]
-    if not isinstance(epsilon, (int, float)) or isinstance(epsilon, bool) or not 0.0 < float(epsilon) < 1.0:
-        raise ValueError(f"epsilon must lie in (0, 1), got {epsilon!r}")
-    algo = algos.get(opts["algorithm"], epsilon=float(epsilon))
+    epsilon = check_real(epsilon, "epsilon", low=0.0, high=1.0, low_open=True, high_open=True)
+    algo = algos.get(opts["algorithm"], epsilon=epsilon)
     algo.check(loss_obj)
     check_chooser(opts["chooser"])
     rounds = m if opts["rounds"] is None else _check_int(opts["rounds"], "rounds", low=1)
@@ -409,7 +462,7 @@ def fit_split(
     graph_method = opts["graph_method"]
     if graph_method not in ("exact", "nndescent"):
         raise ValueError(f"unknown neighbour method {graph_method!r}; use one of ('exact', 'nndescent')")
-    trace = bool(opts["trace"])
+    trace = check_bool(opts["trace"], "trace")
 
     dtype = _compute_dtype(Xa)
     Xs = _stack_blocks(Xa, block_list, norm, dtype)  # (n, m, w)
@@ -489,12 +542,12 @@ def predict_proba_split(model: SplitModel, X, *, mean=None, normalize: Optional[
     combined one-vs-rest posteriors as they are.
 
     ``mean`` overrides the model's mean (no refit needed to compare means).
+    ``normalize`` is None (the default above) or a bool.
     """
     model = _check_split_model(model)
     kind = model.mean if mean is None else _check_mean(mean, "mean")
-    if normalize is None:
-        normalize = not model.multilabel
-    return _combine(decision_function_split(model, X), loss=model.loss, kind=kind, normalize=bool(normalize))
+    normalize = not model.multilabel if normalize is None else check_bool(normalize, "normalize")
+    return _combine(decision_function_split(model, X), loss=model.loss, kind=kind, normalize=normalize)
 
 
 def predict_split(model: SplitModel, X, *, mean=None) -> np.ndarray:

@@ -20,10 +20,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxnn._src import sharding
+from jaxnn._src.checks import check_float32_range, check_integer
 
 __all__ = ["Neighbors", "InverseNeighbors", "knn_graph", "knn_query", "inverse_neighbors"]
 
-_METHODS = ("exact", "nndescent", "approx")
+METHODS = ("exact", "nndescent", "approx")
 # Elements of one (block × m) distance tile; 2**24 float32 = 64 MiB.
 _TILE_ELEMENTS = 1 << 24
 # The same on a GPU or TPU (512 MiB): 128-row tiles up to m = 10⁶ — the tile
@@ -57,8 +58,13 @@ class InverseNeighbors(NamedTuple):
 
 
 def _check_points(X, name: str) -> np.ndarray:
+    if X is None or isinstance(X, (str, bytes, dict, set)):
+        raise TypeError(f"{name} must be a 2-D numeric array, got {type(X).__name__}")
     if not hasattr(X, "shape"):
-        X = np.asarray(X)
+        try:
+            X = np.asarray(X)
+        except ValueError as err:  # rows of different lengths
+            raise ValueError(f"{name} must be a rectangular 2-D array: {err}") from None
     if X.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array (n_samples, n_features), got shape {tuple(X.shape)}")
     if not (jnp.issubdtype(X.dtype, jnp.floating) or jnp.issubdtype(X.dtype, jnp.integer) or X.dtype == bool):
@@ -67,11 +73,15 @@ def _check_points(X, name: str) -> np.ndarray:
         raise ValueError(f"{name} is empty: shape {tuple(X.shape)}")
     # under jax.jit a traced X's values are unknown: only its shape and dtype are
     # checked; a concrete one (closed over) is checked on the spot, not staged
-    if not isinstance(X, jax.core.Tracer):
+    if isinstance(X, np.ndarray):
+        finite = bool(np.all(np.isfinite(X))) if X.dtype.kind == "f" else True  # on the host, before any cast
+    elif not isinstance(X, jax.core.Tracer):
         with jax.ensure_compile_time_eval():
             finite = bool(jnp.all(jnp.isfinite(jnp.asarray(X, dtype=float))))
+    if not isinstance(X, jax.core.Tracer):
         if not finite:
             raise ValueError(f"{name} contains NaN or infinite values")
+        check_float32_range(X, name)
     return X
 
 
@@ -89,6 +99,8 @@ def _check_k(k, m: int, *, exclude_self: bool) -> int:
 
 
 def _block_rows(m: int, block_size: int | None, platform: str | None = None) -> int:
+    if block_size is not None:
+        block_size = check_integer(block_size, "block_size", low=1)
     if block_size is None:
         tile = _TILE_ELEMENTS if (platform or sharding.platform()) == "cpu" else _TILE_ELEMENTS_ACCELERATOR
         block_size = max(1, min(128, tile // max(m, 1)))  # 128 rows measured fastest on CPU
@@ -260,6 +272,10 @@ def _chunked_topk(Q, X, k: int, block: int, exclude_self: bool, row0=0):
 
 
 def _as_float(X):
+    if not isinstance(X, jax.Array) and not np.issubdtype(np.asarray(X).dtype, np.floating):
+        # integers and bools become floats on the host: jnp.asarray would first wrap
+        # int64 values beyond the int32 range (without jax_enable_x64)
+        return jnp.asarray(np.asarray(X, dtype=np.float64 if jax.config.jax_enable_x64 else np.float32))
     X = jnp.asarray(X)
     return X if jnp.issubdtype(X.dtype, jnp.floating) else X.astype(jnp.result_type(float))
 
@@ -318,8 +334,8 @@ def knn_graph(
     X = _check_points(X, "X")
     m = X.shape[0]
     k = _check_k(k, m, exclude_self=True)
-    if method not in _METHODS:
-        raise ValueError(f"unknown neighbour method {method!r}; use one of {_METHODS}")
+    if method not in METHODS:
+        raise ValueError(f"unknown neighbour method {method!r}; use one of {METHODS}")
     if method == "nndescent":
         if candidates is None:
             candidates = 2 * k
@@ -402,11 +418,15 @@ def inverse_csr(indices, m: int | None = None):
     One sort of the (j, i) pairs as unique int64 keys (11 ms at n·k = 10⁶;
     a stable argsort of the j's took 140 ms).
     """
+    if isinstance(indices, Neighbors):
+        indices = indices.indices
     nbrs = np.asarray(indices)
     if nbrs.ndim != 2:
         raise ValueError(f"neighbour indices must be 2-D (m, k), got shape {nbrs.shape}")
+    if not np.issubdtype(nbrs.dtype, np.integer):
+        raise TypeError(f"neighbour indices must be integers, got dtype {nbrs.dtype}")
     n, k = nbrs.shape
-    m = n if m is None else int(m)
+    m = n if m is None else check_integer(m, "m", low=1)
     targets = nbrs.reshape(-1).astype(np.int64)
     if targets.size and (targets.min() < 0 or targets.max() >= m):
         raise ValueError(f"neighbour indices must lie in [0, {m}); got values in [{targets.min()}, {targets.max()}]")

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 import pickle
 from typing import Callable, NamedTuple, Optional
 
@@ -230,6 +231,18 @@ def _min_curvature(d2phi: Fn) -> float:
 # --------------------------------------------------------------------------
 
 
+def _number_from(evaluate: Callable[[], Array], name: str) -> float:
+    """A user function's value at a point as a float, or a TypeError naming
+    it (it returned a string, a vector…)."""
+    try:
+        value = jnp.asarray(evaluate())
+        if value.shape != () or not jnp.issubdtype(value.dtype, jnp.number):
+            raise TypeError(f"shape {value.shape}, dtype {value.dtype}")
+        return float(value)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{name} must map a real number to a real number: {err}") from None
+
+
 def from_phi(
     phi: Fn,
     *,
@@ -261,7 +274,7 @@ def from_phi(
     def b_of(dtype) -> Array:
         return phi(_scalar(dtype, 0.0)) - phi(_scalar(dtype, 0.5))
 
-    b32 = float(b_of(jnp.float32))
+    b32 = _number_from(lambda: b_of(jnp.float32), "phi")
     if not (np.isfinite(b32) and b32 > 0):
         raise ValueError(f"phi is not permissible: b = phi(0) - phi(1/2) = {b32} must be finite and > 0")
     asym = abs(float(phi(jnp.float32(0.2))) - float(phi(jnp.float32(0.8))))
@@ -336,6 +349,9 @@ def from_psi(
     """
     if not callable(psi):
         raise TypeError(f"psi must be a callable, got {type(psi).__name__}")
+    if isinstance(domain_min, (bool, np.bool_)) or not isinstance(domain_min, numbers.Real) or math.isnan(domain_min) \
+            or domain_min == math.inf:
+        raise TypeError(f"domain_min must be a real number or -inf, got {domain_min!r}")
 
     def clamp(x):
         x = jnp.asarray(x)
@@ -378,6 +394,15 @@ def from_psi(
             return jnp.asarray(jnp.inf, dtype=dtype)
         return d2psi(_scalar(jnp.dtype(dtype), 0.0))
 
+    # ψ must be a convex decreasing surrogate: checked where the boosting steps
+    # need it, at the margin 0 (inside the domain)
+    x0 = 0.0 if domain_min < 0 else domain_min + 1.0
+    value = _number_from(lambda: psi_fn(jnp.float32(x0)), "psi")
+    slope = _number_from(lambda: dpsi(jnp.float32(x0)), "psi")
+    bend = _number_from(lambda: d2psi(jnp.float32(x0)), "psi")
+    if not (math.isfinite(value) and slope < 0 and bend > 0):
+        raise ValueError(f"psi is not a strictly convex decreasing surrogate: at x = {x0:g}, psi = {value:g}, "
+                         f"psi' = {slope:g} (must be < 0), psi'' = {bend:g} (must be > 0)")
     return Loss(
         name=name,
         psi=psi_fn,
@@ -457,12 +482,23 @@ def _number(x: float) -> str:
     return short if float(short) == x else repr(x)
 
 
-@functools.lru_cache(maxsize=None)
+def _factory_number(value, factory: str, name: str, low: float, high: float, *, low_open: bool = True) -> float:
+    """A loss family's parameter as a float in its interval (open at ``high``)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{factory} needs a real number {name}, got {type(value).__name__} {value!r}")
+    x = float(value)
+    if not ((low < x if low_open else low <= x) and x < high):
+        raise ValueError(f"{factory} needs {name} in {'(' if low_open else '['}{low:g}, {high:g}), got {value!r}")
+    return x
+
+
 def phi_mu(mu: float) -> Loss:
     """φ_μ(p) = −(μ + (1 − μ)√(p(1 − p))), μ ∈ [0, 1) (paper 004 eq. 27)."""
-    mu = float(mu)
-    if not 0.0 <= mu < 1.0:
-        raise ValueError(f"phi_mu needs mu in [0, 1), got {mu}")
+    return _phi_mu(_factory_number(mu, "phi_mu", "mu", 0.0, 1.0, low_open=False))
+
+
+@functools.lru_cache(maxsize=None)
+def _phi_mu(mu: float) -> Loss:
     a = 1.0 - mu
     return from_phi(
         lambda p: -(mu + a * jnp.sqrt(p * (1.0 - p))),
@@ -471,12 +507,13 @@ def phi_mu(mu: float) -> Loss:
     )
 
 
-@functools.lru_cache(maxsize=None)
 def phi_power(v: float) -> Loss:
     """φ_v(p) = −(p(1 − p))^v, v ∈ (0, 1) (paper 004 eq. 107); link derived."""
-    v = float(v)
-    if not 0.0 < v < 1.0:
-        raise ValueError(f"phi_power needs v in (0, 1), got {v}")
+    return _phi_power(_factory_number(v, "phi_power", "v", 0.0, 1.0))
+
+
+@functools.lru_cache(maxsize=None)
+def _phi_power(v: float) -> Loss:
     return from_phi(lambda p: -((p * (1.0 - p)) ** v), name=f"phi_power({_number(v)})")
 
 
@@ -495,13 +532,11 @@ def amari(alpha: float = 0.5) -> Loss:
 
     Paper 003 Table 1 G. Finite for x > −4/(1 − α²). UNN only.
     """
-    return _amari(float(alpha))  # one cached object per α, default or not
+    return _amari(_factory_number(alpha, "amari", "alpha", -1.0, 1.0))  # one cached object per α
 
 
 @functools.lru_cache(maxsize=None)
 def _amari(alpha: float) -> Loss:
-    if not -1.0 < alpha < 1.0:
-        raise ValueError(f"amari needs alpha in (-1, 1), got {alpha}")
     c = (1.0 - alpha * alpha) / 4.0
     power = -(1.0 + alpha) / (1.0 - alpha)
     return from_psi(

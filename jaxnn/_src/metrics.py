@@ -37,25 +37,64 @@ _AVERAGES = ("macro", "micro", "weighted")
 # --------------------------------------------------------------------------
 # Validation helpers
 # --------------------------------------------------------------------------
-def _labels(name: str, a: ArrayLike) -> NDArray:
-    a = np.asarray(a)
+def _asarray(name: str, a: ArrayLike) -> NDArray:
+    """``np.asarray`` that names the argument when the input is ragged."""
+    try:
+        return np.asarray(a)
+    except ValueError as err:  # inhomogeneous nested sequences
+        raise ValueError(f"{name} must be a rectangular array") from err
+
+
+def _check_label_values(name: str, a: NDArray, raw: object = None) -> None:
+    """Labels must be mutually comparable (sortable) and free of NaN.
+
+    ``raw`` is the input before ``np.asarray``: numpy silently turns a list
+    such as ``[0, "a"]`` into strings, which this rejects.
+    """
+    if a.dtype.kind in "US" and isinstance(raw, (list, tuple)):
+        if not all(isinstance(v, (str, bytes)) for v in raw):
+            raise TypeError(
+                f"labels of {name} must be mutually comparable (all numbers or all strings)"
+            )
+    elif a.dtype.kind == "O":
+        values = a.ravel().tolist()
+        numeric = all(isinstance(v, numbers.Real) for v in values)
+        if not (numeric or all(isinstance(v, str) for v in values)
+                or all(isinstance(v, bytes) for v in values)):
+            raise TypeError(
+                f"labels of {name} must be mutually comparable (all numbers or all strings)"
+            )
+        if numeric and any(v != v for v in values):
+            raise ValueError(f"{name} contains NaN")
+    elif a.dtype.kind in "fc" and np.any(np.isnan(a)):
+        raise ValueError(f"{name} contains NaN")
+
+
+def _labels(name: str, raw: ArrayLike) -> NDArray:
+    a = _asarray(name, raw)
     if a.ndim != 1:
         raise ValueError(f"{name} must be 1-D (n,), got shape {a.shape}")
     if a.shape[0] == 0:
         raise ValueError(f"{name} is empty")
+    _check_label_values(name, a, raw)
     return a
 
 
 def _matrix(name: str, a: ArrayLike) -> NDArray[np.float64]:
-    a = np.asarray(a)
+    a = _asarray(name, a)
     if a.ndim != 2:
         raise ValueError(f"{name} must be 2-D (n, C), got shape {a.shape}")
     if a.shape[0] == 0 or a.shape[1] == 0:
         raise ValueError(f"{name} is empty, got shape {a.shape}")
-    try:
-        a = a.astype(np.float64)
-    except (TypeError, ValueError) as err:
-        raise TypeError(f"{name} must be numeric, got dtype {a.dtype}") from err
+    kinds = {a.dtype.kind}
+    if a.dtype.kind == "O":  # Python objects: classify each value
+        kinds = {"f" if isinstance(v, numbers.Real) else "c" if isinstance(v, numbers.Complex) else "O"
+                 for v in a.ravel().tolist()}
+    if "c" in kinds:
+        raise TypeError(f"{name} must be real, got complex values")
+    if not kinds <= set("biuf"):
+        raise TypeError(f"{name} must be numeric, got dtype {a.dtype}")
+    a = a.astype(np.float64)
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{name} contains NaN or infinite values")
     return a
@@ -68,19 +107,29 @@ def _same_length(name_a: str, a: NDArray, name_b: str, b: NDArray) -> None:
         )
 
 
+def _is_text(a: NDArray) -> bool:
+    if a.dtype.kind == "O":  # already checked homogeneous by _check_label_values
+        return a.size > 0 and isinstance(a.flat[0], (str, bytes))
+    return a.dtype.kind in "US"
+
+
 def _same_kind(name_a: str, a: NDArray, name_b: str, b: NDArray) -> None:
     """Reject comparing string labels with numeric labels (never equal)."""
-    text_a, text_b = a.dtype.kind in "US", b.dtype.kind in "US"
-    if text_a != text_b and a.dtype.kind != "O" and b.dtype.kind != "O":
+    text_a, text_b = _is_text(a), _is_text(b)
+    if text_a != text_b:
         raise TypeError(
             f"{name_a} and {name_b} mix string and numeric labels "
             f"(dtypes {a.dtype} and {b.dtype})"
         )
 
 
-def _probabilities(name: str, p: NDArray[np.float64], atol: float = 1e-4) -> None:
+def _probabilities(
+    name: str, p: NDArray[np.float64], atol: float = 1e-4, rows_sum_to_one: bool = True
+) -> None:
     if np.any(p < 0.0) or np.any(p > 1.0 + atol):
         raise ValueError(f"{name} must hold probabilities in [0, 1]")
+    if not rows_sum_to_one:
+        return
     sums = p.sum(axis=1)
     if not np.allclose(sums, 1.0, rtol=0.0, atol=atol):
         worst = float(np.max(np.abs(sums - 1.0)))
@@ -99,9 +148,10 @@ def _resolve_classes(
                 f"{n_columns} columns; pass `classes` to name every column"
             )
         return cls
-    cls = np.asarray(classes)
+    cls = _asarray("classes", classes)
     if cls.ndim != 1:
         raise ValueError(f"classes must be 1-D, got shape {cls.shape}")
+    _check_label_values("classes", cls, classes)
     if np.unique(cls).shape[0] != cls.shape[0]:
         raise ValueError("classes must not contain duplicates")
     if cls.shape[0] != n_columns:
@@ -129,7 +179,7 @@ def _targets(
     y_true: ArrayLike, proba: NDArray[np.float64], classes: ArrayLike | None
 ) -> NDArray[np.int64]:
     """Integer class indices ``(n,)`` from labels ``(n,)`` or a one-hot ``(n, C)``."""
-    y = np.asarray(y_true)
+    y = _asarray("y_true", y_true)
     if y.ndim == 2:
         if y.shape != proba.shape:
             raise ValueError(
@@ -334,13 +384,16 @@ def kl_divergence(p_hat: ArrayLike, p_true: ArrayLike, eps: float = 1e-12) -> fl
     Args:
         p_hat: ``(n, C)`` estimated posteriors (rows sum to 1).
         p_true: ``(n, C)`` true posteriors (rows sum to 1).
-        eps: clipping floor (> 0).
+        eps: clipping floor, a real number with ``0 < eps < 1``.
 
     Returns:
         Mean divergence (>= 0 up to clipping).
     """
-    if not eps > 0:
-        raise ValueError(f"eps must be > 0, got {eps}")
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
+        raise TypeError(f"eps must be a real number, got {type(eps).__name__}")
+    if not 0.0 < float(eps) < 1.0:
+        raise ValueError(f"eps must satisfy 0 < eps < 1, got {eps}")
+    eps = float(eps)
     p_hat = _matrix("p_hat", p_hat)
     p_true = _matrix("p_true", p_true)
     if p_hat.shape != p_true.shape:
@@ -361,7 +414,8 @@ def brier_score(
 
     Args:
         y_true: ``(n,)`` labels, or an ``(n, C)`` one-hot matrix.
-        proba: ``(n, C)`` predicted probabilities; column ``j`` is ``classes[j]``.
+        proba: ``(n, C)`` predicted probabilities in ``[0, 1]``, rows summing
+            to 1; column ``j`` is ``classes[j]``.
         classes: ``(C,)`` column labels (labels input only); defaults to
             ``np.unique(y_true)``.
 
@@ -369,6 +423,7 @@ def brier_score(
         The Brier score.
     """
     proba = _matrix("proba", proba)
+    _probabilities("proba", proba)
     idx = _targets(y_true, proba, classes)
     onehot = np.zeros_like(proba)
     onehot[np.arange(proba.shape[0]), idx] = 1.0
@@ -391,7 +446,8 @@ def expected_calibration_error(
 
     Args:
         y_true: ``(n,)`` labels, or an ``(n, C)`` one-hot matrix.
-        proba: ``(n, C)`` predicted probabilities; column ``j`` is ``classes[j]``.
+        proba: ``(n, C)`` predicted probabilities in ``[0, 1]`` (rows need not
+            sum to 1, e.g. one-vs-rest posteriors); column ``j`` is ``classes[j]``.
         n_bins: number of bins (>= 1).
         classes: ``(C,)`` column labels (labels input only); defaults to
             ``np.unique(y_true)``.
@@ -404,6 +460,7 @@ def expected_calibration_error(
     if n_bins < 1:
         raise ValueError(f"n_bins must be >= 1, got {n_bins}")
     proba = _matrix("proba", proba)
+    _probabilities("proba", proba, rows_sum_to_one=False)
     idx = _targets(y_true, proba, classes)
     confidence = proba.max(axis=1)
     correct = (np.argmax(proba, axis=1) == idx).astype(np.float64)

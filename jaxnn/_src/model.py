@@ -18,7 +18,10 @@ import numpy as np
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src import sharding, window
+from jaxnn._src.checks import check_bool, check_float32_range, check_real
+from jaxnn._src.checks import check_integer as _check_int
 from jaxnn._src.boosting import boost, check_chooser, chooser_order
+from jaxnn._src.graph import METHODS as _GRAPH_METHODS
 from jaxnn._src.graph import Neighbors, inverse_counts, inverse_neighbors, knn_graph, knn_query
 from jaxnn._src.schedule import boost_colored, color_schedule
 
@@ -96,7 +99,13 @@ def _as_points(X, name: str = "X") -> np.ndarray:
         raise TypeError(f"{name} must be a 2-D numeric array, got {type(X).__name__}")
     # under jax.jit (query points of decision_function / predict_proba) the values are
     # unknown: the shape and dtype are checked, the finiteness cannot be
-    arr = X if isinstance(X, jax.core.Tracer) else np.asarray(X)
+    if isinstance(X, jax.core.Tracer):
+        arr = X
+    else:
+        try:
+            arr = np.asarray(X)
+        except ValueError as err:  # rows of different lengths
+            raise ValueError(f"{name} must be a rectangular 2-D array: {err}") from None
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
         raise TypeError(f"{name} must hold numbers, got dtype {arr.dtype}")
     if arr.ndim != 2:
@@ -105,21 +114,31 @@ def _as_points(X, name: str = "X") -> np.ndarray:
         raise ValueError(f"{name} is empty: shape {arr.shape}")
     if np.iscomplexobj(arr):
         raise TypeError(f"{name} must be real, got dtype {arr.dtype}")
-    if not isinstance(arr, jax.core.Tracer) and not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} contains NaN or infinite values")
+    if not isinstance(arr, jax.core.Tracer):
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"{name} contains NaN or infinite values")
+        check_float32_range(arr, name)
     return arr
 
 
 def encode_labels(y, m: int):
     """Labels → (classes tuple, Y (m, C) in {−1, +1}, multilabel flag)."""
-    if y is None:
-        raise TypeError("y must be an array of labels, got None")
-    arr = np.asarray(y)
+    if y is None or isinstance(y, (str, bytes, dict, set)) or np.ndim(y) == 0 and not hasattr(y, "__len__"):
+        raise TypeError(f"y must be an array of labels, got {type(y).__name__}")
+    try:
+        arr = np.asarray(y)
+    except ValueError as err:  # rows of different lengths
+        raise ValueError(f"y must be a rectangular array: {err}") from None
+    if arr.dtype == object and arr.ndim == 1 and any(np.ndim(v) for v in arr):
+        raise ValueError("y must be 1-D labels or a rectangular 2-D indicator matrix, got rows of different lengths")
     if arr.ndim == 0 or arr.shape[0] != m:
         raise ValueError(f"X and y have mismatched lengths: {m} rows in X, {arr.shape[0] if arr.ndim else 0} labels in y")
     if arr.ndim == 1:
         if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
             raise ValueError("y contains NaN or infinite values")
+        if arr.dtype.kind == "f" and not np.all(arr == np.round(arr)):
+            raise ValueError("y holds non-integer floats: class labels are expected, not regression targets "
+                             "(cast labels such as 0.5 / 1.5 to str to use them as classes)")
         try:
             classes, codes = np.unique(arr, return_inverse=True)
         except TypeError as err:
@@ -140,16 +159,15 @@ def encode_labels(y, m: int):
             raise ValueError(f"a 2-D y must be an indicator matrix with values in {{0, 1}} or {{-1, +1}}, got values {vals[:5]}")
         if arr.shape[1] < 1:
             raise ValueError("a 2-D y needs at least one column")
+        constant = np.nonzero(np.all(Y == Y[:1], axis=0))[0]
+        if constant.size:
+            c = int(constant[0])
+            raise ValueError(f"column {c} of the indicator matrix y is {'all positive' if Y[0, c] > 0 else 'never positive'}: "
+                             "every label needs positive and negative examples")
         return tuple(range(arr.shape[1])), Y, True
     raise ValueError(f"y must be 1-D labels or a 2-D indicator matrix, got shape {arr.shape}")
 
 
-def _check_int(value, name: str, *, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
-    if int(value) < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")
-    return int(value)
 
 
 def _check_neighbors(neighbors, m: int, k: int) -> np.ndarray:
@@ -170,6 +188,9 @@ def _check_neighbors(neighbors, m: int, k: int) -> np.ndarray:
         raise ValueError(f"neighbors must hold indices in [0, {m}), got values in [{nb.min()}, {nb.max()}]")
     if np.any(nb == np.arange(m)[:, None]):
         raise ValueError("neighbors must exclude each point itself (row i may not contain i)")
+    repeats = np.nonzero(np.any(np.diff(np.sort(nb, axis=1), axis=1) == 0, axis=1))[0]
+    if repeats.size:
+        raise ValueError(f"neighbors must list k distinct points a row: row {repeats[0]} repeats an index")
     return nb.astype(np.int32)
 
 
@@ -279,9 +300,8 @@ def fit(
     if k >= m:
         raise ValueError(f"k must be < the number of training points ({m}), got k={k}")
     loss_obj = losses_mod.get(loss)
-    if not isinstance(epsilon, (int, float)) or isinstance(epsilon, bool) or not 0.0 < float(epsilon) < 1.0:
-        raise ValueError(f"epsilon must lie in (0, 1), got {epsilon!r}")
-    algo = algos.get(algorithm, epsilon=float(epsilon))
+    epsilon = check_real(epsilon, "epsilon", low=0.0, high=1.0, low_open=True, high_open=True)
+    algo = algos.get(algorithm, epsilon=epsilon)
     algo.check(loss_obj)
     check_chooser(chooser)
     rounds = m if rounds is None else _check_int(rounds, "rounds", low=1)
@@ -293,6 +313,9 @@ def fit(
         raise ValueError(f"chooser='colored' runs whole passes: rounds must be a multiple of m={m}, got {rounds}")
     if posterior not in _POSTERIORS:
         raise ValueError(f"unknown posterior {posterior!r}; use one of {_POSTERIORS}")
+    trace = check_bool(trace, "trace")
+    if graph_method not in _GRAPH_METHODS:  # checked even when neighbors are given
+        raise ValueError(f"unknown graph_method {graph_method!r}; use one of {_GRAPH_METHODS}")
 
     dtype = _compute_dtype(Xa)
     Xj = jnp.asarray(Xa, dtype=dtype)

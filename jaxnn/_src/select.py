@@ -8,6 +8,7 @@ so one compiled program per (k, loss) scores every number of passes.
 
 from __future__ import annotations
 
+import numbers
 from typing import NamedTuple, Sequence
 
 import jax.numpy as jnp
@@ -17,6 +18,7 @@ from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src import sharding
 from jaxnn._src.boosting import boost, check_chooser, chooser_order
+from jaxnn._src.checks import check_integer, check_real
 from jaxnn._src.graph import inverse_counts, inverse_neighbors, knn_graph, knn_query
 from jaxnn._src.schedule import boost_colored, color_schedule
 
@@ -40,6 +42,20 @@ class Selection(NamedTuple):
     loss: str
     passes: int
     scores: dict
+
+
+def _candidates(values, name: str) -> list:
+    """The candidates of ``select``'s ``name``: a sequence, or one value
+    (a lone string or number is one candidate, not a sequence of them)."""
+    if isinstance(values, (str, bytes, numbers.Number, np.generic)) or isinstance(values, losses_mod.Loss):
+        values = [values]
+    try:
+        values = list(values)
+    except TypeError:
+        raise TypeError(f"{name} must be a sequence of candidates, got {type(values).__name__}") from None
+    if not values:
+        raise ValueError(f"{name} must hold at least one candidate")
+    return values
 
 
 def _holdout(y: np.ndarray, fraction: float, seed: int):
@@ -103,15 +119,18 @@ def select(
     from jaxnn._src.model import _as_points, auto_chooser, encode_labels  # local: model imports this module
 
     Xa = _as_points(X)
+    classes, Y_all, multilabel = encode_labels(y, Xa.shape[0])
     y_arr = np.asarray(y)
-    classes, Y_all, multilabel = encode_labels(y_arr, Xa.shape[0])
-    if not 0.0 < float(holdout) < 1.0:
-        raise ValueError(f"holdout must lie in (0, 1), got {holdout}")
-    if not ks or not losses or not passes:
-        raise ValueError("ks, losses and passes must each hold at least one candidate")
-    if any(int(p) < 1 for p in passes):
-        raise ValueError(f"passes must be >= 1, got {tuple(passes)}")
-    tr, va = _holdout(y_arr, float(holdout), seed)
+    holdout = check_real(holdout, "holdout", low=0.0, high=1.0, low_open=True, high_open=True)
+    seed = check_integer(seed, "seed", low=0)
+    ks = [check_integer(k, "each of ks", low=1) for k in _candidates(ks, "ks")]
+    passes = [check_integer(p, "each of passes", low=1) for p in _candidates(passes, "passes")]
+    losses = _candidates(losses, "losses")
+    epsilon = check_real(epsilon, "epsilon", low=0.0, high=1.0, low_open=True, high_open=True)
+    tr, va = _holdout(y_arr, holdout, seed)
+    if va.size == 0 or tr.size < 2:
+        raise ValueError(f"holdout={holdout:g} of {y_arr.shape[0]} points leaves {tr.size} to train on and {va.size} "
+                         "to validate: too few points for a held-out selection")
     m = tr.size
     check_chooser(chooser)
     if chooser == "auto":

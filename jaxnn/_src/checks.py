@@ -1,0 +1,57 @@
+"""Argument checks shared by the public functions: each raises a TypeError or
+ValueError that names the argument and what is wrong with it."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import jax
+import numpy as np
+
+__all__ = ["check_bool", "check_real", "check_integer", "check_float32_range"]
+
+
+def check_bool(value, name: str) -> bool:
+    """``value`` if it is a bool (Python or NumPy), else TypeError — so that
+    ``trace="no"`` is not taken as true."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
+    return bool(value)
+
+
+def check_real(value, name: str, *, low: float = -math.inf, high: float = math.inf, low_open: bool = False,
+               high_open: bool = False) -> float:
+    """``value`` as a finite float within [low, high] (ends open as asked):
+    Python and NumPy numbers pass, bools and everything else are a TypeError."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    x = float(value)
+    lo = "(" if low_open else "["
+    hi = ")" if high_open else "]"
+    if not math.isfinite(x) or x < low or x > high or (low_open and x == low) or (high_open and x == high):
+        raise ValueError(f"{name} must be finite and lie in {lo}{low:g}, {high:g}{hi}, got {value!r}")
+    return x
+
+
+def check_integer(value, name: str, *, low: int | None = None, high: int | None = None) -> int:
+    """``value`` as an int (Python or NumPy integer, not a bool, not a float)
+    within [low, high]."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    if low is not None and int(value) < low:
+        raise ValueError(f"{name} must be >= {low}, got {value}")
+    if high is not None and int(value) > high:
+        raise ValueError(f"{name} must be <= {high}, got {value}")
+    return int(value)
+
+
+def check_float32_range(X, name: str) -> None:
+    """ValueError if finite float64 data would overflow to ±inf in float32,
+    the computation dtype unless ``jax_enable_x64`` is on."""
+    if jax.config.jax_enable_x64 or not isinstance(X, np.ndarray) or X.dtype != np.float64 or X.size == 0:
+        return
+    biggest = float(np.max(np.abs(X)))
+    if biggest > float(np.finfo(np.float32).max):
+        raise ValueError(f"{name} holds values beyond the float32 range (|x| up to {biggest:.3g}): rescale it, "
+                         "or compute in float64 inside `with jax.enable_x64(True):`")
