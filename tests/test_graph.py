@@ -161,6 +161,10 @@ def test_graph_checks_the_type_shape_and_range_of_X_and_options():
     for bad in (2.7, True, "4"):
         with pytest.raises(TypeError, match="block_size"):
             jaxnn.knn_graph(_data(m=10), 2, block_size=bad)
+    with pytest.raises(ValueError, match="seed must be >= 0"):
+        jaxnn.knn_graph(_data(m=10), 2, method="nndescent", seed=-1)
+    with pytest.raises(TypeError, match="seed must be an integer"):
+        jaxnn.knn_graph(_data(m=10), 2, seed="a")
 
 
 def test_integer_points_beyond_int32_are_not_wrapped():

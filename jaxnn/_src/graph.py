@@ -336,6 +336,7 @@ def knn_graph(
     k = _check_k(k, m, exclude_self=True)
     if method not in METHODS:
         raise ValueError(f"unknown neighbour method {method!r}; use one of {METHODS}")
+    seed = check_integer(seed, "seed", low=0, high=2**32 - 1)  # nndescent's random state (checked for every method)
     if method == "nndescent":
         if candidates is None:
             candidates = 2 * k
