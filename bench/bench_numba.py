@@ -339,7 +339,7 @@ class RandomRows(Benchmark):
     a numba loop and by jitted JAX (a ``fori_loop`` of gathers of
     :data:`ROW_BATCH` rows), at the sizes of ``GreedyStep``.  How much these
     grow from m = 10⁴ to 10⁶ is how much any step made of such reads must
-    (stop 17, asv: numba 0.60 → 4.3 µs a batch, JAX 0.50 → 2.6; a script of
+    (stop 17, asv: numba 0.59–0.60 → 4.3–4.7 µs a batch, JAX 0.50–0.58 → 2.6–2.7; a script of
     the same reads on a table JAX allocated itself: numba 0.48 → 3.0, JAX 1.0 →
     5.6, or 3.7 with huge pages, ``GLIBC_TUNABLES=glibc.malloc.hugetlb=1``)."""
 
