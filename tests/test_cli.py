@@ -40,3 +40,24 @@ def test_cli_fills_the_compilation_cache(tmp_path):
     code = "from jaxnn._src import cli; cli.main(['experiment', 'posteriors', '--quick', '--no-progress'])"
     subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, timeout=600)
     assert any(cache.iterdir())
+
+
+def test_demo_refuses_a_k_as_large_as_a_training_set():
+    with pytest.raises(ValueError, match="k must lie in"):
+        cli.demo(k=1000, quick=True, out=io.StringIO())
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["uci", "--folds", "0"], ["uci", "--folds", "1"], ["posteriors", "--seeds", "-1"], ["uci", "--ks", "0"],
+     ["uci", "--ks", ""], ["uci", "--domains", ""], ["posteriors", "--methods", "k-NN votes,k-NN votes"],
+     ["posteriors", "--sigmas", "0"], ["ripley", "--thetas", "1.5"], ["ripley", "--draws", "0"], ["uci", "--seed", "-1"],
+     ["ripley", "--save", "/nonexistent/folder/x.pkl"], ["ripley", "--ks", "5"]],
+)
+def test_experiment_options_are_checked_before_running(argv, capsys):
+    from jaxnn._src import experiments
+
+    with pytest.raises(SystemExit) as exit_info:
+        experiments.main(argv + ["--quick", "--no-progress"])
+    assert exit_info.value.code == 2
+    assert "jaxnn experiment: error:" in capsys.readouterr().err

@@ -99,6 +99,23 @@ def test_multilabel(blobs):
     np.testing.assert_array_equal(pred, jaxnn.predict(est.model_, Xt))
 
 
+def test_multilabel_in_plus_minus_one_predicts_plus_minus_one(blobs):
+    X, y, Xt, _ = blobs
+    Y01 = np.stack([y == 0, y == 1, (y == 1) | (y == 2)], axis=1).astype(int)
+    est01, estpm = BoostedKNNClassifier(k=5).fit(X, Y01), BoostedKNNClassifier(k=5).fit(X, 2 * Y01 - 1)
+    np.testing.assert_array_equal(estpm.predict(Xt), 2 * est01.predict(Xt) - 1)
+    assert estpm.score(X, 2 * Y01 - 1) == est01.score(X, Y01) > 0.5
+
+
+def test_string_options_must_be_strings(blobs):
+    X, y, _, _ = blobs
+    for name in ("chooser", "posterior", "graph_method"):
+        with pytest.raises(TypeError, match=f"{name} must be a str"):
+            BoostedKNNClassifier(k=5, **{name: np.array(["lazy", "random"])}).fit(X, y)
+    with pytest.raises(TypeError, match="integer"):
+        jaxnn.fit(X, y, k=3, neighbors=jaxnn.Neighbors([[1.5]] * len(X), None))
+
+
 def test_precomputed_neighbors_and_trace(blobs):
     X, y, Xt, _ = blobs
     nb = np.asarray(jaxnn.knn_graph(X, 5).indices)

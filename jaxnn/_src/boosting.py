@@ -68,6 +68,8 @@ def surrogate_risk(loss: Loss | str, edges) -> jax.Array:
 
 def check_chooser(chooser) -> None:
     """ValueError unless ``chooser`` is ``"auto"`` or one of :data:`CHOOSERS`."""
+    if not isinstance(chooser, str):
+        raise TypeError(f"chooser must be a str, got {type(chooser).__name__}")
     if chooser != "auto" and chooser not in CHOOSERS:
         raise ValueError(f"unknown chooser {chooser!r}; use 'auto' or one of {CHOOSERS}")
 

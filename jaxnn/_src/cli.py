@@ -96,6 +96,10 @@ def demo(*, k: int = 10, quick: bool = False, out=sys.stdout) -> dict:
     """
     import jax
 
+    domains = list(_demo_domains(quick))
+    smallest = min(len(ytr) for _, _, ytr, _, _ in domains)
+    if not 1 <= k < smallest:
+        raise ValueError(f"k must lie in [1, {smallest - 1}] (the smallest training set has {smallest} points), got {k}")
     contenders = _contenders(k)
     results: dict = {}
     header = f"{'domain':<12}" + "".join(f"{name:>12}" for name in contenders)
@@ -103,7 +107,7 @@ def demo(*, k: int = 10, quick: bool = False, out=sys.stdout) -> dict:
     print(f"jaxnn demo — test accuracy (fit seconds incl. compilation{cached}), k={k}, backend={jax.default_backend()}",
           file=out)
     print(header, file=out)
-    for domain, Xtr, ytr, Xte, yte in _demo_domains(quick):
+    for domain, Xtr, ytr, Xte, yte in domains:
         cells = []
         for name, (fit_fn, predict_fn) in contenders.items():
             model, seconds = _timed(lambda: fit_fn(Xtr, ytr))
@@ -139,7 +143,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.k < 1:
             parser.error("--k must be >= 1")
         _use_compilation_cache()
-        demo(k=args.k, quick=args.quick)
+        try:
+            demo(k=args.k, quick=args.quick)
+        except ValueError as err:
+            parser.error(f"--k: {err}")
     return 0
 
 

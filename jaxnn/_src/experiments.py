@@ -1173,34 +1173,74 @@ def run(
     return result
 
 
-def _int_list(text: str) -> tuple:
+def _positive_int(text: str) -> int:
     try:
-        return tuple(int(v) for v in text.split(",") if v.strip())
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
+def _distinct(values: tuple, text: str) -> tuple:
+    """A non-empty list without repeats (an empty or doubled list is a typo)."""
+    if not values:
+        raise argparse.ArgumentTypeError(f"expected at least one value, got {text!r}")
+    if len(set(values)) != len(values):
+        raise argparse.ArgumentTypeError(f"values repeat in {text!r}")
+    return values
+
+
+def _int_list(text: str) -> tuple:
+    values = _str_list_raw(text)
+    try:
+        ints = tuple(int(v) for v in values)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if any(v < 1 for v in ints):
+        raise argparse.ArgumentTypeError(f"expected integers >= 1, got {text!r}")
+    return _distinct(ints, text)
 
 
 def _float_list(text: str) -> tuple:
     try:
-        return tuple(float(v) for v in text.split(",") if v.strip())
+        floats = tuple(float(v) for v in _str_list_raw(text))
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+    if not all(math.isfinite(v) and v > 0 for v in floats):
+        raise argparse.ArgumentTypeError(f"expected finite numbers > 0, got {text!r}")
+    return _distinct(floats, text)
+
+
+def _str_list_raw(text: str) -> tuple:
+    return tuple(v.strip() for v in text.split(",") if v.strip())
 
 
 def _str_list(text: str) -> tuple:
-    return tuple(v.strip() for v in text.split(",") if v.strip())
+    return _distinct(_str_list_raw(text), text)
 
 
 #: command-line overrides → (keyword, parser, experiments accepting it)
 _OPTIONS = {
-    "--folds": ("folds", int, ("uci", "splits"), "cross-validation folds (splits: 1 = one 70/30 split)"),
+    "--folds": ("folds", _positive_int, ("uci", "splits"), "cross-validation folds (splits: 1 = one 70/30 split)"),
     "--ks": ("ks", _int_list, ("uci", "posteriors"), "comma-separated k values"),
     "--domains": ("domains", _str_list, ("uci", "splits"), "comma-separated domain names"),
     "--methods": ("methods", _str_list, ("uci", "posteriors"), "comma-separated contender names"),
-    "--seeds": ("n_seeds", int, ("posteriors",), "replicate seeds per σ"),
+    "--seeds": ("n_seeds", _positive_int, ("posteriors",), "replicate seeds per σ"),
     "--sigmas": ("sigmas", _float_list, ("posteriors",), "comma-separated σ values"),
     "--thetas": ("thetas", _float_list, ("ripley",), "comma-separated θ values"),
-    "--draws": ("n_draws", int, ("ripley",), "random k-NN samples per θ"),
+    "--draws": ("n_draws", _positive_int, ("ripley",), "random k-NN samples per θ"),
     "--n-splits": ("n_splits", _int_list, ("splits",), "comma-separated block counts"),
     "--extra-ks": ("extra_ks", _int_list, ("uci",), "k values for GNNB(mat), GNNB(squared), N3(hinge)"),
 }
@@ -1216,7 +1256,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("name", metavar="NAME", help=f"one of: {', '.join(EXPERIMENTS)}")
     parser.add_argument("--quick", action="store_true", help="small version (well under a minute)")
     parser.add_argument("--plot", metavar="DIR", default=None, help="write PNG figures to DIR (needs matplotlib)")
-    parser.add_argument("--seed", type=int, default=0, help="base random seed (default 0)")
+    parser.add_argument("--seed", type=_seed, default=0, help="base random seed (default 0)")
     parser.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     parser.add_argument("--save", metavar="FILE", default=None, help="pickle the result object to FILE (uci: after every domain)")
     for flag, (dest, typ, names, text) in _OPTIONS.items():
@@ -1232,6 +1272,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.name not in names:
             parser.error(f"{flag} does not apply to {args.name!r} (only to {', '.join(names)})")
         options[dest] = value
+    if args.name == "uci" and options.get("folds") == 1:
+        parser.error("--folds: uci cross-validates: at least 2 folds")
+    if any(not 0.0 < t <= 1.0 for t in options.get("thetas", ())):
+        parser.error(f"--thetas: each θ must lie in (0, 1], got {options['thetas']}")
+    if args.save is not None:
+        folder = os.path.dirname(os.path.abspath(args.save))
+        if os.path.isdir(args.save) or not os.path.isdir(folder):
+            parser.error(f"--save: {args.save!r} is a folder or its folder does not exist: give a file path")
     try:
         run(args.name, quick=args.quick, plot_dir=args.plot, progress=not args.no_progress, seed=args.seed,
             save=args.save, **options)

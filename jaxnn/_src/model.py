@@ -175,10 +175,9 @@ def _check_neighbors(neighbors, m: int, k: int) -> np.ndarray:
     (:func:`knn_graph`'s result: rows nearest first, so one of more than k
     neighbours gives its first k)."""
     if isinstance(neighbors, Neighbors):
-        if neighbors.indices.ndim == 2 and neighbors.indices.shape[1] > k:
-            neighbors = neighbors.indices[:, :k]
-        else:
-            neighbors = neighbors.indices
+        neighbors = np.asarray(neighbors.indices)
+        if neighbors.ndim == 2 and neighbors.shape[1] > k:
+            neighbors = neighbors[:, :k]
     nb = np.asarray(neighbors)
     if not np.issubdtype(nb.dtype, np.integer):
         raise TypeError(f"neighbors must be an integer index array or a jaxnn.Neighbors, got dtype {nb.dtype}")
@@ -311,6 +310,9 @@ def fit(
         chooser = auto_chooser(m, rounds, platform, Y_np.shape[1])
     if chooser == "colored" and rounds % m:
         raise ValueError(f"chooser='colored' runs whole passes: rounds must be a multiple of m={m}, got {rounds}")
+    for value, name in ((posterior, "posterior"), (graph_method, "graph_method")):
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be a str, got {type(value).__name__}")
     if posterior not in _POSTERIORS:
         raise ValueError(f"unknown posterior {posterior!r}; use one of {_POSTERIORS}")
     trace = check_bool(trace, "trace")

@@ -119,7 +119,9 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         if y.ndim == 2:
             if type_of_target(y) != "multilabel-indicator":
                 raise ValueError("a 2-D y must be a multilabel indicator matrix of 0/1 values")
-            y = y.astype(np.int64)
+            # predict answers in y's own convention: a {−1, +1} matrix gives ±1 back
+            self._negative_label = -1 if np.any(y < 0) else 0
+            y = (y > 0).astype(np.int64)
             self.classes_ = np.arange(y.shape[1])
         else:
             self.classes_ = np.unique(y)
@@ -157,10 +159,11 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         return H
 
     def predict(self, X) -> np.ndarray:
-        """Labels (n,) = classes_[argmax_c H_c(x)]; multilabel: (n, C) 0/1."""
+        """Labels (n,) = classes_[argmax_c H_c(x)]; multilabel: (n, C) 0/1 (±1
+        when fit on a {−1, +1} matrix)."""
         H = self._scores(X)
         if self.model_.multilabel:
-            return (H > 0).astype(np.int64)
+            return np.where(H > 0, 1, getattr(self, "_negative_label", 0)).astype(np.int64)
         return self.classes_[np.argmax(H, axis=1)]
 
     def predict_proba(self, X) -> np.ndarray:
