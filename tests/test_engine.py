@@ -346,6 +346,16 @@ def test_multilabel():
     assert np.max(np.diff(np.asarray(model.trace))) <= 1e-6
 
 
+def test_multilabel_rare_label_and_posterior_auto():
+    # a label with one positive example: the auxiliary 80 % fit of posterior="auto" may
+    # miss it, and then keeps the link (λ = 0) instead of failing on a constant column
+    X, Y = jaxnn.datasets.multilabel(n_samples=300, n_classes=4, seed=0)
+    rare = np.zeros((300, 1), dtype=Y.dtype)
+    rare[int(np.random.default_rng(0).permutation(300)[0])] = 1  # lands in the held-out 20 %
+    model = jaxnn.fit(X, np.hstack([Y, rare]), k=8, posterior="auto")
+    assert model.alpha.shape == (300, 5) and model.posterior_mix == 0.0
+
+
 def test_ripley_close_to_bayes():
     sp = jaxnn.datasets.ripley(seed=0)
     bayes = float(np.mean(jaxnn.datasets.ripley_bayes_predict(sp.X_test) != sp.y_test))

@@ -437,6 +437,9 @@ def _choose_posterior_mix(X, y, *, k, loss, algorithm, rounds, chooser, seed, gr
             return 0.0  # a class is missing from the 80 %: nothing to compare
         target = (y_arr[val][:, None] == classes[None, :]).astype(float)
     else:
+        positive = y_arr[tr] > 0
+        if np.any(np.all(positive == positive[:1], axis=0)):
+            return 0.0  # a label has no positive (or no negative) example in the 80 %
         target = (y_arr[val] > 0).astype(float)
     aux_rounds = max(1, int(round(rounds * tr.size / m)))
     logger.info("fit: posterior='auto': auxiliary fit on %d points, Brier scores on the other %d", tr.size, n_val)
