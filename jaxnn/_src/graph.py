@@ -73,12 +73,12 @@ def _check_points(X, name: str) -> np.ndarray:
         raise ValueError(f"{name} is empty: shape {tuple(X.shape)}")
     # under jax.jit a traced X's values are unknown: only its shape and dtype are
     # checked; a concrete one (closed over) is checked on the spot, not staged
-    if isinstance(X, np.ndarray):
-        finite = bool(np.all(np.isfinite(X))) if X.dtype.kind == "f" else True  # on the host, before any cast
-    elif not isinstance(X, jax.core.Tracer):
-        with jax.ensure_compile_time_eval():
-            finite = bool(jnp.all(jnp.isfinite(jnp.asarray(X, dtype=float))))
     if not isinstance(X, jax.core.Tracer):
+        if isinstance(X, np.ndarray):  # on the host, before any cast to float32
+            finite = X.dtype.kind != "f" or bool(np.all(np.isfinite(X)))
+        else:
+            with jax.ensure_compile_time_eval():
+                finite = bool(jnp.all(jnp.isfinite(jnp.asarray(X, dtype=float))))
         if not finite:
             raise ValueError(f"{name} contains NaN or infinite values")
         check_float32_range(X, name)

@@ -123,16 +123,18 @@ def _as_points(X, name: str = "X") -> np.ndarray:
 
 def encode_labels(y, m: int):
     """Labels → (classes tuple, Y (m, C) in {−1, +1}, multilabel flag)."""
-    if y is None or isinstance(y, (str, bytes, dict, set)) or np.ndim(y) == 0 and not hasattr(y, "__len__"):
+    if y is None or isinstance(y, (str, bytes, dict, set)):
         raise TypeError(f"y must be an array of labels, got {type(y).__name__}")
     try:
         arr = np.asarray(y)
     except ValueError as err:  # rows of different lengths
         raise ValueError(f"y must be a rectangular array: {err}") from None
+    if arr.ndim == 0:
+        raise TypeError(f"y must be an array of labels, got {type(y).__name__}")
     if arr.dtype == object and arr.ndim == 1 and any(np.ndim(v) for v in arr):
         raise ValueError("y must be 1-D labels or a rectangular 2-D indicator matrix, got rows of different lengths")
-    if arr.ndim == 0 or arr.shape[0] != m:
-        raise ValueError(f"X and y have mismatched lengths: {m} rows in X, {arr.shape[0] if arr.ndim else 0} labels in y")
+    if arr.shape[0] != m:
+        raise ValueError(f"X and y have mismatched lengths: {m} rows in X, {arr.shape[0]} labels in y")
     if arr.ndim == 1:
         if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
             raise ValueError("y contains NaN or infinite values")
