@@ -41,6 +41,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import xlogy
 
+from jaxnn._src.checks import check_real
+
 Array = jax.Array
 Fn = Callable[[Array], Array]
 
@@ -482,19 +484,9 @@ def _number(x: float) -> str:
     return short if float(short) == x else repr(x)
 
 
-def _factory_number(value, factory: str, name: str, low: float, high: float, *, low_open: bool = True) -> float:
-    """A loss family's parameter as a float in its interval (open at ``high``)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{factory} needs a real number {name}, got {type(value).__name__} {value!r}")
-    x = float(value)
-    if not ((low < x if low_open else low <= x) and x < high):
-        raise ValueError(f"{factory} needs {name} in {'(' if low_open else '['}{low:g}, {high:g}), got {value!r}")
-    return x
-
-
 def phi_mu(mu: float) -> Loss:
     """φ_μ(p) = −(μ + (1 − μ)√(p(1 − p))), μ ∈ [0, 1) (paper 004 eq. 27)."""
-    return _phi_mu(_factory_number(mu, "phi_mu", "mu", 0.0, 1.0, low_open=False))
+    return _phi_mu(check_real(mu, "phi_mu's mu", low=0.0, high=1.0, high_open=True))
 
 
 @functools.lru_cache(maxsize=None)
@@ -509,7 +501,7 @@ def _phi_mu(mu: float) -> Loss:
 
 def phi_power(v: float) -> Loss:
     """φ_v(p) = −(p(1 − p))^v, v ∈ (0, 1) (paper 004 eq. 107); link derived."""
-    return _phi_power(_factory_number(v, "phi_power", "v", 0.0, 1.0))
+    return _phi_power(check_real(v, "phi_power's v", low=0.0, high=1.0, low_open=True, high_open=True))
 
 
 @functools.lru_cache(maxsize=None)
@@ -532,7 +524,7 @@ def amari(alpha: float = 0.5) -> Loss:
 
     Paper 003 Table 1 G. Finite for x > −4/(1 − α²). UNN only.
     """
-    return _amari(_factory_number(alpha, "amari", "alpha", -1.0, 1.0))  # one cached object per α
+    return _amari(check_real(alpha, "amari's alpha", low=-1.0, high=1.0, low_open=True, high_open=True))  # one cached object per α
 
 
 @functools.lru_cache(maxsize=None)
