@@ -10,6 +10,12 @@
   ``KNeighborsClassifier(n_neighbors=10, algorithm="brute").predict(X_test)``
   (fitted on the same training set), interleaved in one process.
 
+:class:`PredictFromNeighbors` predicts from the test points' neighbours found
+beforehand (``jaxnn.predict(model, neighbors=nb)``: no search, only the
+gather of α and the argmax): ``time_predict_from_neighbors`` and
+``track_time_ratio_vs_search`` (its time over ``time_predict``'s, which
+searches, interleaved) — what an external index (pynndescent, README) leaves.
+
 :class:`PredictPruned` does the same for ``jaxnn.prune(model, theta)``
 (paper 001 §4.1: keep the examples with the largest |α|), θ ∈ {1, 0.5, 0.1}:
 ``time_predict``, ``track_test_accuracy``, ``track_kept_fraction`` and
@@ -18,6 +24,8 @@ a pruned model searches fewer points, so it predicts proportionally faster.
 """
 
 from __future__ import annotations
+
+import inspect
 
 import jax.numpy as jnp
 
@@ -70,6 +78,36 @@ def _warm_predict(model, X_test) -> None:
     if _scores is not None:
         dummy = jnp.zeros((X_test.shape[0], K), jnp.int32)
         block(_scores(model.alpha, model.Y, dummy))
+
+
+class PredictFromNeighbors(GraphCache, Benchmark):
+    """Prediction from precomputed query neighbours (``neighbors=``)."""
+
+    param_names = ["dataset"]
+    params = (DATASETS,)
+
+    def setup(self, cache, name):
+        if "neighbors" not in inspect.signature(jaxnn.predict).parameters:
+            raise NotImplementedError("this jaxnn's predict takes no neighbors")
+        run = problem(cache, name).runner("gnnb", "lazy")
+        self.data = run.problem.data
+        self.model = run.model(block(run()))
+        _warm_predict(self.model, self.data.X_test)
+        self.neighbors = block(jaxnn.knn_query(self.model.X, jnp.asarray(self.data.X_test), K).indices)
+        block(jaxnn.predict(self.model, neighbors=self.neighbors))
+
+    def time_predict_from_neighbors(self, cache, name):
+        block(jaxnn.predict(self.model, neighbors=self.neighbors))
+
+    def track_time_ratio_vs_search(self, cache, name):
+        X = self.data.X_test
+        t_given, t_search = interleaved_best(
+            [lambda: jaxnn.predict(self.model, neighbors=self.neighbors), lambda: jaxnn.predict(self.model, X)],
+            repeat=3,
+        )
+        return t_given / t_search
+
+    track_time_ratio_vs_search.unit = "ratio"
 
 
 class PredictPruned(GraphCache, Benchmark):

@@ -262,6 +262,23 @@ def test_auto_posterior_auxiliary_fit_uses_the_same_graph_method(monkeypatch):
     assert seen == [(200, "nndescent"), (160, "nndescent")]
 
 
+@pytest.mark.xdist_group("nndescent")  # pynndescent's numba compilation (~45 s) once per worker
+def test_prediction_from_a_pynndescent_index_readme_recipe():
+    """The README's recipe: a pynndescent index on model.X, queried for k
+    neighbours, fed to predict(neighbors=) — pynndescent's int32 (n, k) result
+    is taken as it is, and its labels agree with the exact search's."""
+    from pynndescent import NNDescent
+
+    X, y = _blobs(m=400, C=3, seed=1)
+    model = jaxnn.fit(X[:300], y[:300], k=5, posterior="link")
+    index = NNDescent(np.asarray(model.X), n_neighbors=30, random_state=0)
+    index.prepare()
+    nb, _ = index.query(X[300:], k=model.k)
+    assert nb.shape == (100, 5)
+    agree = np.mean(jaxnn.predict(model, neighbors=nb) == jaxnn.predict(model, X[300:]))
+    assert agree >= 0.95, agree
+
+
 def test_fit_logs_its_stages_and_their_seconds(caplog):
     """At INFO, the "jaxnn" logger gets each stage as it starts and its wall
     time when done; at the default level nothing is emitted."""
@@ -421,6 +438,62 @@ def test_prediction_under_jit_equals_eager():
     bad_model = dataclasses.replace(model, X=jnp.asarray(bad))
     with pytest.raises(ValueError, match="NaN"):  # a concrete (closed-over) model is still checked
         jax.jit(lambda q: jaxnn.decision_function(bad_model, q))(Xq)
+
+
+def test_prediction_from_precomputed_query_neighbors():
+    """neighbors= (any search's (n, k) indices into model.X, or a Neighbors
+    with ≥ k columns) gives the same H, posteriors and labels as the built-in
+    exact search, with or without X, and under jax.jit."""
+    X, y = _blobs(m=150, C=3, seed=5)
+    Xq = _blobs(m=40, C=3, seed=6)[0]
+    model = jaxnn.fit(X, y, k=5)
+    assert 0.0 <= model.posterior_mix <= 1.0
+    exact = jaxnn.knn_query(X, Xq, 5)
+    wider = jaxnn.knn_query(X, Xq, 8)  # a Neighbors with more columns: its first 5
+    for fn in (jaxnn.decision_function, jaxnn.predict_proba, jaxnn.predict):
+        want = np.asarray(fn(model, Xq))
+        for given in (exact, wider, exact.indices, np.asarray(exact.indices, np.int64)):
+            np.testing.assert_array_equal(np.asarray(fn(model, neighbors=given)), want)
+            np.testing.assert_array_equal(np.asarray(fn(model, Xq, neighbors=given)), want)
+        jitted = jax.jit(lambda mdl, nb, fn=fn: fn(mdl, neighbors=nb))(model, exact.indices)
+        np.testing.assert_array_equal(np.asarray(jitted), want)
+    # other neighbours give other scores: the argument is used, not ignored
+    shifted = (np.asarray(exact.indices) + 1) % 150
+    assert not np.array_equal(np.asarray(jaxnn.decision_function(model, neighbors=shifted)),
+                              np.asarray(jaxnn.decision_function(model, Xq)))
+    H = np.asarray(jaxnn.decision_function(model, neighbors=shifted))
+    want = np.sum(np.asarray(model.alpha)[shifted] * np.asarray(model.Y)[shifted], axis=1)
+    np.testing.assert_allclose(H, want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("neighbors, X, exc, match", [
+    (None, None, TypeError, "give the query points X"),
+    ("abc", None, TypeError, "neighbors must be an"),
+    (np.zeros((4, 5)), None, TypeError, "integer index array"),
+    (np.zeros((4, 5), bool), None, TypeError, "integer index array"),
+    (np.zeros((4, 4), int), None, ValueError, "model.k = 5"),
+    (np.zeros((4, 6), int), None, ValueError, "model.k = 5"),
+    (np.zeros(5, int), None, ValueError, "shape"),
+    (np.zeros((0, 5), int), None, ValueError, "at least one row"),
+    (np.array([[0, 1, 2, 3, -1]]), None, ValueError, r"in \[0, 150\)"),
+    (np.array([[0, 1, 2, 3, 150]]), None, ValueError, r"in \[0, 150\)"),
+    (np.array([[0, 1, 2, 3, 3]]), None, ValueError, "row 0 repeats"),
+    ([[0, 1, 2], [3, 4]], None, ValueError, "rectangular"),
+    (np.array([[0, 1, 2, 3, 4]]), np.zeros((2, 4), np.float32), ValueError, "mismatched lengths"),
+    (np.array([[0, 1, 2, 3, 4]]), np.zeros((1, 3), np.float32), ValueError, "features"),
+    (np.array([[0, 1, 2, 3, 4]]), np.full((1, 4), np.nan, np.float32), ValueError, "NaN"),
+])
+def test_prediction_neighbors_bad_input(neighbors, X, exc, match):
+    Xt, y = _blobs(m=150, C=3, seed=5)
+    model = jaxnn.fit(Xt, y, k=5, posterior="link")
+    for fn in (jaxnn.decision_function, jaxnn.predict_proba, jaxnn.predict):
+        with pytest.raises(exc, match=match):
+            fn(model, X, neighbors=neighbors)
+    narrow = jaxnn.knn_query(Xt, Xt[:3], 4)
+    with pytest.raises(ValueError, match="at least 5 columns"):
+        jaxnn.predict(model, neighbors=narrow)
+    with pytest.raises(ValueError, match="model.k = 5"):  # a traced array: its shape is still checked
+        jax.jit(lambda nb: jaxnn.decision_function(model, neighbors=nb))(jnp.zeros((2, 4), jnp.int32))
 
 
 def test_surrogate_risk_takes_a_loss_name_and_checks_edges():
@@ -741,3 +814,40 @@ def test_fit_runs_sequential_choosers_windowed_from_the_state_threshold(monkeypa
         calls.clear()
         jaxnn.fit(X, y, k=5, chooser=chooser, posterior="link")
         assert len(calls) == expected, (threshold, chooser)
+
+
+def test_auto_posterior_scores_at_most_max_scored_held_out_points(monkeypatch, caplog):
+    """posterior="auto" scores a seeded random subset of at most MAX_SCORED
+    held-out points (the exact query of all 20 % took half of a 10⁶-point fit);
+    the auxiliary model is still fit on the whole 80 %."""
+    from jaxnn._src import model as model_mod
+
+    seen = []
+    real = model_mod._posterior_parts
+
+    def spy(model, X):
+        seen.append((model.X.shape[0], np.asarray(X)))
+        return real(model, X)
+
+    monkeypatch.setattr(model_mod, "_posterior_parts", spy)
+    monkeypatch.setattr(model_mod, "MAX_SCORED", 25)
+    X, y = _blobs(m=200, C=3, seed=4)
+    with caplog.at_level("INFO", logger="jaxnn"):
+        capped = jaxnn.fit(X, y, k=5, seed=3)
+    perm = np.random.default_rng(3).permutation(200)
+    assert len(seen) == 1 and seen[0][0] == 160
+    np.testing.assert_array_equal(seen[0][1], X[perm[:25]])
+    assert "fit: posterior='auto': auxiliary fit on 160 points, Brier scores on 25 of the other 40" in [
+        r.getMessage() for r in caplog.records]
+    # the choice is the one-standard-error rule on those 25 points
+    aux = jaxnn.fit(X[perm[40:]], y[perm[40:]], k=5, seed=3, posterior="link")
+    p_link, p_votes = (np.asarray(p, float) for p in real(aux, X[perm[:25]]))
+    target = (y[perm[:25]][:, None] == np.arange(3)[None, :]).astype(float)
+    brier = np.stack([np.sum((p - target) ** 2, axis=1) for p in (p_link, p_votes)], axis=1)
+    best = int(np.argmin(brier.mean(0)))
+    se = (brier - brier[:, [best]]).std(axis=0, ddof=1) / 5.0
+    assert capped.posterior_mix == float(np.nonzero(brier.mean(0) <= brier.mean(0)[best] + se)[0].max())
+    seen.clear()
+    monkeypatch.setattr(model_mod, "MAX_SCORED", 40)  # the whole 20 %: as before the cap
+    jaxnn.fit(X, y, k=5, seed=3)
+    np.testing.assert_array_equal(seen[0][1], X[perm[:40]])

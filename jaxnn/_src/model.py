@@ -417,13 +417,22 @@ def _auto(value):
 _MIX_GRID = np.array([0.0, 1.0])
 
 
+#: at most this many held-out points are scored by posterior="auto" (a seeded
+#: random subset of the 20 %).  A per-point Brier score lies in [0, 2], so the
+#: standard error of a mean over 10⁴ points is below 0.01, while scoring costs an
+#: exact neighbour query of every scored point against the 80 % (m = 10⁶, d = 16:
+#: ~150 s for all 2·10⁵ held-out points, half of the whole fit)
+MAX_SCORED = 10_000
+
+
 def _choose_posterior_mix(X, y, *, k, loss, algorithm, rounds, chooser, seed, graph_method="exact", devices=None,
-                          holdout=0.2) -> float:
+                          holdout=0.2, max_scored=None) -> float:
     """λ ∈ {0, 1} (link or votes) with the lower held-out Brier score.
 
     An auxiliary model is fit on a seeded random 80 % of the data (same
     settings — its neighbour graph by the same ``graph_method`` — rounds
-    scaled with the sample) and scored on the other 20 %.
+    scaled with the sample) and scored on the other 20 % (at most
+    ``max_scored`` of them, default :data:`MAX_SCORED`, drawn at random).
     Returns 0 (the papers' link) when the sample is too small to hold out.
     """
     m = X.shape[0]
@@ -432,6 +441,8 @@ def _choose_posterior_mix(X, y, *, k, loss, algorithm, rounds, chooser, seed, gr
         return 0.0
     perm = np.random.default_rng(seed).permutation(m)
     val, tr = perm[:n_val], perm[n_val:]
+    max_scored = MAX_SCORED if max_scored is None else max_scored
+    val = val[:max_scored]  # perm is random: its first entries are a random subset
     y_arr = np.asarray(y)
     if y_arr.ndim == 1:
         classes = np.unique(y_arr)
@@ -444,18 +455,19 @@ def _choose_posterior_mix(X, y, *, k, loss, algorithm, rounds, chooser, seed, gr
             return 0.0  # a label has no positive (or no negative) example in the 80 %
         target = (y_arr[val] > 0).astype(float)
     aux_rounds = max(1, int(round(rounds * tr.size / m)))
-    logger.info("fit: posterior='auto': auxiliary fit on %d points, Brier scores on the other %d", tr.size, n_val)
+    scored = "" if val.size == n_val else f"{val.size} of "
+    logger.info("fit: posterior='auto': auxiliary fit on %d points, Brier scores on %sthe other %d", tr.size, scored, n_val)
     aux = fit(X[tr], y_arr[tr], k=k, loss=loss, algorithm=algorithm, rounds=aux_rounds,
               chooser=chooser, seed=seed, posterior="link", graph_method=graph_method, devices=devices)
     p_link, p_votes = (np.asarray(p, float) for p in _posterior_parts(aux, X[val]))
-    # per-example Brier score of every blend: (n_val, len(grid))
+    # per-example Brier score of every blend: (scored points, len(grid))
     blends = (1 - _MIX_GRID)[None, :, None] * p_link[:, None, :] + _MIX_GRID[None, :, None] * p_votes[:, None, :]
     brier = np.sum((blends - target[:, None, :]) ** 2, axis=2)
     mean = brier.mean(axis=0)
     best = int(np.argmin(mean))
     # one-standard-error rule toward the votes: the largest λ whose mean Brier
     # score is within one standard error (of its difference to the best) of the best
-    se = (brier - brier[:, [best]]).std(axis=0, ddof=1) / np.sqrt(n_val)
+    se = (brier - brier[:, [best]]).std(axis=0, ddof=1) / np.sqrt(val.size)
     mix = float(_MIX_GRID[np.nonzero(mean <= mean[best] + se)[0].max()])
     logger.info("fit: posterior='auto': held-out Brier score %s -> %s",
                 ", ".join(f"{name} {b:.4f}" for name, b in zip(("link", "votes"), mean)), "votes" if mix else "link")
@@ -481,18 +493,71 @@ def _check_query(model: Model, X) -> jax.Array:
     return jnp.asarray(Xq, dtype=model.X.dtype)
 
 
-def decision_function(model: Model, X) -> jax.Array:
-    """H_c(x) for each row of X: (n, C), columns in ``model.classes`` order."""
+def _check_query_neighbors(neighbors, m: int, k: int) -> jax.Array:
+    """(n, k) int32 indices into the training set, from an int array or a
+    :class:`Neighbors` (:func:`knn_query`'s result, or one with more columns:
+    its first k, the nearest).  Under ``jax.jit`` a traced array gets its
+    shape and dtype checked; values are checked on concrete arrays."""
+    if neighbors is None or isinstance(neighbors, (str, bytes, dict, set)):
+        raise TypeError(f"neighbors must be an (n, k) integer index array or a jaxnn.Neighbors, "
+                        f"got {type(neighbors).__name__}")
+    sliced = isinstance(neighbors, Neighbors)
+    nb = neighbors.indices if sliced else neighbors
+    if not isinstance(nb, jax.core.Tracer):
+        try:
+            nb = np.asarray(nb)
+        except ValueError as err:  # rows of different lengths
+            raise ValueError(f"neighbors must be a rectangular (n, k) array: {err}") from None
+    if not jnp.issubdtype(nb.dtype, jnp.integer):
+        raise TypeError(f"neighbors must be an integer index array or a jaxnn.Neighbors, got dtype {nb.dtype}")
+    if nb.ndim != 2 or nb.shape[0] == 0 or (nb.shape[1] < k if sliced else nb.shape[1] != k):
+        want = f"at least {k} columns" if sliced else f"shape (n, k) with k = model.k = {k}"
+        raise ValueError(f"neighbors must have {want} and at least one row, got shape {tuple(nb.shape)}")
+    nb = nb[:, :k]
+    if isinstance(nb, jax.core.Tracer):
+        return nb.astype(jnp.int32)
+    if nb.min() < 0 or nb.max() >= m:
+        raise ValueError(f"neighbors must hold indices into the {m} training points, in [0, {m}), "
+                         f"got values in [{nb.min()}, {nb.max()}]")
+    repeats = np.nonzero(np.any(np.diff(np.sort(nb, axis=1), axis=1) == 0, axis=1))[0]
+    if repeats.size:
+        raise ValueError(f"neighbors must list k distinct training points a row: row {repeats[0]} repeats an index")
+    return jnp.asarray(nb, dtype=jnp.int32)
+
+
+def _query_neighbors(model: Model, X, neighbors) -> jax.Array:
+    """(n, k) indices of the model's training points nearest each query:
+    ``neighbors`` when given (checked against X's rows if X is given too),
+    else the exact search of X among ``model.X``."""
+    if neighbors is None:
+        if X is None:
+            raise TypeError("give the query points X, or their neighbours among the training points as neighbors=")
+        return knn_query(model.X, _check_query(model, X), model.k).indices
+    nb = _check_query_neighbors(neighbors, model.X.shape[0], model.k)
+    if X is not None:
+        Xq = _check_query(model, X)
+        if Xq.shape[0] != nb.shape[0]:
+            raise ValueError(f"X and neighbors have mismatched lengths: {Xq.shape[0]} rows in X, {nb.shape[0]} in neighbors")
+    return nb
+
+
+def decision_function(model: Model, X=None, *, neighbors=None) -> jax.Array:
+    """H_c(x) for each row of X: (n, C), columns in ``model.classes`` order.
+
+    ``neighbors``: optional (n, k) indices of each query's k nearest training
+    points (``model.X`` rows, nearest first; k = ``model.k``), or a
+    :class:`Neighbors` with at least k columns — from any search (an
+    approximate index, neighbours shared by several models); then X may be
+    left out, and no search is run.
+    """
     model = _check_model(model)
-    nb = knn_query(model.X, _check_query(model, X), model.k)
-    return _scores(model.alpha, model.Y, nb.indices)
+    return _scores(model.alpha, model.Y, _query_neighbors(model, X, neighbors))
 
 
-def _posterior_parts(model: Model, X):
+def _posterior_parts(model: Model, X, neighbors=None):
     """(link posterior, vote fractions), both (n, C); normalised over classes
     for single-label models."""
-    Xq = _check_query(model, X)
-    nb = knn_query(model.X, Xq, model.k).indices
+    nb = _query_neighbors(model, X, neighbors)
     H = _scores(model.alpha, model.Y, nb)
     p_link = jnp.clip(model.loss.posterior(H), 0.0, 1.0)
     p_votes = jnp.mean(model.Y[nb] > 0, axis=1).astype(p_link.dtype)
@@ -502,7 +567,7 @@ def _posterior_parts(model: Model, X):
     return p_link, p_votes
 
 
-def predict_proba(model: Model, X) -> jax.Array:
+def predict_proba(model: Model, X=None, *, neighbors=None) -> jax.Array:
     """Class posteriors p̂_c(x) ∈ [0, 1], (n, C), columns in ``model.classes`` order.
 
     p̂ = (1 − λ)·link(H_c(x)) + λ·v_c(x), with link the loss's posterior
@@ -510,19 +575,22 @@ def predict_proba(model: Model, X) -> jax.Array:
     c and λ = ``model.posterior_mix`` (see ``fit(posterior=...)``).  For
     single-label models rows sum to 1 (the one-vs-rest link posteriors are
     normalised); multilabel models return per-class posteriors.
+    ``neighbors``: the query points' training neighbours, as for
+    :func:`decision_function`.
     """
     model = _check_model(model)
-    p_link, p_votes = _posterior_parts(model, X)
+    p_link, p_votes = _posterior_parts(model, X, neighbors)
     lam = model.posterior_mix
     return p_link if lam == 0.0 else (1.0 - lam) * p_link + lam * p_votes
 
 
-def predict(model: Model, X) -> np.ndarray:
+def predict(model: Model, X=None, *, neighbors=None) -> np.ndarray:
     """Labels (n,) (argmax of H, ties → first class), or (n, C) 0/1 indicators
     for multilabel models (H_c > 0): NumPy arrays, or under ``jax.jit`` a JAX
-    array (numeric labels only; a clear TypeError otherwise)."""
+    array (numeric labels only; a clear TypeError otherwise).  ``neighbors``:
+    the query points' training neighbours, as for :func:`decision_function`."""
     model = _check_model(model)
-    H = decision_function(model, X)
+    H = decision_function(model, X, neighbors=neighbors)
     if isinstance(H, jax.core.Tracer):  # under jax.jit: a traced array, not NumPy
         return _traced_predict(model, H)
     H = np.asarray(H)
