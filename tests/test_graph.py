@@ -1,5 +1,6 @@
 """Neighbour graphs: exact blocked search vs scikit-learn, ties, nndescent, inverse lists."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -288,3 +289,34 @@ def test_approx_method_runs_approx_min_k():
     assert a.shape == (500, 7) and not np.any(a == np.arange(500)[:, None])
     if jax.default_backend() != "tpu":
         np.testing.assert_array_equal(a, np.asarray(jaxnn.knn_graph(X, 7).indices))
+
+
+def test_a_long_exact_search_on_cpu_warns_on_the_jaxnn_logger(monkeypatch, caplog):
+    """From SLOW_SEARCH_PAIRS (query, training) pairs an exact search on CPU
+    warns (minutes at 2·10⁵ points, ~9 min at 10⁶ on 2 cores) and names the
+    faster way; below it, or on an accelerator, nothing is said."""
+    from jaxnn._src import graph as graph_mod
+
+    X = np.random.default_rng(0).normal(size=(30, 3)).astype(np.float32)
+    with caplog.at_level("WARNING", logger="jaxnn"):
+        jaxnn.knn_graph(X, 3)
+        jaxnn.knn_query(X, X[:5], 3)
+    assert not caplog.records
+    monkeypatch.setattr(graph_mod, "SLOW_SEARCH_PAIRS", 900)
+    with caplog.at_level("WARNING", logger="jaxnn"):
+        jaxnn.knn_graph(X, 3)  # 30 × 30 = 900 pairs
+        jaxnn.knn_query(X, X[:5], 3)  # 150 pairs: below
+        jaxnn.knn_query(X, np.vstack([X] * 2), 3)  # 1800 pairs
+    messages = [r.getMessage() for r in caplog.records]
+    if jax.default_backend() != "cpu":
+        assert not messages
+        return
+    assert len(messages) == 2 and all(r.levelname == "WARNING" for r in caplog.records)
+    assert messages[0].startswith("knn_graph of 30 points: the exact search compares all 9.0e+02")
+    assert "method='nndescent'" in messages[0]
+    assert messages[1].startswith("knn_query of 60 points among 30: the exact search compares all 1.8e+03")
+    assert "neighbors=" in messages[1]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="jaxnn"):
+        graph_mod._warn_if_slow(10**6, 10**6, "gpu", "knn_graph", "hint")
+    assert not caplog.records

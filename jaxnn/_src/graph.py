@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 from typing import NamedTuple
 
 import jax
@@ -31,6 +32,20 @@ _TILE_ELEMENTS = 1 << 24
 # height of the one GPU measurement so far (an H100, m = 10⁵: 109–122 ms, 0.02–0.05
 # of scikit-learn brute) — where 2**24 would leave 16 rows and 62 500 steps.
 _TILE_ELEMENTS_ACCELERATOR = 1 << 27
+
+
+#: distances from which an exact search on CPU warns on the "jaxnn" logger: the
+#: exact graph of 2·10⁵ points (d = 16) took 22 s on 2 CPU cores, and the cost
+#: grows with m² (10⁶ points: ~9 min at d = 16, where nndescent takes ~50 s)
+SLOW_SEARCH_PAIRS = 4 * 10**10
+
+logger = logging.getLogger("jaxnn")
+
+
+def _warn_if_slow(n_query: int, m: int, platform: str, what: str, hint: str) -> None:
+    if platform == "cpu" and n_query * m >= SLOW_SEARCH_PAIRS:
+        logger.warning("%s: the exact search compares all %.1e (query, training) pairs on CPU, which takes "
+                       "minutes or more; %s", what, float(n_query) * m, hint)
 
 
 class Neighbors(NamedTuple):
@@ -359,7 +374,10 @@ def knn_graph(
             raise ValueError(f"recall_target must lie in (0, 1], got {recall_target!r}")
     Xf = _as_float(X)
     target = float(recall_target) if method == "approx" else None
-    idx, dist = _blocked_topk(Xf, Xf, k, _block_rows(m, block_size, sharding.platform(devices)), True, devices, target)
+    platform = sharding.platform(devices)
+    _warn_if_slow(m, m, platform, f"knn_graph of {m} points",
+                  "method='nndescent' (fit's graph_method=) is approximate and much faster at this size")
+    idx, dist = _blocked_topk(Xf, Xf, k, _block_rows(m, block_size, platform), True, devices, target)
     return Neighbors(idx, dist)
 
 
@@ -382,7 +400,10 @@ def knn_query(X_train, X_query, k: int, *, block_size: int | None = None, device
     k = _check_k(k, m, exclude_self=False)
     Xt = _as_float(X_train)
     Xq = _as_float(X_query).astype(Xt.dtype)
-    idx, dist = _blocked_topk(Xq, Xt, k, _block_rows(m, block_size, sharding.platform(devices)), False, devices)
+    platform = sharding.platform(devices)
+    _warn_if_slow(Xq.shape[0], m, platform, f"knn_query of {Xq.shape[0]} points among {m}",
+                  "an approximate index can find the neighbours instead (predict's neighbors=, README)")
+    idx, dist = _blocked_topk(Xq, Xt, k, _block_rows(m, block_size, platform), False, devices)
     return Neighbors(idx, dist)
 
 
