@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxnn._src.checks import check_bool, check_float32_range, check_integer, check_real
+from jaxnn._src.checks import check_bool, check_integer, check_points, check_real
 from jaxnn._src.graph import knn_query
 
 __all__ = [
@@ -123,27 +123,9 @@ class KNNModel:
 # Validation
 # --------------------------------------------------------------------------
 def _check_X(X, name: str = "X") -> jax.Array:
-    """(n, d) finite numeric array → floating JAX array (float32 by default)."""
-    if X is None or isinstance(X, (str, bytes, dict, set)) or isinstance(X, numbers.Number):
-        raise TypeError(f"{name} must be a 2-D array-like of numbers, got {type(X).__name__}")
-    try:
-        Xn = X if hasattr(X, "dtype") and hasattr(X, "shape") else np.asarray(X)
-    except (TypeError, ValueError) as err:  # ragged nested lists, ...
-        raise type(err)(f"{name} could not be converted to an array: {err}") from err
-    if not (np.dtype(Xn.dtype).kind in "biuf" or jnp.issubdtype(Xn.dtype, jnp.floating)):
-        raise TypeError(f"{name} must hold real numbers, got dtype {Xn.dtype}")
-    if Xn.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D array (n_samples, n_features), got shape {tuple(Xn.shape)}")
-    if Xn.shape[0] == 0 or Xn.shape[1] == 0:
-        raise ValueError(f"{name} is empty: shape {tuple(Xn.shape)}")
-    if isinstance(Xn, jax.Array):
-        finite = bool(jnp.all(jnp.isfinite(Xn)))
-    else:
-        Xn = np.asarray(Xn)
-        finite = bool(np.all(np.isfinite(Xn)))  # on the host: no device op to compile
-    if not finite:
-        raise ValueError(f"{name} contains NaN or infinite values")
-    check_float32_range(Xn, name)
+    """(n, d) finite numeric array (:func:`checks.check_points`) → floating
+    JAX array (float32 by default)."""
+    Xn = check_points(X, name)
     if isinstance(Xn, np.ndarray) and Xn.dtype.kind in "biu":  # on the host: int64 must not wrap to int32
         Xn = Xn.astype(np.float64 if jax.config.jax_enable_x64 else np.float32)
     Xj = jnp.asarray(Xn)

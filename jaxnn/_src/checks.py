@@ -7,9 +7,10 @@ import math
 import numbers
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["check_bool", "check_real", "check_integer", "check_float32_range"]
+__all__ = ["check_bool", "check_real", "check_integer", "check_float32_range", "check_points"]
 
 
 def check_bool(value, name: str) -> bool:
@@ -55,3 +56,40 @@ def check_float32_range(X, name: str) -> None:
     if biggest > float(np.finfo(np.float32).max):
         raise ValueError(f"{name} holds values beyond the float32 range (|x| up to {biggest:.3g}): rescale it, "
                          "or compute in float64 inside `with jax.enable_x64(True):`")
+
+
+def check_points(X, name: str = "X"):
+    """``X`` if it is a non-empty 2-D array of finite real numbers, else a
+    TypeError or ValueError naming ``name``.
+
+    NumPy and JAX arrays come back as given (no copy, no transfer), anything
+    else as ``np.asarray(X)``.  Under ``jax.jit`` a traced X gets its shape and
+    dtype checked — its values are unknown; a concrete JAX array is checked on
+    the spot (not staged into the trace).  Float64 data must fit float32 unless
+    ``jax_enable_x64`` is on (:func:`check_float32_range`).
+    """
+    if X is None or isinstance(X, (str, bytes, dict, set, numbers.Number)):
+        raise TypeError(f"{name} must be a 2-D numeric array, got {type(X).__name__}")
+    if not (hasattr(X, "shape") and hasattr(X, "dtype")):
+        try:
+            X = np.asarray(X)
+        except ValueError as err:  # rows of different lengths
+            raise ValueError(f"{name} must be a rectangular 2-D array: {err}") from None
+    if jnp.issubdtype(X.dtype, jnp.complexfloating):
+        raise TypeError(f"{name} must be real, got dtype {X.dtype}")
+    if not (jnp.issubdtype(X.dtype, jnp.floating) or jnp.issubdtype(X.dtype, jnp.integer) or X.dtype == bool):
+        raise TypeError(f"{name} must hold numbers, got dtype {X.dtype}")
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array (n_samples, n_features), got shape {tuple(X.shape)}")
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"{name} is empty: shape {tuple(X.shape)}")
+    if not isinstance(X, jax.core.Tracer):
+        if isinstance(X, np.ndarray):  # on the host, before any cast to float32
+            finite = X.dtype.kind != "f" or bool(np.all(np.isfinite(X)))
+        else:
+            with jax.ensure_compile_time_eval():
+                finite = bool(jnp.all(jnp.isfinite(jnp.asarray(X, dtype=float))))
+        if not finite:
+            raise ValueError(f"{name} contains NaN or infinite values")
+        check_float32_range(X, name)
+    return X

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxnn._src import sharding
-from jaxnn._src.checks import check_float32_range, check_integer
+from jaxnn._src.checks import check_integer, check_points
 
 __all__ = ["Neighbors", "InverseNeighbors", "knn_graph", "knn_query", "inverse_neighbors"]
 
@@ -70,34 +70,6 @@ class InverseNeighbors(NamedTuple):
 
     members: jax.Array
     counts: jax.Array
-
-
-def _check_points(X, name: str) -> np.ndarray:
-    if X is None or isinstance(X, (str, bytes, dict, set)):
-        raise TypeError(f"{name} must be a 2-D numeric array, got {type(X).__name__}")
-    if not hasattr(X, "shape"):
-        try:
-            X = np.asarray(X)
-        except ValueError as err:  # rows of different lengths
-            raise ValueError(f"{name} must be a rectangular 2-D array: {err}") from None
-    if X.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D array (n_samples, n_features), got shape {tuple(X.shape)}")
-    if not (jnp.issubdtype(X.dtype, jnp.floating) or jnp.issubdtype(X.dtype, jnp.integer) or X.dtype == bool):
-        raise TypeError(f"{name} must hold numbers, got dtype {X.dtype}")
-    if X.shape[0] == 0 or X.shape[1] == 0:
-        raise ValueError(f"{name} is empty: shape {tuple(X.shape)}")
-    # under jax.jit a traced X's values are unknown: only its shape and dtype are
-    # checked; a concrete one (closed over) is checked on the spot, not staged
-    if not isinstance(X, jax.core.Tracer):
-        if isinstance(X, np.ndarray):  # on the host, before any cast to float32
-            finite = X.dtype.kind != "f" or bool(np.all(np.isfinite(X)))
-        else:
-            with jax.ensure_compile_time_eval():
-                finite = bool(jnp.all(jnp.isfinite(jnp.asarray(X, dtype=float))))
-        if not finite:
-            raise ValueError(f"{name} contains NaN or infinite values")
-        check_float32_range(X, name)
-    return X
 
 
 def _check_k(k, m: int, *, exclude_self: bool) -> int:
@@ -346,7 +318,7 @@ def knn_graph(
     Returns:
       :class:`Neighbors` with ``indices`` (m, k) int32 and ``distances`` (m, k).
     """
-    X = _check_points(X, "X")
+    X = check_points(X, "X")
     m = X.shape[0]
     k = _check_k(k, m, exclude_self=True)
     if method not in METHODS:
@@ -392,8 +364,8 @@ def knn_query(X_train, X_query, k: int, *, block_size: int | None = None, device
     Returns:
       :class:`Neighbors` with ``indices`` (n, k) int32 into X_train.
     """
-    X_train = _check_points(X_train, "X_train")
-    X_query = _check_points(X_query, "X")
+    X_train = check_points(X_train, "X_train")
+    X_query = check_points(X_query, "X")
     if X_query.shape[1] != X_train.shape[1]:
         raise ValueError(f"X has {X_query.shape[1]} features but the training data has {X_train.shape[1]}")
     m = X_train.shape[0]

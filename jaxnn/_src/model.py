@@ -18,7 +18,7 @@ import numpy as np
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src import sharding, window
-from jaxnn._src.checks import check_bool, check_float32_range, check_real
+from jaxnn._src.checks import check_bool, check_points, check_real
 from jaxnn._src.checks import check_integer as _check_int
 from jaxnn._src.boosting import boost, check_chooser, chooser_order
 from jaxnn._src.graph import METHODS as _GRAPH_METHODS
@@ -95,30 +95,10 @@ jax.tree_util.register_dataclass(
 
 
 def _as_points(X, name: str = "X") -> np.ndarray:
-    if isinstance(X, (str, bytes)) or X is None:
-        raise TypeError(f"{name} must be a 2-D numeric array, got {type(X).__name__}")
-    # under jax.jit (query points of decision_function / predict_proba) the values are
-    # unknown: the shape and dtype are checked, the finiteness cannot be
-    if isinstance(X, jax.core.Tracer):
-        arr = X
-    else:
-        try:
-            arr = np.asarray(X)
-        except ValueError as err:  # rows of different lengths
-            raise ValueError(f"{name} must be a rectangular 2-D array: {err}") from None
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
-        raise TypeError(f"{name} must hold numbers, got dtype {arr.dtype}")
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D array (n_samples, n_features), got shape {arr.shape}")
-    if arr.shape[0] == 0 or arr.shape[1] == 0:
-        raise ValueError(f"{name} is empty: shape {arr.shape}")
-    if np.iscomplexobj(arr):
-        raise TypeError(f"{name} must be real, got dtype {arr.dtype}")
-    if not isinstance(arr, jax.core.Tracer):
-        if not np.all(np.isfinite(arr)):
-            raise ValueError(f"{name} contains NaN or infinite values")
-        check_float32_range(arr, name)
-    return arr
+    """Checked points (:func:`checks.check_points`) on the host; under
+    ``jax.jit`` (query points of decision_function / predict_proba) the tracer."""
+    X = check_points(X, name)
+    return X if isinstance(X, jax.core.Tracer) else np.asarray(X)
 
 
 def encode_labels(y, m: int):
