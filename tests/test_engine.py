@@ -851,3 +851,36 @@ def test_auto_posterior_scores_at_most_max_scored_held_out_points(monkeypatch, c
     monkeypatch.setattr(model_mod, "MAX_SCORED", 40)  # the whole 20 %: as before the cap
     jaxnn.fit(X, y, k=5, seed=3)
     np.testing.assert_array_equal(seen[0][1], X[perm[:40]])
+
+
+def test_auto_posterior_with_given_neighbors_derives_the_auxiliary_graph(monkeypatch, caplog):
+    """fit(neighbors=...) with posterior="auto" runs no neighbour search: the
+    80 % fit's graph is graph.subgraph of the caller's (an exact search of the
+    80 % could take minutes where the caller brought an approximate graph)."""
+    from jaxnn._src import graph as graph_mod
+    from jaxnn._src import model as model_mod
+
+    searches = []
+    monkeypatch.setattr(model_mod, "knn_graph", lambda *a, **kw: searches.append(a) or graph_mod.knn_graph(*a, **kw))
+    given = []
+    real_fit = model_mod.fit
+
+    def spy_fit(X, y, **kw):
+        given.append(kw.get("neighbors"))
+        return real_fit(X, y, **kw)
+
+    monkeypatch.setattr(model_mod, "fit", spy_fit)
+    X, y = _blobs(m=200, C=3, seed=4)
+    nb = np.asarray(graph_mod.knn_graph(X, 5).indices)
+    with caplog.at_level("INFO", logger="jaxnn"):
+        model = jaxnn.fit(X, y, k=5, neighbors=nb, seed=3)
+    assert not searches and 0.0 <= model.posterior_mix <= 1.0
+    tr = np.random.default_rng(3).permutation(200)[40:]
+    assert len(given) == 1
+    np.testing.assert_array_equal(given[0], graph_mod.subgraph(X, nb, tr))
+    assert any(r.getMessage().startswith("fit: posterior='auto': 5-NN graph of the 160 points from the full graph (two hops)")
+               for r in caplog.records)
+    # without given neighbours the 80 % fit searches with graph_method as before
+    given.clear()
+    jaxnn.fit(X, y, k=5, seed=3)
+    assert given == [None] and len(searches) == 2

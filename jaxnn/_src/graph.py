@@ -403,6 +403,69 @@ def _nndescent_graph(X: np.ndarray, k: int, seed: int, candidates: int, n_jobs: 
     return Neighbors(jnp.asarray(idx, dtype=jnp.int32), jnp.asarray(dist))
 
 
+#: rows a call of the two-hop candidate search handles (memory: rows × (k + k²) × d floats)
+SUBGRAPH_BLOCK = 2048
+
+
+def subgraph(X, neighbors, keep) -> np.ndarray:
+    """The k-NN graph of the points ``X[keep]``, derived from a graph of all of X.
+
+    Each kept point's candidates are its kept neighbours and their kept
+    neighbours (two hops, as in NN-descent's local join), itself excluded;
+    the k nearest of them are its neighbours (ties → the lower index).  A row
+    with fewer than k candidates gets an exact search among ``X[keep]``.
+    From an exact graph the result is the exact subgraph wherever each kept
+    point's true neighbours lie within two hops of it — almost always for a
+    random subset of most points (:func:`jaxnn.fit`'s ``posterior="auto"``
+    uses it for its 80 % fit).
+
+    Args:
+      X: (m, d) points.  neighbors: (m, k) indices into X (self excluded).
+      keep: (n,) distinct indices into X, n > k.
+
+    Returns:
+      (n, k) int32 neighbour indices into ``keep`` (row r: the neighbours of
+      ``X[keep[r]]``), nearest first.
+    """
+    nb = np.asarray(neighbors, dtype=np.int32)
+    keep = np.asarray(keep, dtype=np.int64)
+    m, k = nb.shape
+    n = keep.size
+    pos = np.full(m, -1, np.int32)
+    pos[keep] = np.arange(n, dtype=np.int32)
+    Xj, nbj, posj = jnp.asarray(X), jnp.asarray(nb), jnp.asarray(pos)
+    block = min(SUBGRAPH_BLOCK, n)
+    padded = np.concatenate([keep, np.full(-n % block, keep[0])]).astype(np.int32)
+    out, ok = [], []
+    for start in range(0, padded.size, block):
+        idx, full = _two_hop_neighbors(Xj, nbj, posj, jnp.asarray(padded[start:start + block]), k)
+        out.append(idx)
+        ok.append(full)
+    result = np.array(jnp.concatenate(out)[:n])  # writable: short rows are filled in below
+    short = np.nonzero(~np.asarray(jnp.concatenate(ok))[:n])[0]
+    if short.size:  # too few candidates within two hops: an exact search among the kept points
+        Xk = jnp.asarray(X)[jnp.asarray(keep)]
+        exact, _ = _blocked_topk(Xk[jnp.asarray(short)], Xk, k + 1, 256, False)
+        exact = np.asarray(exact)
+        for row, r in enumerate(short):
+            result[r] = exact[row][exact[row] != r][:k]
+    return result.astype(np.int32)
+
+
+@functools.partial(jax.jit, static_argnames=("k",))
+def _two_hop_neighbors(X, nb, pos, rows, k: int):
+    """(B, k) indices into the kept set of the k nearest kept points within
+    two hops of each of ``rows`` (global indices), and whether each row had k."""
+    B = rows.shape[0]
+    first = nb[rows]
+    cand = jnp.sort(jnp.concatenate([first, nb[first].reshape(B, k * k)], axis=1), axis=1)
+    repeat = jnp.concatenate([jnp.zeros((B, 1), bool), cand[:, 1:] == cand[:, :-1]], axis=1)
+    valid = (pos[cand] >= 0) & (cand != rows[:, None]) & ~repeat
+    d2 = jnp.sum((X[cand] - X[rows][:, None, :]) ** 2, axis=-1)
+    neg, slot = jax.lax.top_k(jnp.where(valid, -d2, -jnp.inf), k)  # equal distances: the lower index first
+    return pos[jnp.take_along_axis(cand, slot, axis=1)], jnp.all(neg > -jnp.inf, axis=1)
+
+
 def inverse_csr(indices, m: int | None = None):
     """Inverse neighbourhoods in compressed form, on the host.
 

@@ -22,7 +22,7 @@ from jaxnn._src.checks import check_bool, check_points, check_real
 from jaxnn._src.checks import check_integer as _check_int
 from jaxnn._src.boosting import boost, check_chooser, chooser_order
 from jaxnn._src.graph import METHODS as _GRAPH_METHODS
-from jaxnn._src.graph import Neighbors, inverse_counts, inverse_neighbors, knn_graph, knn_query
+from jaxnn._src.graph import Neighbors, inverse_counts, inverse_neighbors, knn_graph, knn_query, subgraph
 from jaxnn._src.schedule import boost_colored, color_schedule
 
 __all__ = ["Model", "fit", "decision_function", "predict_proba", "predict", "encode_labels", "auto_chooser"]
@@ -351,8 +351,11 @@ def fit(
     model = Model(alpha, Xj, Y, result.trace, classes, k, loss_obj, algo, multilabel, rounds=rounds)
     mix = {"link": 0.0, "votes": 1.0}.get(posterior)
     if mix is None:
+        # the 80 % fit's graph: derived from the caller's (two hops) when they gave one —
+        # jaxnn cannot repeat their search, and an exact one of 80 % may take minutes
+        derive = neighbors is not None
         mix = _choose_posterior_mix(Xa, y, k=k, loss=loss_obj, algorithm=algo, rounds=rounds, chooser=chooser, seed=seed,
-                                    graph_method=graph_method, devices=devices)
+                                    graph_method=graph_method, devices=devices, graph=nbrs if derive else None)
     return dataclasses.replace(model, posterior_mix=float(mix))
 
 
@@ -406,13 +409,15 @@ MAX_SCORED = 10_000
 
 
 def _choose_posterior_mix(X, y, *, k, loss, algorithm, rounds, chooser, seed, graph_method="exact", devices=None,
-                          holdout=0.2, max_scored=None) -> float:
+                          holdout=0.2, max_scored=None, graph=None) -> float:
     """λ ∈ {0, 1} (link or votes) with the lower held-out Brier score.
 
     An auxiliary model is fit on a seeded random 80 % of the data (same
-    settings — its neighbour graph by the same ``graph_method`` — rounds
-    scaled with the sample) and scored on the other 20 % (at most
-    ``max_scored`` of them, default :data:`MAX_SCORED`, drawn at random).
+    settings — its neighbour graph by the same ``graph_method``, or, given
+    ``graph`` (the (m, k) graph of all the data), derived from it by
+    :func:`graph.subgraph` — rounds scaled with the sample) and scored on the
+    other 20 % (at most ``max_scored`` of them, default :data:`MAX_SCORED`,
+    drawn at random).
     Returns 0 (the papers' link) when the sample is too small to hold out.
     """
     m = X.shape[0]
@@ -437,8 +442,12 @@ def _choose_posterior_mix(X, y, *, k, loss, algorithm, rounds, chooser, seed, gr
     aux_rounds = max(1, int(round(rounds * tr.size / m)))
     scored = "" if val.size == n_val else f"{val.size} of "
     logger.info("fit: posterior='auto': auxiliary fit on %d points, Brier scores on %sthe other %d", tr.size, scored, n_val)
-    aux = fit(X[tr], y_arr[tr], k=k, loss=loss, algorithm=algorithm, rounds=aux_rounds,
-              chooser=chooser, seed=seed, posterior="link", graph_method=graph_method, devices=devices)
+    aux_graph = None
+    if graph is not None:
+        aux_graph = _logged(f"fit: posterior='auto': {k}-NN graph of the {tr.size} points from the full graph (two hops)",
+                            lambda: subgraph(X, graph, tr))
+    aux = fit(X[tr], y_arr[tr], k=k, loss=loss, algorithm=algorithm, rounds=aux_rounds, chooser=chooser, seed=seed,
+              posterior="link", neighbors=aux_graph, graph_method=graph_method, devices=devices)
     p_link, p_votes = (np.asarray(p, float) for p in _posterior_parts(aux, X[val]))
     # per-example Brier score of every blend: (scored points, len(grid))
     blends = (1 - _MIX_GRID)[None, :, None] * p_link[:, None, :] + _MIX_GRID[None, :, None] * p_votes[:, None, :]
