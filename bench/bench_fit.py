@@ -22,6 +22,11 @@
   ``add`` + ``argmax`` a step): ``track_tree_microseconds``, m as GreedyStep.
 * :class:`TraceCost` — ``fit(trace=True)`` / ``fit()`` time, plain and
   windowed scan: ``track_traced_over_untraced_ratio``.
+* :class:`PosteriorAutoCost` — ``fit(posterior="auto")`` / ``fit(posterior=
+  "link")`` from the cached graph (``neighbors=``), interleaved:
+  ``track_auto_over_link_ratio`` (the auxiliary 80 % fit — its graph derived
+  from the given one — and the held-out Brier scores), and the λ it chose,
+  ``track_posterior_mix``.
 * :class:`ChooserAccuracy` — one GNNB pass with each one-pass chooser on
   bundled UCI sets: ``track_mean_test_accuracy`` (does the colored
   schedule's order cost accuracy against lazy's?).
@@ -291,6 +296,35 @@ class TraceCost(Benchmark):
     def track_traced_over_untraced_ratio(self, scan):
         traced, plain = interleaved_best(self.fits, repeat=3)
         return traced / plain
+
+
+class PosteriorAutoCost(GraphCache, Benchmark):
+    """What ``posterior="auto"`` adds to a fit given its graph."""
+
+    param_names = ["dataset"]
+    params = (DATASETS,)
+
+    def setup(self, cache, name):
+        import jaxnn
+
+        d = dataset(name)
+        self.fits = [
+            lambda posterior=posterior: jaxnn.fit(d.X_train, d.y_train, k=K, neighbors=cache[name], posterior=posterior)
+            for posterior in ("auto", "link")
+        ]
+        self.model = block(self.fits[0]())  # compiles both fits' programs (the link fit is the auto fit's first part)
+        block(self.fits[1]())
+
+    def track_auto_over_link_ratio(self, cache, name):
+        auto, link = interleaved_best(self.fits, repeat=3)
+        return auto / link
+
+    track_auto_over_link_ratio.unit = "ratio"
+
+    def track_posterior_mix(self, cache, name):
+        return self.model.posterior_mix
+
+    track_posterior_mix.unit = "lambda"
 
 
 class ChooserAccuracy(Benchmark):
