@@ -414,10 +414,12 @@ def subgraph(X, neighbors, keep) -> np.ndarray:
     neighbours (two hops, as in NN-descent's local join), itself excluded;
     the k nearest of them are its neighbours (ties → the lower index).  A row
     with fewer than k candidates gets an exact search among ``X[keep]``.
-    From an exact graph the result is the exact subgraph wherever each kept
-    point's true neighbours lie within two hops of it — almost always for a
-    random subset of most points (:func:`jaxnn.fit`'s ``posterior="auto"``
-    uses it for its 80 % fit).
+    From an exact graph it is exact for the rows whose true neighbours among
+    the kept points lie within two hops: for a random 80 % it recovered 0.96–0.97
+    of the exact neighbours on small sets (tests) and 0.85–0.91 on 10⁵ clustered
+    points, d = 64 / 16 — an approximate graph, like nndescent's, at a fraction
+    of an exact search's cost.  :func:`jaxnn.fit`'s ``posterior="auto"`` uses
+    it for its 80 % fit when the caller gave the neighbours.
 
     Args:
       X: (m, d) points.  neighbors: (m, k) indices into X (self excluded).
