@@ -884,3 +884,31 @@ def test_auto_posterior_with_given_neighbors_derives_the_auxiliary_graph(monkeyp
     given.clear()
     jaxnn.fit(X, y, k=5, seed=3)
     assert given == [None] and len(searches) == 2
+
+
+@pytest.mark.parametrize("kind", ["uint8", "bool"])
+def test_auto_posterior_with_given_neighbors_derives_from_float_points(kind, monkeypatch):
+    """The derived 80 % graph is computed on the points as floats: uint8
+    differences used to wrap (0.8 % of rows right) and bool points crashed."""
+    from jaxnn._src import graph as graph_mod
+    from jaxnn._src import model as model_mod
+
+    rng = np.random.default_rng(2)
+    X = rng.integers(0, 256, (300, 4)).astype(np.uint8) if kind == "uint8" else rng.random((300, 6)) > 0.5
+    y = (X[:, 0] > (128 if kind == "uint8" else 0)).astype(int)
+    nb = np.asarray(jaxnn.knn_graph(X.astype(np.float32), 5).indices)
+    seen = []
+    real = model_mod.subgraph
+    monkeypatch.setattr(model_mod, "subgraph", lambda *a: seen.append(real(*a)) or seen[-1])
+    model = jaxnn.fit(X, y, k=5, neighbors=nb, seed=1)
+    assert 0.0 <= model.posterior_mix <= 1.0
+    tr = np.random.default_rng(1).permutation(300)[60:]
+    np.testing.assert_array_equal(seen[0], real(X.astype(np.float32), nb, tr))
+
+
+def test_prediction_neighbors_given_as_a_search_result_pair():
+    X, y = _blobs(m=100, C=3, seed=5)
+    model = jaxnn.fit(X, y, k=5, posterior="link")
+    nb = jaxnn.knn_query(X, X[:4], 5)
+    with pytest.raises(TypeError, match="pass the indices"):
+        jaxnn.predict(model, neighbors=(np.asarray(nb.indices), np.asarray(nb.distances)))

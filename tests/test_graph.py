@@ -312,9 +312,9 @@ def test_a_long_exact_search_on_cpu_warns_on_the_jaxnn_logger(monkeypatch, caplo
         assert not messages
         return
     assert len(messages) == 2 and all(r.levelname == "WARNING" for r in caplog.records)
-    assert messages[0].startswith("knn_graph of 30 points: the exact search compares all 9.0e+02")
+    assert messages[0].startswith("knn_graph of 30 points: the brute-force search compares all 9.0e+02")
     assert "method='nndescent'" in messages[0]
-    assert messages[1].startswith("knn_query of 60 points among 30: the exact search compares all 1.8e+03")
+    assert messages[1].startswith("knn_query of 60 points among 30: the brute-force search compares all 1.8e+03")
     assert "neighbors=" in messages[1]
     caplog.clear()
     with caplog.at_level("WARNING", logger="jaxnn"):
@@ -372,3 +372,63 @@ def test_subgraph_falls_back_to_an_exact_search_for_isolated_rows():
     exact = np.asarray(jaxnn.knn_graph(X[keep], 3).indices)
     np.testing.assert_array_equal(got[0], exact[0])
     np.testing.assert_array_equal(got, _two_hop_reference(X, nb, keep))
+
+
+def test_subgraph_computes_in_float_and_in_bounded_blocks(monkeypatch):
+    """uint8 / bool / float16 points give the graph of their float32 values
+    (uint8 differences used to wrap); a small element budget (more, smaller
+    blocks) gives the same graph; keep is checked."""
+    from jaxnn._src import graph as graph_mod
+
+    rng = np.random.default_rng(3)
+    Xu = rng.integers(0, 256, (300, 4)).astype(np.uint8)
+    Xf = Xu.astype(np.float32)
+    nb = np.asarray(jaxnn.knn_graph(Xf, 5).indices)
+    keep = rng.permutation(300)[:240]
+    want = graph_mod.subgraph(Xf, nb, keep)
+    np.testing.assert_array_equal(want, _two_hop_reference(Xf, nb, keep))
+    np.testing.assert_array_equal(graph_mod.subgraph(Xu, nb, keep), want)
+    np.testing.assert_array_equal(graph_mod.subgraph(Xf.astype(np.float16), nb, keep), want)  # 0..255: exact in float16
+    Xb = Xu > 128
+    np.testing.assert_array_equal(graph_mod.subgraph(Xb, nb, keep), graph_mod.subgraph(Xb.astype(np.float32), nb, keep))
+    monkeypatch.setattr(graph_mod, "SUBGRAPH_ELEMENTS", 4 * 30 * 7)  # 7 rows a block
+    np.testing.assert_array_equal(graph_mod.subgraph(Xf, nb, keep), want)
+    with pytest.raises(ValueError, match="more than k=5 distinct"):
+        graph_mod.subgraph(Xf, nb, keep[:5])
+    with pytest.raises(ValueError, match="distinct"):
+        graph_mod.subgraph(Xf, nb, np.concatenate([keep, keep[:1]]))
+
+
+def test_half_precision_points_are_searched_in_float32():
+    """float16 squared distances overflow: searches and the baselines compute
+    in float32 (the same neighbours as the float32 copy of the data)."""
+    rng = np.random.default_rng(0)
+    X16 = (rng.normal(size=(200, 3)) * 100 + 500).astype(np.float16)
+    X32 = X16.astype(np.float32)
+    for given in (X16, jnp.asarray(X16), jnp.asarray(X32, jnp.bfloat16)):
+        ref = X32 if given.dtype != jnp.bfloat16 else np.asarray(jnp.asarray(given, jnp.float32))
+        np.testing.assert_array_equal(np.asarray(jaxnn.knn_graph(given, 4).indices), np.asarray(jaxnn.knn_graph(ref, 4).indices))
+        np.testing.assert_array_equal(np.asarray(jaxnn.knn_query(given, given[:20], 4).indices),
+                                      np.asarray(jaxnn.knn_query(ref, ref[:20], 4).indices))
+    y = (X32[:, 0] > 500).astype(int)
+    np.testing.assert_array_equal(jaxnn.baselines.predict(jaxnn.baselines.knn_fit(X16, y, k=3), X16),
+                                  jaxnn.baselines.predict(jaxnn.baselines.knn_fit(X32, y, k=3), X32))
+
+
+def test_points_masked_arrays_and_non_numeric_kinds():
+    """A masked array with masked entries is refused (missing values); without
+    any, it is its data; timedelta64 is not a number — the same in fit,
+    knn_graph and the baselines."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 3)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(int)
+    masked = np.ma.masked_invalid(np.where(np.eye(40, 3) > 0, np.nan, X))
+    plain = np.ma.masked_array(X)
+    for call in (lambda A: jaxnn.fit(A, y, k=3, posterior="link"), lambda A: jaxnn.knn_graph(A, 3),
+                 lambda A: jaxnn.baselines.knn_fit(A, y, k=3), lambda A: jaxnn.baselines.sgd_fit(A, y, epochs=1)):
+        with pytest.raises(ValueError, match="masked"):
+            call(masked)
+        with pytest.raises(TypeError, match="must hold numbers"):
+            call(X.astype("timedelta64[s]"))
+        call(plain)  # no masked entries: its data
+    np.testing.assert_array_equal(np.asarray(jaxnn.knn_graph(plain, 3).indices), np.asarray(jaxnn.knn_graph(X, 3).indices))

@@ -40,7 +40,7 @@ import numpy as np
 import optax
 
 from jaxnn._src.checks import check_bool, check_integer, check_points, check_real
-from jaxnn._src.graph import knn_query
+from jaxnn._src.graph import _as_float, knn_query
 
 __all__ = [
     "SGDModel",
@@ -124,14 +124,9 @@ class KNNModel:
 # --------------------------------------------------------------------------
 def _check_X(X, name: str = "X") -> jax.Array:
     """(n, d) finite numeric array (:func:`checks.check_points`) → floating
-    JAX array (float32 by default)."""
-    Xn = check_points(X, name)
-    if isinstance(Xn, np.ndarray) and Xn.dtype.kind in "biu":  # on the host: int64 must not wrap to int32
-        Xn = Xn.astype(np.float64 if jax.config.jax_enable_x64 else np.float32)
-    Xj = jnp.asarray(Xn)
-    if not jnp.issubdtype(Xj.dtype, jnp.floating):
-        Xj = Xj.astype(jnp.result_type(float))
-    return Xj
+    JAX array (float32, or float64 as given under ``jax_enable_x64``; see
+    :func:`graph._as_float`)."""
+    return _as_float(check_points(X, name))
 
 
 def _check_y(y, m: int) -> tuple[np.ndarray, tuple]:

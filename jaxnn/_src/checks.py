@@ -63,23 +63,29 @@ def check_points(X, name: str = "X"):
     TypeError or ValueError naming ``name``.
 
     NumPy and JAX arrays come back as given (no copy, no transfer), anything
-    else as ``np.asarray(X)``.  Under ``jax.jit`` a traced X gets its shape and
+    else — array-likes, unmasked masked arrays — as ``np.asarray(X)``.  Under ``jax.jit`` a traced X gets its shape and
     dtype checked — its values are unknown; a concrete JAX array is checked on
     the spot (not staged into the trace).  Float64 data must fit float32 unless
     ``jax_enable_x64`` is on (:func:`check_float32_range`).
     """
     if X is None or isinstance(X, (str, bytes, dict, set, numbers.Number)):
         raise TypeError(f"{name} must be a 2-D numeric array, got {type(X).__name__}")
-    if not (hasattr(X, "shape") and hasattr(X, "dtype")):
+    if isinstance(X, np.ma.MaskedArray):  # masked entries are missing values, not numbers to use
+        if np.ma.getmaskarray(X).any():
+            raise ValueError(f"{name} has masked (missing) entries")
+        X = np.asarray(X.data)
+    if not (hasattr(X, "shape") and hasattr(X, "dtype") and isinstance(X, (np.ndarray, jax.Array))):
         try:
             X = np.asarray(X)
         except ValueError as err:  # rows of different lengths
             raise ValueError(f"{name} must be a rectangular 2-D array: {err}") from None
     if jnp.issubdtype(X.dtype, jnp.complexfloating):
         raise TypeError(f"{name} must be real, got dtype {X.dtype}")
-    if not (jnp.issubdtype(X.dtype, jnp.floating) or jnp.issubdtype(X.dtype, jnp.integer) or X.dtype == bool):
+    # kinds b/i/u/f (not timedelta64, which NumPy files under the integers), or a JAX
+    # float (bfloat16, whose NumPy kind is V)
+    if not (np.dtype(X.dtype).kind in "biuf" or jnp.issubdtype(X.dtype, jnp.floating)):
         raise TypeError(f"{name} must hold numbers, got dtype {X.dtype}")
-    if X.ndim != 2:
+    if len(X.shape) != 2:
         raise ValueError(f"{name} must be a 2-D array (n_samples, n_features), got shape {tuple(X.shape)}")
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"{name} is empty: shape {tuple(X.shape)}")

@@ -491,6 +491,10 @@ def _check_query_neighbors(neighbors, m: int, k: int) -> jax.Array:
         raise TypeError(f"neighbors must be an (n, k) integer index array or a jaxnn.Neighbors, "
                         f"got {type(neighbors).__name__}")
     sliced = isinstance(neighbors, Neighbors)
+    if (not sliced and isinstance(neighbors, tuple) and len(neighbors) == 2
+            and all(getattr(part, "ndim", None) == 2 for part in neighbors)):
+        raise TypeError("neighbors is a pair of arrays — a search's (indices, distances), as pynndescent's "
+                        "query returns: pass the indices")
     nb = neighbors.indices if sliced else neighbors
     if not isinstance(nb, jax.core.Tracer):
         try:
