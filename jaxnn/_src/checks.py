@@ -63,9 +63,10 @@ def check_points(X, name: str = "X"):
     TypeError or ValueError naming ``name``.
 
     NumPy and JAX arrays come back as given (no copy, no transfer), anything
-    else — array-likes, unmasked masked arrays — as ``np.asarray(X)``.  Under ``jax.jit`` a traced X gets its shape and
-    dtype checked — its values are unknown; a concrete JAX array is checked on
-    the spot (not staged into the trace).  Float64 data must fit float32 unless
+    else — array-likes, masked arrays without masked entries — as
+    ``np.asarray(X)``.  Under ``jax.jit`` a traced X gets its shape and dtype
+    checked — its values are unknown; a concrete JAX array is checked on the
+    spot (not staged into the trace).  Float64 data must fit float32 unless
     ``jax_enable_x64`` is on (:func:`check_float32_range`).
     """
     if X is None or isinstance(X, (str, bytes, dict, set, numbers.Number)):
