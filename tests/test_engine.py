@@ -912,3 +912,21 @@ def test_prediction_neighbors_given_as_a_search_result_pair():
     nb = jaxnn.knn_query(X, X[:4], 5)
     with pytest.raises(TypeError, match="pass the indices"):
         jaxnn.predict(model, neighbors=(np.asarray(nb.indices), np.asarray(nb.distances)))
+
+
+def test_prediction_from_neighbors_does_not_retrace():
+    """Given neighbours of one shape, later calls (other indices, other models of
+    the same shapes) reuse the compiled scoring: nothing retraces."""
+    from jaxnn._src.model import _scores
+
+    X, y = _blobs(m=120, C=3, seed=8)
+    model = jaxnn.fit(X, y, k=4, posterior="link")
+    other = jaxnn.fit(X + 0.5, y, k=4, posterior="link")
+    nb = np.asarray(jaxnn.knn_query(X, X[:30], 4).indices)
+    jaxnn.predict_proba(model, neighbors=nb)
+    before = _scores._cache_size()
+    for mdl in (model, other):
+        jaxnn.decision_function(mdl, neighbors=(nb + 1) % 120)
+        jaxnn.predict_proba(mdl, neighbors=nb[::-1].copy())
+        jaxnn.predict(mdl, neighbors=jaxnn.knn_query(X, X[:30], 4))
+    assert _scores._cache_size() == before
