@@ -432,3 +432,16 @@ def test_points_masked_arrays_and_non_numeric_kinds():
             call(X.astype("timedelta64[s]"))
         call(plain)  # no masked entries: its data
     np.testing.assert_array_equal(np.asarray(jaxnn.knn_graph(plain, 3).indices), np.asarray(jaxnn.knn_graph(X, 3).indices))
+
+
+def test_exact_rows_equal_the_exact_graph_rows_with_duplicates():
+    """graph._exact_rows (nndescent's repair, subgraph's fallback): the rows of
+    the exact graph, self dropped by index even where a duplicate ties it."""
+    from jaxnn._src.graph import _exact_rows
+
+    X = np.repeat(_data(m=40, d=3), 2, axis=0)  # i and its twin coincide
+    rows = np.array([0, 1, 7, 50, 79])
+    full = jaxnn.knn_graph(X, 4)
+    idx, dist = _exact_rows(jnp.asarray(X), rows, 4)
+    np.testing.assert_array_equal(idx, np.asarray(full.indices)[rows])
+    np.testing.assert_allclose(dist, np.asarray(full.distances)[rows], atol=1e-5)

@@ -399,13 +399,17 @@ def _nndescent_graph(X: np.ndarray, k: int, seed: int, candidates: int, n_jobs: 
     dist = np.take_along_axis(raw_dist, pick, axis=1).astype(np.float32)
     bad = np.nonzero((idx < 0).any(axis=1))[0]
     if bad.size:  # repair rows nndescent could not fill, with an exact search
-        exact_idx, exact_dist = _blocked_topk(jnp.asarray(X[bad]), jnp.asarray(X), k + 1, 256, False)
-        exact_idx, exact_dist = np.asarray(exact_idx), np.asarray(exact_dist)
-        for row, i in enumerate(bad):
-            sel = exact_idx[row] != i
-            idx[i] = exact_idx[row][sel][:k]
-            dist[i] = exact_dist[row][sel][:k]
+        idx[bad], dist[bad] = _exact_rows(jnp.asarray(X), bad, k)
     return Neighbors(jnp.asarray(idx, dtype=jnp.int32), jnp.asarray(dist))
+
+
+def _exact_rows(X, rows: np.ndarray, k: int):
+    """The exact k nearest other points of the points ``rows`` of X, found
+    among all of X with each row's own index dropped (by index: a duplicate
+    point may come first): NumPy (len(rows), k) indices and distances."""
+    idx, dist = (np.asarray(a) for a in _blocked_topk(X[jnp.asarray(rows)], X, k + 1, 256, False))
+    keep = np.argsort(idx == np.asarray(rows)[:, None], axis=1, kind="stable")[:, :k]  # self last, rest in order
+    return np.take_along_axis(idx, keep, axis=1), np.take_along_axis(dist, keep, axis=1)
 
 
 #: at most this many rows a call of the two-hop candidate search, and at most
@@ -456,11 +460,7 @@ def subgraph(X, neighbors, keep) -> np.ndarray:
     result = np.array(jnp.concatenate(out)[:n])  # writable: short rows are filled in below
     short = np.nonzero(~np.asarray(jnp.concatenate(ok))[:n])[0]
     if short.size:  # too few candidates within two hops: an exact search among the kept points
-        Xk = Xj[jnp.asarray(keep)]
-        exact, _ = _blocked_topk(Xk[jnp.asarray(short)], Xk, k + 1, 256, False)
-        exact = np.asarray(exact)
-        for row, r in enumerate(short):
-            result[r] = exact[row][exact[row] != r][:k]
+        result[short] = _exact_rows(Xj[jnp.asarray(keep)], short, k)[0]
     return result.astype(np.int32)
 
 

@@ -152,26 +152,47 @@ def encode_labels(y, m: int):
 
 
 
-def _check_neighbors(neighbors, m: int, k: int) -> np.ndarray:
-    """(m, k) int32 neighbour indices from an int array or a :class:`Neighbors`
-    (:func:`knn_graph`'s result: rows nearest first, so one of more than k
-    neighbours gives its first k)."""
-    if isinstance(neighbors, Neighbors):
-        neighbors = np.asarray(neighbors.indices)
-        if neighbors.ndim == 2 and neighbors.shape[1] > k:
-            neighbors = neighbors[:, :k]
-    nb = np.asarray(neighbors)
-    if not np.issubdtype(nb.dtype, np.integer):
+def _check_neighbors(neighbors, m: int, k: int, *, rows: int | None = None):
+    """(rows, k) int32 indices into m training points, nearest first: an int
+    array, or a :class:`Neighbors` (:func:`knn_graph` / :func:`knn_query`'s
+    result; with more than k columns, its first k, the nearest — one search
+    serves several k).  ``rows``: fit's graph — exactly m rows, each without its
+    own index; None: query neighbours — any number ≥ 1 of rows, and under
+    ``jax.jit`` a traced array gets its shape and dtype checked only."""
+    if neighbors is None or isinstance(neighbors, (str, bytes, dict, set)):
+        raise TypeError(f"neighbors must be an (n, k) integer index array or a jaxnn.Neighbors, "
+                        f"got {type(neighbors).__name__}")
+    sliced = isinstance(neighbors, Neighbors)
+    if (not sliced and isinstance(neighbors, tuple) and len(neighbors) == 2
+            and all(getattr(part, "ndim", None) == 2 for part in neighbors)):
+        raise TypeError("neighbors is a pair of arrays — a search's (indices, distances), as pynndescent's "
+                        "query returns: pass the indices")
+    nb = neighbors.indices if sliced else neighbors
+    if not isinstance(nb, jax.core.Tracer):
+        try:
+            nb = np.asarray(nb)
+        except ValueError as err:  # rows of different lengths
+            raise ValueError(f"neighbors must be a rectangular (n, k) array: {err}") from None
+    if not jnp.issubdtype(nb.dtype, jnp.integer):
         raise TypeError(f"neighbors must be an integer index array or a jaxnn.Neighbors, got dtype {nb.dtype}")
-    if nb.shape != (m, k):
-        raise ValueError(f"neighbors must have shape (m, k) = ({m}, {k}), got {nb.shape}")
+    n_ok = nb.ndim == 2 and (nb.shape[0] == rows if rows is not None else nb.shape[0] > 0)
+    if not n_ok or (nb.shape[1] < k if sliced else nb.shape[1] != k):
+        if rows is not None:
+            want = f"{rows} rows and at least {k} columns" if sliced else f"shape (m, k) = ({rows}, {k})"
+        else:
+            want = (f"at least {k} columns" if sliced else f"shape (n, k) with k = model.k = {k}") + " and at least one row"
+        raise ValueError(f"neighbors must have {want}, got shape {tuple(nb.shape)}")
+    nb = nb[:, :k]
+    if isinstance(nb, jax.core.Tracer):
+        return nb.astype(jnp.int32)
     if nb.min() < 0 or nb.max() >= m:
-        raise ValueError(f"neighbors must hold indices in [0, {m}), got values in [{nb.min()}, {nb.max()}]")
-    if np.any(nb == np.arange(m)[:, None]):
+        raise ValueError(f"neighbors must hold indices in [0, {m}) (the training points), "
+                         f"got values in [{nb.min()}, {nb.max()}]")
+    if rows is not None and np.any(nb == np.arange(m)[:, None]):
         raise ValueError("neighbors must exclude each point itself (row i may not contain i)")
     repeats = np.nonzero(np.any(np.diff(np.sort(nb, axis=1), axis=1) == 0, axis=1))[0]
     if repeats.size:
-        raise ValueError(f"neighbors must list k distinct points a row: row {repeats[0]} repeats an index")
+        raise ValueError(f"neighbors must list k distinct training points a row: row {repeats[0]} repeats an index")
     return nb.astype(np.int32)
 
 
@@ -308,7 +329,7 @@ def fit(
         nbrs = _logged(f"fit: {graph_method} {k}-NN graph of {m} points in {Xa.shape[1]} dimensions",
                        lambda: np.asarray(knn_graph(Xj, k, method=graph_method, seed=seed, devices=graph_devices).indices))
     else:
-        nbrs = _check_neighbors(neighbors, m, k)
+        nbrs = _check_neighbors(neighbors, m, k, rows=m)
     Y = jnp.asarray(Y_np, dtype=dtype)
     E0 = algo.init_edges(loss_obj, Y)
     n_classes = Y.shape[1]
@@ -353,9 +374,9 @@ def fit(
     if mix is None:
         # the 80 % fit's graph: derived from the caller's (two hops) when they gave one —
         # jaxnn cannot repeat their search, and an exact one of 80 % may take minutes
-        derive = neighbors is not None
         mix = _choose_posterior_mix(Xa, y, k=k, loss=loss_obj, algorithm=algo, rounds=rounds, chooser=chooser, seed=seed,
-                                    graph_method=graph_method, devices=devices, graph=nbrs if derive else None)
+                                    graph_method=graph_method, devices=devices,
+                                    graph=nbrs if neighbors is not None else None)
     return dataclasses.replace(model, posterior_mix=float(mix))
 
 
@@ -409,15 +430,14 @@ MAX_SCORED = 10_000
 
 
 def _choose_posterior_mix(X, y, *, k, loss, algorithm, rounds, chooser, seed, graph_method="exact", devices=None,
-                          holdout=0.2, max_scored=None, graph=None) -> float:
+                          holdout=0.2, graph=None) -> float:
     """λ ∈ {0, 1} (link or votes) with the lower held-out Brier score.
 
     An auxiliary model is fit on a seeded random 80 % of the data (same
     settings — its neighbour graph by the same ``graph_method``, or, given
     ``graph`` (the (m, k) graph of all the data), derived from it by
     :func:`graph.subgraph` — rounds scaled with the sample) and scored on the
-    other 20 % (at most ``max_scored`` of them, default :data:`MAX_SCORED`,
-    drawn at random).
+    other 20 % (at most :data:`MAX_SCORED` of them, drawn at random).
     Returns 0 (the papers' link) when the sample is too small to hold out.
     """
     m = X.shape[0]
@@ -426,8 +446,7 @@ def _choose_posterior_mix(X, y, *, k, loss, algorithm, rounds, chooser, seed, gr
         return 0.0
     perm = np.random.default_rng(seed).permutation(m)
     val, tr = perm[:n_val], perm[n_val:]
-    max_scored = MAX_SCORED if max_scored is None else max_scored
-    val = val[:max_scored]  # perm is random: its first entries are a random subset
+    val = val[:MAX_SCORED]  # perm is random: its first entries are a random subset
     y_arr = np.asarray(y)
     if y_arr.ndim == 1:
         classes = np.unique(y_arr)
@@ -475,47 +494,13 @@ def _scores(alpha, Y, indices):
     return jnp.sum(alpha[indices] * Y[indices], axis=1)
 
 
-def _check_query(model: Model, X) -> jax.Array:
+def _check_query(model: Model, X):
+    """Checked query points, as :func:`_as_points` gives them (knn_query puts
+    them in the model's dtype)."""
     Xq = _as_points(X)
     if Xq.shape[1] != model.X.shape[1]:
         raise ValueError(f"X has {Xq.shape[1]} features but the model was fit on {model.X.shape[1]}")
-    return jnp.asarray(Xq, dtype=model.X.dtype)
-
-
-def _check_query_neighbors(neighbors, m: int, k: int) -> jax.Array:
-    """(n, k) int32 indices into the training set, from an int array or a
-    :class:`Neighbors` (:func:`knn_query`'s result, or one with more columns:
-    its first k, the nearest).  Under ``jax.jit`` a traced array gets its
-    shape and dtype checked; values are checked on concrete arrays."""
-    if neighbors is None or isinstance(neighbors, (str, bytes, dict, set)):
-        raise TypeError(f"neighbors must be an (n, k) integer index array or a jaxnn.Neighbors, "
-                        f"got {type(neighbors).__name__}")
-    sliced = isinstance(neighbors, Neighbors)
-    if (not sliced and isinstance(neighbors, tuple) and len(neighbors) == 2
-            and all(getattr(part, "ndim", None) == 2 for part in neighbors)):
-        raise TypeError("neighbors is a pair of arrays — a search's (indices, distances), as pynndescent's "
-                        "query returns: pass the indices")
-    nb = neighbors.indices if sliced else neighbors
-    if not isinstance(nb, jax.core.Tracer):
-        try:
-            nb = np.asarray(nb)
-        except ValueError as err:  # rows of different lengths
-            raise ValueError(f"neighbors must be a rectangular (n, k) array: {err}") from None
-    if not jnp.issubdtype(nb.dtype, jnp.integer):
-        raise TypeError(f"neighbors must be an integer index array or a jaxnn.Neighbors, got dtype {nb.dtype}")
-    if nb.ndim != 2 or nb.shape[0] == 0 or (nb.shape[1] < k if sliced else nb.shape[1] != k):
-        want = f"at least {k} columns" if sliced else f"shape (n, k) with k = model.k = {k}"
-        raise ValueError(f"neighbors must have {want} and at least one row, got shape {tuple(nb.shape)}")
-    nb = nb[:, :k]
-    if isinstance(nb, jax.core.Tracer):
-        return nb.astype(jnp.int32)
-    if nb.min() < 0 or nb.max() >= m:
-        raise ValueError(f"neighbors must hold indices into the {m} training points, in [0, {m}), "
-                         f"got values in [{nb.min()}, {nb.max()}]")
-    repeats = np.nonzero(np.any(np.diff(np.sort(nb, axis=1), axis=1) == 0, axis=1))[0]
-    if repeats.size:
-        raise ValueError(f"neighbors must list k distinct training points a row: row {repeats[0]} repeats an index")
-    return jnp.asarray(nb, dtype=jnp.int32)
+    return Xq
 
 
 def _query_neighbors(model: Model, X, neighbors) -> jax.Array:
@@ -526,7 +511,7 @@ def _query_neighbors(model: Model, X, neighbors) -> jax.Array:
         if X is None:
             raise TypeError("give the query points X, or their neighbours among the training points as neighbors=")
         return knn_query(model.X, _check_query(model, X), model.k).indices
-    nb = _check_query_neighbors(neighbors, model.X.shape[0], model.k)
+    nb = jnp.asarray(_check_neighbors(neighbors, model.X.shape[0], model.k))
     if X is not None:
         Xq = _check_query(model, X)
         if Xq.shape[0] != nb.shape[0]:
