@@ -295,6 +295,28 @@ def test_normalisation_and_explicit_blocks(sm3, data):
     np.testing.assert_allclose(B1[0], _l1(Xz[:, [0, 3, 6, 9]]), rtol=1e-5)
 
 
+def test_constant_blocks_warn(data, caplog):
+    X, y, _ = data
+    with caplog.at_level("WARNING", logger="jaxnn"):
+        ens.fit_split(X, y, n_splits=3, k=5)
+    assert not caplog.records
+    Xc = X.copy()
+    Xc[:, 7:] = 2.5  # block 2 (features 7, 8, 9) constant
+    with caplog.at_level("WARNING", logger="jaxnn"):
+        ens.fit_split(Xc, y, n_splits=3, k=5, norm=None)
+    (record,) = caplog.records
+    message = record.getMessage()
+    assert "1 of 3 blocks" in message and "2 (features 7, 8, 9)" in message and "blocks=" in message
+    caplog.clear()
+    # positive one-feature blocks become all ones under a norm: only their sign is left
+    with caplog.at_level("WARNING", logger="jaxnn"):
+        ens.fit_split(np.abs(X), y, n_splits=10, k=5)
+    (record,) = caplog.records
+    message = record.getMessage()
+    assert "10 of 10 blocks" in message and "after normalisation" in message and "and 5 more" in message
+    assert "norm=None" in message
+
+
 def test_split_model_is_a_pytree(sm3, data):
     X, _, Xq = data
     leaves, treedef = jax.tree_util.tree_flatten(sm3)

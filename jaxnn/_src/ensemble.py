@@ -44,7 +44,7 @@ from jaxnn._src import sharding
 from jaxnn._src.checks import check_bool, check_real
 from jaxnn._src.boosting import boost, check_chooser, chooser_order
 from jaxnn._src.graph import _block_rows, _blocked_topk, inverse_counts, inverse_neighbors, knn_graph, knn_query
-from jaxnn._src.model import Model, _as_points, _check_int, _compute_dtype, _scores, auto_chooser, encode_labels
+from jaxnn._src.model import Model, _as_points, _check_int, _compute_dtype, _scores, auto_chooser, encode_labels, logger
 from jaxnn._src.schedule import boost_colored, color_schedule, stack_schedules
 
 __all__ = [
@@ -317,6 +317,27 @@ def _stack_blocks(Xa: np.ndarray, blocks: tuple, norm, dtype) -> jax.Array:
     return jnp.asarray(B, dtype=dtype)
 
 
+def _warn_constant_blocks(Xs: jax.Array, blocks: tuple, norm) -> None:
+    """Warn (``jaxnn`` logger) about blocks that are the same for every training
+    point once normalised, Xs (n, m, w): all their distances tie, so their
+    neighbours are arbitrary and their posterior is one fixed vector that
+    pulls every combined prediction toward the same classes."""
+    constant = np.flatnonzero(np.asarray(jnp.all(Xs == Xs[:, :1, :], axis=(1, 2))))
+    if constant.size == 0:
+        return
+    shown = ", ".join(f"{b} (features {', '.join(map(str, blocks[b][:4]))}{', ...' if len(blocks[b]) > 4 else ''})"
+                      for b in constant[:5]) + (f" and {constant.size - 5} more" if constant.size > 5 else "")
+    if norm is not None and any(len(blocks[b]) == 1 for b in constant):
+        hint = f"a one-feature block keeps only its sign under norm={norm!r}: use norm=None or wider blocks"
+    else:
+        hint = "leave those features out (blocks=...)"
+    logger.warning(
+        "fit_split: %d of %d blocks are the same for every training point%s: %s. Their neighbours are "
+        "arbitrary ties and their posteriors fixed vectors, which bias the combined prediction; %s",
+        constant.size, len(blocks), " after normalisation" if norm is not None else "", shown, hint,
+    )
+
+
 def split_features(model: SplitModel, X) -> jax.Array:
     """The normalised, zero-padded blocks of X as the model sees them: (n, rows, w)."""
     model = _check_split_model(model)
@@ -466,6 +487,7 @@ def fit_split(
 
     dtype = _compute_dtype(Xa)
     Xs = _stack_blocks(Xa, block_list, norm, dtype)  # (n, m, w)
+    _warn_constant_blocks(Xs, block_list, norm)
     Y = jnp.asarray(Y_np, dtype=dtype)
     E0 = algo.init_edges(loss_obj, Y)
     res = _boost_split(Xs, Y, E0, k=k, algo=algo, loss=loss_obj, chooser=chooser, rounds=rounds, seed=seed,
