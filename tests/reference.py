@@ -8,6 +8,8 @@ tests in ``test_reference.py`` compare two independent implementations:
   Rules*, TPAMI 2014, Algorithm 1 (eqs. 9-11) and Table 1.
 * UNN  -- Piro et al., *Leveraging k-NN for generic classification boosting*,
   Neurocomputing 2012, Algorithm 1 (eqs. 10-11), Table 1, smoothing eq. (13).
+* UNN fast -- d'Ambrosio et al., *Boosting Nearest Neighbors for the Efficient
+  Estimation of Posteriors*, ECML-PKDD 2012, eq. (30) and Table 2.
 * N3   -- Bel Haj Ali et al., *Fast Newton Nearest Neighbors Boosting for Image
   Classification*, MLSP 2013, Algorithm 1 and Tables 1-2 (class-balanced
   initial weights ``1 / ||1 + y_ic y_i||_1``).
@@ -413,6 +415,70 @@ def unn(Y, NN, loss, *, smoothing=True):
 
                     delta = _solve_decreasing(G)
                 e[idx] = ei + delta * r
+                newP = loss.psi(e[idx])
+                total += float(newP.sum() - P[idx, c].sum())
+                P[idx, c] = newP
+            alpha[j, c] += delta
+            deltas[c, t] = delta
+            risk.append(total / (m * C))
+            class_risk[c, t + 1] = P[:, c].sum() / m
+        E[:, c] = e
+    return RefResult(alpha, E, loss.weight(E), deltas, np.asarray(risk), class_risk, Y)
+
+
+# --------------------------------------------------------------------------
+# UNN, fast step (paper 003)
+# --------------------------------------------------------------------------
+
+#: paper 003 Table 2, delta_jc as a function of W_jc (rows A, B, C, D, F)
+FAST_DELTA = {
+    "squared": lambda W: 2.0 * W - 1.0,  # A
+    "logistic": lambda W: math.log(W / (1.0 - W)),  # B
+    "binary_logistic": lambda W: math.log2(W / (1.0 - W)),  # C
+    "matsushita": lambda W: (2.0 * W - 1.0) / (2.0 * math.sqrt(W * (1.0 - W))),  # D
+    "exponential": lambda W: 0.5 * math.log(W / (1.0 - W)),  # F
+}
+
+
+def unn_fast(Y, NN, loss, *, smoothing=True, max_delta=50.0):
+    """UNN with the fast step of d'Ambrosio et al. (ECML-PKDD 2012), eq. (30)
+    and Table 2, lazy chooser j = t.
+
+    W = (W+ + s) / (W+ + W- + 2 s), W+- the weights of the members of inv(j)
+    with r_i = +-1 and s = 1/m when smoothed (eq. 13's mass 1/m on each side);
+    delta = Table 2's delta(W) — without smoothing, W = 1 (0) has no finite
+    delta and gives +max_delta (-max_delta).  Then e_i <- e_i + delta r_i.
+    """
+    if isinstance(loss, str):
+        loss = LOSSES[loss]
+    step = FAST_DELTA[loss.name]
+    Y = np.asarray(Y, dtype=np.float64)
+    m, C = Y.shape
+    inv = inverse_neighborhoods(NN, m)
+    alpha = np.zeros((m, C))
+    E = np.zeros((m, C))
+    deltas = np.zeros((C, m))
+    total, P = _risk_tracker(loss, E)
+    risk = [total / (m * C)]
+    class_risk = np.zeros((C, m + 1))
+    s = 1.0 / m if smoothing else 0.0
+    for c in range(C):
+        e = E[:, c].copy()
+        class_risk[c, 0] = P[:, c].sum() / m
+        for t in range(m):
+            j = t
+            idx = inv[j]
+            if idx.size == 0:
+                delta = 0.0
+            else:
+                r = Y[idx, c] * Y[j, c]
+                w = loss.weight(e[idx])
+                wp = float(np.sum(w[r > 0])) + s
+                wm = float(np.sum(w[r < 0])) + s
+                W = wp / (wp + wm)
+                delta = max_delta if W == 1.0 else -max_delta if W == 0.0 else step(W)
+                delta = min(max(delta, -max_delta), max_delta)
+                e[idx] = e[idx] + delta * r
                 newP = loss.psi(e[idx])
                 total += float(newP.sum() - P[idx, c].sum())
                 P[idx, c] = newP

@@ -109,6 +109,36 @@ def test_non_balanced_losses():
     np.testing.assert_allclose(_np(exp.posterior(exp.posterior_inverse(p))), _np(p), rtol=1e-10)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ["exponential", "amari(0.5)", "amari(-0.25)", "calibrated_hinge"])
+def test_psi_posteriors_at_large_margins(name, dtype):
+    # eq. 11 as a quotient ψ'(−h)/(ψ'(−h) + ψ'(h)) was inf/inf = NaN for the
+    # exponential loss from |h| ≈ 89 in float32, and predict_proba turned the
+    # NaN rows into uniform ones
+    loss = losses.get(name)
+    h = np.array([0.0, 1.0, 10.0, 50.0, 89.0, 100.0, 400.0, 1e3, 1e4, 1e30], dtype)
+    h = np.concatenate([-h[::-1], h])
+    p = _np(loss.posterior(jnp.asarray(h)))
+    assert np.all(np.isfinite(p)) and np.all((p >= 0) & (p <= 1))
+    assert np.all(np.diff(p) >= 0)  # non-decreasing in h
+    np.testing.assert_allclose(p + p[::-1], 1.0, atol=1e-6 if dtype == np.float32 else 1e-12)  # p̂(−h) = 1 − p̂(h)
+    assert p[0] < 1e-3 and p[-1] > 1 - 1e-3
+    if name == "exponential":
+        from scipy.special import expit
+
+        ref = expit(2.0 * h.astype(np.float64))  # 1/(1 + e^{−2h}), accurate in both tails
+        np.testing.assert_allclose(p, ref, rtol=1e-6 if dtype == np.float32 else 1e-12, atol=np.finfo(dtype).tiny)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_exponential_posterior_inverse_near_0_and_1(dtype):
+    # UNN-fast's δ = p̂⁻¹(W): was ~5000 (then clipped to 50) for W ≥ 0.99
+    W = np.array([1e-6, 1e-3, 0.01, 0.3, 0.5, 0.9, 0.99, 0.999, 1 - 1e-6], np.float64)
+    got = _np(losses.get("exponential").posterior_inverse(jnp.asarray(W.astype(dtype))))
+    ref = 0.5 * np.log(W.astype(dtype).astype(np.float64) / (1 - W.astype(dtype).astype(np.float64)))
+    np.testing.assert_allclose(got, ref, rtol=1e-4 if dtype == np.float32 else 1e-9, atol=1e-6)
+
+
 def test_catalogue_is_cached_and_hashable():
     assert losses.get("logistic") is losses.get("logistic")
     assert losses.get("phi_mu(0.25)") is losses.phi_mu(0.25)

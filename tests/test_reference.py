@@ -62,6 +62,10 @@ def reference(algorithm, loss, case, epsilon=0.5):
         return R.unn(Y, NN, loss)
     if algorithm == "n3":
         return R.n3(Y, NN, loss)
+    if algorithm == "unn_fast":
+        return R.unn_fast(Y, NN, loss)
+    if algorithm == "unn_fast_unsmoothed":
+        return R.unn_fast(Y, NN, loss, smoothing=False)
     raise ValueError(algorithm)
 
 
@@ -77,7 +81,7 @@ def fit_engine(algorithm, loss, case, epsilon=0.5, x64=True):
             y,
             k=case[0],
             loss=loss,
-            algorithm=algorithm,
+            algorithm=jaxnn.unn_fast(smoothing=False) if algorithm == "unn_fast_unsmoothed" else algorithm,
             chooser="lazy",
             epsilon=epsilon,
             neighbors=NN,
@@ -261,6 +265,22 @@ def test_gnnb_matches_reference(loss, cid):
 )
 def test_unn_matches_reference(loss, case):
     assert_matches("unn", loss, case)
+
+
+@pytest.mark.parametrize("loss", ["exponential", "squared", "logistic", "binary_logistic", "matsushita"])
+@pytest.mark.parametrize("case", [CASE_K8_C3, CASE_K8_ML3], ids=["k8-C3", "k8-multilabel3"])
+def test_unn_fast_matches_reference(loss, case):
+    # paper 003 eq. (30) / Table 2 against the engine's δ = p̂⁻¹(W) (root or ∇φ)
+    assert_matches("unn_fast", loss, case)
+
+
+@pytest.mark.parametrize("loss", ["exponential", "logistic", "matsushita"])
+def test_unn_fast_unsmoothed_matches_reference(loss):
+    # without smoothing, inverse neighbourhoods of one class give W = 1 (or 0):
+    # no finite δ, ±max_delta as for UNN (δ was 0 for the logistic loss, NaN → 0)
+    ref = reference("unn_fast_unsmoothed", loss, CASE_K3_C2)
+    assert np.sum(np.abs(ref.alpha) == 50.0) > 10
+    assert_matches("unn_fast_unsmoothed", loss, CASE_K3_C2, ref=ref)
 
 
 N3_LOSSES = ["logistic", "binary_logistic", "matsushita", "calibrated_hinge"]

@@ -202,7 +202,12 @@ class UNNFast(UNN):
         w_plus, w_minus = w_plus + extra, w_minus + extra
         total = w_plus + w_minus
         ratio = jnp.where(total > 0, w_plus / jnp.where(total > 0, total, 1.0), 0.5)
-        return _finite_delta(loss.posterior_inverse(ratio), n, self.max_delta)
+        # all of inv(j) on one side (possible without smoothing): no finite root,
+        # δ = ±max_delta as for UNN (∇φ(1) is ±inf or NaN: not to be read as 0)
+        inside = (ratio > 0) & (ratio < 1)
+        d = loss.posterior_inverse(jnp.where(inside, ratio, 0.5))
+        d = jnp.where(inside, d, jnp.where(ratio >= 1, self.max_delta, -self.max_delta))
+        return _finite_delta(d, n, self.max_delta)
 
 
 def gnnb(epsilon: float = 0.5) -> GNNB:

@@ -380,8 +380,10 @@ def from_psi(
         return d2psi(clamp(x))
 
     def posterior(h):
-        a, b = dpsi(clamp(-h)), dpsi(clamp(h))
-        return a / (a + b)
+        # eq. 11, p̂ = ψ'(−h)/(ψ'(−h) + ψ'(h)), as 1/(1 + ψ'(h)/ψ'(−h)): the plain
+        # quotient is inf/inf (NaN) once ψ'(−h) overflows (exponential loss:
+        # |h| ≥ 89 in float32), while the ratio only goes to 0 or +inf
+        return 1.0 / (1.0 + dpsi(clamp(h)) / dpsi(clamp(-h)))
 
     def posterior_inverse(p):
         p = jnp.asarray(p)
