@@ -98,6 +98,12 @@ def test_posteriors(posteriors_result):
     experiments.format_posteriors(r, out=buf)
     text = buf.getvalue()
     assert "k = 5" in text and "Gl/A" in text and "vs k-NN votes" in text
+    # paper 003's eq. 32 weights each class by Pr[c] = 1/C: its row is the mean row / C
+    lines = text.splitlines()
+    mean_row = next(line for line in lines if line.startswith(" mean"))
+    eq32_row = next(line for line in lines if line.startswith("eq.32"))
+    np.testing.assert_allclose([float(v) / r.n_classes for v in mean_row.split()[1:]],
+                               [float(v) for v in eq32_row.split()[1:]], atol=1e-4)
 
 
 def test_splits(splits_result):

@@ -255,6 +255,14 @@ def test_kl_divergence_hand():
     assert M.kl_divergence([[0.5, 0.5]], [[1.0, 0.0]], eps=1e-12) == pytest.approx(
         0.5 * math.log(0.5 / 1e-12) + 0.5 * math.log(0.5), rel=1e-12
     )
+    # tiny true posteriors are taken as they are by default (a floor of 1e-12
+    # reported 13.8 here instead of 23.0: separated classes looked too good)
+    tiny = [[1.0 - 1e-20, 1e-20]]
+    exact = 0.5 * math.log(0.5 / (1.0 - 1e-20)) + 0.5 * math.log(0.5 / 1e-20)
+    assert M.kl_divergence([[0.5, 0.5]], tiny) == pytest.approx(exact, rel=1e-12)
+    assert M.kl_divergence([[0.5, 0.5]], [[1.0, 0.0]]) == pytest.approx(
+        0.5 * math.log(0.5 / np.finfo(np.float64).tiny) + 0.5 * math.log(0.5), rel=1e-12
+    )
 
 
 def test_kl_divergence_random_nonnegative():

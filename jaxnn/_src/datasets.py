@@ -481,7 +481,11 @@ def gaussian_posteriors(
     Setting of d'Ambrosio et al. (2012, Sec. 5.3): ``C`` equiprobable classes
     in 2-D, class ``c`` distributed as ``N(mu_c, sigma^2 I)`` -- ``sigma`` is
     the *isotropic standard deviation* of every coordinate -- with means on
-    the unit circle, ``mu_c = (cos(2 pi c / C), sin(2 pi c / C))``.
+    the unit circle, ``mu_c = (cos(2 pi c / C), sin(2 pi c / C))``.  (The
+    paper writes ``N(mu, sigma I)``, which read literally makes ``sigma`` a
+    variance, and does not place its means; with ``sigma`` as a variance the
+    KL divergences of boosted and k-NN posteriors grow ~1.35x and keep their
+    order.)
 
     Labels are exactly balanced (``n // C`` per class, the remainder going to
     the last classes) and shuffled. Train and test sets come from independent

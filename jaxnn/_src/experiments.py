@@ -806,6 +806,8 @@ def format_posteriors(result: PosteriorsResult, out=None) -> None:
         f"{r.n_train} train / {r.n_test} test points, mean over {len(r.seeds)} seed(s) {list(r.seeds)}; lower is better",
         file=out,
     )
+    print(f"D_KL = mean over test points of Σ_c p̂_c ln(p̂_c/p_c); eq. 32 also weights each class by Pr[c] = 1/{r.n_classes}: "
+          f"its value (paper 003 Table 3's scale) is the row 'eq.32' = mean/{r.n_classes}", file=out)
     legend = ", ".join(f"{a} = {m}" for a, m in zip(r.abbrev, r.methods))
     print(f"columns: {legend}", file=out)
     print("/L = link(H) (the papers' estimator), /A = default predict_proba (posterior='auto', same α)", file=out)
@@ -821,6 +823,7 @@ def format_posteriors(result: PosteriorsResult, out=None) -> None:
             print(row + _fmt(float(np.mean(r.bayes_accuracy[si])), ".3f", 11), file=out)
         print(_rule(len(head)), file=out)
         print(f"{'mean':>5}" + "".join(_fmt(v, ".4f", cw) for v in _nanmean(mean[:, ki], axis=0)), file=out)
+        print(f"{'eq.32':>5}" + "".join(_fmt(v / r.n_classes, ".4f", cw) for v in _nanmean(mean[:, ki], axis=0)), file=out)
     # test accuracy of argmax p̂, averaged over σ and k
     print("", file=out)
     print("test accuracy of argmax p̂, mean over σ, k and seeds:", file=out)
