@@ -363,6 +363,42 @@ def _solve_decreasing(G, tol=1e-14):
     return brentq(G, lo, hi, xtol=tol, rtol=4 * np.finfo(float).eps, maxiter=500)
 
 
+def _edge_loop(Y, NN, loss, step):
+    """The lazy chooser j = t over the edges, class by class: ``step(r, e)``
+    (r_i = y_ic y_jc and e_i for i in inv(j)) gives delta, then
+    e_i <- e_i + delta r_i (weights w_i = w(e_i)) and alpha_jc += delta."""
+    Y = np.asarray(Y, dtype=np.float64)
+    m, C = Y.shape
+    inv = inverse_neighborhoods(NN, m)
+    alpha = np.zeros((m, C))
+    E = np.zeros((m, C))
+    deltas = np.zeros((C, m))
+    total, P = _risk_tracker(loss, E)
+    risk = [total / (m * C)]
+    class_risk = np.zeros((C, m + 1))
+    for c in range(C):
+        e = E[:, c].copy()
+        class_risk[c, 0] = P[:, c].sum() / m
+        for t in range(m):
+            j = t
+            idx = inv[j]
+            if idx.size == 0:
+                delta = 0.0
+            else:
+                r = Y[idx, c] * Y[j, c]
+                delta = step(r, e[idx])
+                e[idx] = e[idx] + delta * r
+                newP = loss.psi(e[idx])
+                total += float(newP.sum() - P[idx, c].sum())
+                P[idx, c] = newP
+            alpha[j, c] += delta
+            deltas[c, t] = delta
+            risk.append(total / (m * C))
+            class_risk[c, t + 1] = P[:, c].sum() / m
+        E[:, c] = e
+    return RefResult(alpha, E, loss.weight(E), deltas, np.asarray(risk), class_risk, Y)
+
+
 def unn(Y, NN, loss, *, smoothing=True):
     """UNN (Neurocomputing 2012, Algorithm 1) with the lazy chooser j = t.
 
@@ -379,51 +415,26 @@ def unn(Y, NN, loss, *, smoothing=True):
     """
     if isinstance(loss, str):
         loss = LOSSES[loss]
-    Y = np.asarray(Y, dtype=np.float64)
-    m, C = Y.shape
-    inv = inverse_neighborhoods(NN, m)
-    alpha = np.zeros((m, C))
-    E = np.zeros((m, C))
-    deltas = np.zeros((C, m))
-    total, P = _risk_tracker(loss, E)
-    risk = [total / (m * C)]
-    class_risk = np.zeros((C, m + 1))
+    m = np.shape(Y)[0]
     s = 1.0 / (m * float(loss.weight(0.0))) if smoothing else 0.0
-    for c in range(C):
-        e = E[:, c].copy()
-        class_risk[c, 0] = P[:, c].sum() / m
-        for t in range(m):
-            j = t
-            idx = inv[j]
-            if idx.size == 0:
-                delta = 0.0
-            else:
-                r = Y[idx, c] * Y[j, c]
-                ei = e[idx]
-                if loss.name == "exponential":
-                    w = loss.weight(ei)
-                    wp = float(np.sum(w[r > 0])) + (1.0 / m if smoothing else 0.0)
-                    wm = float(np.sum(w[r < 0])) + (1.0 / m if smoothing else 0.0)
-                    delta = 0.5 * math.log(wp / wm)  # eq. (13)
-                else:
+    mass = 1.0 / m if smoothing else 0.0
 
-                    def G(d, r=r, ei=ei):
-                        g = float(np.sum(r * loss.weight(ei + d * r)))
-                        if s:
-                            g += s * float(loss.weight(d) - loss.weight(-d))
-                        return g
+    def step(r, ei):
+        if loss.name == "exponential":
+            w = loss.weight(ei)
+            wp = float(np.sum(w[r > 0])) + mass
+            wm = float(np.sum(w[r < 0])) + mass
+            return 0.5 * math.log(wp / wm)  # eq. (13)
 
-                    delta = _solve_decreasing(G)
-                e[idx] = ei + delta * r
-                newP = loss.psi(e[idx])
-                total += float(newP.sum() - P[idx, c].sum())
-                P[idx, c] = newP
-            alpha[j, c] += delta
-            deltas[c, t] = delta
-            risk.append(total / (m * C))
-            class_risk[c, t + 1] = P[:, c].sum() / m
-        E[:, c] = e
-    return RefResult(alpha, E, loss.weight(E), deltas, np.asarray(risk), class_risk, Y)
+        def G(d):
+            g = float(np.sum(r * loss.weight(ei + d * r)))
+            if s:
+                g += s * float(loss.weight(d) - loss.weight(-d))
+            return g
+
+        return _solve_decreasing(G)
+
+    return _edge_loop(Y, NN, loss, step)
 
 
 # --------------------------------------------------------------------------
@@ -451,43 +462,18 @@ def unn_fast(Y, NN, loss, *, smoothing=True, max_delta=50.0):
     """
     if isinstance(loss, str):
         loss = LOSSES[loss]
-    step = FAST_DELTA[loss.name]
-    Y = np.asarray(Y, dtype=np.float64)
-    m, C = Y.shape
-    inv = inverse_neighborhoods(NN, m)
-    alpha = np.zeros((m, C))
-    E = np.zeros((m, C))
-    deltas = np.zeros((C, m))
-    total, P = _risk_tracker(loss, E)
-    risk = [total / (m * C)]
-    class_risk = np.zeros((C, m + 1))
-    s = 1.0 / m if smoothing else 0.0
-    for c in range(C):
-        e = E[:, c].copy()
-        class_risk[c, 0] = P[:, c].sum() / m
-        for t in range(m):
-            j = t
-            idx = inv[j]
-            if idx.size == 0:
-                delta = 0.0
-            else:
-                r = Y[idx, c] * Y[j, c]
-                w = loss.weight(e[idx])
-                wp = float(np.sum(w[r > 0])) + s
-                wm = float(np.sum(w[r < 0])) + s
-                W = wp / (wp + wm)
-                delta = max_delta if W == 1.0 else -max_delta if W == 0.0 else step(W)
-                delta = min(max(delta, -max_delta), max_delta)
-                e[idx] = e[idx] + delta * r
-                newP = loss.psi(e[idx])
-                total += float(newP.sum() - P[idx, c].sum())
-                P[idx, c] = newP
-            alpha[j, c] += delta
-            deltas[c, t] = delta
-            risk.append(total / (m * C))
-            class_risk[c, t + 1] = P[:, c].sum() / m
-        E[:, c] = e
-    return RefResult(alpha, E, loss.weight(E), deltas, np.asarray(risk), class_risk, Y)
+    table = FAST_DELTA[loss.name]
+    s = 1.0 / np.shape(Y)[0] if smoothing else 0.0
+
+    def step(r, ei):
+        w = loss.weight(ei)
+        wp = float(np.sum(w[r > 0])) + s
+        wm = float(np.sum(w[r < 0])) + s
+        W = wp / (wp + wm)
+        delta = max_delta if W == 1.0 else -max_delta if W == 0.0 else table(W)
+        return min(max(delta, -max_delta), max_delta)
+
+    return _edge_loop(Y, NN, loss, step)
 
 
 # --------------------------------------------------------------------------
