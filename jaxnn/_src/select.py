@@ -74,19 +74,21 @@ def _holdout(y: np.ndarray, fraction: float, seed: int):
     return train, val
 
 
-def _one_pass(chooser: str, nb: np.ndarray, m: int, n_classes: int, algo, seed: int):
-    """``(Y, edges, loss) → BoostResult`` of one pass on the graph ``nb`` as
-    ``fit`` runs it: the colored schedule, or the scan in the chooser's order."""
+def _pass_runner(chooser: str, nb: np.ndarray, m: int, n_classes: int, algo, seed: int, max_passes: int):
+    """``(Y, edges, loss, p) → BoostResult`` of pass p (1-based) on the graph
+    ``nb`` as ``fit`` runs it: the colored schedule, or the scan over pass p's
+    slice of ``fit``'s sequence (the random chooser draws a new permutation
+    each pass)."""
     if chooser == "colored":
         schedule = color_schedule(nb, n_classes=n_classes)
         counts = jnp.asarray(inverse_counts(nb, m))
-        return lambda Y, edges, loss: boost_colored(Y, edges, counts, schedule, algorithm=algo, loss=loss,
-                                                    passes=1, trace=False)
+        return lambda Y, edges, loss, p: boost_colored(Y, edges, counts, schedule, algorithm=algo, loss=loss,
+                                                       passes=1, trace=False)
     inv = inverse_neighbors(nb, m)
-    order = jnp.asarray(chooser_order(chooser, m, m, seed))
+    orders = jnp.asarray(chooser_order(chooser, m, max_passes * m, seed).reshape(max_passes, m))
     neighbors = jnp.asarray(nb)
-    return lambda Y, edges, loss: boost(Y, edges, inv.members, inv.counts, neighbors, order,
-                                        algorithm=algo, loss=loss, greedy=chooser == "greedy", trace=False)
+    return lambda Y, edges, loss, p: boost(Y, edges, inv.members, inv.counts, neighbors, orders[p - 1],
+                                           algorithm=algo, loss=loss, greedy=chooser == "greedy", trace=False)
 
 
 def select(
@@ -155,13 +157,13 @@ def select(
     scores = {}
     for k in ks:
         nb = graph[:, :k]
-        one_pass = _one_pass(chooser, nb, m, Y.shape[1], algo, seed)
+        run_pass = _pass_runner(chooser, nb, m, Y.shape[1], algo, seed, max_passes)
         q = query[:, :k]
         for loss in loss_objs:
             edges = algo.init_edges(loss, Y)
             alpha = jnp.zeros(Y.shape, Y.dtype)
             for p in range(1, max_passes + 1):
-                res = one_pass(Y, edges, loss)
+                res = run_pass(Y, edges, loss, p)
                 edges, alpha = res.edges, alpha + res.alpha
                 if p in passes:
                     H = np.asarray(jnp.sum(alpha[q] * Y[q], axis=1))
