@@ -15,11 +15,15 @@ Choosers (the weak index chooser, paper 001 [I.0]):
   (:mod:`jaxnn._src.schedule`) — the same result as the sequential scan in
   that order, with ~100 steps instead of m = 10⁵;
 * ``greedy``: per class, the j with the largest |η_j|/n_j (∝ |δ_j| for GNNB
-  and N³, the first Newton step for UNN) — GNNB*, N³'s WEO.  η is kept up to
-  date incrementally: a step changes the weights of inv(j), which enter the η
-  of their own k neighbours; the values η/n sit in the leaves of a tournament
-  tree (:mod:`jaxnn._src.maxtree`), so a step costs O(Σ_c n_jc·k·log m),
-  not O(m·C) for an argmax over the table.
+  and N³; for UNN and UNN-fast the bounded Newton step η/(H* n_j), not their
+  own δ, which would need a root per example) — GNNB*, N³'s WEO.  η is kept
+  up to date incrementally: a step changes the weights of inv(j), which enter
+  the η of their own k neighbours; the values η/n sit in the leaves of a
+  tournament tree (:mod:`jaxnn._src.maxtree`), so a step costs
+  O(Σ_c n_jc·k·log m), not O(m·C) for an argmax over the table.  Ties in the
+  stored float go to the lowest index; scores that are equal in exact
+  arithmetic (e.g. (w+w+w)·(1/3) against w) can differ by an ulp, and then
+  the larger stored one wins.
 """
 
 from __future__ import annotations
