@@ -15,8 +15,8 @@ Choosers (the weak index chooser, paper 001 [I.0]):
   (:mod:`jaxnn._src.schedule`) — the same result as the sequential scan in
   that order, with ~100 steps instead of m = 10⁵;
 * ``greedy``: per class, the j with the largest |η_j|/n_j (∝ |δ_j| for GNNB
-  and N³; for UNN and UNN-fast the bounded Newton step η/(H* n_j), not their
-  own δ, which would need a root per example) — GNNB*, N³'s WEO.  η is kept
+  and N³; for UNN and UNN-fast the same gradient score, not their own δ,
+  which would need a root per example) — GNNB*, N³'s WEO.  η is kept
   up to date incrementally: a step changes the weights of inv(j), which enter
   the η of their own k neighbours; the values η/n sit in the leaves of a
   tournament tree (:mod:`jaxnn._src.maxtree`), so a step costs
