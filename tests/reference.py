@@ -237,19 +237,25 @@ def inverse_neighborhoods(NN, m):
     return [np.asarray(sorted(v), dtype=np.int64) for v in inv]
 
 
+def _order(order, m):
+    """The example sequence: one lazy pass 0, 1, …, m − 1 by default, else the
+    given indices (several passes, a random order, any length)."""
+    return np.arange(m) if order is None else np.asarray(order, dtype=np.int64)
+
+
 @dataclasses.dataclass
 class RefResult:
     alpha: np.ndarray  # (m, C) leveraging coefficients, sorted class order
     edges: np.ndarray  # (m, C) final edges e_ic (including initial offset)
     weights: np.ndarray  # (m, C) final weights
-    deltas: np.ndarray  # (C, m) delta of step t for class c
-    risk: np.ndarray  # (C*m + 1,) total risk (1/(mC)) sum psi(e_ic), classes in sequence
-    class_risk: np.ndarray  # (C, m + 1) per-class risk (1/m) sum_i psi(e_ic) after step t
+    deltas: np.ndarray  # (C, T) delta of step t for class c (T steps; T = m by default)
+    risk: np.ndarray  # (C*T + 1,) total risk (1/(mC)) sum psi(e_ic), classes in sequence
+    class_risk: np.ndarray  # (C, T + 1) per-class risk (1/m) sum_i psi(e_ic) after step t
     Y: np.ndarray
 
     @property
     def parallel_risk(self) -> np.ndarray:
-        """(m,) total risk after step t when all classes advance together."""
+        """(T,) total risk after step t when all classes advance together."""
         return self.class_risk[:, 1:].mean(axis=0)
 
 
@@ -264,7 +270,7 @@ def _risk_tracker(loss, E):
 # --------------------------------------------------------------------------
 
 
-def gnnb(Y, NN, loss, epsilon=0.5, *, initial_edges=None):
+def gnnb(Y, NN, loss, epsilon=0.5, *, initial_edges=None, order=None):
     """GNNB (TPAMI 2014, Algorithm 1) with the lazy chooser j = t.
 
     eta = sum_{i in inv(j)} w_i r_i;  delta = 2 (1 - eps) eta / (H* n_j);
@@ -295,10 +301,12 @@ def gnnb(Y, NN, loss, epsilon=0.5, *, initial_edges=None):
     alpha = np.zeros((m, C))
     E = E0.copy()
     W = np.zeros((m, C))
-    deltas = np.zeros((C, m))
+    order = _order(order, m)
+    T = order.size
+    deltas = np.zeros((C, T))
     total, P = _risk_tracker(loss, E)
     risk = [total / (m * C)]
-    class_risk = np.zeros((C, m + 1))
+    class_risk = np.zeros((C, T + 1))
     literal = loss.balanced and loss.name != "squared"
     for c in range(C):
         if initial_edges is None and loss.balanced:
@@ -307,8 +315,8 @@ def gnnb(Y, NN, loss, epsilon=0.5, *, initial_edges=None):
             w = loss.weight(E[:, c])
         e = E[:, c].copy()
         class_risk[c, 0] = P[:, c].sum() / m
-        for t in range(m):
-            j = t  # lazy WIC [I.0.a]
+        for t in range(T):
+            j = int(order[t])  # lazy WIC [I.0.a]: order = 0, 1, …, m − 1
             idx = inv[j]
             n_j = idx.size
             if n_j == 0:
@@ -363,8 +371,8 @@ def _solve_decreasing(G, tol=1e-14):
     return brentq(G, lo, hi, xtol=tol, rtol=4 * np.finfo(float).eps, maxiter=500)
 
 
-def _edge_loop(Y, NN, loss, step):
-    """The lazy chooser j = t over the edges, class by class: ``step(r, e)``
+def _edge_loop(Y, NN, loss, step, order=None):
+    """The chooser's sequence (lazy: j = t) over the edges, class by class: ``step(r, e)``
     (r_i = y_ic y_jc and e_i for i in inv(j)) gives delta, then
     e_i <- e_i + delta r_i (weights w_i = w(e_i)) and alpha_jc += delta."""
     Y = np.asarray(Y, dtype=np.float64)
@@ -372,15 +380,17 @@ def _edge_loop(Y, NN, loss, step):
     inv = inverse_neighborhoods(NN, m)
     alpha = np.zeros((m, C))
     E = np.zeros((m, C))
-    deltas = np.zeros((C, m))
+    order = _order(order, m)
+    T = order.size
+    deltas = np.zeros((C, T))
     total, P = _risk_tracker(loss, E)
     risk = [total / (m * C)]
-    class_risk = np.zeros((C, m + 1))
+    class_risk = np.zeros((C, T + 1))
     for c in range(C):
         e = E[:, c].copy()
         class_risk[c, 0] = P[:, c].sum() / m
-        for t in range(m):
-            j = t
+        for t in range(T):
+            j = int(order[t])
             idx = inv[j]
             if idx.size == 0:
                 delta = 0.0
@@ -399,7 +409,7 @@ def _edge_loop(Y, NN, loss, step):
     return RefResult(alpha, E, loss.weight(E), deltas, np.asarray(risk), class_risk, Y)
 
 
-def unn(Y, NN, loss, *, smoothing=True):
+def unn(Y, NN, loss, *, smoothing=True, order=None, max_delta=50.0):
     """UNN (Neurocomputing 2012, Algorithm 1) with the lazy chooser j = t.
 
     delta solves (10): sum_{i in inv(j)} r_i w(e_i + delta r_i) = 0, smoothed
@@ -411,7 +421,9 @@ def unn(Y, NN, loss, *, smoothing=True):
         delta = 1/2 ln((W+ + 1/m) / (W- + 1/m)).
     Then e_i <- e_i + delta r_i (weights w_i = w(e_i), eq. (11)).
     The exponential loss uses the closed form; other losses are solved with
-    brentq (G is decreasing in delta).
+    brentq (G is decreasing in delta).  Roots beyond +-max_delta, and the
+    missing root when all r_i agree without smoothing, give +-max_delta
+    (jaxnn's documented bound; the papers have none).
     """
     if isinstance(loss, str):
         loss = LOSSES[loss]
@@ -432,9 +444,13 @@ def unn(Y, NN, loss, *, smoothing=True):
                 g += s * float(loss.weight(d) - loss.weight(-d))
             return g
 
+        if G(max_delta) >= 0:
+            return max_delta
+        if G(-max_delta) <= 0:
+            return -max_delta
         return _solve_decreasing(G)
 
-    return _edge_loop(Y, NN, loss, step)
+    return _edge_loop(Y, NN, loss, step, order)
 
 
 # --------------------------------------------------------------------------
@@ -448,10 +464,12 @@ FAST_DELTA = {
     "binary_logistic": lambda W: math.log2(W / (1.0 - W)),  # C
     "matsushita": lambda W: (2.0 * W - 1.0) / (2.0 * math.sqrt(W * (1.0 - W))),  # D
     "exponential": lambda W: 0.5 * math.log(W / (1.0 - W)),  # F
+    # paper 002 Table 1 D's transfer f(h) = (1 + max(0, h)) / (2 + |h|) inverted
+    "calibrated_hinge": lambda W: (2.0 * W - 1.0) / (1.0 - W) if W >= 0.5 else 2.0 - 1.0 / W,
 }
 
 
-def unn_fast(Y, NN, loss, *, smoothing=True, max_delta=50.0):
+def unn_fast(Y, NN, loss, *, smoothing=True, max_delta=50.0, order=None):
     """UNN with the fast step of d'Ambrosio et al. (ECML-PKDD 2012), eq. (30)
     and Table 2, lazy chooser j = t.
 
@@ -473,7 +491,7 @@ def unn_fast(Y, NN, loss, *, smoothing=True, max_delta=50.0):
         delta = max_delta if W == 1.0 else -max_delta if W == 0.0 else table(W)
         return min(max(delta, -max_delta), max_delta)
 
-    return _edge_loop(Y, NN, loss, step)
+    return _edge_loop(Y, NN, loss, step, order)
 
 
 # --------------------------------------------------------------------------
@@ -488,7 +506,7 @@ def class_balanced_prior(Y):
     return 1.0 / (2.0 * same)
 
 
-def n3(Y, NN, loss):
+def n3(Y, NN, loss, *, order=None):
     """N3 (MLSP 2013, Algorithm 1) with the lazy chooser j = t.
 
     Newton step delta = eta / (H* n_j) (GNNB with eps = 1/2), class-balanced
@@ -501,4 +519,4 @@ def n3(Y, NN, loss):
     Y = np.asarray(Y, dtype=np.float64)
     pi = class_balanced_prior(Y)
     E0 = loss.edge_from_prior(pi)
-    return gnnb(Y, NN, loss, epsilon=0.5, initial_edges=E0)
+    return gnnb(Y, NN, loss, epsilon=0.5, initial_edges=E0, order=order)

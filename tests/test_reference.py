@@ -53,23 +53,33 @@ def dataset(k, C, multilabel):
     return X, y, Y, NN
 
 
+def random_order(m, rounds, seed=0):
+    """The random chooser's documented sequence: a new seeded permutation of
+    the m examples per pass (NumPy's default_rng(seed)), cut to ``rounds``."""
+    rng = np.random.default_rng(seed)
+    return np.concatenate([rng.permutation(m) for _ in range(-(-rounds // m))])[:rounds]
+
+
 @functools.lru_cache(maxsize=None)
-def reference(algorithm, loss, case, epsilon=0.5):
+def reference(algorithm, loss, case, epsilon=0.5, chooser="lazy", rounds=M):
     _, _, Y, NN = dataset(*case)
+    order = np.arange(rounds) % M if chooser == "lazy" else random_order(M, rounds)
     if algorithm == "gnnb":
-        return R.gnnb(Y, NN, loss, epsilon)
+        return R.gnnb(Y, NN, loss, epsilon, order=order)
     if algorithm == "unn":
-        return R.unn(Y, NN, loss)
+        return R.unn(Y, NN, loss, order=order)
+    if algorithm == "unn_unsmoothed":
+        return R.unn(Y, NN, loss, smoothing=False, order=order)
     if algorithm == "n3":
-        return R.n3(Y, NN, loss)
+        return R.n3(Y, NN, loss, order=order)
     if algorithm == "unn_fast":
-        return R.unn_fast(Y, NN, loss)
+        return R.unn_fast(Y, NN, loss, order=order)
     if algorithm == "unn_fast_unsmoothed":
-        return R.unn_fast(Y, NN, loss, smoothing=False)
+        return R.unn_fast(Y, NN, loss, smoothing=False, order=order)
     raise ValueError(algorithm)
 
 
-def fit_engine(algorithm, loss, case, epsilon=0.5, x64=True):
+def fit_engine(algorithm, loss, case, epsilon=0.5, x64=True, chooser="lazy", rounds=None):
     import jax
 
     import jaxnn
@@ -81,8 +91,10 @@ def fit_engine(algorithm, loss, case, epsilon=0.5, x64=True):
             y,
             k=case[0],
             loss=loss,
-            algorithm=jaxnn.unn_fast(smoothing=False) if algorithm == "unn_fast_unsmoothed" else algorithm,
-            chooser="lazy",
+            algorithm={"unn_unsmoothed": jaxnn.unn(smoothing=False),
+                       "unn_fast_unsmoothed": jaxnn.unn_fast(smoothing=False)}.get(algorithm, algorithm),
+            chooser=chooser,
+            rounds=rounds,
             epsilon=epsilon,
             neighbors=NN,
             trace=x64,
@@ -92,9 +104,9 @@ def fit_engine(algorithm, loss, case, epsilon=0.5, x64=True):
     return model, alpha, trace
 
 
-def assert_matches(algorithm, loss, case, epsilon=0.5, x64=True, ref=None):
-    ref = reference(algorithm, loss, case, epsilon) if ref is None else ref
-    model, alpha, trace = fit_engine(algorithm, loss, case, epsilon, x64)
+def assert_matches(algorithm, loss, case, epsilon=0.5, x64=True, ref=None, chooser="lazy", rounds=M):
+    ref = reference(algorithm, loss, case, epsilon, chooser, rounds) if ref is None else ref
+    model, alpha, trace = fit_engine(algorithm, loss, case, epsilon, x64, chooser, rounds)
     scale = float(np.abs(ref.alpha).max())
     assert scale > 0
     assert alpha.shape == ref.alpha.shape
@@ -113,7 +125,7 @@ def assert_matches(algorithm, loss, case, epsilon=0.5, x64=True, ref=None):
         assert alpha.dtype == np.float64
         np.testing.assert_allclose(alpha, ref.alpha, rtol=rtol, atol=atol)
         # model.trace: total surrogate risk after each step, classes in parallel
-        assert trace is not None and trace.shape == (M,)
+        assert trace is not None and trace.shape == (rounds,)
         np.testing.assert_allclose(trace, ref.parallel_risk, rtol=1e-7, atol=1e-10)
     else:
         assert alpha.dtype == np.float32
@@ -281,6 +293,34 @@ def test_unn_fast_unsmoothed_matches_reference(loss):
     ref = reference("unn_fast_unsmoothed", loss, CASE_K3_C2)
     assert np.sum(np.abs(ref.alpha) == 50.0) > 10
     assert_matches("unn_fast_unsmoothed", loss, CASE_K3_C2, ref=ref)
+
+
+SEQUENCE_GRID = [  # (algorithm, loss, case, chooser, rounds): passes, partial passes, random orders
+    ("gnnb", "matsushita", CASE_K8_C3, "lazy", 3 * M),
+    ("gnnb", "logistic", CASE_K8_ML3, "random", 2 * M + 37),
+    ("unn", "logistic", CASE_K8_C3, "random", 3 * M),
+    ("unn", "exponential", CASE_K3_C2, "random", 77),
+    ("unn_fast", "matsushita", CASE_K8_ML3, "random", 2 * M + 37),
+    ("n3", "calibrated_hinge", CASE_K15_C5, "random", 2 * M),
+]
+
+
+@pytest.mark.parametrize("algorithm, loss, case, chooser, rounds", SEQUENCE_GRID,
+                         ids=[f"{a}-{l}-{c}-{r}" for a, l, _, c, r in SEQUENCE_GRID])
+def test_passes_and_random_orders_match_reference(algorithm, loss, case, chooser, rounds):
+    # the random chooser draws a new permutation each pass; rounds need not be whole passes
+    assert_matches(algorithm, loss, case, chooser=chooser, rounds=rounds)
+
+
+MORE_LOSSES = [  # pairs the other comparisons leave out
+    ("n3", "squared"), ("unn", "matsushita"), ("unn", "calibrated_hinge"), ("unn", "binary_logistic"),
+    ("unn_unsmoothed", "logistic"), ("unn_unsmoothed", "matsushita"), ("unn_fast", "calibrated_hinge"),
+]
+
+
+@pytest.mark.parametrize("algorithm, loss", MORE_LOSSES, ids=[f"{a}-{l}" for a, l in MORE_LOSSES])
+def test_more_losses_match_reference(algorithm, loss):
+    assert_matches(algorithm, loss, CASE_K8_C3)
 
 
 N3_LOSSES = ["logistic", "binary_logistic", "matsushita", "calibrated_hinge"]
