@@ -1,10 +1,12 @@
 """jaxnn's jitted engine vs the independent float64 NumPy reference.
 
 ``tests/reference.py`` is a literal loop over the papers' algorithms (GNNB,
-UNN with smoothing, N3), written from the papers / spec without reading the
-engine.  Here we check the reference on hand-computable cases and internal
-identities, then compare ``jaxnn.fit(..., chooser="lazy", neighbors=NN)`` to
-it, in float64 (rtol 1e-5) and in the default float32 (rtol 1e-4).
+UNN with or without smoothing, UNN-fast, N3), written from the papers / spec
+without reading the engine.  Here we check the reference on hand-computable
+cases and internal identities, then compare ``jaxnn.fit(..., neighbors=NN)``
+to it — one lazy pass, several passes, partial passes and the random
+chooser's sequence — in float64 (rtol 1e-5) and in the default float32
+(rtol 1e-4).
 """
 
 from __future__ import annotations
