@@ -237,10 +237,21 @@ def inverse_neighborhoods(NN, m):
     return [np.asarray(sorted(v), dtype=np.int64) for v in inv]
 
 
-def _order(order, m):
-    """The example sequence: one lazy pass 0, 1, …, m − 1 by default, else the
-    given indices (several passes, a random order, any length)."""
-    return np.arange(m) if order is None else np.asarray(order, dtype=np.int64)
+def _order(order, m, C):
+    """The example sequence per class, (C, T): one lazy pass 0, 1, …, m − 1 by
+    default, else the given indices — (T,) for every class (several passes, a
+    random order, any length) or (C, T), a sequence per class (a greedy run's
+    picks, replayed)."""
+    order = np.arange(m) if order is None else np.asarray(order, dtype=np.int64)
+    return np.broadcast_to(order, (C, order.shape[-1]))
+
+
+def _pick_gap(w, y, inv, j):
+    """How far example j's greedy score |eta_j|/n_j = |sum_{i in inv(j)} w_i
+    y_ic| / n_j falls below the best one, relative to it (0: j is an argmax)."""
+    score = np.array([abs(float(np.sum(w[s] * y[s]))) / max(s.size, 1) for s in inv])
+    best = score.max()
+    return 0.0 if best == 0 else (best - score[j]) / best
 
 
 @dataclasses.dataclass
@@ -252,6 +263,9 @@ class RefResult:
     risk: np.ndarray  # (C*T + 1,) total risk (1/(mC)) sum psi(e_ic), classes in sequence
     class_risk: np.ndarray  # (C, T + 1) per-class risk (1/m) sum_i psi(e_ic) after step t
     Y: np.ndarray
+    # (C, T) for a replayed per-class sequence: how far each pick's greedy score
+    # fell below the best at its step, relative (0: an argmax); else None
+    pick_gaps: np.ndarray | None = None
 
     @property
     def parallel_risk(self) -> np.ndarray:
@@ -301,9 +315,11 @@ def gnnb(Y, NN, loss, epsilon=0.5, *, initial_edges=None, order=None):
     alpha = np.zeros((m, C))
     E = E0.copy()
     W = np.zeros((m, C))
-    order = _order(order, m)
-    T = order.size
+    replay = order is not None and np.ndim(order) == 2
+    order = _order(order, m, C)
+    T = order.shape[1]
     deltas = np.zeros((C, T))
+    gaps = np.zeros((C, T))
     total, P = _risk_tracker(loss, E)
     risk = [total / (m * C)]
     class_risk = np.zeros((C, T + 1))
@@ -316,7 +332,9 @@ def gnnb(Y, NN, loss, epsilon=0.5, *, initial_edges=None, order=None):
         e = E[:, c].copy()
         class_risk[c, 0] = P[:, c].sum() / m
         for t in range(T):
-            j = int(order[t])  # lazy WIC [I.0.a]: order = 0, 1, …, m − 1
+            j = int(order[c, t])  # lazy WIC [I.0.a]: order = 0, 1, …, m − 1
+            if replay:
+                gaps[c, t] = _pick_gap(w, Y[:, c], inv, j)
             idx = inv[j]
             n_j = idx.size
             if n_j == 0:
@@ -342,7 +360,7 @@ def gnnb(Y, NN, loss, epsilon=0.5, *, initial_edges=None, order=None):
             class_risk[c, t + 1] = P[:, c].sum() / m
         E[:, c] = e
         W[:, c] = w
-    return RefResult(alpha, E, W, deltas, np.asarray(risk), class_risk, Y)
+    return RefResult(alpha, E, W, deltas, np.asarray(risk), class_risk, Y, gaps if replay else None)
 
 
 # --------------------------------------------------------------------------
@@ -380,9 +398,11 @@ def _edge_loop(Y, NN, loss, step, order=None):
     inv = inverse_neighborhoods(NN, m)
     alpha = np.zeros((m, C))
     E = np.zeros((m, C))
-    order = _order(order, m)
-    T = order.size
+    replay = order is not None and np.ndim(order) == 2
+    order = _order(order, m, C)
+    T = order.shape[1]
     deltas = np.zeros((C, T))
+    gaps = np.zeros((C, T))
     total, P = _risk_tracker(loss, E)
     risk = [total / (m * C)]
     class_risk = np.zeros((C, T + 1))
@@ -390,7 +410,9 @@ def _edge_loop(Y, NN, loss, step, order=None):
         e = E[:, c].copy()
         class_risk[c, 0] = P[:, c].sum() / m
         for t in range(T):
-            j = int(order[t])
+            j = int(order[c, t])
+            if replay:
+                gaps[c, t] = _pick_gap(loss.weight(e), Y[:, c], inv, j)
             idx = inv[j]
             if idx.size == 0:
                 delta = 0.0
@@ -406,7 +428,7 @@ def _edge_loop(Y, NN, loss, step, order=None):
             risk.append(total / (m * C))
             class_risk[c, t + 1] = P[:, c].sum() / m
         E[:, c] = e
-    return RefResult(alpha, E, loss.weight(E), deltas, np.asarray(risk), class_risk, Y)
+    return RefResult(alpha, E, loss.weight(E), deltas, np.asarray(risk), class_risk, Y, gaps if replay else None)
 
 
 def unn(Y, NN, loss, *, smoothing=True, order=None, max_delta=50.0):

@@ -97,6 +97,7 @@ def fit_engine(algorithm, loss, case, epsilon=0.5, x64=True, chooser="lazy", rou
                        "unn_fast_unsmoothed": jaxnn.unn_fast(smoothing=False)}.get(algorithm, algorithm),
             chooser=chooser,
             rounds=rounds,
+            posterior="link",  # α is the same; "auto" would run a second, auxiliary fit
             epsilon=epsilon,
             neighbors=NN,
             trace=x64,
@@ -358,3 +359,57 @@ def test_n3_two_classes_matches_reference_gnnb_half():
 )
 def test_float32_fit_matches_reference(algorithm, loss, case, epsilon):
     assert_matches(algorithm, loss, case, epsilon, x64=False)
+
+
+# --------------------------------------------------------------------------
+# Greedy chooser: the engine's picks, replayed
+# --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def greedy_picks(monkeypatch):
+    """Record the (C,) picks of every greedy step: a spy on maxtree.argmax
+    (instrumentation only; boost's compilations are dropped so it traces)."""
+    import jax
+
+    from jaxnn._src import boosting, maxtree
+
+    picks = []
+    argmax = maxtree.argmax
+
+    def spy(tree):
+        j = argmax(tree)
+        jax.debug.callback(lambda v: picks.append(np.asarray(v).copy()), j, ordered=True)
+        return j
+
+    monkeypatch.setattr(maxtree, "argmax", spy)
+    boosting.boost.clear_cache()
+    yield picks
+    boosting.boost.clear_cache()
+
+
+GREEDY_GRID = [  # (algorithm, loss, case): every algorithm's greedy run, one multilabel
+    ("gnnb", "logistic", CASE_K8_C3),
+    ("n3", "calibrated_hinge", CASE_K8_C3),
+    ("unn", "logistic", CASE_K8_C3),
+    ("unn_fast_unsmoothed", "matsushita", CASE_K8_ML3),
+]
+
+
+@pytest.mark.parametrize("algorithm, loss, case", GREEDY_GRID, ids=[f"{a}-{l}" for a, l, _ in GREEDY_GRID])
+def test_greedy_picks_are_argmaxes_and_their_steps_match_reference(greedy_picks, algorithm, loss, case):
+    # each pick maximises |η_j|/n_j (to the rounding that orders exact ties,
+    # see boosting's docstring), and replaying the picks in the reference
+    # gives the engine's α
+    rounds = 120
+    _, _, Y, NN = dataset(*case)
+    model, alpha, _ = fit_engine(algorithm, loss, case, chooser="greedy", rounds=rounds)
+    picks = np.stack(greedy_picks, axis=1)  # (C, T)
+    assert picks.shape == (Y.shape[1], rounds)
+    replay = {"gnnb": R.gnnb, "n3": R.n3, "unn": R.unn}.get(algorithm)
+    ref = (replay(Y, NN, loss, order=picks) if replay is not None
+           else R.unn_fast(Y, NN, loss, smoothing=False, order=picks))
+    assert np.max(ref.pick_gaps) <= 1e-9
+    assert len(np.unique(picks)) > rounds // 4  # the run moves around
+    scale = float(np.abs(ref.alpha).max())
+    np.testing.assert_allclose(alpha, ref.alpha, rtol=1e-5, atol=1e-8 * scale)
