@@ -216,6 +216,42 @@ def test_two_stage_selection_is_exact_with_ties():
     np.testing.assert_array_equal(q, np.stack([np.arange(50), np.arange(50) + 1600], 1))
 
 
+def _brute_force(X, Q=None, k=5):
+    """float64 exact neighbours by explicit differences (self excluded when Q is None)."""
+    X = np.asarray(X, np.float64)
+    Q = X if Q is None else np.asarray(Q, np.float64)
+    d2 = ((Q[:, None, :] - X[None, :, :]) ** 2).sum(-1)
+    if Q is X:
+        np.fill_diagonal(d2, np.inf)
+    idx = np.argsort(d2, axis=1, kind="stable")[:, :k]
+    return idx, np.sqrt(np.take_along_axis(d2, idx, 1))
+
+
+@pytest.mark.parametrize("transform", ["offset 1e3", "offset 1e4", "constant column 1e4", "scale 1e19", "scale 1e-20"])
+def test_search_is_exact_for_offset_and_scaled_points(transform):
+    # ‖q‖² + ‖x‖² − 2q·x cancels under an offset (float32 +10³: 84 % of rows
+    # wrong, +10⁴: all) and overflows / underflows for scaled points (NaN
+    # distances at 10¹⁹, zeros at 10⁻²⁰); the search conditions the points first
+    rng = np.random.default_rng(0)
+    X0 = rng.normal(size=(300, 4)).astype(np.float32)
+    X = {"offset 1e3": X0 + np.float32(1e3), "offset 1e4": X0 + np.float32(1e4),
+         "constant column 1e4": np.c_[X0, np.full(300, 1e4, np.float32)],
+         "scale 1e19": X0 * np.float32(1e19), "scale 1e-20": X0 * np.float32(1e-20)}[transform]
+    nb = jaxnn.knn_graph(X, 5)
+    ref_idx, ref_dist = _brute_force(X)
+    np.testing.assert_array_equal(np.asarray(nb.indices), ref_idx)
+    np.testing.assert_allclose(np.asarray(nb.distances, np.float64), ref_dist, rtol=1e-5)
+    q = np.asarray(jaxnn.knn_query(X, X[:40] * np.float32(1.0001), 3).indices)  # queries shifted alike
+    np.testing.assert_array_equal(q, _brute_force(X, X[:40] * np.float32(1.0001), 3)[0])
+
+
+def test_search_keeps_exact_ties_of_grid_points():
+    # integer points offset far from 0: shifting by a multiple of the spread's
+    # power of two is exact, so equal distances stay equal and the lower index wins
+    X = np.random.default_rng(1).integers(0, 4, size=(200, 2)).astype(np.float32) + np.float32(3e4)
+    np.testing.assert_array_equal(np.asarray(jaxnn.knn_graph(X, 6).indices), _brute_force(X, k=6)[0])
+
+
 @pytest.mark.parametrize("exclude_self", [True, False])
 def test_chunked_search_is_exact(exclude_self):
     """The column-chunked search (used from CHUNKED_MIN_M points on), run on a

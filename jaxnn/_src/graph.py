@@ -161,10 +161,38 @@ def _sharded_search(mesh, kernel, k: int, block: int, exclude_self: bool, per_de
     return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=(spec, jax.sharding.PartitionSpec()), out_specs=(spec, spec)))
 
 
+def _conditioned(Q, X):
+    """Q and X shifted and scaled alike for the search's ‖q‖² + ‖x‖² − 2q·x:
+    (Q', X', s) with X' = (X − μ)/s, Q' = (Q − μ)/s and distances ‖q' − x'‖·s.
+
+    s is the power of two at the top of X's spread about its mean, and μ that
+    mean rounded to a multiple of s: an offset larger than the spread is taken
+    out, so the expansion does not cancel (float32 points offset by 10³ had
+    84 % of their graph's rows wrong, by 10⁴ all), and the squares neither
+    overflow nor underflow (float32 points scaled by 10¹⁹ gave NaN distances,
+    by 10⁻²⁰ zeros).  Both steps are exact for points on a grid as coarse as s
+    (integers, say), and data centred already is only rescaled, by a power of
+    two: exact ties stay ties, broken by the lower index.
+    """
+    mu = jnp.mean(X, axis=0)
+    _, e = jnp.frexp(jnp.max(jnp.abs(X - mu)))
+    s = jnp.ldexp(jnp.ones((), X.dtype), e)  # 2^e ≥ the spread; 1 for identical points
+    shift = jnp.round(mu / s) * s
+    return (Q - shift) / s, (X - shift) / s, s
+
+
 def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, recall_target=None):
     """Exact kNN of rows of Q among rows of X, a tile of ``block`` query rows
     at a time; with ``devices``, the query rows are split across them; with a
-    ``recall_target``, selected by ``lax.approx_min_k``."""
+    ``recall_target``, selected by ``lax.approx_min_k``.  Points are first
+    :func:`_conditioned`; the distances returned are those of the given points."""
+    Q, X, scale = _conditioned(Q, X)
+    idx, dist = _blocked_topk_conditioned(Q, X, k, block, exclude_self, devices, recall_target)
+    return idx, dist * scale
+
+
+def _blocked_topk_conditioned(Q, X, k: int, block: int, exclude_self: bool, devices, recall_target):
+    """:func:`_blocked_topk` on points already conditioned."""
     if recall_target is not None:
         kernel, recall_target = _onepass_topk, float(recall_target)
     else:
