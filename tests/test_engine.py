@@ -517,6 +517,29 @@ def test_numpy_scalars_are_valid_settings():
     assert jaxnn.fit(X, y.astype(np.float64), k=3).classes == (0.0, 1.0, 2.0)  # integral floats are labels
 
 
+@pytest.mark.parametrize("loss", ["logistic", "exponential", "matsushita", "calibrated_hinge"])
+@pytest.mark.parametrize("n_plus, n_minus, edge", [(500, 0, 0.0), (40, 1, 0.0), (10, 0, -16.0), (3, 2, 0.3)])
+def test_unn_fast_step_is_accurate_in_float32_when_one_side_dominates(loss, n_plus, n_minus, edge):
+    # W = W⁺/(W⁺ + W⁻) rounds to 1 in float32 once W⁻ ≪ W⁺ (smoothing mass 1/m
+    # against hundreds of weights): δ was max_delta = 50 for the logistic loss
+    # at n = 500, m = 10⁵ (17.4 is right); δ now comes from the smaller share
+    from jaxnn._src.algorithms import UNNFast
+
+    m = 10**5
+    L = jaxnn.losses.get(loss)
+    e = np.full(n_plus + n_minus, edge, np.float32)
+    r = np.r_[np.ones(n_plus), -np.ones(n_minus)].astype(np.float32)
+    got = float(UNNFast().delta(L, jnp.asarray(e)[:, None], jnp.asarray(r)[:, None], jnp.asarray([e.size]), m)[0])
+    with jax.enable_x64(True):
+        w = float(L.weight(jnp.float64(edge)))
+        wp, wm = n_plus * w + 1 / m, n_minus * w + 1 / m  # eq. 13's smoothing mass on each side
+        exact = {  # paper 003 Table 2 (rows B, F, D) and the hinge transfer inverted, in W± directly
+            "logistic": math.log(wp / wm), "exponential": 0.5 * math.log(wp / wm),
+            "matsushita": (wp - wm) / (2 * math.sqrt(wp * wm)), "calibrated_hinge": (wp - wm) / wm,
+        }[loss]
+    np.testing.assert_allclose(got, min(exact, 50.0), rtol=2e-5)
+
+
 def test_algorithm_factories_reject_bad_parameters():
     with pytest.raises(ValueError, match="max_delta must be finite"):
         jaxnn.unn(max_delta=float("inf"))

@@ -200,13 +200,17 @@ class UNNFast(UNN):
         extra = jnp.asarray(1.0 / m if self.smoothing else 0.0, dtype)
         w_plus, w_minus = _signed_masses(loss, e, r, layout)
         w_plus, w_minus = w_plus + extra, w_minus + extra
-        total = w_plus + w_minus
-        ratio = jnp.where(total > 0, w_plus / jnp.where(total > 0, total, 1.0), 0.5)
+        total = jnp.where(w_plus + w_minus > 0, w_plus + w_minus, 1.0)
+        # p̂⁻¹ of the smaller side's share, by p̂⁻¹(1 − q) = −p̂⁻¹(q): W itself
+        # rounds to 1 once W⁻ ≪ W⁺ (float32, a pure inverse neighbourhood of
+        # 500 at m = 10⁵ gave δ = max_delta = 50 for the logistic loss, not 17.4)
+        plus_wins = w_plus >= w_minus
+        q = jnp.where(plus_wins, w_minus, w_plus) / total
+        d = loss.posterior_inverse(jnp.where(q > 0, q, 0.5))
+        d = jnp.where(plus_wins, -d, d)
         # all of inv(j) on one side (possible without smoothing): no finite root,
-        # δ = ±max_delta as for UNN (∇φ(1) is ±inf or NaN: not to be read as 0)
-        inside = (ratio > 0) & (ratio < 1)
-        d = loss.posterior_inverse(jnp.where(inside, ratio, 0.5))
-        d = jnp.where(inside, d, jnp.where(ratio >= 1, self.max_delta, -self.max_delta))
+        # δ = ±max_delta as for UNN (∇φ(0) is −inf or NaN: not to be read as 0)
+        d = jnp.where(q > 0, d, jnp.where(plus_wins, self.max_delta, -self.max_delta))
         return _finite_delta(d, n, self.max_delta)
 
 
