@@ -479,15 +479,18 @@ def unn(Y, NN, loss, *, smoothing=True, order=None, max_delta=50.0):
 # UNN, fast step (paper 003)
 # --------------------------------------------------------------------------
 
-#: paper 003 Table 2, delta_jc as a function of W_jc (rows A, B, C, D, F)
+#: paper 003 Table 2, delta_jc as a function of W_jc = W+ / (W+ + W-) (rows A, B,
+#: C, D, F), written in W+ and W- themselves: W rounds to 1 once W- << W+
+#: (float64 too), and a side with no weight gives delta = +-inf (the clip to
+#: +-max_delta) or, for the squared loss, +-1
 FAST_DELTA = {
-    "squared": lambda W: 2.0 * W - 1.0,  # A
-    "logistic": lambda W: math.log(W / (1.0 - W)),  # B
-    "binary_logistic": lambda W: math.log2(W / (1.0 - W)),  # C
-    "matsushita": lambda W: (2.0 * W - 1.0) / (2.0 * math.sqrt(W * (1.0 - W))),  # D
-    "exponential": lambda W: 0.5 * math.log(W / (1.0 - W)),  # F
+    "squared": lambda wp, wm: (wp - wm) / (wp + wm),  # A: 2W - 1
+    "logistic": lambda wp, wm: np.log(wp) - np.log(wm),  # B: ln(W / (1 - W))
+    "binary_logistic": lambda wp, wm: np.log2(wp) - np.log2(wm),  # C
+    "matsushita": lambda wp, wm: (wp - wm) / (2.0 * np.sqrt(wp * wm)),  # D
+    "exponential": lambda wp, wm: 0.5 * (np.log(wp) - np.log(wm)),  # F
     # paper 002 Table 1 D's transfer f(h) = (1 + max(0, h)) / (2 + |h|) inverted
-    "calibrated_hinge": lambda W: (2.0 * W - 1.0) / (1.0 - W) if W >= 0.5 else 2.0 - 1.0 / W,
+    "calibrated_hinge": lambda wp, wm: (wp - wm) / wm if wp >= wm else 2.0 - (wp + wm) / wp,
 }
 
 
@@ -497,8 +500,9 @@ def unn_fast(Y, NN, loss, *, smoothing=True, max_delta=50.0, order=None):
 
     W = (W+ + s) / (W+ + W- + 2 s), W+- the weights of the members of inv(j)
     with r_i = +-1 and s = 1/m when smoothed (eq. 13's mass 1/m on each side);
-    delta = Table 2's delta(W) — without smoothing, W = 1 (0) has no finite
-    delta and gives +max_delta (-max_delta).  Then e_i <- e_i + delta r_i.
+    delta = Table 2's delta(W), clipped to +-max_delta — without smoothing, W = 1
+    (0) has no finite delta but for the squared loss (+-1).  Then
+    e_i <- e_i + delta r_i.
     """
     if isinstance(loss, str):
         loss = LOSSES[loss]
@@ -507,10 +511,12 @@ def unn_fast(Y, NN, loss, *, smoothing=True, max_delta=50.0, order=None):
 
     def step(r, ei):
         w = loss.weight(ei)
-        wp = float(np.sum(w[r > 0])) + s
-        wm = float(np.sum(w[r < 0])) + s
-        W = wp / (wp + wm)
-        delta = max_delta if W == 1.0 else -max_delta if W == 0.0 else table(W)
+        wp = np.float64(np.sum(w[r > 0]) + s)
+        wm = np.float64(np.sum(w[r < 0]) + s)
+        if wp + wm == 0:  # every weight 0 (squared loss, no smoothing): nothing to learn
+            return 0.0
+        with np.errstate(divide="ignore"):
+            delta = float(table(wp, wm))
         return min(max(delta, -max_delta), max_delta)
 
     return _edge_loop(Y, NN, loss, step, order)

@@ -289,12 +289,12 @@ def test_unn_fast_matches_reference(loss, case):
     assert_matches("unn_fast", loss, case)
 
 
-@pytest.mark.parametrize("loss", ["exponential", "logistic", "matsushita"])
+@pytest.mark.parametrize("loss", ["exponential", "logistic", "matsushita", "squared"])
 def test_unn_fast_unsmoothed_matches_reference(loss):
     # without smoothing, inverse neighbourhoods of one class give W = 1 (or 0):
     # no finite δ, ±max_delta as for UNN (δ was 0 for the logistic loss, NaN → 0)
     ref = reference("unn_fast_unsmoothed", loss, CASE_K3_C2)
-    assert np.sum(np.abs(ref.alpha) == 50.0) > 10
+    assert np.sum(np.abs(ref.alpha) == (1.0 if loss == "squared" else 50.0)) > 10  # δ = ±∇φ(0)
     assert_matches("unn_fast_unsmoothed", loss, CASE_K3_C2, ref=ref)
 
 

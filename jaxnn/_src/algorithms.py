@@ -200,18 +200,19 @@ class UNNFast(UNN):
         extra = jnp.asarray(1.0 / m if self.smoothing else 0.0, dtype)
         w_plus, w_minus = _signed_masses(loss, e, r, layout)
         w_plus, w_minus = w_plus + extra, w_minus + extra
-        total = jnp.where(w_plus + w_minus > 0, w_plus + w_minus, 1.0)
+        weighed = w_plus + w_minus > 0  # else (squared loss: every weight 0) no information, δ = 0
+        total = jnp.where(weighed, w_plus + w_minus, 1.0)
         # p̂⁻¹ of the smaller side's share, by p̂⁻¹(1 − q) = −p̂⁻¹(q): W itself
         # rounds to 1 once W⁻ ≪ W⁺ (float32, a pure inverse neighbourhood of
         # 500 at m = 10⁵ gave δ = max_delta = 50 for the logistic loss, not 17.4)
         plus_wins = w_plus >= w_minus
-        q = jnp.where(plus_wins, w_minus, w_plus) / total
-        d = loss.posterior_inverse(jnp.where(q > 0, q, 0.5))
-        d = jnp.where(plus_wins, -d, d)
-        # all of inv(j) on one side (possible without smoothing): no finite root,
-        # δ = ±max_delta as for UNN (∇φ(0) is −inf or NaN: not to be read as 0)
-        d = jnp.where(q > 0, d, jnp.where(plus_wins, self.max_delta, -self.max_delta))
-        return _finite_delta(d, n, self.max_delta)
+        q = jnp.where(plus_wins, w_minus, w_plus) / total  # in [0, ½]: p̂⁻¹(q) ≤ 0
+        d = loss.posterior_inverse(q)
+        # all of inv(j) on one side (possible without smoothing): p̂⁻¹(0) is −∞
+        # or NaN for most losses, so δ = ±max_delta as for UNN (not NaN → 0);
+        # where it is finite (the squared loss: ∇φ(0) = −1) it is the step
+        d = jnp.where(jnp.isfinite(d), d, -self.max_delta)
+        return _finite_delta(jnp.where(weighed, jnp.where(plus_wins, -d, d), 0.0), n, self.max_delta)
 
 
 def gnnb(epsilon: float = 0.5) -> GNNB:
