@@ -139,6 +139,21 @@ def test_exponential_posterior_inverse_near_0_and_1(dtype):
     np.testing.assert_allclose(got, ref, rtol=1e-4 if dtype == np.float32 else 1e-9, atol=1e-6)
 
 
+def test_root_finder_keeps_an_exact_root_and_steps_back_from_nan():
+    # a hand-written ψ = log2(1 + e^{−x}) overflows to NaN far out (e^{5000});
+    # its posterior is the sigmoid. posterior_inverse(0.5) hit the root at its
+    # start, bisected away from it into the NaN region, and stayed at −5000
+    hand = losses.from_psi(lambda x: jnp.log(1 + jnp.exp(-x)) / jnp.log(2.0), name="hand")
+    p = np.array([0.5, 0.25, 0.01, 0.99])
+    for dtype in (np.float32, np.float64):
+        got = _np(hand.posterior_inverse(jnp.asarray(p.astype(dtype))))
+        np.testing.assert_allclose(got, np.log(p / (1 - p)), rtol=1e-5, atol=1e-6)
+    from jaxnn._src.losses import increasing_root
+
+    f = lambda x: x**3  # increasing; x0 = 0 is the root of 0
+    np.testing.assert_array_equal(_np(increasing_root(f, jnp.zeros(3), -10.0, 10.0, jnp.zeros(3), 50)), 0.0)
+
+
 def test_catalogue_is_cached_and_hashable():
     assert losses.get("logistic") is losses.get("logistic")
     assert losses.get("phi_mu(0.25)") is losses.phi_mu(0.25)

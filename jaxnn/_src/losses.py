@@ -162,8 +162,13 @@ def increasing_root(f: Fn, target: Array, lo: Array, hi: Array, x0: Array, iters
         x, lo, hi, dx_old = state
         fx, dfx = jax.jvp(f, (x,), (jnp.ones_like(x),))
         g = fx - target
-        lo = jnp.where(g < 0, x, lo)
-        hi = jnp.where(g >= 0, x, hi)
+        # g = 0: the root, both ends close on it (it was bisected away from);
+        # g NaN (f overflowed far out, e.g. a hand-written log(1 + e^{−x})): the
+        # root is taken to lie back toward the start (neither end moved before,
+        # and the iterates sat on the same midpoint: 0.5 ↦ −5000)
+        lost = jnp.isnan(g)
+        lo = jnp.where((g <= 0) | (lost & (x < x0)), x, lo)
+        hi = jnp.where((g >= 0) | (lost & (x >= x0)), x, hi)
         step = g / dfx
         newton = x - step
         # Newton only while it lands in the bracket and at least halves the
