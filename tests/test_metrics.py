@@ -265,6 +265,17 @@ def test_kl_divergence_hand():
     )
 
 
+def test_probabilities_take_rounding_on_both_sides():
+    # 1 + 1e-9 was accepted but −1e-12 (rounding of 1 − p) refused; both are
+    # taken now, as 0 and 1, and values beyond 1e-4 of rounding still refused
+    p = np.array([[1.0 + 1e-9, -1e-12], [0.25, 0.75]])
+    assert M.kl_divergence(p, [[1.0, 0.0], [0.25, 0.75]]) == 0.0
+    assert M.brier_score([0, 1], p) == pytest.approx(0.0625)  # (0 + 0.25² + 0.25²) / 2
+    assert np.isfinite(M.expected_calibration_error([0, 1], p))
+    with pytest.raises(ValueError, match=r"probabilities in \[0, 1\]"):
+        M.brier_score([0, 1], np.array([[1.001, -0.001], [0.25, 0.75]]))
+
+
 def test_kl_divergence_random_nonnegative():
     rng = np.random.default_rng(3)
     p_hat = _random_proba(rng, 100, 4)

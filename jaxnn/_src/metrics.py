@@ -127,15 +127,17 @@ def _same_kind(name_a: str, a: NDArray, name_b: str, b: NDArray) -> None:
 
 def _probabilities(
     name: str, p: NDArray[np.float64], atol: float = 1e-4, rows_sum_to_one: bool = True
-) -> None:
-    if np.any(p < 0.0) or np.any(p > 1.0 + atol):
+) -> NDArray[np.float64]:
+    """p checked as probabilities (rows summing to 1 unless told otherwise),
+    up to ``atol`` of rounding on either side of [0, 1] — then clipped into it."""
+    if np.any(p < -atol) or np.any(p > 1.0 + atol):
         raise ValueError(f"{name} must hold probabilities in [0, 1]")
-    if not rows_sum_to_one:
-        return
-    sums = p.sum(axis=1)
-    if not np.allclose(sums, 1.0, rtol=0.0, atol=atol):
-        worst = float(np.max(np.abs(sums - 1.0)))
-        raise ValueError(f"rows of {name} must sum to 1 (max deviation {worst:.3g})")
+    if rows_sum_to_one:
+        sums = p.sum(axis=1)
+        if not np.allclose(sums, 1.0, rtol=0.0, atol=atol):
+            worst = float(np.max(np.abs(sums - 1.0)))
+            raise ValueError(f"rows of {name} must sum to 1 (max deviation {worst:.3g})")
+    return np.clip(p, 0.0, 1.0)
 
 
 def _resolve_classes(
@@ -408,8 +410,8 @@ def kl_divergence(p_hat: ArrayLike, p_true: ArrayLike, eps: float = _TINY) -> fl
     p_true = _matrix("p_true", p_true)
     if p_hat.shape != p_true.shape:
         raise ValueError(f"p_true has shape {p_true.shape} but p_hat has shape {p_hat.shape}")
-    _probabilities("p_hat", p_hat)
-    _probabilities("p_true", p_true)
+    p_hat = _probabilities("p_hat", p_hat)
+    p_true = _probabilities("p_true", p_true)
     log_ratio = np.log(np.clip(p_hat, eps, 1.0)) - np.log(np.clip(p_true, eps, 1.0))
     return float(np.mean(np.sum(p_hat * log_ratio, axis=1)))
 
@@ -433,7 +435,7 @@ def brier_score(
         The Brier score.
     """
     proba = _matrix("proba", proba)
-    _probabilities("proba", proba)
+    proba = _probabilities("proba", proba)
     idx = _targets(y_true, proba, classes)
     onehot = np.zeros_like(proba)
     onehot[np.arange(proba.shape[0]), idx] = 1.0
@@ -470,7 +472,7 @@ def expected_calibration_error(
     if n_bins < 1:
         raise ValueError(f"n_bins must be >= 1, got {n_bins}")
     proba = _matrix("proba", proba)
-    _probabilities("proba", proba, rows_sum_to_one=False)
+    proba = _probabilities("proba", proba, rows_sum_to_one=False)
     idx = _targets(y_true, proba, classes)
     confidence = proba.max(axis=1)
     correct = (np.argmax(proba, axis=1) == idx).astype(np.float64)
