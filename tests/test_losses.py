@@ -139,6 +139,24 @@ def test_exponential_posterior_inverse_near_0_and_1(dtype):
     np.testing.assert_allclose(got, ref, rtol=1e-4 if dtype == np.float32 else 1e-9, atol=1e-6)
 
 
+def test_curvature_vanishing_at_the_ends_is_unbounded():
+    # φ(p) = −sin(πp)/π is permissible but φ'' → 0 at 0 and 1: sup ψ'' = ∞. A
+    # grid stopping at 10⁻⁴ read H* = 3183 and GNNB barely moved; it is refused
+    import jaxnn
+
+    sin = losses.from_phi(lambda p: -jnp.sin(jnp.pi * p) / jnp.pi, name="sin")
+    assert float(sin.hstar(jnp.float32)) == math.inf
+    X, y = np.random.default_rng(0).normal(size=(40, 2)), np.arange(40) % 2
+    with pytest.raises(ValueError, match="bounded curvature"):
+        jaxnn.fit(X, y, k=3, loss=sin)
+    assert np.all(np.isfinite(np.asarray(jaxnn.fit(X, y, k=3, loss=sin, algorithm="unn").alpha)))
+    # curvature with a positive floor at the ends keeps its finite bound
+    # (φ'' = 2 − 0.6(p − ½)², smallest at the ends: 1.85; H* = 1/(b·1.85))
+    floor = losses.from_phi(lambda p: (p - 0.5) ** 2 - 0.05 * (p - 0.5) ** 4, name="floor")
+    b = 0.25 - 0.05 / 16
+    assert float(floor.hstar(jnp.float64)) == pytest.approx(1 / (b * 1.85), rel=1e-4)
+
+
 def test_root_finder_keeps_an_exact_root_and_steps_back_from_nan():
     # a hand-written ψ = log2(1 + e^{−x}) overflows to NaN far out (e^{5000});
     # its posterior is the sigmoid. posterior_inverse(0.5) hit the root at its
