@@ -44,7 +44,8 @@ from jaxnn._src import sharding
 from jaxnn._src.checks import check_bool, check_real
 from jaxnn._src.boosting import boost, check_chooser, chooser_order
 from jaxnn._src.graph import _block_rows, _blocked_topk, inverse_counts, inverse_neighbors, knn_graph, knn_query
-from jaxnn._src.model import Model, _as_points, _check_int, _compute_dtype, _scores, auto_chooser, encode_labels, logger
+from jaxnn._src.model import (Model, _as_points, _check_int, _compute_dtype, _link_posterior, _normalise_rows, _scores,
+                              auto_chooser, encode_labels, logger)
 from jaxnn._src.schedule import boost_colored, color_schedule, stack_schedules
 
 __all__ = [
@@ -387,14 +388,13 @@ def _scores_blocks(alpha, Y, X, Q, k: int, block: int):
     return jax.vmap(_scores, in_axes=(0, None, 0))(alpha, Y, idx)
 
 
-@functools.partial(jax.jit, static_argnames=("loss", "kind", "normalize"))
-def _combine(H, *, loss, kind, normalize: bool):
-    """Per-block scores (n, rows, C) → combined posteriors (rows, C)."""
-    p = generalized_mean(jnp.clip(loss.posterior(H), 0.0, 1.0), kind, axis=0)
-    if normalize:
-        total = jnp.sum(p, axis=1, keepdims=True)
-        p = jnp.where(total > 0, p / jnp.where(total > 0, total, 1.0), 1.0 / p.shape[1])
-    return p
+@functools.partial(jax.jit, static_argnames=("loss", "algorithm", "multilabel", "kind", "normalize"))
+def _combine(H, *, loss, algorithm, multilabel: bool, kind, normalize: bool):
+    """Per-block scores (n, rows, C) → combined posteriors (rows, C); rows
+    normalised as :func:`jaxnn.predict_proba`'s (all-underflowed rows: the
+    mass on the classes of largest Σ_b H^b; NaN propagates)."""
+    p = generalized_mean(jnp.clip(_link_posterior(loss, algorithm, multilabel, H), 0.0, 1.0), kind, axis=0)
+    return _normalise_rows(p, jnp.sum(H, axis=0)) if normalize else p
 
 
 def _rows_per_tile(m: int, n: int) -> int:
@@ -441,7 +441,8 @@ def fit_split(
         (:func:`jaxnn.auto_chooser`).  Precomputed
         ``neighbors`` are not supported, nor ``"auto"`` k/loss/rounds, nor
         ``posterior``: per-block posteriors are the raw link,
-        ``loss.posterior(H)``.
+        ``loss.posterior(H)`` (single-label N³: the link of its initial
+        edges, as :func:`jaxnn.predict_proba`).
 
     Returns:
       A :class:`SplitModel`.  With ``n_splits=1, norm=None`` its only block
@@ -552,9 +553,11 @@ def decision_function_split(model: SplitModel, X) -> jax.Array:
 
 
 def block_posteriors(model: SplitModel, X) -> jax.Array:
-    """Raw one-vs-rest posteriors of each block, link(H^b) clipped to [0, 1]: (n, rows, C)."""
+    """Raw one-vs-rest posteriors of each block, link(H^b) clipped to [0, 1]: (n, rows, C)
+    (single-label N³: the link of its initial edges, as :func:`jaxnn.predict_proba`)."""
     model = _check_split_model(model)
-    return jnp.clip(model.loss.posterior(decision_function_split(model, X)), 0.0, 1.0)
+    H = decision_function_split(model, X)
+    return jnp.clip(_link_posterior(model.loss, model.algorithm, model.multilabel, H), 0.0, 1.0)
 
 
 def predict_proba_split(model: SplitModel, X, *, mean=None, normalize: Optional[bool] = None) -> jax.Array:
@@ -569,7 +572,8 @@ def predict_proba_split(model: SplitModel, X, *, mean=None, normalize: Optional[
     model = _check_split_model(model)
     kind = model.mean if mean is None else _check_mean(mean, "mean")
     normalize = not model.multilabel if normalize is None else check_bool(normalize, "normalize")
-    return _combine(decision_function_split(model, X), loss=model.loss, kind=kind, normalize=normalize)
+    return _combine(decision_function_split(model, X), loss=model.loss, algorithm=model.algorithm,
+                    multilabel=model.multilabel, kind=kind, normalize=normalize)
 
 
 def predict_split(model: SplitModel, X, *, mean=None) -> np.ndarray:

@@ -532,16 +532,75 @@ def decision_function(model: Model, X=None, *, neighbors=None) -> jax.Array:
     return _scores(model.alpha, model.Y, _query_neighbors(model, X, neighbors))
 
 
+def _link_posterior(loss, algorithm, multilabel: bool, H):
+    """The one-vs-rest link posteriors p̂_c = link(H_c), (…, C) from H (…, C):
+    the loss's posterior (paper 003 eq. 11 / eq. 29), except for single-label
+    N³, whose link accounts for N³'s class-balanced initial edges
+    (:func:`_n3_link`); multilabel N³ keeps the plain link (its initial edges
+    depend on each training example's whole label vector)."""
+    if isinstance(algorithm, algos.N3) and not multilabel:
+        return _n3_link(loss, algorithm, H)
+    return loss.posterior(H)
+
+
+def _n3_link(loss, algorithm, H):
+    """N³'s link posterior for single-label models: (…, C) from H (…, C).
+
+    N³ starts from the class-balanced initial edges e0 of ``N3.init_edges``
+    (p̂(−e0) = π = 1/(2·#{l : y_il = y_ic})): with C classes a positive has
+    e0⁺ = 0 and a negative e0⁻ = −p̂⁻¹(1/(2(C − 1))).  The surrogate risk for
+    class c at x, p·ψ(e0⁺ + H_c) + (1 − p)·ψ(e0⁻ − H_c), is least where
+    p·w(e0⁺ + H_c) = (1 − p)·w(e0⁻ − H_c) (w = −ψ'), so
+
+        p̂_c = w(e0⁻ − H_c) / (w(e0⁺ + H_c) + w(e0⁻ − H_c)),
+
+    paper 003 eq. 11 shifted by the initial edges (with C = 2, e0⁺ = e0⁻ = 0
+    and it is the loss's posterior).  Computed as 1/(1 + w⁺/w⁻): a weight that
+    is 0 or underflows gives p̂ = 0 or 1, not 0/0; where both weights are 0 (a
+    flat stretch of ψ on both sides: no catalogue loss) every p is a
+    minimiser and p̂ = 1/2.  NaN in H gives NaN.
+    """
+    C = H.shape[-1]
+    one_positive = jnp.where(jnp.arange(C) == 0, 1.0, -1.0).astype(H.dtype)[None]
+    e0 = algorithm.init_edges(loss, one_positive)  # (1, C): [e0⁺, e0⁻, …, e0⁻]
+    w_pos = loss.weight(e0[0, 0] + H)
+    w_neg = loss.weight(e0[0, 1] - H)
+    both_zero = (w_pos == 0) & (w_neg == 0)
+    p = 1.0 / (1.0 + w_pos / jnp.where(both_zero, 1.0, w_neg))  # w⁻ = 0 < w⁺: w⁺/0 = inf, p̂ = 0
+    return jnp.where(both_zero, 0.5, p).astype(H.dtype)
+
+
+def _normalise_rows(p, H):
+    """Rows of the one-vs-rest posteriors p (n, C) normalised to sum to 1.
+
+    Where a row's total is 0 (every p̂_c underflowed: H_c far below 0 for all
+    c) the mass goes uniformly to the classes of largest H (ties share) —
+    the limit of the normalised posteriors for links with exponential tails,
+    and the argmax that :func:`predict` returns.  A row holding a NaN stays
+    NaN (its total is NaN, not 0).
+    """
+    total = jnp.sum(p, axis=1, keepdims=True)
+    empty = total == 0
+    top = (H == jnp.max(H, axis=1, keepdims=True)).astype(p.dtype)
+    top = top / jnp.sum(top, axis=1, keepdims=True)
+    return jnp.where(empty, top, p / jnp.where(empty, 1.0, total))
+
+
 def _posterior_parts(model: Model, X, neighbors=None):
-    """(link posterior, vote fractions), both (n, C); normalised over classes
-    for single-label models."""
+    """(link posterior, vote fractions), both (n, C).
+
+    The link posterior is p̂_c = link(H_c(x)) (:func:`_link_posterior`); for
+    single-label models it is normalised over classes (:func:`_normalise_rows`:
+    rows whose posteriors all underflow put their mass on the classes of
+    largest H; NaN propagates).  Vote fractions: v_c(x) = #{j ∈ NN_k(x) :
+    y_jc = +1}/k.
+    """
     nb = _query_neighbors(model, X, neighbors)
     H = _scores(model.alpha, model.Y, nb)
-    p_link = jnp.clip(model.loss.posterior(H), 0.0, 1.0)
+    p_link = jnp.clip(_link_posterior(model.loss, model.algorithm, model.multilabel, H), 0.0, 1.0)
     p_votes = jnp.mean(model.Y[nb] > 0, axis=1).astype(p_link.dtype)
     if not model.multilabel:
-        total = jnp.sum(p_link, axis=1, keepdims=True)
-        p_link = jnp.where(total > 0, p_link / jnp.where(total > 0, total, 1.0), 1.0 / p_link.shape[1])
+        p_link = _normalise_rows(p_link, H)
     return p_link, p_votes
 
 
