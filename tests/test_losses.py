@@ -157,6 +157,18 @@ def test_curvature_vanishing_at_the_ends_is_unbounded():
     assert float(floor.hstar(jnp.float64)) == pytest.approx(1 / (b * 1.85), rel=1e-4)
 
 
+@pytest.mark.parametrize("C", [3, 100, 20_000, 100_000])
+def test_n3_hinge_initial_edges_for_many_classes(C):
+    # the calibrated hinge's p̂⁻¹(1/(2(C − 1))) = −(2(C − 1) − 2): the root
+    # finder's bracket of ±10⁴ cut it off from C ≈ 5000 on
+    from jaxnn._src.algorithms import N3
+
+    Y = jnp.asarray(np.where(np.arange(C) == 0, 1.0, -1.0)[None], jnp.float32)
+    e0 = np.asarray(N3().init_edges(losses.get("calibrated_hinge"), Y), np.float64)
+    assert e0[0, 0] == 0.0
+    np.testing.assert_allclose(e0[0, 1:], 2 * (C - 1) - 2, rtol=1e-5)
+
+
 def test_root_finder_keeps_an_exact_root_and_steps_back_from_nan():
     # a hand-written ψ = log2(1 + e^{−x}) overflows to NaN far out (e^{5000});
     # its posterior is the sigmoid. posterior_inverse(0.5) hit the root at its

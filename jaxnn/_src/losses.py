@@ -406,7 +406,9 @@ def from_psi(
         p = jnp.asarray(p)
         dtype = _float_dtype(p)
         p = p.astype(dtype)
-        lo = domain_min * 0.999 if math.isfinite(domain_min) else -1e4
+        # ±10⁸: the calibrated hinge's p̂⁻¹(π) is −(1/π − 2), ≈ −2C for N³'s
+        # class-balanced start with C classes (±10⁴ cut it off from C ≈ 5000)
+        lo = domain_min * 0.999 if math.isfinite(domain_min) else -1e8
         hi = -lo
         return increasing_root(posterior, p, lo, hi, jnp.zeros_like(p), _iters(dtype))
 
