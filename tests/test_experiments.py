@@ -55,10 +55,15 @@ def test_ripley(ripley_result):
         assert r.error[i, -1] == pytest.approx(r.unpruned_error[name])
     assert r.error[2, -1] == pytest.approx(r.knn_error) and r.error_std[2, -1] == 0.0
     assert 0.05 < r.bayes_mc < 0.12 and 0 <= r.bayes_test <= 1
+    # paper 001's protocol: ⌈θm⌉ greedy rounds, the leveraged examples kept
+    assert set(r.leveraged) == {"UNN(exp) T=θm", "GNNB(log) T=θm"}
+    for errors, kept in r.leveraged.values():
+        assert np.all((errors >= 0) & (errors <= 1))
+        assert np.all((kept >= 5) & (kept <= r.size))  # an example chosen twice counts once
     buf = io.StringIO()
     experiments.format_ripley(r, out=buf)
     text = buf.getvalue()
-    assert "Bayes" in text and "UNN(exp)" in text and "0.50" in text
+    assert "Bayes" in text and "UNN(exp)" in text and "0.50" in text and "T=θm" in text
 
 
 def test_uci(uci_result):

@@ -261,6 +261,9 @@ class RipleyResult:
       error: (M, T) test error (k-NN sample: mean over ``n_draws`` draws).
       error_std: (M, T) standard deviation over the draws (0 for pruned models).
       size: (T,) prototypes kept (= sample size).
+      leveraged: {"UNN(exp) T=θm", "GNNB(log) T=θm"} → (error (T,), kept (T,)):
+        paper 001's own protocol — ⌈θm⌉ greedy rounds, then the examples
+        leveraged (α ≠ 0 for some class) are the prototypes.
       unpruned_error: {method: test error of the unpruned model}.
       knn_error: test error of k-NN on the whole training set.
       bayes_test: error of the Bayes rule on this test set.
@@ -272,6 +275,7 @@ class RipleyResult:
     error: np.ndarray
     error_std: np.ndarray
     size: np.ndarray
+    leveraged: dict
     unpruned_error: dict
     knn_error: float
     bayes_test: float
@@ -298,10 +302,14 @@ def ripley(
 ) -> RipleyResult:
     """Paper 001 Fig. 2: prototype filtering on Ripley's problem.
 
-    UNN (exponential loss) and GNNB (logistic) are fit once with k neighbours
-    (one pass); for each θ the model keeps the ⌈θ m⌉ examples with largest
-    |α| (:func:`jaxnn.prune`, no refit), and plain k-NN runs on ``n_draws``
-    uniform random samples of the same size (:func:`jaxnn.knn_subsample`).
+    Two protocols.  Post hoc: UNN (exponential loss) and GNNB (logistic) are
+    fit once with k neighbours (one pass); for each θ the model keeps the
+    ⌈θ m⌉ examples with largest |α| (:func:`jaxnn.prune`, no refit), and plain
+    k-NN runs on ``n_draws`` uniform random samples of the same size
+    (:func:`jaxnn.knn_subsample`).  Paper 001's own (§4: "we replace
+    parameter T by θ = T/m"; §3.2 [I.0.b], the boosting chooser): T = ⌈θ m⌉
+    greedy rounds, after which the examples leveraged (α ≠ 0) are the
+    prototypes — fewer than ⌈θ m⌉ when an example is chosen twice.
 
     Full: θ ∈ {0.1, …, 1.0}, 5 draws, 250 train / 1000 test (Ripley's sizes).
     Quick: θ ∈ {0.2, 0.5, 1.0}, 2 draws.
@@ -319,7 +327,7 @@ def ripley(
     sp = datasets.ripley(n_train=n_train, n_test=n_test, seed=seed)
     methods = ("UNN(exp)", "GNNB(log)", "k-NN sample")
     specs = {"UNN(exp)": BOOSTED["UNN(exp)"], "GNNB(log)": BOOSTED["GNNB(log)"]}
-    bar = _Progress(2 + thetas.size * (2 + n_draws), "ripley", progress)
+    bar = _Progress(2 + thetas.size * (4 + n_draws), "ripley", progress)
 
     def err(model):
         return float(np.mean(np.asarray(jaxnn.predict(model, sp.X_test)) != sp.y_test))
@@ -342,6 +350,18 @@ def ripley(
             bar.step(f"θ={theta:.2f} k-NN sample {r + 1}/{n_draws}")
             draws.append(err(knn_subsample(sp.X_train, sp.y_train, float(theta), seed=seed + r, k=k, size=int(size[t]))))
         error[2, t], error_std[2, t] = float(np.mean(draws)), float(np.std(draws))
+    leveraged = {f"{name} T=θm": (np.zeros(thetas.size), np.zeros(thetas.size, dtype=np.int64)) for name in specs}
+    m = sp.X_train.shape[0]
+    for t, theta in enumerate(thetas):
+        for name, kw in specs.items():
+            bar.step(f"θ={theta:.2f} {name}, T=θm greedy rounds")
+            model = jaxnn.fit(sp.X_train, sp.y_train, k=k, posterior="link", seed=seed, chooser="greedy",
+                              rounds=max(1, math.ceil(round(float(theta) * m, 9))), **kw)
+            used = np.flatnonzero(np.any(np.asarray(model.alpha) != 0, axis=1))
+            kept = dataclasses.replace(model, alpha=model.alpha[used], X=model.X[used], Y=model.Y[used])
+            errors, sizes = leveraged[f"{name} T=θm"]
+            errors[t] = err(kept) if used.size >= k else float("nan")
+            sizes[t] = used.size
     bar.close()
     knn_full = knn_subsample(sp.X_train, sp.y_train, 1.0, k=k)
     return RipleyResult(
@@ -350,6 +370,7 @@ def ripley(
         error=error,
         error_std=error_std,
         size=size,
+        leveraged=leveraged,
         unpruned_error={name: err(model) for name, model in models.items()},
         knn_error=err(knn_full),
         bayes_test=float(np.mean(datasets.ripley_bayes_predict(sp.X_test) != sp.y_test)),
@@ -380,6 +401,11 @@ def format_ripley(result: RipleyResult, out=None) -> None:
         row += f"{r.error[2, t]:>13.3f} ± {r.error_std[2, t]:.3f}"
         print(row, file=out)
     print(_rule(len(head)), file=out)
+    print("paper 001's protocol, T = ⌈θm⌉ greedy rounds, the leveraged examples kept (their number in brackets):",
+          file=out)
+    for name, (errors, sizes) in r.leveraged.items():
+        cells = "  ".join(f"θ={theta:.1f} {e:.3f} [{n}]" for theta, e, n in zip(r.thetas, errors, sizes))
+        print(f"  {name}: {cells}", file=out)
     unpruned = ", ".join(f"{m} {e:.3f}" for m, e in r.unpruned_error.items())
     print(f"unpruned: {unpruned}; k-NN (all {r.n_train} points) {r.knn_error:.3f}", file=out)
     print(f"Bayes rule on this test set: {r.bayes_test:.3f}; Monte-Carlo Bayes error: {r.bayes_mc:.3f}", file=out)
@@ -1007,6 +1033,8 @@ def plot_ripley(result: RipleyResult, plot_dir) -> list:
             ax.errorbar(result.thetas, result.error[i], yerr=result.error_std[i], marker="s", capsize=3, label=m)
         else:
             ax.plot(result.thetas, result.error[i], marker="o", label=f"{m} pruned")
+    for m, (errors, _) in result.leveraged.items():
+        ax.plot(result.thetas, errors, marker="^", ls="--", label=m)
     ax.axhline(result.bayes_mc, color="k", ls="--", lw=1, label=f"Bayes error (MC) {result.bayes_mc:.3f}")
     ax.axhline(result.bayes_test, color="gray", ls=":", lw=1, label=f"Bayes rule, this test set {result.bayes_test:.3f}")
     ax.set_xlabel("θ (fraction of prototypes kept)")
