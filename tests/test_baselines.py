@@ -306,6 +306,17 @@ def test_labels_are_returned_as_given(blobs):
     assert set(BL.predict(model, Xte)) <= {-3, 7, 100}
 
 
+@pytest.mark.parametrize("fit", ["sgd_fit", "svm_fit", "knn_fit"])
+def test_regression_targets_are_refused_as_labels(blobs, fit):
+    # continuous y was taken as hundreds of classes (jaxnn.fit refuses it);
+    # whole floats stay labels
+    Xtr, _, ytr, _ = blobs
+    kwargs = {"k": 3} if fit == "knn_fit" else {}
+    with pytest.raises(ValueError, match="non-integer floats"):
+        getattr(BL, fit)(Xtr, ytr + 0.5, **kwargs)
+    assert getattr(BL, fit)(Xtr, ytr.astype(np.float64), **kwargs).classes == (0.0, 1.0, 2.0)
+
+
 def test_models_are_immutable_pytrees(blobs, svm_blobs):
     Xtr, Xte, ytr, _ = blobs
     knn = BL.knn_fit(Xtr, ytr, k=3)

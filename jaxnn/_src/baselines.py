@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxnn._src.checks import check_bool, check_integer, check_points, check_real
+from jaxnn._src.checks import check_bool, check_integer, check_points, check_real, check_whole_labels
 from jaxnn._src.graph import _as_float, knn_query
 
 __all__ = [
@@ -140,6 +140,7 @@ def _check_y(y, m: int) -> tuple[np.ndarray, tuple]:
         raise ValueError(f"X has {m} rows but y has {y.shape[0]} labels")
     if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
         raise ValueError("y contains NaN or infinite labels")
+    check_whole_labels(y)
     if y.dtype.kind == "c":
         raise TypeError(f"y labels must be sortable, got dtype {y.dtype}")
     try:

@@ -10,7 +10,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["check_bool", "check_real", "check_integer", "check_float32_range", "check_points"]
+__all__ = ["check_bool", "check_real", "check_integer", "check_float32_range", "check_points", "check_whole_labels"]
+
+
+def check_whole_labels(y: np.ndarray) -> None:
+    """ValueError for 1-D float labels that are not whole numbers: they look
+    like regression targets, not classes (``fit`` and the baselines alike)."""
+    if y.dtype.kind == "f" and not np.all(y == np.round(y)):
+        raise ValueError("y holds non-integer floats: class labels are expected, not regression targets "
+                         "(cast labels such as 0.5 / 1.5 to str to use them as classes)")
 
 
 def check_bool(value, name: str) -> bool:

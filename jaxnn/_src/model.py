@@ -18,7 +18,7 @@ import numpy as np
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src import sharding, window
-from jaxnn._src.checks import check_bool, check_points, check_real
+from jaxnn._src.checks import check_bool, check_points, check_real, check_whole_labels
 from jaxnn._src.checks import check_integer as _check_int
 from jaxnn._src.boosting import boost, check_chooser, chooser_order
 from jaxnn._src.graph import METHODS as _GRAPH_METHODS
@@ -118,9 +118,7 @@ def encode_labels(y, m: int):
     if arr.ndim == 1:
         if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
             raise ValueError("y contains NaN or infinite values")
-        if arr.dtype.kind == "f" and not np.all(arr == np.round(arr)):
-            raise ValueError("y holds non-integer floats: class labels are expected, not regression targets "
-                             "(cast labels such as 0.5 / 1.5 to str to use them as classes)")
+        check_whole_labels(arr)
         try:
             classes, codes = np.unique(arr, return_inverse=True)
         except TypeError as err:
