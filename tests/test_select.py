@@ -90,8 +90,11 @@ def test_select_takes_a_lone_candidate_and_refuses_a_split_too_small():
     X, y = _data(m=60)
     one = jaxnn.select(X, y, ks=5, losses="logistic", passes=1)
     assert (one.k, one.loss, one.passes) == (5, "logistic", 1)
-    with pytest.raises(ValueError, match="too few points"):
-        jaxnn.select(X[:6], np.array([0, 0, 1, 1, 2, 2]), ks=[1])
+    with pytest.raises(ValueError, match="too few points"):  # every class keeps its only example
+        jaxnn.select(X[:3], np.array([0, 1, 2]), ks=[1])
+    # 3 classes of 2: two validation points (class by class rounding gave none)
+    small = jaxnn.select(X[:6], np.array([0, 0, 1, 1, 2, 2]), ks=[1], losses="logistic", passes=1)
+    assert small.k == 1
 
 
 def test_auto_k_with_neighbors_is_rejected():
@@ -99,3 +102,25 @@ def test_auto_k_with_neighbors_is_rejected():
     nb = np.asarray(jaxnn.knn_graph(X, 3).indices)
     with pytest.raises(ValueError, match="auto"):
         jaxnn.fit(X, y, k="auto", neighbors=nb)
+
+
+@pytest.mark.parametrize("C, n", [(50, 2), (50, 3), (20, 14), (3, 40)])
+def test_holdout_is_a_quarter_and_keeps_every_class_in_training(C, n):
+    # rounding class by class left 50 classes of 2 with no validation point
+    # (fit(k="auto") then refused the data) and 50 × 3 with a third
+    y = np.repeat(np.arange(C), n)
+    tr, va = jaxnn._src.select._holdout(y, 0.25, 0)
+    assert abs(va.size - 0.25 * y.size) < 1 and np.intersect1d(tr, va).size == 0 and tr.size + va.size == y.size
+    assert np.all(np.bincount(y[tr], minlength=C) >= 1)
+    assert np.all(np.abs(np.bincount(y[va], minlength=C) - 0.25 * n) < 1)  # each class within one of its share
+
+
+def test_select_computes_in_float64_under_x64():
+    # it cast to float32 whatever fit did: an offset of 1e8 left float32 noise
+    import jax
+
+    X, y = _data(m=160, seed=2)
+    with jax.enable_x64(True):
+        shifted = jaxnn.select(X.astype(np.float64) + 1e8, y, ks=(5,), losses=("logistic",), passes=(1,))
+        plain = jaxnn.select(X.astype(np.float64), y, ks=(5,), losses=("logistic",), passes=(1,))
+    assert shifted.scores == plain.scores

@@ -59,19 +59,30 @@ def _candidates(values, name: str) -> list:
 
 
 def _holdout(y: np.ndarray, fraction: float, seed: int):
-    """Stratified split of indices (1-D labels) or a plain random one (multilabel)."""
+    """(train, validation) indices: a plain random split (multilabel), or
+    stratified (1-D labels): round(fraction·m) validation points in all,
+    shared among the classes by largest remainder (ties at random) and never
+    a class's last training example.  Rounding class by class gave 50
+    classes of 2 examples no validation point at all, and 50 × 3 a third."""
     rng = np.random.default_rng(seed)
+    m = y.shape[0]
     if y.ndim == 2:
-        perm = rng.permutation(y.shape[0])
-        n_val = max(1, int(round(fraction * y.shape[0])))
+        perm = rng.permutation(m)
+        n_val = max(1, int(round(fraction * m)))
         return np.sort(perm[n_val:]), np.sort(perm[:n_val])
-    val = []
-    for c in np.unique(y):
-        idx = rng.permutation(np.nonzero(y == c)[0])
-        val.append(idx[: int(round(fraction * idx.size))])
+    _, codes = np.unique(y, return_inverse=True)
+    codes = codes.reshape(-1)
+    sizes = np.bincount(codes)
+    quota = fraction * sizes
+    take = np.floor(quota).astype(np.int64)
+    extra = int(round(fraction * m)) - int(take.sum())
+    if extra > 0:  # largest remainders first, ties in a seeded random order
+        order = np.lexsort((rng.permutation(sizes.size), -(quota - take)))
+        take[order[:extra]] += 1
+    take = np.minimum(take, np.maximum(sizes - 1, 0))
+    val = [rng.permutation(np.flatnonzero(codes == c))[: take[c]] for c in range(sizes.size)]
     val = np.sort(np.concatenate(val))
-    train = np.setdiff1d(np.arange(y.shape[0]), val)
-    return train, val
+    return np.setdiff1d(np.arange(m), val), val
 
 
 def _pass_runner(chooser: str, nb: np.ndarray, m: int, n_classes: int, algo, seed: int, max_passes: int):
@@ -118,7 +129,7 @@ def select(
     Returns:
       :class:`Selection`.
     """
-    from jaxnn._src.model import _as_points, auto_chooser, encode_labels  # local: model imports this module
+    from jaxnn._src.model import _as_points, _compute_dtype, auto_chooser, encode_labels  # local: model imports this module
 
     Xa = _as_points(X)
     classes, Y_all, multilabel = encode_labels(y, Xa.shape[0])
@@ -145,12 +156,13 @@ def select(
     for loss in loss_objs:
         algo.check(loss)
 
-    X_tr = jnp.asarray(Xa[tr], jnp.float32)
-    X_va = jnp.asarray(Xa[va], jnp.float32)
+    dtype = _compute_dtype(Xa)  # as fit computes: float32, or float64 under jax_enable_x64
+    X_tr = jnp.asarray(Xa[tr], dtype)
+    X_va = jnp.asarray(Xa[va], dtype)
     k_max = max(ks)
     graph = np.asarray(knn_graph(X_tr, k_max).indices)  # nearest first: prefixes are k-NN graphs
     query = np.asarray(knn_query(X_tr, X_va, k_max).indices)
-    Y = jnp.asarray(Y_all[tr], jnp.float32)
+    Y = jnp.asarray(Y_all[tr], dtype)
     Y_va = Y_all[va]
     max_passes = max(int(p) for p in passes)
 
