@@ -145,3 +145,21 @@ def test_knn_subsample(ripley):
     P = np.asarray(jaxnn.predict_proba(sub, d.X_test[:20]))
     np.testing.assert_allclose(P[:, 1], (H[:, 1] + 5) / 10, atol=1e-6)
     assert knn_subsample(d.X_train, d.y_train, 0.2, k=5, size=77).X.shape[0] == 77
+
+
+def test_prune_warns_when_a_class_loses_every_prototype(caplog):
+    # |α| is ranked within each α column; with two classes both columns rank
+    # alike, so a minority class can vanish from the pruned model silently
+    rng = np.random.default_rng(0)
+    y = np.r_[np.zeros(290, int), np.ones(10, int)]
+    X = rng.normal(size=(300, 2)).astype(np.float32)
+    X[y == 1] += 3
+    model = jaxnn.fit(X, y, k=5, posterior="link")
+    with caplog.at_level("WARNING", logger="jaxnn"):
+        jaxnn.prune(model, 0.5)
+    assert not caplog.records
+    with caplog.at_level("WARNING", logger="jaxnn"):
+        pruned = jaxnn.prune(model, 0.05)
+    assert np.all(np.asarray(pruned.Y)[:, 1] < 0)
+    (record,) = caplog.records
+    assert "no example of class(es) 1" in record.getMessage() and "raise theta" in record.getMessage()

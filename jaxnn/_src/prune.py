@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxnn._src import losses as losses_mod
-from jaxnn._src.model import Model, _as_points, _check_int, _compute_dtype, encode_labels
+from jaxnn._src.model import Model, _as_points, _check_int, _compute_dtype, encode_labels, logger
 
 __all__ = ["prune", "prune_indices", "knn_subsample"]
 
@@ -94,6 +94,12 @@ def prune(model: Model, theta) -> Model:
             f"theta={theta} keeps {idx.size} examples, fewer than k={model.k}: "
             f"raise theta to at least {model.k / m:.3g}"
         )
+    if not model.multilabel:  # a class may lose every prototype: |α| is ranked over all examples
+        kept = np.asarray(model.Y)[idx] > 0
+        lost = [model.classes[c] for c in np.flatnonzero(~kept.any(axis=0))]
+        if lost:
+            logger.warning("prune: theta=%s keeps no example of class(es) %s, which the pruned model can no longer "
+                           "predict; raise theta", theta, ", ".join(map(repr, lost)))
     sel = jnp.asarray(idx)
     return dataclasses.replace(model, alpha=model.alpha[sel], X=model.X[sel], Y=model.Y[sel])
 
