@@ -57,7 +57,8 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         :meth:`predict_proba` estimates posteriors.  scikit-learn expects the
         argmax of ``predict_proba`` to be ``predict`` and
         ``decision_function`` to rank like it; both hold for the link
-        posteriors link(H_c), which is why this default differs from
+        posteriors link(H_c) (up to ties where two classes' posteriors
+        saturate at 1 in float32), which is why this default differs from
         ``fit``'s ``"auto"`` (which may mix in the k-NN vote fractions: often
         better calibrated, but their argmax can differ from ``predict``).
       devices: None, an int, a list of devices or ``"all"`` (class axis
