@@ -25,7 +25,7 @@ plain-text table:
 prints its table and optionally writes PNG figures (matplotlib);
 :func:`main` is the ``jaxnn experiment`` command line, also reachable as
 ``python -m jaxnn._src.experiments NAME``.  ``quick=True`` runs a small
-version (well under a minute on two CPU cores).
+version (4–90 s each on two CPU cores; uci, mostly compilation, is the longest).
 """
 
 from __future__ import annotations
@@ -1283,7 +1283,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         + "; ".join(f"{n}: {text}" for n, text in _DESCRIPTIONS.items()) + ".",
     )
     parser.add_argument("name", metavar="NAME", help=f"one of: {', '.join(EXPERIMENTS)}")
-    parser.add_argument("--quick", action="store_true", help="small version (well under a minute)")
+    parser.add_argument("--quick", action="store_true", help="small version (4-90 s on two CPU cores)")
     parser.add_argument("--plot", metavar="DIR", default=None, help="write PNG figures to DIR (needs matplotlib)")
     parser.add_argument("--seed", type=_seed, default=0, help="base random seed (default 0)")
     parser.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
