@@ -61,6 +61,20 @@ def test_fit_auto():
     assert np.mean(jaxnn.predict(model, X) == y) > 0.7
 
 
+def test_fit_auto_k_scores_the_rounds_it_will_run(monkeypatch):
+    # k="auto" with rounds=3m chose k after one pass, then refit three
+    from jaxnn._src import select as select_mod
+
+    seen = []
+    real = select_mod.select
+    monkeypatch.setattr(select_mod, "select", lambda *a, **kw: seen.append(kw["passes"]) or real(*a, **kw))
+    X, y = _data(seed=2)
+    model = jaxnn.fit(X, y, k="auto", loss="logistic", rounds=3 * 160, posterior="link")
+    assert seen == [(3,)] and model.rounds == 480
+    jaxnn.fit(X, y, k="auto", loss="logistic", rounds=200, posterior="link")  # 1.25 passes: scored as 1
+    assert seen[-1] == (1,)
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [(dict(holdout=1.5), "holdout"), (dict(ks=(500,)), "no candidate k"), (dict(passes=(0,)), "passes"), (dict(ks=()), "at least one"),

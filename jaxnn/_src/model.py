@@ -288,7 +288,9 @@ def fit(
             Xa, y,
             ks=DEFAULT_KS if _auto(k) == "auto" else (_check_int(k, "k", low=1),),
             losses=DEFAULT_LOSSES if _auto(loss) == "auto" else (loss,),
-            passes=DEFAULT_PASSES if _auto(rounds) == "auto" else (1,),
+            # given rounds are scored as that many passes (rounded; one by default), not always one
+            passes=DEFAULT_PASSES if _auto(rounds) == "auto" else (1 if rounds is None else
+                                                                   max(1, round(_check_int(rounds, "rounds", low=1) / m)),),
             algorithm=algorithm, chooser=chooser, epsilon=epsilon, seed=_check_int(seed, "seed", low=0),
         ))
         k = sel.k if _auto(k) == "auto" else k
