@@ -206,7 +206,7 @@ def _blocked_topk_conditioned(Q, X, k: int, block: int, exclude_self: bool, devi
     Qp = jnp.zeros((per_device * n_dev, Q.shape[1]), Q.dtype).at[:n].set(Q)
     search = _sharded_search(mesh, kernel, k, block, exclude_self, per_device, recall_target)
     idx, dist = search(sharding.shard_rows(Qp, mesh), sharding.replicate(X, mesh))
-    home = jax.devices()[0]  # hand back ordinary single-device arrays
+    home = next(iter(X.devices()))  # hand back ordinary single-device arrays, where X was
     return jax.device_put(idx[:n], home), jax.device_put(dist[:n], home)
 
 

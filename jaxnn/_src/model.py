@@ -366,10 +366,17 @@ def fit(
     result = _logged(f"fit: {type(algo).__name__} boosting ({loss_obj.name} loss, {chooser} chooser, {scan}), "
                      f"{rounds} steps x {n_classes} classes", run_boosting)
     alpha = result.alpha[:, :n_classes]
+    trace = result.trace
+    padded = Y.shape[1] - n_classes
+    if trace is not None and padded:  # the risk of the real classes: padded columns hold ψ(0) throughout
+        psi0 = loss_obj.psi(jnp.zeros((), trace.dtype))
+        trace = (trace * Y.shape[1] - psi0 * padded) / n_classes
     Y = Y[:, :n_classes]
-    if devices is not None:  # hand back ordinary single-device arrays
-        alpha, Y = jax.device_put(alpha, jax.devices()[0]), jax.device_put(Y, jax.devices()[0])
-    model = Model(alpha, Xj, Y, result.trace, classes, k, loss_obj, algo, multilabel, rounds=rounds)
+    if devices is not None:  # hand back ordinary single-device arrays, where JAX puts results by default
+        home = Xj.devices().pop() if hasattr(Xj, "devices") else jax.devices()[0]
+        alpha, Y = jax.device_put(alpha, home), jax.device_put(Y, home)
+        trace = None if trace is None else jax.device_put(trace, home)
+    model = Model(alpha, Xj, Y, trace, classes, k, loss_obj, algo, multilabel, rounds=rounds)
     mix = {"link": 0.0, "votes": 1.0}.get(posterior)
     if mix is None:
         # the 80 % fit's graph: derived from the caller's (two hops) when they gave one —

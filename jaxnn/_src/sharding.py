@@ -67,6 +67,8 @@ def resolve_devices(devices) -> list:
         chosen = available[: int(devices)]
     elif isinstance(devices, Sequence) and devices and all(isinstance(d, jax.Device) for d in devices):
         chosen = list(devices)
+        if len(set(chosen)) != len(chosen):  # a mesh needs distinct devices (it raised a bare AssertionError)
+            raise ValueError(f"devices lists a device more than once: {chosen}")
     else:
         raise TypeError(f"devices must be an int, a list of jax devices or 'all', got {devices!r}")
     return list(chosen)
