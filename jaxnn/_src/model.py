@@ -373,7 +373,7 @@ def fit(
         trace = (trace * Y.shape[1] - psi0 * padded) / n_classes
     Y = Y[:, :n_classes]
     if devices is not None:  # hand back ordinary single-device arrays, where JAX puts results by default
-        home = Xj.devices().pop() if hasattr(Xj, "devices") else jax.devices()[0]
+        home = next(iter(Xj.devices()))
         alpha, Y = jax.device_put(alpha, home), jax.device_put(Y, home)
         trace = None if trace is None else jax.device_put(trace, home)
     model = Model(alpha, Xj, Y, trace, classes, k, loss_obj, algo, multilabel, rounds=rounds)
