@@ -393,7 +393,7 @@ def _combine(H, *, loss, algorithm, multilabel: bool, kind, normalize: bool):
     """Per-block scores (n, rows, C) → combined posteriors (rows, C); rows
     normalised as :func:`jaxnn.predict_proba`'s (all-underflowed rows: the
     mass on the classes of largest Σ_b H^b; NaN propagates)."""
-    p = generalized_mean(jnp.clip(_link_posterior(loss, algorithm, multilabel, H), 0.0, 1.0), kind, axis=0)
+    p = generalized_mean(_link_posterior(loss, algorithm, multilabel, H), kind, axis=0)
     return _normalise_rows(p, jnp.sum(H, axis=0)) if normalize else p
 
 
@@ -557,7 +557,7 @@ def block_posteriors(model: SplitModel, X) -> jax.Array:
     (single-label N³: the link of its initial edges, as :func:`jaxnn.predict_proba`)."""
     model = _check_split_model(model)
     H = decision_function_split(model, X)
-    return jnp.clip(_link_posterior(model.loss, model.algorithm, model.multilabel, H), 0.0, 1.0)
+    return _link_posterior(model.loss, model.algorithm, model.multilabel, H)
 
 
 def predict_proba_split(model: SplitModel, X, *, mean=None, normalize: Optional[bool] = None) -> jax.Array:

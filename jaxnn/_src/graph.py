@@ -161,6 +161,7 @@ def _sharded_search(mesh, kernel, k: int, block: int, exclude_self: bool, per_de
     return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=(spec, jax.sharding.PartitionSpec()), out_specs=(spec, spec)))
 
 
+@jax.jit
 def _conditioned(Q, X):
     """Q and X shifted and scaled alike for the search's ‖q‖² + ‖x‖² − 2q·x:
     (Q', X', s) with X' = (X − μ)/s, Q' = (Q − μ)/s and distances ‖q' − x'‖·s.
@@ -172,7 +173,8 @@ def _conditioned(Q, X):
     overflow nor underflow (float32 points scaled by 10¹⁹ gave NaN distances,
     by 10⁻²⁰ zeros).  Both steps are exact for points on a grid as coarse as s
     (integers, say), and data centred already is only rescaled, by a power of
-    two: exact ties stay ties, broken by the lower index.
+    two: exact ties stay ties, broken by the lower index.  Jitted: one
+    dispatch per search, not one per operation.
     """
     mu = jnp.mean(X, axis=0)
     _, e = jnp.frexp(jnp.max(jnp.abs(X - mu)))

@@ -288,9 +288,7 @@ def fit(
             Xa, y,
             ks=DEFAULT_KS if _auto(k) == "auto" else (_check_int(k, "k", low=1),),
             losses=DEFAULT_LOSSES if _auto(loss) == "auto" else (loss,),
-            # given rounds are scored as that many passes (rounded; one by default), not always one
-            passes=DEFAULT_PASSES if _auto(rounds) == "auto" else (1 if rounds is None else
-                                                                   max(1, round(_check_int(rounds, "rounds", low=1) / m)),),
+            passes=DEFAULT_PASSES if _auto(rounds) == "auto" else (_given_passes(rounds, m),),
             algorithm=algorithm, chooser=chooser, epsilon=epsilon, seed=_check_int(seed, "seed", low=0),
         ))
         k = sel.k if _auto(k) == "auto" else k
@@ -385,6 +383,12 @@ def fit(
                                     graph_method=graph_method, devices=devices,
                                     graph=nbrs if neighbors is not None else None)
     return dataclasses.replace(model, posterior_mix=float(mix))
+
+
+def _given_passes(rounds, m: int) -> int:
+    """Passes that ``rounds`` given beside an ``"auto"`` setting are scored
+    as: rounds/m rounded, at least one (one when rounds is None)."""
+    return 1 if rounds is None else max(1, round(_check_int(rounds, "rounds", low=1) / m))
 
 
 _POSTERIORS = ("auto", "link", "votes")
@@ -540,14 +544,13 @@ def decision_function(model: Model, X=None, *, neighbors=None) -> jax.Array:
 
 
 def _link_posterior(loss, algorithm, multilabel: bool, H):
-    """The one-vs-rest link posteriors p̂_c = link(H_c), (…, C) from H (…, C):
+    """The one-vs-rest link posteriors p̂_c = link(H_c) in [0, 1], (…, C) from H (…, C):
     the loss's posterior (paper 003 eq. 11 / eq. 29), except for single-label
     N³, whose link accounts for N³'s class-balanced initial edges
     (:func:`_n3_link`); multilabel N³ keeps the plain link (its initial edges
     depend on each training example's whole label vector)."""
-    if isinstance(algorithm, algos.N3) and not multilabel:
-        return _n3_link(loss, algorithm, H)
-    return loss.posterior(H)
+    p = _n3_link(loss, algorithm, H) if isinstance(algorithm, algos.N3) and not multilabel else loss.posterior(H)
+    return jnp.clip(p, 0.0, 1.0)
 
 
 def _n3_link(loss, algorithm, H):
@@ -604,7 +607,7 @@ def _posterior_parts(model: Model, X, neighbors=None):
     """
     nb = _query_neighbors(model, X, neighbors)
     H = _scores(model.alpha, model.Y, nb)
-    p_link = jnp.clip(_link_posterior(model.loss, model.algorithm, model.multilabel, H), 0.0, 1.0)
+    p_link = _link_posterior(model.loss, model.algorithm, model.multilabel, H)
     p_votes = jnp.mean(model.Y[nb] > 0, axis=1).astype(p_link.dtype)
     if not model.multilabel:
         p_link = _normalise_rows(p_link, H)
