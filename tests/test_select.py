@@ -75,10 +75,46 @@ def test_fit_auto_k_scores_the_rounds_it_will_run(monkeypatch):
     assert seen[-1] == (1,)
 
 
+@pytest.mark.xdist_group("nndescent")  # pynndescent's numba compilation (~45 s) once per worker
+def test_select_searches_with_the_graph_method_it_is_given(monkeypatch):
+    """graph_method="nndescent" builds no exact graph (select ignored the
+    method: fit(k="auto", graph_method="nndescent") on 10⁶ points ran an exact
+    search of 75 % of them first, minutes) and queries the validation points
+    with the same pynndescent index; fit(k="auto") hands its method on."""
+    from jaxnn._src import select as select_mod
+
+    def no_exact(*args, **kwargs):
+        raise AssertionError("an exact search ran")
+
+    monkeypatch.setattr(select_mod, "knn_graph", no_exact)
+    monkeypatch.setattr(select_mod, "knn_query", no_exact)
+    X, y = _data(m=400, seed=3)
+    sel = jaxnn.select(X, y, ks=(5, 10), losses=("logistic",), passes=(1,), graph_method="nndescent")
+    assert set(sel.scores) == {(5, "logistic", 1), (10, "logistic", 1)}
+    monkeypatch.undo()
+    reference = jaxnn.select(X, y, ks=(5, 10), losses=("logistic",), passes=(1,))
+    for key, score in sel.scores.items():  # an approximate graph of 300 points in 3-D: near the exact one's score
+        assert abs(score - reference.scores[key]) <= 0.06, (key, score, reference.scores[key])
+    seen = []
+    real = select_mod.select
+    monkeypatch.setattr(select_mod, "select", lambda *a, **kw: seen.append((kw["graph_method"], kw["devices"])) or real(*a, **kw))
+    jaxnn.fit(X, y, k="auto", loss="logistic", graph_method="approx", devices=1, posterior="link")
+    assert seen == [("approx", 1)]
+
+
+def test_select_on_devices_equals_the_default_device():
+    X, y = _data(m=200, seed=4)
+    for chooser in ("lazy", "colored"):
+        one = jaxnn.select(X, y, ks=(3, 6), passes=(1, 2), chooser=chooser)
+        assert jaxnn.select(X, y, ks=(3, 6), passes=(1, 2), chooser=chooser, devices=1).scores == one.scores
+        assert jaxnn.select(X, y, ks=(3, 6), passes=(1, 2), chooser=chooser, graph_method="approx").scores == one.scores
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [(dict(holdout=1.5), "holdout"), (dict(ks=(500,)), "no candidate k"), (dict(passes=(0,)), "passes"), (dict(ks=()), "at least one"),
-     (dict(chooser="fifo"), "unknown chooser")],
+     (dict(chooser="fifo"), "unknown chooser"), (dict(graph_method="kdtree"), "unknown graph_method"),
+     (dict(devices=99), "device")],
 )
 def test_select_bad_arguments(kwargs, match):
     X, y = _data(m=60)
@@ -92,7 +128,8 @@ def test_select_bad_arguments(kwargs, match):
      (dict(ks=[True]), TypeError, "each of ks"), (dict(passes=[1.5]), TypeError, "each of passes"),
      (dict(holdout="a"), TypeError, "holdout"), (dict(holdout=None), TypeError, "holdout"),
      (dict(epsilon="a"), TypeError, "epsilon"), (dict(seed=-1), ValueError, "seed"), (dict(seed="a"), TypeError, "seed"),
-     (dict(ks=object()), TypeError, "ks must be a sequence")],
+     (dict(ks=object()), TypeError, "ks must be a sequence"), (dict(graph_method=None), TypeError, "graph_method"),
+     (dict(devices="some"), ValueError, "devices"), (dict(devices=1.5), TypeError, "devices")],
 )
 def test_select_checks_every_candidate(kwargs, err, match):
     X, y = _data(m=60)

@@ -43,6 +43,10 @@ SCRIPT = textwrap.dedent(
         one = jaxnn.fit(X, y, k=7, chooser=chooser, trace=True, posterior="link")
         many = jaxnn.fit(X, y, k=7, chooser=chooser, trace=True, posterior="link", devices=4)
         out[f"trace-{chooser}"] = float(np.max(np.abs(np.asarray(one.trace) - np.asarray(many.trace))))
+    # select (fit's "auto" settings): the searches and the class axis on 4 devices, C = 6 padded to 8
+    for chooser in ("lazy", "colored"):
+        kw = dict(ks=(3, 7), passes=(1, 2), chooser=chooser)
+        assert jaxnn.select(X, y, devices=4, **kw).scores == jaxnn.select(X, y, **kw).scores, chooser
     # results come back where JAX puts them by default (they went to device 0)
     with jax.default_device(jax.devices()[3]):
         home = jaxnn.fit(X, y, k=7, devices=2, posterior="link")

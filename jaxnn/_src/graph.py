@@ -372,7 +372,7 @@ def knn_graph(
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
                 raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
         options = {name: int(v) for name, v in (("n_trees", n_trees), ("n_iters", n_iters)) if v is not None}
-        return _nndescent_graph(np.asarray(X), k, seed, int(candidates), int(n_jobs), **options)
+        return _nndescent_index(np.asarray(X), k, seed, int(candidates), int(n_jobs), **options)[0]
     for name, value in (("candidates", candidates), ("n_trees", n_trees), ("n_iters", n_iters)):
         if value is not None:
             raise ValueError(f"{name} applies to method='nndescent' only")
@@ -414,7 +414,9 @@ def knn_query(X_train, X_query, k: int, *, block_size: int | None = None, device
     return Neighbors(idx, dist)
 
 
-def _nndescent_graph(X: np.ndarray, k: int, seed: int, candidates: int, n_jobs: int, **options) -> Neighbors:
+def _nndescent_index(X: np.ndarray, k: int, seed: int, candidates: int, n_jobs: int, **options):
+    """(the k-NN graph of X by pynndescent, self excluded, nearest first;
+    the ``NNDescent`` index that found it, for :func:`_nndescent_query`)."""
     from pynndescent import NNDescent
 
     m = X.shape[0]
@@ -430,6 +432,20 @@ def _nndescent_graph(X: np.ndarray, k: int, seed: int, candidates: int, n_jobs: 
     bad = np.nonzero((idx < 0).any(axis=1))[0]
     if bad.size:  # repair rows nndescent could not fill, with an exact search
         idx[bad], dist[bad] = _exact_rows(jnp.asarray(X), bad, k)
+    return Neighbors(jnp.asarray(idx, dtype=jnp.int32), jnp.asarray(dist)), index
+
+
+def _nndescent_query(index, X_train, X_query, k: int) -> Neighbors:
+    """The k nearest training points of each query row by a pynndescent
+    ``index`` of X_train (approximate; rows it cannot fill — −1 entries —
+    are searched exactly among X_train)."""
+    idx, dist = index.query(np.asarray(X_query, np.float32), k=k)
+    idx, dist = idx.astype(np.int64), dist.astype(np.float32)
+    bad = np.nonzero((idx < 0).any(axis=1))[0]
+    if bad.size:
+        Xq = jnp.asarray(np.asarray(X_query)[bad], jnp.asarray(X_train).dtype)
+        exact_idx, exact_dist = _blocked_topk(Xq, jnp.asarray(X_train), k, 256, False)
+        idx[bad], dist[bad] = np.asarray(exact_idx), np.asarray(exact_dist)
     return Neighbors(jnp.asarray(idx, dtype=jnp.int32), jnp.asarray(dist))
 
 

@@ -229,7 +229,8 @@ def fit(
       y: (m,) class labels (any sortable values) or an (m, C) {0,1} / {−1,+1}
         indicator matrix (multilabel).
       k: neighbours, 1 ≤ k < m, or ``"auto"`` (chosen by :func:`jaxnn.select`
-        among 5, 10, 20, 50 on a held-out 25 %).
+        among 5, 10, 20, 50 on a held-out 25 %, with the same
+        ``graph_method``, ``chooser`` and ``devices``).
       loss: a name (:func:`jaxnn.losses.names`), a :class:`~jaxnn.losses.Loss`
         or ``"auto"`` (logistic or Matsushita, chosen by :func:`jaxnn.select`).
       algorithm: ``"gnnb"``, ``"unn"``, ``"unn_fast"``, ``"n3"`` or an
@@ -290,6 +291,7 @@ def fit(
             losses=DEFAULT_LOSSES if _auto(loss) == "auto" else (loss,),
             passes=DEFAULT_PASSES if _auto(rounds) == "auto" else (_given_passes(rounds, m),),
             algorithm=algorithm, chooser=chooser, epsilon=epsilon, seed=_check_int(seed, "seed", low=0),
+            graph_method=graph_method, devices=devices,
         ))
         k = sel.k if _auto(k) == "auto" else k
         loss = sel.loss if _auto(loss) == "auto" else loss

@@ -1,7 +1,7 @@
 """Cheap model selection: k, loss and number of passes by internal validation.
 
 One neighbour graph at the largest candidate k serves every smaller k (the
-exact search returns neighbours nearest first, so the first k columns are the
+searches return neighbours nearest first, so the first k columns are the
 k-NN graph), and passes are run one after another from the previous edges,
 so one compiled program per (k, loss) scores every number of passes.
 """
@@ -19,7 +19,7 @@ from jaxnn._src import losses as losses_mod
 from jaxnn._src import sharding
 from jaxnn._src.boosting import boost, check_chooser, chooser_order
 from jaxnn._src.checks import check_integer, check_real
-from jaxnn._src.graph import inverse_counts, inverse_neighbors, knn_graph, knn_query
+from jaxnn._src.graph import METHODS, _nndescent_index, _nndescent_query, inverse_counts, inverse_neighbors, knn_graph, knn_query
 from jaxnn._src.schedule import boost_colored, color_schedule
 
 __all__ = ["Selection", "select", "DEFAULT_KS", "DEFAULT_LOSSES", "DEFAULT_PASSES"]
@@ -85,17 +85,20 @@ def _holdout(y: np.ndarray, fraction: float, seed: int):
     return np.setdiff1d(np.arange(m), val), val
 
 
-def _pass_runner(chooser: str, nb: np.ndarray, m: int, n_classes: int, algo, seed: int, max_passes: int):
+def _pass_runner(chooser: str, nb: np.ndarray, m: int, n_classes: int, algo, seed: int, max_passes: int,
+                 mesh=None, platform=None):
     """``(Y, edges, loss, p) → BoostResult`` of pass p (1-based) on the graph
     ``nb`` as ``fit`` runs it: the colored schedule, or the scan over pass p's
     slice of ``fit``'s sequence (the random chooser draws a new permutation
-    each pass)."""
+    each pass); with a class ``mesh``, on its devices."""
     if chooser == "colored":
-        schedule = color_schedule(nb, n_classes=n_classes)
+        schedule = color_schedule(nb, n_classes=n_classes, platform=platform)
         counts = jnp.asarray(inverse_counts(nb, m))
         return lambda Y, edges, loss, p: boost_colored(Y, edges, counts, schedule, algorithm=algo, loss=loss,
                                                        passes=1, trace=False)
     inv = inverse_neighbors(nb, m)
+    if mesh is not None:
+        inv = type(inv)(*(sharding.replicate(a, mesh) for a in inv))
     orders = jnp.asarray(chooser_order(chooser, m, max_passes * m, seed).reshape(max_passes, m))
     neighbors = jnp.asarray(nb)
     return lambda Y, edges, loss, p: boost(Y, edges, inv.members, inv.counts, neighbors, orders[p - 1],
@@ -114,6 +117,8 @@ def select(
     epsilon: float = 0.5,
     holdout: float = 0.25,
     seed: int = 0,
+    graph_method: str = "exact",
+    devices=None,
 ) -> Selection:
     """Pick k, the loss and the number of boosting passes on a held-out split.
 
@@ -124,7 +129,14 @@ def select(
       algorithm, chooser, epsilon: as for :func:`jaxnn.fit`; each candidate's
         passes run as ``fit`` runs them (``"colored"``: the parallel schedule).
       holdout: validation fraction (stratified by class for 1-D labels).
-      seed: split seed.
+      seed: seed of the split (and of nndescent and the random chooser).
+      graph_method: as for :func:`jaxnn.fit`: ``"exact"`` or ``"approx"``
+        (the training graph by :func:`jaxnn.knn_graph`, the validation points'
+        neighbours by the exact :func:`jaxnn.knn_query`) or ``"nndescent"``
+        (both by one pynndescent index of the training part, 2·max(ks)
+        candidates).
+      devices: as for :func:`jaxnn.fit`: the searches' query rows and the
+        boosting's class axis are split across them.
 
     Returns:
       :class:`Selection`.
@@ -146,8 +158,13 @@ def select(
                          "to validate: too few points for a held-out selection")
     m = tr.size
     check_chooser(chooser)
+    if not isinstance(graph_method, str):
+        raise TypeError(f"graph_method must be a str, got {type(graph_method).__name__}")
+    if graph_method not in METHODS:
+        raise ValueError(f"unknown graph_method {graph_method!r}; use one of {METHODS}")
+    platform = sharding.platform(devices)  # checks devices too
     if chooser == "auto":
-        chooser = auto_chooser(m, m, sharding.platform(), Y_all.shape[1])
+        chooser = auto_chooser(m, m, platform, Y_all.shape[1])
     ks = sorted({int(k) for k in ks if 1 <= int(k) < m})
     if not ks:
         raise ValueError(f"no candidate k is in [1, {m - 1}] for a training part of {m} points")
@@ -160,25 +177,38 @@ def select(
     X_tr = jnp.asarray(Xa[tr], dtype)
     X_va = jnp.asarray(Xa[va], dtype)
     k_max = max(ks)
-    graph = np.asarray(knn_graph(X_tr, k_max).indices)  # nearest first: prefixes are k-NN graphs
-    query = np.asarray(knn_query(X_tr, X_va, k_max).indices)
+    # nearest first: prefixes are the k-NN graphs
+    if graph_method == "nndescent":
+        graph, index = _nndescent_index(np.asarray(X_tr), k_max, seed, 2 * k_max, 1)
+        query = _nndescent_query(index, X_tr, X_va, k_max)
+    else:
+        graph = knn_graph(X_tr, k_max, method=graph_method, seed=seed, devices=devices)
+        query = knn_query(X_tr, X_va, k_max, devices=devices)
+    graph, query = np.asarray(graph.indices), np.asarray(query.indices)
     Y = jnp.asarray(Y_all[tr], dtype)
     Y_va = Y_all[va]
+    n_classes = Y.shape[1]
     max_passes = max(int(p) for p in passes)
+    mesh = None if devices is None else sharding.class_mesh(devices)
 
+    def on_mesh(a):  # (m, C) → padded to the devices and split along C, as fit does
+        return a if mesh is None else sharding.shard_classes(sharding.pad_classes(a, mesh.devices.size), mesh)
+
+    Y_run = on_mesh(Y)
     scores = {}
     for k in ks:
         nb = graph[:, :k]
-        run_pass = _pass_runner(chooser, nb, m, Y.shape[1], algo, seed, max_passes)
+        run_pass = _pass_runner(chooser, nb, m, n_classes, algo, seed, max_passes, mesh, platform)
         q = query[:, :k]
         for loss in loss_objs:
-            edges = algo.init_edges(loss, Y)
-            alpha = jnp.zeros(Y.shape, Y.dtype)
+            edges = on_mesh(algo.init_edges(loss, Y))
+            alpha = jnp.zeros(Y_run.shape, Y.dtype)
             for p in range(1, max_passes + 1):
-                res = run_pass(Y, edges, loss, p)
+                res = run_pass(Y_run, edges, loss, p)
                 edges, alpha = res.edges, alpha + res.alpha
                 if p in passes:
-                    H = np.asarray(jnp.sum(alpha[q] * Y[q], axis=1))
+                    A = np.asarray(alpha)[:, :n_classes]
+                    H = np.sum(A[q] * np.asarray(Y)[q], axis=1)
                     if multilabel:
                         acc = float(np.mean((H > 0) == (Y_va > 0)))
                     else:
