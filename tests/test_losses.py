@@ -250,3 +250,34 @@ def test_not_permissible():
         losses.from_phi(lambda p: (p - 0.5) ** 4 - 1 / 16)  # flat at 1/2: phi''(1/2) = 0
     with pytest.raises(TypeError):
         losses.from_phi("squared")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name, a", [("matsushita", 1.0), ("phi_mu(0.3)", 0.7)])
+def test_square_root_losses_in_both_tails(name, a, dtype):
+    """The closed forms ½(1 + h/√(a² + h²)) and ψ(x) = √(1 + x²) − x against
+    80-digit decimal arithmetic: the plain forms read link(10³⁰) = ½ (h²
+    overflows), link(−10⁴) = 0, float32 ψ(10⁴) = 0 and ψ(10²) off by 5e-4
+    (cancellation), and float32 weight −ψ'(10³⁰) = 1 instead of 5·10⁻⁶¹."""
+    from decimal import Decimal, getcontext
+
+    getcontext().prec = 80
+    loss = losses.get(name)
+    h = np.array([1e-3, 1.0, 1e2, 1e4, 1e19, 1e30], dtype)
+    h = np.concatenate([-h[::-1], [0.0], h]).astype(dtype)
+    dec = [Decimal(repr(float(v))) for v in h]
+    da = Decimal(repr(a))
+    exact = {"posterior": [(1 + v / (da * da + v * v).sqrt()) / 2 for v in dec]}
+    if name == "matsushita":
+        exact["psi"] = [(1 + v * v).sqrt() - v for v in dec]
+        exact["weight"] = [1 - v / (1 + v * v).sqrt() for v in dec]
+    tiny = np.finfo(dtype).tiny
+    for what, ref in exact.items():
+        ref = np.array([float(r) for r in ref])
+        got = np.asarray(getattr(loss, what)(jnp.asarray(h)), np.float64)
+        normal = ref >= tiny  # below that, float32/64 may flush to 0
+        np.testing.assert_allclose(got[normal], ref[normal], rtol=4e-7 if dtype == np.float32 else 1e-14, err_msg=what)
+        assert np.all(np.abs(got[~normal]) < tiny), what
+    # link'(h) = a²/(2(a² + h²)^{3/2}) — at 0 too (through |h| autodiff read 0), which N³'s curvature uses
+    slope = np.array([float(jax.grad(loss.posterior)(jnp.asarray(v, dtype))) for v in h[4:-4]])
+    np.testing.assert_allclose(slope, a * a / (2 * (a * a + h[4:-4].astype(float) ** 2) ** 1.5), rtol=1e-6)
