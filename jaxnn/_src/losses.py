@@ -122,6 +122,15 @@ class Loss(NamedTuple):
             )
         return (get, (self.name,))
 
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        """A loss is immutable: a copy is the loss itself (``copy.deepcopy``
+        went through :meth:`__reduce__`, so scikit-learn's ``clone`` of an
+        estimator with a from_phi/from_psi loss raised ``PicklingError``)."""
+        return self
+
 
 # --------------------------------------------------------------------------
 # generic numerics

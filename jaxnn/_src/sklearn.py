@@ -15,6 +15,7 @@ the core imports this module, and ``import jaxnn`` does not import it.
 from __future__ import annotations
 
 import numpy as np
+from scipy.sparse import issparse
 
 try:
     from sklearn.base import BaseEstimator, ClassifierMixin
@@ -114,19 +115,24 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         precomputed (n_samples, k) neighbour index array (self excluded) or a
         :class:`jaxnn.Neighbors` from :func:`jaxnn.knn_graph` (its first k)."""
         X, y = validate_data(self, X, y, dtype=_FLOATS, multi_output=True, ensure_min_samples=2)
+        if issparse(y):  # a sparse indicator matrix (scikit-learn's multilabel tools make them)
+            y = y.toarray()
         if y.ndim == 2 and y.shape[1] == 1:
             y = column_or_1d(y, warn=True)  # DataConversionWarning, as scikit-learn's classifiers
         check_classification_targets(y)
+        negative_label = 0
         if y.ndim == 2:
-            if type_of_target(y) != "multilabel-indicator":
-                raise ValueError("a 2-D y must be a multilabel indicator matrix of 0/1 values")
+            values = np.unique(y)
+            if type_of_target(y) != "multilabel-indicator" or not (set(values) <= {0, 1} or set(values) <= {-1, 1}):
+                # scikit-learn calls any two-valued matrix an indicator; {0, 2} was read as 0/1
+                raise ValueError(f"a 2-D y must be a multilabel indicator matrix of 0/1 or -1/+1 values, got values {values}")
             # predict answers in y's own convention: a {−1, +1} matrix gives ±1 back
-            self._negative_label = -1 if np.any(y < 0) else 0
+            negative_label = -1 if np.any(y < 0) else 0
             y = (y > 0).astype(np.int64)
-            self.classes_ = np.arange(y.shape[1])
+            classes = np.arange(y.shape[1])
         else:
-            self.classes_ = np.unique(y)
-        self.model_ = fit(
+            classes = np.unique(y)
+        model = fit(
             X,
             y,
             k=self.k,
@@ -142,8 +148,12 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
             posterior=self.posterior,
             devices=self.devices,
         )
+        # set only once fit succeeded: a failed refit keeps the previous fit whole
+        self.model_, self.classes_, self._negative_label = model, classes, negative_label
         if self.trace:
-            self.trace_ = np.asarray(self.model_.trace)
+            self.trace_ = np.asarray(model.trace)
+        elif hasattr(self, "trace_"):  # a refit without trace: no stale trace_
+            del self.trace_
         return self
 
     def _scores(self, X) -> np.ndarray:
@@ -164,7 +174,7 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         when fit on a {−1, +1} matrix)."""
         H = self._scores(X)
         if self.model_.multilabel:
-            return np.where(H > 0, 1, getattr(self, "_negative_label", 0)).astype(np.int64)
+            return np.where(H > 0, 1, self._negative_label).astype(np.int64)
         return self.classes_[np.argmax(H, axis=1)]
 
     def predict_proba(self, X) -> np.ndarray:
@@ -172,7 +182,10 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         sum to 1 unless multilabel) — :func:`jaxnn.predict_proba`."""
         check_is_fitted(self, "model_")
         X = validate_data(self, X, reset=False, dtype=_FLOATS)
-        return np.asarray(predict_proba(self.model_, X), dtype=np.float64)
+        P = np.asarray(predict_proba(self.model_, X), dtype=np.float64)
+        if not self.model_.multilabel:  # rows normalised in float32 are off by ~1e-7 in float64: log_loss warned
+            P /= P.sum(axis=1, keepdims=True)
+        return P
 
     def predict_log_proba(self, X) -> np.ndarray:
         """log of :meth:`predict_proba` (−inf where a posterior is 0)."""
