@@ -163,3 +163,22 @@ def test_prune_warns_when_a_class_loses_every_prototype(caplog):
     assert np.all(np.asarray(pruned.Y)[:, 1] < 0)
     (record,) = caplog.records
     assert "no example of class(es) 1" in record.getMessage() and "raise theta" in record.getMessage()
+
+
+def test_prune_warns_when_a_label_keeps_one_sign(caplog):
+    # multilabel: a label with 10 positives of 300 could keep none at θ = 0.05, silently
+    rng = np.random.default_rng(0)
+    Y = np.zeros((300, 2), int)
+    Y[:150, 0] = 1
+    Y[290:, 1] = 1
+    X = rng.normal(size=(300, 2)).astype(np.float32)
+    X[290:] += 3
+    model = jaxnn.fit(X, Y, k=5, posterior="link")
+    with caplog.at_level("WARNING", logger="jaxnn"):
+        jaxnn.prune(model, 0.5)
+    assert not caplog.records
+    with caplog.at_level("WARNING", logger="jaxnn"):
+        pruned = jaxnn.prune(model, 0.05)
+    assert np.all(np.asarray(pruned.Y)[:, 1] < 0)
+    (record,) = caplog.records
+    assert "label(s) 1" in record.getMessage() and "raise theta" in record.getMessage()

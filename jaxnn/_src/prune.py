@@ -94,12 +94,18 @@ def prune(model: Model, theta) -> Model:
             f"theta={theta} keeps {idx.size} examples, fewer than k={model.k}: "
             f"raise theta to at least {model.k / m:.3g}"
         )
-    if not model.multilabel:  # a class may lose every prototype: |α| is ranked over all examples
-        kept = np.asarray(model.Y)[idx] > 0
+    # a class (a label's positives or negatives) may lose every prototype: |α| is ranked over all examples
+    kept = np.asarray(model.Y)[idx] > 0
+    if not model.multilabel:
         lost = [model.classes[c] for c in np.flatnonzero(~kept.any(axis=0))]
         if lost:
             logger.warning("prune: theta=%s keeps no example of class(es) %s, which the pruned model can no longer "
                            "predict; raise theta", theta, ", ".join(map(repr, lost)))
+    else:
+        one_sided = np.flatnonzero(kept.all(axis=0) | ~kept.any(axis=0))
+        if one_sided.size:
+            logger.warning("prune: theta=%s keeps only positive or only negative examples of label(s) %s, whose "
+                           "votes then all have one sign; raise theta", theta, ", ".join(map(str, one_sided)))
     sel = jnp.asarray(idx)
     return dataclasses.replace(model, alpha=model.alpha[sel], X=model.X[sel], Y=model.Y[sel])
 
