@@ -52,12 +52,26 @@ def test_demo_refuses_a_k_as_large_as_a_training_set():
     [["uci", "--folds", "0"], ["uci", "--folds", "1"], ["posteriors", "--seeds", "-1"], ["uci", "--ks", "0"],
      ["uci", "--ks", ""], ["uci", "--domains", ""], ["posteriors", "--methods", "k-NN votes,k-NN votes"],
      ["posteriors", "--sigmas", "0"], ["ripley", "--thetas", "1.5"], ["ripley", "--draws", "0"], ["uci", "--seed", "-1"],
-     ["ripley", "--save", "/nonexistent/folder/x.pkl"], ["ripley", "--ks", "5"]],
+     ["ripley", "--save", "/nonexistent/folder/x.pkl"], ["ripley", "--ks", "5"],
+     ["uci", "--domains", "iris,nosuch"], ["splits", "--domains", "GNNB"],  # were found after the domains before them ran
+     ["ripley", "--save", "{blocked}"], ["ripley", "--plot", "{file}"]],  # tracebacks after the run
 )
-def test_experiment_options_are_checked_before_running(argv, capsys):
+def test_experiment_options_are_checked_before_running(argv, capsys, tmp_path):
     from jaxnn._src import experiments
 
+    (tmp_path / "x.pkl.tmp").mkdir()  # x.pkl cannot be written through its temporary file
+    (tmp_path / "file").write_text("")
+    argv = [a.format(blocked=tmp_path / "x.pkl", file=tmp_path / "file") for a in argv]
     with pytest.raises(SystemExit) as exit_info:
         experiments.main(argv + ["--quick", "--no-progress"])
     assert exit_info.value.code == 2
     assert "jaxnn experiment: error:" in capsys.readouterr().err
+
+
+def test_uci_table_when_every_k_of_a_method_is_skipped(capsys):
+    # k = 100 ≥ iris's 75 training points per fold: the table raised "All-NaN slice encountered"
+    from jaxnn._src import experiments
+
+    code = experiments.main(["uci", "--domains", "iris", "--methods", "k-NN", "--ks", "100", "--folds", "2", "--no-progress"])
+    out = capsys.readouterr().out
+    assert code == 0 and "k-NN k=100 skipped on iris: k must be < its 75 training points" in out and "wall time" in out

@@ -497,3 +497,12 @@ def test_standardize_no_overflow():
     Ztr, Zte = D.standardize([[5e-324], [0.0]], [[1e-323]])
     np.testing.assert_allclose(Ztr[:, 0], [1.0, -1.0])
     np.testing.assert_allclose(Zte, [[3.0]])
+
+
+def test_train_test_split_sizes_are_not_rounded_up_by_float_error():
+    # 0.07 * 100 = 7.000000000000001 and float32(0.3) * 10 = 3.0000001: ceil gave 8 and 4
+    X = np.arange(200.0).reshape(100, 2)
+    y = np.repeat([0, 1], 50)
+    assert D.train_test_split(X, y, test_size=0.07)[1].shape[0] == 7
+    assert D.train_test_split(X[:10], y[::10], test_size=np.float32(0.3), stratify=False)[1].shape[0] == 3
+    assert D.train_test_split(X, y, test_size=0.071)[1].shape[0] == 8  # a real fraction still rounds up

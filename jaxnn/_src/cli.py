@@ -141,12 +141,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "demo":
         if args.k < 1:
-            parser.error("--k must be >= 1")
+            p_demo.error("--k must be >= 1")
         _use_compilation_cache()
         try:
             demo(k=args.k, quick=args.quick)
-        except ValueError as err:
-            parser.error(f"--k: {err}")
+        except ValueError as err:  # demo's own errors name what is wrong (--k's bound)
+            p_demo.error(str(err))
     return 0
 
 

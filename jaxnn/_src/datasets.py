@@ -593,7 +593,8 @@ def train_test_split(
 ) -> tuple[NDArray, NDArray, NDArray, NDArray]:
     """Random train/test split (numpy only), stratified by default.
 
-    The test set has ``ceil(test_size * n)`` rows for a float ``test_size`` in
+    The test set has ``ceil(test_size * n)`` rows (the product rounded to 6
+    decimals first: 0.07 of 100 rows is 7) for a float ``test_size`` in
     ``(0, 1)`` or exactly ``test_size`` rows for an int. With
     ``stratify=True`` the test rows are allocated to the classes
     proportionally to their sizes (largest-remainder rounding, so every class
@@ -637,7 +638,7 @@ def train_test_split(
         frac = float(test_size)
         if not 0.0 < frac < 1.0:
             raise ValueError(f"test_size as a fraction must be in (0, 1), got {frac}")
-        n_test = math.ceil(frac * n)
+        n_test = math.ceil(round(frac * n, 6))  # 0.07·100 = 7.000000000000001 and float32 0.3·10 are not 8 and 4
         if not 1 <= n_test <= n - 1:
             raise ValueError(
                 f"test_size={frac} gives {n_test} test rows out of {n}; need 1..{n - 1}"

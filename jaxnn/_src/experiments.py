@@ -182,6 +182,19 @@ def _rule(width: int) -> str:
     return "-" * width
 
 
+def _check_domains(domains) -> tuple:
+    """The domain names, all checked before any runs (a typo surfaced only
+    when the loop reached it, after the domains before it had run)."""
+    from jaxnn import datasets
+
+    domains = tuple(domains)
+    known = tuple(datasets.names()) + ("letter-2561",)
+    unknown = [d for d in domains if d not in known]
+    if unknown:
+        raise ValueError(f"unknown domain(s) {', '.join(map(repr, unknown))}; choose from: {', '.join(known)}")
+    return domains
+
+
 def _load_domain(name: str, seed: int = 0):
     """(X, y) of a bundled domain; ``letter-2561`` is the stratified
     2561-row sample of paper 000 (:func:`jaxnn.datasets.letter_sample`)."""
@@ -504,7 +517,7 @@ def uci(
     from jaxnn import datasets, metrics
 
     t_start = time.perf_counter()
-    domains = tuple(domains) if domains is not None else (UCI_QUICK_DOMAINS if quick else UCI_DOMAINS)
+    domains = _check_domains(domains) if domains is not None else (UCI_QUICK_DOMAINS if quick else UCI_DOMAINS)
     folds = (2 if quick else 5) if folds is None else int(folds)
     ks = tuple(int(k) for k in ks) if ks is not None else ((10,) if quick else (5, 10, 20, 50))
     methods = tuple(methods) if methods is not None else UCI_METHODS
@@ -555,6 +568,9 @@ def uci(
             for ci, (name, method, k) in enumerate(zip(contenders, base, cks)):
                 bar.step(f"{domain} fold {f + 1}/{folds} {name}")
                 if k and k >= Xtr.shape[0]:
+                    skip = f"{name} skipped on {domain}: k must be < its {Xtr.shape[0]} training points"
+                    if skip not in notes:
+                        notes.append(skip)
                     continue
                 try:
                     (model, predict, extra), t_fit = _timed(
@@ -657,9 +673,13 @@ def format_uci(result: UCIResult, out=None, metrics: Sequence[str] = _METRICS) -
                 best_vals.append(sub[di, j])
                 cells.append(f"{r.ks[idx[j]]:>4d}:{sub[di, j]:.3f}")
             per_k = _nanmean(sub, axis=0)
-            jstar = int(np.nanargmax(per_k))
-            row = f"{m:<{lw}}" + "".join(cells) + _fmt(float(np.mean(best_vals)), ".3f", 8)
-            row += f"{r.ks[idx[jstar]]:>5d}" + _fmt(per_k[jstar], ".3f", 9)
+            row = f"{m:<{lw}}" + "".join(cells)
+            if np.all(np.isnan(per_k)):  # no k ran on any domain (all skipped or failed): see the notes
+                row += f"{'—':>8}{'—':>5}{'—':>9}"
+            else:
+                jstar = int(np.nanargmax(per_k))
+                row += _fmt(float(np.mean(best_vals)), ".3f", 8)
+                row += f"{r.ks[idx[jstar]]:>5d}" + _fmt(per_k[jstar], ".3f", 9)
             print(row, file=out)
     autos = {d: v for (d, c), v in r.info.items() if c == "jaxnn-auto"}
     if autos:
@@ -934,7 +954,7 @@ def splits(
     from jaxnn import datasets, ensemble, metrics
 
     t_start = time.perf_counter()
-    domains = tuple(domains) if domains is not None else (("optdigits", "spambase") if quick else SPLITS_DOMAINS)
+    domains = _check_domains(domains) if domains is not None else (("optdigits", "spambase") if quick else SPLITS_DOMAINS)
     n_splits = tuple(int(n) for n in n_splits) if n_splits is not None else ((1, 4, 16) if quick else (1, 2, 4, 8, 16))
     folds = (1 if quick else 3) if folds is None else int(folds)
     max_rows = (1200 if quick else None) if max_rows is None else int(max_rows)
@@ -1193,10 +1213,10 @@ def run(
     if save is not None and name == "uci":
         options["save"] = save
     result = EXPERIMENTS[name](quick=quick, seed=seed, progress=progress, **options)
+    FORMATTERS[name](result, out=out)  # the table first: a save that fails loses nothing printed
+    print(f"({name}{' --quick' if quick else ''}: wall time {result.seconds:.1f} s)", file=out)
     if save is not None:
         _save(result, save)
-    FORMATTERS[name](result, out=out)
-    print(f"({name}{' --quick' if quick else ''}: wall time {result.seconds:.1f} s)", file=out)
     if plot_dir is not None:
         for path in PLOTTERS[name](result, plot_dir):
             print(f"wrote {path}", file=out)
@@ -1309,13 +1329,26 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         folder = os.path.dirname(os.path.abspath(args.save))
         if os.path.isdir(args.save) or not os.path.isdir(folder):
             parser.error(f"--save: {args.save!r} is a folder or its folder does not exist: give a file path")
+        try:  # writable? (found out only after the run, which the traceback then lost)
+            with open(f"{args.save}.tmp", "wb"):
+                pass
+            os.remove(f"{args.save}.tmp")
+        except OSError as err:
+            parser.error(f"--save: cannot write {args.save!r}: {err.strerror or err}")
+    if args.plot is not None and os.path.exists(args.plot) and not os.path.isdir(args.plot):
+        parser.error(f"--plot: {args.plot!r} exists and is not a folder")
+    if "domains" in options:
+        try:
+            options["domains"] = _check_domains(options["domains"])
+        except ValueError as err:
+            parser.error(f"--domains: {err}")
     try:
         run(args.name, quick=args.quick, plot_dir=args.plot, progress=not args.no_progress, seed=args.seed,
             save=args.save, **options)
     except ImportError as err:
         print(f"jaxnn experiment: {err}", file=sys.stderr)
         return 2
-    except ValueError as err:
+    except (ValueError, OSError) as err:  # OSError: a figure or --save file that cannot be written
         print(f"jaxnn experiment: {err}", file=sys.stderr)
         return 2
     return 0
