@@ -953,3 +953,19 @@ def test_prediction_from_neighbors_does_not_retrace():
         jaxnn.predict_proba(mdl, neighbors=nb[::-1].copy())
         jaxnn.predict(mdl, neighbors=jaxnn.knn_query(X, X[:30], 4))
     assert _scores._cache_size() == before
+
+
+def test_scoring_makes_no_neighbor_by_class_gather():
+    """H = Σ_t (α∘Y)[nb[:, t]] adds one neighbour column at a time: the (n, k, C)
+    gather of α[nb]·Y[nb] held 11.7 GB (and 22.6 s) to score 10⁶ queries with
+    C = 100 (now 0.33 GB, 0.42 s).  XLA's own buffer plan, no timing."""
+    from jaxnn._src import baselines
+    from jaxnn._src.model import _scores, _vote_fractions
+
+    m, n, k, C = 20_000, 100_000, 10, 100
+    rows, idx = jax.ShapeDtypeStruct((m, C), jnp.float32), jax.ShapeDtypeStruct((n, k), jnp.int32)
+    gather_bytes = n * k * C * 4
+    for fn, args in ((_scores, (rows, rows, idx)), (_vote_fractions, (rows, idx))):
+        assert fn.lower(*args).compile().memory_analysis().temp_size_in_bytes < gather_bytes / 10, fn.__name__
+    votes = baselines._votes.lower(jax.ShapeDtypeStruct((m,), jnp.int32), idx, C=C, output="counts", dtype=jnp.float32)
+    assert votes.compile().memory_analysis().temp_size_in_bytes < gather_bytes / 10

@@ -40,7 +40,7 @@ import numpy as np
 import optax
 
 from jaxnn._src.checks import check_bool, check_integer, check_points, check_real, check_whole_labels
-from jaxnn._src.graph import _as_float, knn_query
+from jaxnn._src.graph import _as_float, knn_query, neighbor_sum
 
 __all__ = [
     "SGDModel",
@@ -593,7 +593,7 @@ def knn_fit(X, y, *, k=10) -> KNNModel:
 def _votes(labels, idx, C: int, output: str, dtype):
     """Neighbour labels (via idx (n, k)) → counts (n, C) int32, H = 2·counts − k, or counts / k."""
     k = idx.shape[1]
-    counts = jnp.sum(jax.nn.one_hot(labels[idx], C, dtype=jnp.int32), axis=1)
+    counts = neighbor_sum(jax.nn.one_hot(labels, C, dtype=jnp.int32), idx)  # no (n, k, C) one-hot
     if output == "counts":
         return counts
     return (2 * counts - k).astype(dtype) if output == "scores" else counts.astype(dtype) / k

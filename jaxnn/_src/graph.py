@@ -414,6 +414,15 @@ def knn_query(X_train, X_query, k: int, *, block_size: int | None = None, device
     return Neighbors(idx, dist)
 
 
+def neighbor_sum(rows, indices):
+    """Σ_t rows[indices[:, t]] (n, C) for (m, C) rows and (n, k) indices, one
+    neighbour column at a time (in column order), so that no (n, k, C)
+    gather is made: ``jnp.sum(rows[indices], axis=1)`` held 11.7 GB to score
+    10⁶ queries with C = 100 and took 12–16× the time of this."""
+    H0 = jnp.zeros((indices.shape[0], rows.shape[1]), rows.dtype)
+    return jax.lax.fori_loop(0, indices.shape[1], lambda t, H: H + rows[indices[:, t]], H0)
+
+
 def _nndescent_index(X: np.ndarray, k: int, seed: int, candidates: int, n_jobs: int, **options):
     """(the k-NN graph of X by pynndescent, self excluded, nearest first;
     the ``NNDescent`` index that found it, for :func:`_nndescent_query`)."""

@@ -22,7 +22,7 @@ from jaxnn._src.checks import check_bool, check_points, check_real, check_whole_
 from jaxnn._src.checks import check_integer as _check_int
 from jaxnn._src.boosting import boost, check_chooser, chooser_order
 from jaxnn._src.graph import METHODS as _GRAPH_METHODS
-from jaxnn._src.graph import Neighbors, inverse_counts, inverse_neighbors, knn_graph, knn_query, subgraph
+from jaxnn._src.graph import Neighbors, inverse_counts, inverse_neighbors, knn_graph, knn_query, neighbor_sum, subgraph
 from jaxnn._src.schedule import boost_colored, color_schedule
 
 __all__ = ["Model", "fit", "decision_function", "predict_proba", "predict", "encode_labels", "auto_chooser"]
@@ -503,8 +503,14 @@ def _check_model(model) -> Model:
 
 @jax.jit
 def _scores(alpha, Y, indices):
-    """H_c(x) = Σ_{j∈NN_k(x)} α_jc y_jc for (n, k) neighbour indices → (n, C)."""
-    return jnp.sum(alpha[indices] * Y[indices], axis=1)
+    """H_c(x) = Σ_{j∈NN_k(x)} α_jc y_jc (eq. 1) for (n, k) neighbour indices → (n, C)."""
+    return neighbor_sum(alpha * Y, indices)
+
+
+@jax.jit
+def _vote_fractions(Y, indices):
+    """v_c(x) = #{j ∈ NN_k(x) : y_jc > 0}/k for (n, k) neighbour indices → (n, C)."""
+    return neighbor_sum((Y > 0).astype(Y.dtype), indices) / indices.shape[1]
 
 
 def _check_query(model: Model, X):
@@ -610,7 +616,7 @@ def _posterior_parts(model: Model, X, neighbors=None):
     nb = _query_neighbors(model, X, neighbors)
     H = _scores(model.alpha, model.Y, nb)
     p_link = _link_posterior(model.loss, model.algorithm, model.multilabel, H)
-    p_votes = jnp.mean(model.Y[nb] > 0, axis=1).astype(p_link.dtype)
+    p_votes = _vote_fractions(model.Y, nb).astype(p_link.dtype)
     if not model.multilabel:
         p_link = _normalise_rows(p_link, H)
     return p_link, p_votes

@@ -141,7 +141,7 @@ def select(
     Returns:
       :class:`Selection`.
     """
-    from jaxnn._src.model import _as_points, _compute_dtype, auto_chooser, encode_labels  # local: model imports this module
+    from jaxnn._src.model import _as_points, _compute_dtype, _scores, auto_chooser, encode_labels  # local: model imports this module
 
     Xa = _as_points(X)
     classes, Y_all, multilabel = encode_labels(y, Xa.shape[0])
@@ -199,7 +199,7 @@ def select(
     for k in ks:
         nb = graph[:, :k]
         run_pass = _pass_runner(chooser, nb, m, n_classes, algo, seed, max_passes, mesh, platform)
-        q = query[:, :k]
+        q = jnp.asarray(query[:, :k])
         for loss in loss_objs:
             edges = on_mesh(algo.init_edges(loss, Y))
             alpha = jnp.zeros(Y_run.shape, Y.dtype)
@@ -207,8 +207,7 @@ def select(
                 res = run_pass(Y_run, edges, loss, p)
                 edges, alpha = res.edges, alpha + res.alpha
                 if p in passes:
-                    A = np.asarray(alpha)[:, :n_classes]
-                    H = np.sum(A[q] * np.asarray(Y)[q], axis=1)
+                    H = np.asarray(_scores(alpha[:, :n_classes], Y, q))
                     if multilabel:
                         acc = float(np.mean((H > 0) == (Y_va > 0)))
                     else:
