@@ -432,3 +432,24 @@ def test_greedy_float32_picks_stay_argmaxes_over_many_passes(greedy_picks):
               rounds=20 * m, neighbors=NN, posterior="link")
     gaps = R.unn(R.encode_labels(y)[0], NN, "exponential", order=np.stack(greedy_picks, axis=1)).pick_gaps
     assert gaps.max() < 1e-3
+
+
+def test_unsmoothed_unn_one_sided_steps_are_max_delta():
+    """Without smoothing, when all r_i agree there is no finite root and δ is
+    ±max_delta (UNN's docstring, the reference).  The root finder stopped
+    where G read 0: anywhere on the squared loss's half-line of roots (0.6,
+    1.0, 25.25… in a fit), or at 0 where float32 weights underflow
+    (logistic at margins ≈ 100: δ = 0, the reference +50)."""
+    import jax.numpy as jnp
+
+    import jaxnn
+    from jaxnn._src.algorithms import BLOCK
+
+    unn = jaxnn.unn(smoothing=False)
+    cases = [("squared", np.float64, [0.2, 0.7, 1.5]), ("logistic", np.float32, [100.0, 120.0, 99.0])]
+    for loss, dtype, margins in cases:
+        e = jnp.asarray(np.array(margins, dtype)[:, None] * np.ones((1, 2), dtype))
+        r = jnp.asarray(np.array([[1.0, -1.0]] * 3, dtype))  # class 0: all +1, class 1: all −1
+        n = jnp.asarray([3, 3])
+        d = np.asarray(unn.delta(jaxnn.losses.get(loss), e * r, r, n, 60, BLOCK))
+        np.testing.assert_array_equal(d, [50.0, -50.0], err_msg=loss)

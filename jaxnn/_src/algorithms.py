@@ -184,6 +184,13 @@ class UNN:
 
             d0 = jnp.zeros(jnp.shape(n), dtype)  # one root per example and class
             d = increasing_root(minus_g, d0, -bound, bound, d0, _iters(dtype))
+        if not self.smoothing:
+            # all r_i agree: no finite root, δ = ±max_delta, whatever the weights read —
+            # the root finder stopped where G read 0: anywhere on the squared loss's
+            # half-line of roots (0, 0.6, 25.25…), or at 0 once float32 weights underflowed
+            pos = layout.total((r > 0).astype(dtype)) > 0
+            neg = layout.total((r < 0).astype(dtype)) > 0
+            d = jnp.where(pos & ~neg, bound, jnp.where(neg & ~pos, -bound, d))
         return _finite_delta(d, n, self.max_delta)
 
 
