@@ -75,3 +75,19 @@ def test_uci_table_when_every_k_of_a_method_is_skipped(capsys):
     code = experiments.main(["uci", "--domains", "iris", "--methods", "k-NN", "--ks", "100", "--folds", "2", "--no-progress"])
     out = capsys.readouterr().out
     assert code == 0 and "k-NN k=100 skipped on iris: k must be < its 75 training points" in out and "wall time" in out
+
+
+def test_a_cache_folder_that_cannot_be_written_is_skipped(monkeypatch, capsys):
+    # it existed, so makedirs passed, and JAX then warned once per compiled program
+    import jax
+
+    folder = "/proc/sys"  # exists; no user, root included, can create files in it
+    if not os.path.isdir(folder):
+        pytest.skip("needs Linux's /proc/sys")
+    monkeypatch.setenv("JAXNN_CACHE_DIR", folder)
+    if jax.config.jax_compilation_cache_dir:
+        pytest.skip("this process already has a compilation cache")
+    seen = []
+    monkeypatch.setattr(jax.config, "update", lambda name, value: seen.append(name))
+    cli._use_compilation_cache()
+    assert seen == [] and "no compilation cache" in capsys.readouterr().err

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 from typing import Callable, Sequence
 
@@ -31,7 +32,8 @@ def compilation_cache_dir(environ=None) -> str | None:
 def _use_compilation_cache() -> None:
     """Turn on JAX's persistent compilation cache at :func:`compilation_cache_dir`
     (every program, however quick to compile), unless the user configured one
-    (``JAX_COMPILATION_CACHE_DIR``) or the folder cannot be made."""
+    (``JAX_COMPILATION_CACHE_DIR``) or the folder cannot be made or written
+    (one that exists but is read-only had JAX warn once per compiled program)."""
     import jax
 
     path = compilation_cache_dir()
@@ -39,6 +41,8 @@ def _use_compilation_cache() -> None:
         return
     try:
         os.makedirs(path, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):  # writable? (os.access says yes to root, even on /proc/sys)
+            pass
     except OSError as err:
         print(f"jaxnn: no compilation cache ({err})", file=sys.stderr)
         return
