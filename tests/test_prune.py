@@ -147,13 +147,17 @@ def test_knn_subsample(ripley):
     assert knn_subsample(d.X_train, d.y_train, 0.2, k=5, size=77).X.shape[0] == 77
 
 
-def test_prune_warns_when_a_class_loses_every_prototype(caplog):
+@pytest.mark.parametrize("multilabel", [False, True], ids=["class", "label"])
+def test_prune_warns_when_a_class_loses_every_prototype(caplog, multilabel):
     # |α| is ranked within each α column; with two classes both columns rank
-    # alike, so a minority class can vanish from the pruned model silently
+    # alike, so a minority class (10 of 300) can vanish from the pruned model
+    # silently; multilabel: a label can keep no positive example
     rng = np.random.default_rng(0)
-    y = np.r_[np.zeros(290, int), np.ones(10, int)]
     X = rng.normal(size=(300, 2)).astype(np.float32)
-    X[y == 1] += 3
+    X[290:] += 3
+    y = np.r_[np.zeros(290, int), np.ones(10, int)]
+    if multilabel:
+        y = np.stack([np.arange(300) < 150, y], axis=1).astype(int)
     model = jaxnn.fit(X, y, k=5, posterior="link")
     with caplog.at_level("WARNING", logger="jaxnn"):
         jaxnn.prune(model, 0.5)
@@ -162,23 +166,5 @@ def test_prune_warns_when_a_class_loses_every_prototype(caplog):
         pruned = jaxnn.prune(model, 0.05)
     assert np.all(np.asarray(pruned.Y)[:, 1] < 0)
     (record,) = caplog.records
-    assert "no example of class(es) 1" in record.getMessage() and "raise theta" in record.getMessage()
-
-
-def test_prune_warns_when_a_label_keeps_one_sign(caplog):
-    # multilabel: a label with 10 positives of 300 could keep none at θ = 0.05, silently
-    rng = np.random.default_rng(0)
-    Y = np.zeros((300, 2), int)
-    Y[:150, 0] = 1
-    Y[290:, 1] = 1
-    X = rng.normal(size=(300, 2)).astype(np.float32)
-    X[290:] += 3
-    model = jaxnn.fit(X, Y, k=5, posterior="link")
-    with caplog.at_level("WARNING", logger="jaxnn"):
-        jaxnn.prune(model, 0.5)
-    assert not caplog.records
-    with caplog.at_level("WARNING", logger="jaxnn"):
-        pruned = jaxnn.prune(model, 0.05)
-    assert np.all(np.asarray(pruned.Y)[:, 1] < 0)
-    (record,) = caplog.records
-    assert "label(s) 1" in record.getMessage() and "raise theta" in record.getMessage()
+    named = "only positive or only negative examples of label(s) 1" if multilabel else "no example of class(es) 1"
+    assert named in record.getMessage() and "raise theta" in record.getMessage()
