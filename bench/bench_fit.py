@@ -18,6 +18,11 @@
   only with log m: the chooser's tournament tree).
 * :class:`HubSteps` — lazy and greedy steps on the synthetic set's exact
   graph (hubs: P = 502, median n_j = 4): ``track_step_microseconds``.
+* :class:`SplitBlocks` — ``fit_split``'s boosting of two feature blocks at
+  once (``ensemble._boost_blocks``) over two separate ``boost`` calls, one
+  lazy pass on the synthetic set's hub graph: ``track_blocks_over_separate_ratio``
+  (about 1; it was 17–21 when the blocks were vmapped, which ran every step at
+  the widest width P).
 * :class:`TreeStep` — the greedy chooser's tournament tree alone (one
   ``add`` + ``argmax`` a step): ``track_tree_microseconds``, m as GreedyStep.
 * :class:`TraceCost` — ``fit(trace=True)`` / ``fit()`` time, plain and
@@ -213,6 +218,34 @@ class HubSteps(GraphCache, Benchmark):
         return max(many - half, 0.0) / self.steps * 1e6
 
     track_step_microseconds.unit = "microseconds"
+
+
+class SplitBlocks(GraphCache, Benchmark):
+    """``fit_split``'s boosting of n = 2 blocks in one call
+    (``ensemble._boost_blocks``, here both blocks the synthetic set's exact
+    graph: hubs, P = 502) over the same two blocks boosted by separate
+    ``boost`` calls, one lazy pass each, interleaved:
+    ``track_blocks_over_separate_ratio``.  Until stop 20 the blocks were
+    vmapped, and a batched step's ``lax.switch`` over widths runs every width
+    up to P: 17–21× on a hub graph (m = 2·10⁴, P = 552)."""
+
+    def setup(self, cache):
+        from jaxnn._src.ensemble import _boost_blocks
+
+        p = problem(cache, "synthetic")
+        one = p.runner("gnnb", "lazy")
+        one.compile()
+        Y, E0, members, counts, neighbors, order = one._args
+        stacked = (jnp.stack([members] * 2), jnp.stack([counts] * 2), jnp.stack([neighbors] * 2))
+        self.separate = lambda: [one() for _ in range(2)]
+        self.blocks = lambda: _boost_blocks(Y, E0, *stacked, order, **one._kwargs)
+        block(self.blocks())
+
+    def track_blocks_over_separate_ratio(self, cache):
+        together, separate = interleaved_best([self.blocks, self.separate], repeat=3)
+        return together / separate
+
+    track_blocks_over_separate_ratio.unit = "ratio"
 
 
 class TreeStep(Benchmark):
