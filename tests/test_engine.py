@@ -989,3 +989,25 @@ def test_scoring_makes_no_neighbor_by_class_gather():
         assert fn.lower(*args).compile().memory_analysis().temp_size_in_bytes < gather_bytes / 10, fn.__name__
     votes = baselines._votes.lower(jax.ShapeDtypeStruct((m,), jnp.int32), idx, C=C, output="counts", dtype=jnp.float32)
     assert votes.compile().memory_analysis().temp_size_in_bytes < gather_bytes / 10
+
+
+def test_window_layout_in_pieces_is_the_layout_at_once(monkeypatch):
+    """window_layout works LAYOUT_WINDOWS windows at a time (its temporaries,
+    ~90 bytes per step and member, held 1.0 GB for 4 passes at m = 10⁵,
+    k = 30, now 0.24 GB); any piece size gives the same layout, hubs (pieces
+    of different widths U) and a last window cut short included."""
+    from jaxnn._src import window
+    from jaxnn._src.boosting import chooser_order
+
+    rng = np.random.default_rng(2)
+    m, k = 700, 6
+    nb = np.stack([rng.choice(np.delete(np.arange(m), i), k, replace=False) for i in range(m)])
+    nb[rng.random(m) < 0.4, -1] = 3  # a hub
+    nb[3, -1] = 4
+    order = chooser_order("random", m, 2 * m + 5, 0)
+    monkeypatch.setattr(window, "LAYOUT_WINDOWS", 10**9)
+    whole = window.window_layout(nb, order, 16)
+    for piece in (1, 3):
+        monkeypatch.setattr(window, "LAYOUT_WINDOWS", piece)
+        for a, b in zip(whole, window.window_layout(nb, order, 16)):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

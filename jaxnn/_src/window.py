@@ -64,9 +64,16 @@ def window_steps(n_classes: int, k: int) -> int:
     return 1 << (target.bit_length() - 1)
 
 
+#: windows laid out at a time by :func:`window_layout`: its host temporaries
+#: take ~90 bytes per (step, member), so all at once 4 passes at m = 10⁵,
+#: k = 30 held 1.0 GB (10⁶ points: ~10 GB); in pieces they stay ~100 MB
+LAYOUT_WINDOWS = 512
+
+
 def window_layout(neighbors, order, steps: int) -> WindowLayout:
     """The windows of the example sequence ``order`` (T,), ``steps`` at a time,
-    for the inverse neighbourhoods of the (m, k) ``neighbors``."""
+    for the inverse neighbourhoods of the (m, k) ``neighbors``; built
+    :data:`LAYOUT_WINDOWS` windows at a time (the same layout)."""
     nbrs = np.asarray(neighbors)
     order = np.asarray(order, np.int64)
     csr = inverse_csr(nbrs)
@@ -77,21 +84,33 @@ def window_layout(neighbors, order, steps: int) -> WindowLayout:
     examples[:T] = order
     lens = np.concatenate([counts, [0]])[examples]  # sentinel m: no members
     offsets = np.cumsum(lens) - lens
+    pieces = [_window_rows(csr, examples[a:a + LAYOUT_WINDOWS * S], lens[a:a + LAYOUT_WINDOWS * S], m, S)
+              for a in range(0, n_windows * S, LAYOUT_WINDOWS * S)]
+    U = max(rows.shape[1] for rows, _ in pieces)
+    rows = np.concatenate([np.pad(r, ((0, 0), (0, U - r.shape[1])), constant_values=m) for r, _ in pieces])
+    pad = int(counts.max(initial=0)) + CHUNK + 1  # a slice of any step width stays in bounds (no clamping)
+    local = np.concatenate([loc for _, loc in pieces] + [np.full(pad, U, np.int32)])
+    as32 = functools.partial(jnp.asarray, dtype=jnp.int32)
+    return WindowLayout(as32(rows), as32(examples.reshape(n_windows, S)), as32(local), as32(offsets.reshape(n_windows, S)))
+
+
+def _window_rows(csr, examples, lens, m: int, S: int):
+    """((b, U_piece) int32 global rows of each of these windows, padded with m;
+    (entries,) int32 each step's members as local row numbers) for a run of
+    whole windows (``examples`` of b·S steps, ``lens`` their n_j)."""
+    n_windows = examples.size // S
     flat = members_in_order(csr, examples)
-    window = np.repeat(np.arange(n_windows * S) // S, lens)
+    window = np.repeat(np.arange(examples.size) // S, lens)
     # local row number of each member within its window: rank among the window's distinct rows
     keys, inverse = np.unique(window * (m + 1) + flat, return_inverse=True)
     key_window = keys // (m + 1)
     first = np.searchsorted(key_window, np.arange(n_windows))
-    local = inverse - first[window]
+    local = (inverse - first[window]).astype(np.int32)
     sizes = np.bincount(key_window, minlength=n_windows)
     U = max(1, int(sizes.max(initial=1)))
-    rows = np.full((n_windows, U), m, np.int64)
+    rows = np.full((n_windows, U), m, np.int32)
     rows[key_window, np.arange(keys.size) - first[key_window]] = keys % (m + 1)
-    pad = int(counts.max(initial=0)) + CHUNK + 1  # a slice of any step width stays in bounds (no clamping)
-    local = np.concatenate([local, np.full(pad, U)])
-    as32 = functools.partial(jnp.asarray, dtype=jnp.int32)
-    return WindowLayout(as32(rows), as32(examples.reshape(n_windows, S)), as32(local), as32(offsets.reshape(n_windows, S)))
+    return rows, local
 
 
 @functools.partial(jax.jit, static_argnames=("algorithm", "loss", "trace", "n_steps", "max_count"))
