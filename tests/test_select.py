@@ -129,7 +129,8 @@ def test_select_bad_arguments(kwargs, match):
      (dict(holdout="a"), TypeError, "holdout"), (dict(holdout=None), TypeError, "holdout"),
      (dict(epsilon="a"), TypeError, "epsilon"), (dict(seed=-1), ValueError, "seed"), (dict(seed="a"), TypeError, "seed"),
      (dict(ks=object()), TypeError, "ks must be a sequence"), (dict(graph_method=None), TypeError, "graph_method"),
-     (dict(devices="some"), ValueError, "devices"), (dict(devices=1.5), TypeError, "devices")],
+     (dict(devices="some"), ValueError, "devices"), (dict(devices=1.5), TypeError, "devices"),
+     (dict(graph_method="nndescent", seed=2**40), ValueError, "seed")],
 )
 def test_select_checks_every_candidate(kwargs, err, match):
     X, y = _data(m=60)

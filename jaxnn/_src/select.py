@@ -162,6 +162,8 @@ def select(
         raise TypeError(f"graph_method must be a str, got {type(graph_method).__name__}")
     if graph_method not in METHODS:
         raise ValueError(f"unknown graph_method {graph_method!r}; use one of {METHODS}")
+    if graph_method == "nndescent":  # its random state (fit checks it the same way, later)
+        check_integer(seed, "seed", low=0, high=2**32 - 1)
     platform = sharding.platform(devices)  # checks devices too
     if chooser == "auto":
         chooser = auto_chooser(m, m, platform, Y_all.shape[1])

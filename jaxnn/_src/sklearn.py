@@ -15,9 +15,9 @@ the core imports this module, and ``import jaxnn`` does not import it.
 from __future__ import annotations
 
 import numpy as np
-from scipy.sparse import issparse
 
 try:
+    from scipy.sparse import issparse  # a scikit-learn dependency
     from sklearn.base import BaseEstimator, ClassifierMixin
     from sklearn.utils.multiclass import check_classification_targets, type_of_target
     from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
