@@ -17,7 +17,8 @@ Choosers (the weak index chooser, paper 001 [I.0]):
 * ``greedy``: per class, the j with the largest |η_j|/n_j (∝ |δ_j| for GNNB
   and N³; for UNN and UNN-fast the same gradient score, not their own δ,
   which would need a root per example) — GNNB*, N³'s WEO.  η is kept
-  up to date incrementally: a step changes the weights of inv(j), which enter
+  up to date incrementally (and recomputed from the edges every m steps, as
+  float32 increments drift): a step changes the weights of inv(j), which enter
   the η of their own k neighbours; the values η/n sit in the leaves of a
   tournament tree (:mod:`jaxnn._src.maxtree`), so a step costs
   O(Σ_c n_jc·k·log m), not O(m·C) for an argmax over the table.  Ties in the

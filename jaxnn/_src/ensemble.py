@@ -20,10 +20,12 @@ a number q ≠ 0  p^q          ((1/n) Σ p_b^q)^{1/q}  (power mean; q = 0
 Layout (no Python loop of fits): the blocks are gathered into one
 ``(n, m, w)`` array, w the widest block, narrower blocks padded with zero
 columns (a zero column changes no distance).  The n training graphs are one
-vmapped blocked top-k, the n boosting runs one vmapped :func:`boost` scan
-(inverse neighbourhoods padded to a common width P with the sentinel m, whose
-label row is 0 so padding contributes nothing), and prediction is one
-vmapped query.  With ``n_splits=1`` the unbatched code of :func:`jaxnn.fit`
+vmapped blocked top-k; the n sequential boosting runs are :func:`boost` on
+one block after another (``lax.map``; inverse neighbourhoods padded to a
+common width P with the sentinel m, whose label row is 0 so padding
+contributes nothing — vmapped, a step's switch over widths ran every width
+up to P, 17–31× slower on graphs with hubs), the n colored schedules one
+vmapped scan, and prediction is one vmapped query.  With ``n_splits=1`` the unbatched code of :func:`jaxnn.fit`
 runs, so ``fit_split(X, y, n_splits=1, norm=None)`` *is* ``fit(X, y)``.
 """
 
@@ -437,7 +439,7 @@ def fit_split(
         ``"harmonic"`` or a power q (see :func:`generalized_mean`).
       **fit_kwargs: passed on as in :func:`jaxnn.fit`: ``k``, ``loss``,
         ``algorithm``, ``rounds``, ``chooser``, ``epsilon``, ``seed``,
-        ``graph_method``, ``trace``.  Every block gets the same settings;
+        ``graph_method`` (``"exact"`` or ``"nndescent"``), ``trace``.  Every block gets the same settings;
         ``chooser="colored"`` runs each block's own colouring of its own
         graph (all blocks in one vmapped scan, their schedules padded to a
         common number of steps: a block's trace repeats its risk at padding

@@ -73,10 +73,13 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
       feature_names_in_: column names, when X had string column names.
       trace_: (T,) surrogate risk after each step, when ``trace=True``.
 
-    ``y`` is 1-D labels (binary or multiclass) or a 2-D {0, 1} indicator
-    matrix with ≥ 2 columns (multilabel).  :meth:`predict` is the leveraged
-    rule, argmax_c H_c(x) (multilabel: H_c(x) > 0).  A fitted estimator
-    pickles (``joblib.dump`` too) when its loss is a catalogue one.
+    ``y`` is 1-D labels (binary or multiclass) or a 2-D {0, 1} or {−1, +1}
+    indicator matrix with ≥ 2 columns, dense or sparse (multilabel; other
+    values are refused).  :meth:`predict` is the leveraged rule, argmax_c
+    H_c(x) (multilabel: H_c(x) > 0, in y's own convention).  A fitted
+    estimator pickles (``joblib.dump`` too) when its loss is a catalogue
+    one; a custom (from_phi / from_psi) loss clones (``GridSearchCV``) but
+    does not pickle.
     """
 
     def __init__(
