@@ -827,9 +827,13 @@ def test_windowed_scan_equals_plain_scan(steps):
     from jaxnn._src.window import boost_windowed, window_layout
 
     X, y = _blobs(m=150, C=4, seed=5)
-    nb = np.asarray(jaxnn.knn_graph(X, 4).indices)
+    nb = np.array(jaxnn.knn_graph(X, 4).indices)
+    to_hub = (np.arange(150) % 3 == 0) & (np.arange(150) != 7) & ~np.any(nb == 7, axis=1)
+    nb[to_hub, -1] = 7  # a hub: windows from 1 to 8 row chunks wide
     counts = np.bincount(nb.ravel(), minlength=150)
     assert (counts == 0).any()
+    chunks = np.asarray(window_layout(nb, chooser_order("random", 150, 407, seed=3), steps).chunks)
+    assert chunks.min() < chunks.max() == 8  # windows copy different numbers of row chunks
     order = chooser_order("random", 150, 407, seed=3)
     with jax.enable_x64(True):
         model = jaxnn.fit(X.astype(np.float64), y, k=4, rounds=1, neighbors=nb, posterior="link")

@@ -50,12 +50,22 @@ class WindowLayout(NamedTuple):
       local: (L,) int32 members of every step as local row numbers, step after
         step (padded with U at the end).
       start: (B, S) int32 offset of each step's members in ``local``.
+      chunks: (B,) int32 the window's rows in chunks of U / :data:`ROW_CHUNKS`
+        (U a multiple of it): only those are gathered and scattered back.
     """
 
     rows: jax.Array
     examples: jax.Array
     local: jax.Array
     start: jax.Array
+    chunks: jax.Array
+
+
+#: a window's rows are gathered and scattered back in chunks of U / ROW_CHUNKS,
+#: as many as it has rows: every window was copied at the widest window's U,
+#: and on a graph with hubs (U ≈ P) most are far narrower (an audit: m = 10⁵,
+#: C = 100, P = 5 183, a pass 3.2 s against 1.4 s without hubs)
+ROW_CHUNKS = 8
 
 
 def window_steps(n_classes: int, k: int) -> int:
@@ -86,12 +96,15 @@ def window_layout(neighbors, order, steps: int) -> WindowLayout:
     offsets = np.cumsum(lens) - lens
     pieces = [_window_rows(csr, examples[a:a + LAYOUT_WINDOWS * S], lens[a:a + LAYOUT_WINDOWS * S], m, S)
               for a in range(0, n_windows * S, LAYOUT_WINDOWS * S)]
-    U = max(rows.shape[1] for rows, _ in pieces)
+    U = -(-max(rows.shape[1] for rows, _ in pieces) // ROW_CHUNKS) * ROW_CHUNKS
     rows = np.concatenate([np.pad(r, ((0, 0), (0, U - r.shape[1])), constant_values=m) for r, _ in pieces])
     pad = int(counts.max(initial=0)) + CHUNK + 1  # a slice of any step width stays in bounds (no clamping)
     local = np.concatenate([loc for _, loc in pieces] + [np.full(pad, U, np.int32)])
+    chunk = U // ROW_CHUNKS
+    chunks = -(-np.sum(rows < m, axis=1) // chunk)
     as32 = functools.partial(jnp.asarray, dtype=jnp.int32)
-    return WindowLayout(as32(rows), as32(examples.reshape(n_windows, S)), as32(local), as32(offsets.reshape(n_windows, S)))
+    return WindowLayout(as32(rows), as32(examples.reshape(n_windows, S)), as32(local), as32(offsets.reshape(n_windows, S)),
+                        as32(chunks))
 
 
 def _window_rows(csr, examples, lens, m: int, S: int):
@@ -169,18 +182,34 @@ def boost_windowed(Y, E0, counts, layout: WindowLayout, *, algorithm, loss: Loss
         Ew, risk = jax.lax.fori_loop(0, (n + chunk - 1) // chunk, update, (Ew, risk))
         return (Ew, Yw, risk), (delta, risk)
 
+    row_chunk = U // ROW_CHUNKS
+
     def window(carry, b):
-        Ep, alpha, risk = carry
+        Ep, alpha, risk, Ew, Yw = carry
         rows = layout.rows[b]
         ex = layout.examples[b]
-        Ew = _pad_rows(Ep[rows])  # local row U: the sentinel (y = 0)
-        Yw = _pad_rows(Yp[rows])
+        n_chunks = layout.chunks[b]
+
+        def load(i, local):  # chunk i of the window's rows into the local copies
+            r = jax.lax.dynamic_slice(rows, (i * row_chunk,), (row_chunk,))
+            at = (i * row_chunk, 0 * i)
+            return jax.lax.dynamic_update_slice(local[0], Ep[r], at), jax.lax.dynamic_update_slice(local[1], Yp[r], at)
+
+        def store(i, Ep):  # and back (padding rows in the last chunk write the sentinel's 0 back to row m)
+            r = jax.lax.dynamic_slice(rows, (i * row_chunk,), (row_chunk,))
+            return Ep.at[r].set(jax.lax.dynamic_slice(Ew, (i * row_chunk, 0 * i), (row_chunk, C)))
+
+        # the local copies are reused window to window: rows past this window's chunks hold
+        # the last windows' values, which no member reads (its rows are < its own count;
+        # masked slots read row U, the sentinel, 0 throughout)
+        Ew, Yw = jax.lax.fori_loop(0, n_chunks, load, (Ew, Yw))
         xs = (Yp[ex], counts_p[ex], layout.start[b])
         (Ew, _, risk), (deltas, risks) = jax.lax.scan(step, (Ew, Yw, risk), xs)
-        Ep = Ep.at[rows].set(Ew[:U])  # padding rows write the sentinel's 0 back to row m
+        Ep = jax.lax.fori_loop(0, n_chunks, store, Ep)
         alpha = alpha.at[ex].add(deltas)  # padding steps: δ = 0 on row m
-        return (Ep, alpha, risk), risks
+        return (Ep, alpha, risk, Ew, Yw), risks
 
-    carry0 = (_pad_rows(E0), jnp.zeros((m + 1, C), dtype), surrogate_risk(loss, E0))
-    (Ep, alpha, _), risks = jax.lax.scan(window, carry0, jnp.arange(n_windows))
+    local0 = jnp.zeros((U + 1, C), dtype)
+    carry0 = (_pad_rows(E0), jnp.zeros((m + 1, C), dtype), surrogate_risk(loss, E0), local0, local0)
+    (Ep, alpha, _, _, _), risks = jax.lax.scan(window, carry0, jnp.arange(n_windows))
     return BoostResult(alpha[:m], Ep[:m], risks.reshape(-1)[:n_steps] if trace else None)
