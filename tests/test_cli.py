@@ -91,3 +91,12 @@ def test_a_cache_folder_that_cannot_be_written_is_skipped(monkeypatch, capsys):
     monkeypatch.setattr(jax.config, "update", lambda name, value: seen.append(name))
     cli._use_compilation_cache()
     assert seen == [] and "no compilation cache" in capsys.readouterr().err
+
+
+def test_splits_checks_folds_against_every_domain_first(capsys):
+    # --folds 200 on iris failed ("X is empty") only after the domains before it had run
+    from jaxnn._src import experiments
+
+    code = experiments.main(["splits", "--domains", "wine,iris", "--folds", "160", "--no-progress"])
+    captured = capsys.readouterr()
+    assert code == 2 and "folds=160 is more than the 150 rows of iris" in captured.err and captured.out == ""

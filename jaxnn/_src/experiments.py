@@ -963,12 +963,18 @@ def splits(
     acc = np.full((D, N, len(means), F), np.nan)
     fit_s = np.full((D, N, F), np.nan)
     dims = []
-    bar = _Progress(D * N * F, "splits", progress)
-    for di, domain in enumerate(domains):
+    data = {}
+    for domain in domains:  # all loaded and checked first: --folds 200 on iris failed after earlier domains ran
         X, y = _load_domain(domain)
         if max_rows is not None and X.shape[0] > max_rows:
             keep = _stratified_subsample(y, max_rows, seed)
             X, y = X[keep], y[keep]
+        if folds > y.shape[0]:
+            raise ValueError(f"folds={folds} is more than the {y.shape[0]} rows of {domain}")
+        data[domain] = X, y
+    bar = _Progress(D * N * F, "splits", progress)
+    for di, domain in enumerate(domains):
+        X, y = data[domain]
         dims.append(X.shape[1])
         if folds == 1:
             Xtr, Xte, ytr, yte = datasets.train_test_split(X, y, test_size=0.3, seed=seed)
