@@ -100,3 +100,14 @@ def test_splits_checks_folds_against_every_domain_first(capsys):
     code = experiments.main(["splits", "--domains", "wine,iris", "--folds", "160", "--no-progress"])
     captured = capsys.readouterr()
     assert code == 2 and "folds=160 is more than the 150 rows of iris" in captured.err and captured.out == ""
+
+
+def test_the_save_check_leaves_an_existing_tmp_file_alone(tmp_path, capsys):
+    # the writability check opened <save>.tmp for writing and removed it: a user's file there was lost
+    from jaxnn._src import experiments
+
+    precious = tmp_path / "out.pkl.tmp"
+    precious.write_text("keep me")
+    with pytest.raises(SystemExit):
+        experiments.main(["uci", "--save", str(tmp_path / "out.pkl"), "--domains", "nosuch", "--no-progress"])
+    assert precious.read_text() == "keep me"

@@ -506,3 +506,4 @@ def test_train_test_split_sizes_are_not_rounded_up_by_float_error():
     assert D.train_test_split(X, y, test_size=0.07)[1].shape[0] == 7
     assert D.train_test_split(X[:10], y[::10], test_size=np.float32(0.3), stratify=False)[1].shape[0] == 3
     assert D.train_test_split(X, y, test_size=0.071)[1].shape[0] == 8  # a real fraction still rounds up
+    assert D.train_test_split(X, y, test_size=4e-10)[1].shape[0] == 1  # any positive share is a row

@@ -278,6 +278,7 @@ def test_square_root_losses_in_both_tails(name, a, dtype):
         normal = ref >= tiny  # below that, float32/64 may flush to 0
         np.testing.assert_allclose(got[normal], ref[normal], rtol=4e-7 if dtype == np.float32 else 1e-14, err_msg=what)
         assert np.all(np.abs(got[~normal]) < tiny), what
+    assert float(loss.posterior(jnp.asarray(0.0, dtype))) == 0.5  # exactly (a²/(2a²) rounded 0.49999994 for μ = 0.3)
     # link'(h) = a²/(2(a² + h²)^{3/2}) — at 0 too (through |h| autodiff read 0), which N³'s curvature uses
     slope = np.array([float(jax.grad(loss.posterior)(jnp.asarray(v, dtype))) for v in h[4:-4]])
     np.testing.assert_allclose(slope, a * a / (2 * (a * a + h[4:-4].astype(float) ** 2) ** 1.5), rtol=1e-6)

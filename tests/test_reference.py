@@ -445,11 +445,14 @@ def test_unsmoothed_unn_one_sided_steps_are_max_delta():
     import jaxnn
     from jaxnn._src.algorithms import BLOCK
 
-    unn = jaxnn.unn(smoothing=False)
-    cases = [("squared", np.float64, [0.2, 0.7, 1.5]), ("logistic", np.float32, [100.0, 120.0, 99.0])]
-    for loss, dtype, margins in cases:
-        e = jnp.asarray(np.array(margins, dtype)[:, None] * np.ones((1, 2), dtype))
-        r = jnp.asarray(np.array([[1.0, -1.0]] * 3, dtype))  # class 0: all +1, class 1: all −1
-        n = jnp.asarray([3, 3])
-        d = np.asarray(unn.delta(jaxnn.losses.get(loss), e * r, r, n, 60, BLOCK))
-        np.testing.assert_array_equal(d, [50.0, -50.0], err_msg=loss)
+    cases = [("squared", np.float64, [0.2, 0.7, 1.5]), ("logistic", np.float32, [100.0, 120.0, 99.0]),
+             ("exponential", np.float32, [120.0, 130.0, 125.0])]
+    for algorithm in (jaxnn.unn(smoothing=False), jaxnn.unn_fast(smoothing=False)):
+        for loss, dtype, margins in cases:
+            if algorithm.name == "unn_fast" and loss == "squared":
+                continue  # UNN-fast's squared step is p̂⁻¹(0) = ∓1, eq. 30 literally (the reference's too)
+            e = jnp.asarray(np.array(margins, dtype)[:, None] * np.ones((1, 2), dtype))
+            r = jnp.asarray(np.array([[1.0, -1.0]] * 3, dtype))  # class 0: all +1, class 1: all −1
+            n = jnp.asarray([3, 3])
+            d = np.asarray(algorithm.delta(jaxnn.losses.get(loss), e * r, r, n, 60, BLOCK))
+            np.testing.assert_array_equal(d, [50.0, -50.0], err_msg=f"{algorithm.name} {loss}")

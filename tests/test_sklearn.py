@@ -129,6 +129,9 @@ def test_refits_leave_nothing_stale(blobs):
     with pytest.raises(ValueError, match="k must be <"):  # a failed refit keeps the previous fit whole
         est.fit(X[:5], np.array(["a", "b", "c", "a", "b"]))
     np.testing.assert_array_equal(est.predict(Xt), before)
+    with pytest.raises(ValueError, match="k must be <"):  # also the number of features it was fit on
+        est.fit(X[:5, :2], np.array(["a", "b", "c", "a", "b"]))
+    np.testing.assert_array_equal(est.predict(Xt), before)
     est.set_params(trace=False).fit(X, y)
     assert est.model_.trace is None and not hasattr(est, "trace_")
 

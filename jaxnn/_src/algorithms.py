@@ -144,6 +144,31 @@ def _smoothing_weight(loss: Loss, m: int, dtype):
     return 1.0 / (m * loss.weight(jnp.zeros((), dtype)))
 
 
+def _signs_present(r, layout):
+    """(any r_i > 0, any r_i < 0) per class (C,): padding has r = 0."""
+    return layout.total((r > 0).astype(r.dtype)) > 0, layout.total((r < 0).astype(r.dtype)) > 0
+
+
+def _weights_never_vanish(loss: Loss) -> bool:
+    """Whether the loss's weight is positive at every margin, read at margin
+    30 (logistic 9e-14, exponential 1e-13, Matsushita 3e-4 — all but the
+    squared loss, whose weight is 0 from margin 1): where such weights read 0
+    they underflowed."""
+    with jax.ensure_compile_time_eval():  # a concrete number, also while a boosting loop is traced
+        return float(loss.weight(jnp.float32(30.0))) > 0.0
+
+
+def _one_sided(w_plus, w_minus, r, layout):
+    """W⁺, W⁻ with the present side at least the smallest normal number where
+    all r_i agree, for a loss whose weights never vanish: float32 ones
+    underflow (logistic: e^−100), and W = W⁺/(W⁺ + W⁻) then read 0/0."""
+    pos, neg = _signs_present(r, layout)
+    tiny = jnp.finfo(w_plus.dtype).tiny
+    w_plus = jnp.where(pos & ~neg, jnp.maximum(w_plus, tiny), w_plus)
+    w_minus = jnp.where(neg & ~pos, jnp.maximum(w_minus, tiny), w_minus)
+    return w_plus, w_minus
+
+
 @dataclasses.dataclass(frozen=True)
 class UNN:
     """Universal NN (paper 001 Alg. 1): δ is the exact root of eq. (10),
@@ -188,8 +213,7 @@ class UNN:
             # all r_i agree: no finite root, δ = ±max_delta, whatever the weights read —
             # the root finder stopped where G read 0: anywhere on the squared loss's
             # half-line of roots (0, 0.6, 25.25…), or at 0 once float32 weights underflowed
-            pos = layout.total((r > 0).astype(dtype)) > 0
-            neg = layout.total((r < 0).astype(dtype)) > 0
+            pos, neg = _signs_present(r, layout)
             d = jnp.where(pos & ~neg, bound, jnp.where(neg & ~pos, -bound, d))
         return _finite_delta(d, n, self.max_delta)
 
@@ -206,6 +230,8 @@ class UNNFast(UNN):
         dtype = e.dtype
         extra = jnp.asarray(1.0 / m if self.smoothing else 0.0, dtype)
         w_plus, w_minus = _signed_masses(loss, e, r, layout)
+        if not self.smoothing and _weights_never_vanish(loss):  # all r_i agree: W = 1 or 0, however the weights
+            w_plus, w_minus = _one_sided(w_plus, w_minus, r, layout)  # read (float32 underflow read 0/0, δ = 0)
         w_plus, w_minus = w_plus + extra, w_minus + extra
         weighed = w_plus + w_minus > 0  # else (squared loss: every weight 0) no information, δ = 0
         total = jnp.where(weighed, w_plus + w_minus, 1.0)

@@ -638,7 +638,8 @@ def train_test_split(
         frac = float(test_size)
         if not 0.0 < frac < 1.0:
             raise ValueError(f"test_size as a fraction must be in (0, 1), got {frac}")
-        n_test = math.ceil(round(frac * n, 6))  # 0.07·100 = 7.000000000000001 and float32 0.3·10 are not 8 and 4
+        # 0.07·100 = 7.000000000000001 and float32 0.3·10 are not 8 and 4; any positive share is ≥ 1 row
+        n_test = max(1, math.ceil(round(frac * n, 6)))
         if not 1 <= n_test <= n - 1:
             raise ValueError(
                 f"test_size={frac} gives {n_test} test rows out of {n}; need 1..{n - 1}"

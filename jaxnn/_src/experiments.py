@@ -35,6 +35,7 @@ import dataclasses
 import math
 import os
 import sys
+import tempfile
 import time
 import warnings
 from typing import Callable, Optional, Sequence
@@ -1335,12 +1336,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         folder = os.path.dirname(os.path.abspath(args.save))
         if os.path.isdir(args.save) or not os.path.isdir(folder):
             parser.error(f"--save: {args.save!r} is a folder or its folder does not exist: give a file path")
-        try:  # writable? (found out only after the run, which the traceback then lost)
-            with open(f"{args.save}.tmp", "wb"):
+        try:  # writable? (found out only after the run, which the traceback then lost); a scratch
+            with tempfile.TemporaryFile(dir=folder):  # file, not <save>.tmp, which may be the user's
                 pass
-            os.remove(f"{args.save}.tmp")
         except OSError as err:
             parser.error(f"--save: cannot write {args.save!r}: {err.strerror or err}")
+        if os.path.isdir(f"{args.save}.tmp"):  # the result is written there first, then renamed
+            parser.error(f"--save: {args.save + '.tmp'!r} is a folder")
     if args.plot is not None and os.path.exists(args.plot) and not os.path.isdir(args.plot):
         parser.error(f"--plot: {args.plot!r} exists and is not a folder")
     if "domains" in options:

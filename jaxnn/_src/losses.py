@@ -512,7 +512,7 @@ def _sqrt_link(h, a):
     given, a²/(2r³): through |h| autodiff read link'(0) = 0."""
     s = jnp.abs(h)
     r = jnp.sqrt(a * a + s * s)
-    q = a * a / (2.0 * r * (r + s))
+    q = jnp.where(s == 0, 0.5, a * a / (2.0 * r * (r + s)))  # exactly ½ at 0 (a²/2a² rounded: 0.49999994)
     return jnp.where(h >= 0, 1.0 - q, q)
 
 

@@ -116,7 +116,21 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
     def fit(self, X, y, neighbors=None):
         """Fit on X (n_samples, n_features) and y; ``neighbors``: an optional
         precomputed (n_samples, k) neighbour index array (self excluded) or a
-        :class:`jaxnn.Neighbors` from :func:`jaxnn.knn_graph` (its first k)."""
+        :class:`jaxnn.Neighbors` from :func:`jaxnn.knn_graph` (its first k).
+        A fit that fails leaves a previous fit whole."""
+        seen = {name: getattr(self, name) for name in ("n_features_in_", "feature_names_in_") if hasattr(self, name)}
+        try:
+            return self._fit(X, y, neighbors)
+        except Exception:
+            # validate_data has already recorded the new X's features: put the fitted ones back
+            for name in ("n_features_in_", "feature_names_in_"):
+                if name in seen:
+                    setattr(self, name, seen[name])
+                elif hasattr(self, name):
+                    delattr(self, name)
+            raise
+
+    def _fit(self, X, y, neighbors):
         X, y = validate_data(self, X, y, dtype=_FLOATS, multi_output=True, ensure_min_samples=2)
         if issparse(y):  # a sparse indicator matrix (scikit-learn's multilabel tools make them)
             y = y.toarray()
