@@ -144,9 +144,14 @@ def _smoothing_weight(loss: Loss, m: int, dtype):
     return 1.0 / (m * loss.weight(jnp.zeros((), dtype)))
 
 
-def _signs_present(r, layout):
-    """(any r_i > 0, any r_i < 0) per class (C,): padding has r = 0."""
-    return layout.total((r > 0).astype(r.dtype)) > 0, layout.total((r < 0).astype(r.dtype)) > 0
+def _one_sided(d, r, layout, bound):
+    """δ (C,) with ±bound where all r_i agree (+ where all are > 0), whatever the
+    weights read: without smoothing there is no finite step there, and float32
+    weights that underflowed (logistic: e^−100) read 0 — a root finder then
+    stops anywhere G reads 0, and W = W⁺/(W⁺ + W⁻) is 0/0.  Padding has r = 0."""
+    pos = layout.total((r > 0).astype(r.dtype)) > 0
+    neg = layout.total((r < 0).astype(r.dtype)) > 0
+    return jnp.where(pos & ~neg, bound, jnp.where(neg & ~pos, -bound, d))
 
 
 def _weights_never_vanish(loss: Loss) -> bool:
@@ -156,17 +161,6 @@ def _weights_never_vanish(loss: Loss) -> bool:
     they underflowed."""
     with jax.ensure_compile_time_eval():  # a concrete number, also while a boosting loop is traced
         return float(loss.weight(jnp.float32(30.0))) > 0.0
-
-
-def _one_sided(w_plus, w_minus, r, layout):
-    """W⁺, W⁻ with the present side at least the smallest normal number where
-    all r_i agree, for a loss whose weights never vanish: float32 ones
-    underflow (logistic: e^−100), and W = W⁺/(W⁺ + W⁻) then read 0/0."""
-    pos, neg = _signs_present(r, layout)
-    tiny = jnp.finfo(w_plus.dtype).tiny
-    w_plus = jnp.where(pos & ~neg, jnp.maximum(w_plus, tiny), w_plus)
-    w_minus = jnp.where(neg & ~pos, jnp.maximum(w_minus, tiny), w_minus)
-    return w_plus, w_minus
 
 
 @dataclasses.dataclass(frozen=True)
@@ -209,12 +203,8 @@ class UNN:
 
             d0 = jnp.zeros(jnp.shape(n), dtype)  # one root per example and class
             d = increasing_root(minus_g, d0, -bound, bound, d0, _iters(dtype))
-        if not self.smoothing:
-            # all r_i agree: no finite root, δ = ±max_delta, whatever the weights read —
-            # the root finder stopped where G read 0: anywhere on the squared loss's
-            # half-line of roots (0, 0.6, 25.25…), or at 0 once float32 weights underflowed
-            pos, neg = _signs_present(r, layout)
-            d = jnp.where(pos & ~neg, bound, jnp.where(neg & ~pos, -bound, d))
+        if not self.smoothing:  # the squared loss's G is 0 on a half-line there: any point was returned
+            d = _one_sided(d, r, layout, bound)
         return _finite_delta(d, n, self.max_delta)
 
 
@@ -230,8 +220,6 @@ class UNNFast(UNN):
         dtype = e.dtype
         extra = jnp.asarray(1.0 / m if self.smoothing else 0.0, dtype)
         w_plus, w_minus = _signed_masses(loss, e, r, layout)
-        if not self.smoothing and _weights_never_vanish(loss):  # all r_i agree: W = 1 or 0, however the weights
-            w_plus, w_minus = _one_sided(w_plus, w_minus, r, layout)  # read (float32 underflow read 0/0, δ = 0)
         w_plus, w_minus = w_plus + extra, w_minus + extra
         weighed = w_plus + w_minus > 0  # else (squared loss: every weight 0) no information, δ = 0
         total = jnp.where(weighed, w_plus + w_minus, 1.0)
@@ -245,7 +233,10 @@ class UNNFast(UNN):
         # or NaN for most losses, so δ = ±max_delta as for UNN (not NaN → 0);
         # where it is finite (the squared loss: ∇φ(0) = −1) it is the step
         d = jnp.where(jnp.isfinite(d), d, -self.max_delta)
-        return _finite_delta(jnp.where(weighed, jnp.where(plus_wins, -d, d), 0.0), n, self.max_delta)
+        d = jnp.where(weighed, jnp.where(plus_wins, -d, d), 0.0)
+        if not self.smoothing and _weights_never_vanish(loss):  # W = 1 or 0 there (the squared loss: ∓1, eq. 30)
+            d = _one_sided(d, r, layout, jnp.asarray(self.max_delta, dtype))
+        return _finite_delta(d, n, self.max_delta)
 
 
 def gnnb(epsilon: float = 0.5) -> GNNB:

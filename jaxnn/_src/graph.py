@@ -452,18 +452,23 @@ def _nndescent_query(index, X_train, X_query, k: int) -> Neighbors:
     idx, dist = idx.astype(np.int64), dist.astype(np.float32)
     bad = np.nonzero((idx < 0).any(axis=1))[0]
     if bad.size:
-        Xq = jnp.asarray(np.asarray(X_query)[bad], jnp.asarray(X_train).dtype)
-        exact_idx, exact_dist = _blocked_topk(Xq, jnp.asarray(X_train), k, _block_rows(len(X_train), None), False)
-        idx[bad], dist[bad] = np.asarray(exact_idx), np.asarray(exact_dist)
+        X_train = jnp.asarray(X_train)
+        idx[bad], dist[bad] = _exact_among(jnp.asarray(np.asarray(X_query)[bad], X_train.dtype), X_train, k)
     return Neighbors(jnp.asarray(idx, dtype=jnp.int32), jnp.asarray(dist))
+
+
+def _exact_among(Q, X, k: int):
+    """The exact k nearest rows of X to each row of Q (a few rows to repair):
+    NumPy indices and distances, in the search's own tiles (a fixed 256 rows
+    planned 1.06 GB at m = 10⁶ for 5 rows)."""
+    return tuple(np.asarray(a) for a in _blocked_topk(Q, X, k, _block_rows(X.shape[0], None), False))
 
 
 def _exact_rows(X, rows: np.ndarray, k: int):
     """The exact k nearest other points of the points ``rows`` of X, found
     among all of X with each row's own index dropped (by index: a duplicate
     point may come first): NumPy (len(rows), k) indices and distances."""
-    # tiles of the search's own height (a fixed 256 rows planned 1.06 GB at m = 10⁶ for 5 rows)
-    idx, dist = (np.asarray(a) for a in _blocked_topk(X[jnp.asarray(rows)], X, k + 1, _block_rows(X.shape[0], None), False))
+    idx, dist = _exact_among(X[jnp.asarray(rows)], X, k + 1)
     keep = np.argsort(idx == np.asarray(rows)[:, None], axis=1, kind="stable")[:, :k]  # self last, rest in order
     return np.take_along_axis(idx, keep, axis=1), np.take_along_axis(dist, keep, axis=1)
 
