@@ -169,6 +169,51 @@ def test_lazy_steps_on_hubs_match_reference(algorithm, loss, scan, always_narrow
     np.testing.assert_allclose(trace, ref.parallel_risk, rtol=1e-7, atol=1e-10)
 
 
+def _width_boundary_graph(m=300, k=4, seed=0):
+    """A graph whose in-degrees sit on both sides of every step width: n_0 =
+    m − 5 (P, widths 16, 64, P) and n_1..n_4 = 16, 17, 64, 65; other examples
+    have a few members."""
+    rng = np.random.default_rng(seed)
+    nb = np.empty((m, k), np.int64)
+    second = np.full(m, -1)
+    start = 5
+    for target, count in [(1, 16), (2, 17), (3, 64), (4, 65)]:
+        second[start:start + count] = target
+        start += count
+    for i in range(m):
+        fixed = [0, second[i]] if i >= 5 else []
+        fixed = [t for t in fixed if t >= 0]
+        pool = np.setdiff1d(np.arange(5, m), [i])
+        nb[i] = fixed + list(rng.choice(pool, k - len(fixed), replace=False))
+    return nb
+
+
+@pytest.mark.parametrize("scan", ["plain", "windowed"])
+def test_steps_at_width_boundaries_match_reference(scan, always_narrow, request):
+    """An example with n_j one more than a step width runs at the next width
+    (all its members count in δ): GNNB over every width boundary equals the
+    float64 reference."""
+    import sys, os
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    import reference as R
+
+    from jaxnn._src.boosting import step_widths
+
+    if scan == "windowed":
+        request.getfixturevalue("windowed")
+    nb = _width_boundary_graph()
+    n = np.bincount(nb.ravel(), minlength=len(nb))
+    assert step_widths(int(n.max())) == (16, 64, int(n.max())) and list(n[1:5]) == [16, 17, 64, 65]
+    rng = np.random.default_rng(1)
+    X, y = rng.normal(size=(len(nb), 3)), rng.integers(0, 2, len(nb))
+    Y = np.where(y[:, None] == np.arange(2)[None, :], 1.0, -1.0)
+    ref = R.gnnb(Y, nb, "logistic")
+    with jax.enable_x64(True):
+        alpha = np.asarray(jaxnn.fit(X, y, k=4, loss="logistic", algorithm="gnnb", neighbors=nb).alpha)
+    np.testing.assert_allclose(alpha, ref.alpha, rtol=1e-9, atol=1e-12)
+
+
 @pytest.fixture(params=[None, 7], ids=["pairs-default", "pairs-7"])
 def greedy_pairs(request, monkeypatch):
     """The greedy step's (member, class) pairs per update iteration: the
@@ -571,6 +616,12 @@ def test_algorithm_factories_reject_bad_parameters():
         jaxnn.gnnb(None)
     with pytest.raises(ValueError, match="epsilon"):
         jaxnn.gnnb(1.0)
+    for eps in (0.0, 1.0):  # the classes themselves, as algorithm= objects, check too
+        with pytest.raises(ValueError, match="epsilon"):
+            jaxnn.GNNB(epsilon=eps)
+    X, y = _blobs(m=40, seed=0)
+    with pytest.raises(ValueError, match="max_delta"):
+        jaxnn.fit(X, y, k=3, algorithm=jaxnn.UNN(max_delta=0.0))
 
 
 def test_fit_takes_a_knn_graph_result_and_uses_its_first_k():
@@ -697,6 +748,32 @@ def test_colored_schedule_equals_sequential_in_colour_order(algorithm, loss, chu
     ends = np.cumsum((ex < 400).sum(axis=1))
     ends = np.concatenate([ends, ends + 400]) - 1
     np.testing.assert_allclose(np.asarray(col.trace), np.asarray(seq.trace)[ends], rtol=1e-9)
+
+
+def test_color_schedule_layout():
+    """The colours run in reverse of the largest-first colouring, and each is
+    cut into steps of ``chunk`` units (n_j + 1 an example) counted from the
+    colour's own first example, in index order."""
+    from jaxnn._src.schedule import color_conflict_graph, color_schedule
+
+    X, _ = _blobs(m=300, C=3, seed=4)
+    nb = np.asarray(jaxnn.knn_graph(X, 6).indices)
+    first_fit = color_conflict_graph(nb)
+    chunk = 40
+    sched = color_schedule(nb, chunk=chunk)
+    np.testing.assert_array_equal(sched.colors, first_fit.max() - first_fit)
+    n = np.bincount(nb.ravel(), minlength=len(nb))
+    ex = np.asarray(sched.examples)
+    steps = [row[row < len(nb)] for row in ex]
+    expected = []
+    for c in range(sched.n_colors):
+        js = np.flatnonzero(sched.colors == c)  # index order
+        units = n[js] + 1
+        part = (np.cumsum(units) - units) // chunk
+        expected += [js[part == p] for p in range(part.max() + 1)]
+    assert len(steps) == len(expected) == sched.n_steps
+    for got, want in zip(steps, expected):
+        np.testing.assert_array_equal(got, want)
 
 
 def test_color_schedule_rejects_bad_chunk():
