@@ -485,6 +485,23 @@ def test_root_finding_losses_compile_once(algorithm, loss, caplog):
     assert compiled == []
 
 
+def test_predict_breaks_ties_toward_the_first_class_and_zero_is_negative():
+    """H tied across classes → the first class (argmax's first); a multilabel
+    H_c = 0 → not that label (H > 0), eagerly and under jit."""
+    X, y = _blobs(m=60, C=3, seed=2)
+    for labels, want in ((y + 10, 10), (np.array(["b", "a", "c"])[y], "a")):
+        model = jaxnn.fit(X, labels, k=5, posterior="link")
+        flat = dataclasses.replace(model, alpha=jnp.zeros_like(model.alpha))  # H ≡ 0 everywhere
+        assert np.all(jaxnn.predict(flat, X[:7]) == want)
+        if want == 10:
+            assert np.all(np.asarray(jax.jit(jaxnn.predict)(flat, X[:7])) == 10)
+    Y = np.stack([y == 0, y != 0], axis=1).astype(int)
+    multi = jaxnn.fit(X, Y, k=5, posterior="link")
+    flat = dataclasses.replace(multi, alpha=jnp.zeros_like(multi.alpha))
+    assert jaxnn.predict(flat, X[:7]).sum() == 0
+    assert int(jax.jit(jaxnn.predict)(flat, X[:7]).sum()) == 0
+
+
 def test_prediction_under_jit_equals_eager():
     X, y = _blobs(m=120, seed=3)
     model = jaxnn.fit(X, y, k=5, posterior="votes")
@@ -977,6 +994,18 @@ def test_auto_posterior_scores_at_most_max_scored_held_out_points(monkeypatch, c
     np.testing.assert_array_equal(seen[0][1], X[perm[:40]])
 
 
+def test_one_standard_error_rule():
+    """The last candidate within one standard error (std with ddof = 1 over
+    √n, of the paired differences to the best) of the best mean."""
+    from jaxnn._src.model import _one_standard_error_choice
+
+    # differences to the best (column 0): 0.9, −0.1 → mean 0.4, se = 1/2 (ddof = 0: 0.354)
+    assert _one_standard_error_choice(np.array([[0.1, 1.0], [0.2, 0.1]])) == 1
+    assert _one_standard_error_choice(np.array([[0.1, 1.0], [0.2, 0.3]])) == 0  # 0.9, 0.1: mean 0.5 > se 0.4
+    assert _one_standard_error_choice(np.array([[0.0, 0.3], [0.0, 0.3], [0.0, 0.3]])) == 0  # se 0 < mean 0.3
+    assert _one_standard_error_choice(np.array([[0.3, 0.0], [0.3, 0.0]])) == 1  # the last is the best
+
+
 def test_auto_posterior_with_given_neighbors_derives_the_auxiliary_graph(monkeypatch, caplog):
     """fit(neighbors=...) with posterior="auto" runs no neighbour search: the
     80 % fit's graph is graph.subgraph of the caller's (an exact search of the
@@ -986,11 +1015,12 @@ def test_auto_posterior_with_given_neighbors_derives_the_auxiliary_graph(monkeyp
 
     searches = []
     monkeypatch.setattr(model_mod, "knn_graph", lambda *a, **kw: searches.append(a) or graph_mod.knn_graph(*a, **kw))
-    given = []
+    given, rounds = [], []
     real_fit = model_mod.fit
 
     def spy_fit(X, y, **kw):
         given.append(kw.get("neighbors"))
+        rounds.append(kw.get("rounds"))
         return real_fit(X, y, **kw)
 
     monkeypatch.setattr(model_mod, "fit", spy_fit)
@@ -1000,7 +1030,7 @@ def test_auto_posterior_with_given_neighbors_derives_the_auxiliary_graph(monkeyp
         model = jaxnn.fit(X, y, k=5, neighbors=nb, seed=3)
     assert not searches and 0.0 <= model.posterior_mix <= 1.0
     tr = np.random.default_rng(3).permutation(200)[40:]
-    assert len(given) == 1
+    assert len(given) == 1 and rounds == [160]  # the rounds scale with the 80 %: one pass each
     np.testing.assert_array_equal(given[0], graph_mod.subgraph(X, nb, tr))
     assert any(r.getMessage().startswith("fit: posterior='auto': 5-NN graph of the 160 points from the full graph (two hops)")
                for r in caplog.records)

@@ -176,3 +176,43 @@ def test_select_computes_in_float64_under_x64():
         shifted = jaxnn.select(X.astype(np.float64) + 1e8, y, ks=(5,), losses=("logistic",), passes=(1,))
         plain = jaxnn.select(X.astype(np.float64), y, ks=(5,), losses=("logistic",), passes=(1,))
     assert shifted.scores == plain.scores
+
+
+def test_select_ties_go_to_smaller_k_then_fewer_passes_then_the_earlier_loss():
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1], 40)
+    X = (rng.normal(size=(80, 2)) * 0.1 + 10.0 * y[:, None]).astype(np.float32)  # far apart: every candidate scores 1
+    sel = jaxnn.select(X, y, ks=(5, 3), losses=("matsushita", "logistic"), passes=(2, 1))
+    assert set(sel.scores.values()) == {1.0}
+    assert (sel.k, sel.passes, sel.loss) == (3, 1, "matsushita")
+
+
+@pytest.mark.parametrize("sizes, fraction, counts", [((10, 12, 13), 0.25, (3, 3, 3)), ((1, 3), 0.5, (0, 2))])
+def test_holdout_shares_by_largest_remainder_and_keeps_a_last_example(sizes, fraction, counts):
+    # round(0.25 · 35) = 9 validation points; the floors 2 + 3 + 3 leave one, to the largest
+    # remainder (class 0's 0.5); a class of one keeps its only example for training
+    y = np.repeat(np.arange(len(sizes)), sizes)
+    tr, va = jaxnn._src.select._holdout(y, fraction, 0)
+    assert tuple(np.bincount(y[va], minlength=len(sizes))) == counts
+    assert np.all(np.bincount(y[tr], minlength=len(sizes)) >= 1)
+
+
+def test_select_drops_ks_the_training_part_cannot_hold():
+    X, y = _data(m=80)
+    tr, _ = jaxnn._src.select._holdout(y, 0.25, 0)
+    sel = jaxnn.select(X, y, ks=(5, tr.size), losses="logistic", passes=1)
+    assert {key[0] for key in sel.scores} == {5}
+
+
+def test_select_multilabel_scores_each_label_decision():
+    """Multilabel data: a plain random quarter held out, and a candidate's score
+    is the share of (point, label) decisions H_c > 0 that match the labels."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(80, 3)).astype(np.float32)
+    Y = np.stack([X[:, 0] > 0, X[:, 1] + X[:, 2] > 0], axis=1).astype(int)
+    tr, va = jaxnn._src.select._holdout(Y, 0.25, 0)
+    assert va.size == 20 and np.intersect1d(tr, va).size == 0 and tr.size == 60
+    sel = jaxnn.select(X, Y, ks=(5,), losses=("logistic",), passes=(1,))
+    model = jaxnn.fit(X[tr], Y[tr], k=5, loss="logistic", rounds=tr.size, posterior="link")
+    want = float(np.mean(jaxnn.predict(model, X[va]) == Y[va]))
+    assert want > 0.7 and sel.scores[(5, "logistic", 1)] == pytest.approx(want)

@@ -484,15 +484,23 @@ def _choose_posterior_mix(X, y, *, k, loss, algorithm, rounds, chooser, seed, gr
     # per-example Brier score of every blend: (scored points, len(grid))
     blends = (1 - _MIX_GRID)[None, :, None] * p_link[:, None, :] + _MIX_GRID[None, :, None] * p_votes[:, None, :]
     brier = np.sum((blends - target[:, None, :]) ** 2, axis=2)
+    mix = float(_MIX_GRID[_one_standard_error_choice(brier)])
+    logger.info("fit: posterior='auto': held-out Brier score %s -> %s",
+                ", ".join(f"{name} {b:.4f}" for name, b in zip(("link", "votes"), brier.mean(axis=0))),
+                "votes" if mix else "link")
+    return mix
+
+
+def _one_standard_error_choice(brier: np.ndarray) -> int:
+    """The one-standard-error rule toward the last candidate: (n, G) per-point
+    scores (lower is better) of G candidates on n ≥ 2 points → the largest
+    index whose mean is within one standard error of the best mean, the
+    error being that of the mean paired difference to the best candidate,
+    std(ddof=1)/√n."""
     mean = brier.mean(axis=0)
     best = int(np.argmin(mean))
-    # one-standard-error rule toward the votes: the largest λ whose mean Brier
-    # score is within one standard error (of its difference to the best) of the best
-    se = (brier - brier[:, [best]]).std(axis=0, ddof=1) / np.sqrt(val.size)
-    mix = float(_MIX_GRID[np.nonzero(mean <= mean[best] + se)[0].max()])
-    logger.info("fit: posterior='auto': held-out Brier score %s -> %s",
-                ", ".join(f"{name} {b:.4f}" for name, b in zip(("link", "votes"), mean)), "votes" if mix else "link")
-    return mix
+    se = (brier - brier[:, [best]]).std(axis=0, ddof=1) / np.sqrt(brier.shape[0])
+    return int(np.nonzero(mean <= mean[best] + se)[0].max())
 
 
 def _check_model(model) -> Model:

@@ -74,12 +74,13 @@ def _holdout(y: np.ndarray, fraction: float, seed: int):
     codes = codes.reshape(-1)
     sizes = np.bincount(codes)
     quota = fraction * sizes
-    take = np.floor(quota).astype(np.int64)
+    room = np.maximum(sizes - 1, 0)  # a class keeps one training example
+    take = np.minimum(np.floor(quota).astype(np.int64), room)
     extra = int(round(fraction * m)) - int(take.sum())
-    if extra > 0:  # largest remainders first, ties in a seeded random order
+    if extra > 0:  # largest remainders first among classes with room, ties in a seeded random order
         order = np.lexsort((rng.permutation(sizes.size), -(quota - take)))
+        order = order[take[order] < room[order]]
         take[order[:extra]] += 1
-    take = np.minimum(take, np.maximum(sizes - 1, 0))
     val = [rng.permutation(np.flatnonzero(codes == c))[: take[c]] for c in range(sizes.size)]
     val = np.sort(np.concatenate(val))
     return np.setdiff1d(np.arange(m), val), val
