@@ -92,6 +92,22 @@ def test_generalized_mean_power_matches_float64_reference(q):
 
 
 @pytest.mark.parametrize(
+    "P, q",
+    [([0.2, 0.8], 5000.0), ([0.2, 0.8], -5000.0), ([0.3, 0.9, 0.6], 2e4),  # large |q|: near, not at, the max / min
+     ([1e-12, 1.0], 5e-5), ([1e-12, 1.0], -5e-5), ([1e-12, 0.5, 1.0], 1e-4)],  # small |q|: near, not at, the GM
+)
+def test_generalized_mean_large_and_small_powers(P, q):
+    """M_q = (mean p^q)^{1/q} in float64 log space, exp((logsumexp(q log p) − log n)/q):
+    M_5000(0.2, 0.8) = 0.8·2^{−1/5000} = 0.79989, not the max 0.8;
+    M_{5e-5}(1e-12, 1) = 1.00478e-6, not the geometric mean 1e-6."""
+    from scipy.special import logsumexp
+
+    L = np.log(np.asarray(P, np.float64))
+    ref = np.exp((logsumexp(q * L) - np.log(L.size)) / q)
+    assert float(ens.generalized_mean(np.asarray(P), q)) == pytest.approx(ref, rel=1e-5)
+
+
+@pytest.mark.parametrize(
     "P, axis, exc, match",
     [
         ([np.nan, 0.5], 0, ValueError, "P contains NaN or infinite"),
@@ -276,6 +292,22 @@ def test_multilabel_split(data):
     pred = ens.predict_split(sm, Xq)
     assert pred.shape == (30, 3) and set(np.unique(pred)) <= {0, 1}
     np.testing.assert_array_equal(pred, (P > 0.5).astype(int))
+
+
+def test_multilabel_split_predicts_strictly_above_one_half(data):
+    # one boosting round: most query points get H = 0 in every block, so a
+    # combined posterior of exactly link(0) = 1/2 — predicted 0 (p > 1/2)
+    X, _, Xq = data
+    Yind = (X[:, :3] > 0).astype(int)
+    sm = ens.fit_split(X, Yind, n_splits=3, k=5, rounds=1, mean="arithmetic")
+    H = np.asarray(ens.decision_function_split(sm, Xq))
+    P = np.asarray(ens.predict_proba_split(sm, Xq))
+    undecided = np.all(H == 0, axis=0)
+    assert undecided.sum() > 10
+    np.testing.assert_array_equal(P[undecided], 0.5)
+    pred = ens.predict_split(sm, Xq)
+    np.testing.assert_array_equal(pred, (P > 0.5).astype(int))
+    np.testing.assert_array_equal(pred[undecided], 0)
 
 
 def test_normalisation_and_explicit_blocks(sm3, data):

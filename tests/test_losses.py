@@ -282,3 +282,74 @@ def test_square_root_losses_in_both_tails(name, a, dtype):
     # link'(h) = a²/(2(a² + h²)^{3/2}) — at 0 too (through |h| autodiff read 0), which N³'s curvature uses
     slope = np.array([float(jax.grad(loss.posterior)(jnp.asarray(v, dtype))) for v in h[4:-4]])
     np.testing.assert_allclose(slope, a * a / (2 * (a * a + h[4:-4].astype(float) ** 2) ** 1.5), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_derived_gini_link_saturates_exactly(dtype):
+    """The Gini φ = p² − p has ∇φ(p) = 2p − 1 with range [−1, 1]: the derived
+    link (∇φ)⁻¹ is exactly 0 below −1 and exactly 1 above 1, and the weight
+    w(e) = link(−e)/b and the curvature ψ''(x) = 2·[|x| < 1] with it."""
+    sq = losses.from_phi(lambda p: p * p - p)
+    h = np.array([-50.0, -3.0, -2.0, -1.5, 1.5, 2.0, 3.0, 50.0], dtype)
+    np.testing.assert_array_equal(_np(sq.link(jnp.asarray(h))), np.where(h > 0, 1.0, 0.0))
+    np.testing.assert_array_equal(_np(sq.weight(jnp.asarray(h))), np.where(h > 0, 0.0, 4.0))
+    x = np.array([-50.0, -3.0, -1.5, -1.01, -0.99, -0.5, 0.0, 0.5, 0.99, 1.01, 1.5, 3.0, 50.0], dtype)
+    np.testing.assert_allclose(_np(sq.curvature(jnp.asarray(x))), np.where(np.abs(x) < 1, 2.0, 0.0), rtol=1e-6, atol=0)
+
+
+def test_curvature_vanishing_only_very_near_the_ends_is_unbounded():
+    # φ'' = 2 − 2e^{−p/d} − 2e^{−(1−p)/d} with d = 10⁻³: 2 in the bulk but
+    # 2·10⁻⁴ at p = 10⁻⁷ (below 10⁻³·φ''(½)) — only a grid reaching 10⁻⁷
+    # from the ends sees it: H* is infinite
+    d = 1e-3
+    edge = losses.from_phi(lambda p: p * p - p - 2 * d * d * (jnp.exp(-p / d) + jnp.exp(-(1 - p) / d)), name="edge")
+    assert float(edge.hstar(jnp.float32)) == math.inf
+    assert float(edge.hstar(jnp.float64)) == math.inf
+
+
+def test_amari_near_and_at_its_domain_edge():
+    """Amari α = ½: ψ(x) = (1 + x·3/16)^{−3}, w = −ψ' = (9/16)(1 + 3x/16)^{−4},
+    finite for x > −16/3 and +∞ at and below it; the weight follows the
+    closed form to within 10⁻⁶·16/3 of the edge (clamped only beyond)."""
+    am = losses.amari(0.5)
+    c = 0.1875
+    x = np.array([-5.333, -5.33, -5.3, -5.0, -3.0, 0.0, 10.0])
+    np.testing.assert_allclose(_np(am.weight(jnp.asarray(x))), 0.5625 * (1 + c * x) ** -4, rtol=1e-6)
+    np.testing.assert_allclose(_np(am.psi(jnp.asarray(x))), (1 + c * x) ** -3, rtol=1e-6)
+    assert float(am.psi(jnp.float64(-16 / 3))) == math.inf
+    assert float(am.psi(jnp.float64(-5.3333))) < math.inf
+
+
+def test_amari_posterior_inverse_round_trips_near_0_and_1():
+    # α = ½: p̂⁻¹(10⁻⁶) = −5.00636 lies within 6.1% of the domain edge −16/3
+    # (the root finder's bracket reaches to 0.1% of it)
+    loss = losses.amari(0.5)
+    p = np.array([1e-6, 1e-4, 1e-3, 0.1, 0.5, 0.9, 0.999, 1 - 1e-6])
+    h = loss.posterior_inverse(jnp.asarray(p))
+    np.testing.assert_allclose(_np(loss.posterior(h)), p, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_phi_power_half_is_matsushita_in_the_tails(dtype):
+    """φ_{1/2} = −√(p(1 − p)) is Matsushita's φ: the derived link (Newton in
+    log p) must follow the closed form a²/(2r(r + s)) ≈ 1/(4h²) down to
+    the smallest normal numbers, and ψ'' = (1 + x²)^{−3/2}."""
+    pp, mat = losses.phi_power(0.5), losses.matsushita()
+    big = [1e4, 1e12, 1e17] if dtype == np.float32 else [1e4, 1e12, 1e30, 1e80]
+    h = np.array(big, dtype)
+    h = np.concatenate([-h[::-1], h])
+    np.testing.assert_allclose(_np(pp.link(jnp.asarray(h))), _np(mat.link(jnp.asarray(h))), rtol=1e-5, atol=0)
+    # curvature: float32 is accurate on the side where link(−x) is near 0
+    x = np.array([0.0, 1.0, 5.0, 30.0, 100.0, 300.0], dtype)
+    if dtype == np.float64:
+        x = np.concatenate([-x[::-1], x])
+    np.testing.assert_allclose(_np(pp.curvature(jnp.asarray(x))), (1 + x.astype(np.float64) ** 2) ** -1.5,
+                               rtol=1e-5 if dtype == np.float32 else 1e-9)
+
+
+def test_from_psi_checks_the_surrogate_inside_a_positive_domain():
+    # ψ(x) = 1/x on x > 0: convex and decreasing there; the surrogate check
+    # runs at domain_min + 1 (x = 0 is outside its domain)
+    inv = losses.from_psi(lambda x: 1.0 / x, domain_min=0.0, name="inv")
+    assert float(inv.weight(jnp.float64(2.0))) == pytest.approx(0.25)  # −ψ'(2) = 1/4
+    assert float(inv.psi(jnp.float64(0.0))) == math.inf

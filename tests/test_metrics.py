@@ -454,3 +454,29 @@ def test_ece_bad_values(y, proba, exc, match):
 def test_ece_accepts_rows_not_summing_to_one():
     # one-vs-rest posteriors (each in [0, 1]) are valid input
     assert M.expected_calibration_error([0, 1], [[0.9, 0.8], [0.1, 0.7]], n_bins=10) == pytest.approx(0.2)
+
+
+def test_ece_confidence_on_a_bin_edge_goes_to_the_lower_bin():
+    # bins are (b/B, (b+1)/B]: with 2 bins a confidence of exactly 0.5 is in
+    # (0, 0.5] — alone there (correct: |1 − 0.5|), 0.75 (wrong: |0 − 0.75|) in
+    # (0.5, 1]; ECE = (0.5 + 0.75)/2. Both in the upper bin would give 0.125
+    assert M.expected_calibration_error([0, 1], [[0.5, 0.5], [0.75, 0.25]], n_bins=2) == pytest.approx(0.625)
+
+
+def test_ece_tie_predicts_the_first_column():
+    # a tie is predicted as the first column (argmax), here class 0: wrong,
+    # so ECE = |0 − 0.4| (the last column would be right: |1 − 0.4| = 0.6)
+    assert M.expected_calibration_error([1], [[0.4, 0.4]], classes=[0, 1]) == pytest.approx(0.4)
+
+
+def test_brier_clips_rounding_into_0_1():
+    # a row within 1e-4 of rounding outside [0, 1] is taken as [1, 0] (its
+    # squared error exactly 0), so the score is that of the second row alone
+    assert M.brier_score([0, 1], [[1.00005, -0.00005], [0.5, 0.5]]) == pytest.approx(0.25, rel=0, abs=1e-15)
+
+
+def test_brier_rows_sum_to_one_within_1e_4():
+    # row sums may be off by rounding (1e-4), not more: 1.005 is refused
+    with pytest.raises(ValueError, match="rows of proba must sum to 1"):
+        M.brier_score([0], [[0.6, 0.405]], classes=[0, 1])
+    assert M.brier_score([0], [[0.6, 0.40005]], classes=[0, 1]) == pytest.approx(0.16 + 0.40005**2)

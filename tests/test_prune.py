@@ -168,3 +168,57 @@ def test_prune_warns_when_a_class_loses_every_prototype(caplog, multilabel):
     (record,) = caplog.records
     named = "only positive or only negative examples of label(s) 1" if multilabel else "no example of class(es) 1"
     assert named in record.getMessage() and "raise theta" in record.getMessage()
+
+
+def _model_with_alpha(A, Y=None, multilabel=False):
+    """A Model (k = 1) holding the given α (m, C) — prune reads only α, Y, k
+    and the label layout — with one-dimensional points j and by default
+    example j of class j mod C."""
+    import jax.numpy as jnp
+
+    A = np.asarray(A, np.float32)
+    m, C = A.shape
+    if Y is None:
+        Y = np.where(np.arange(m)[:, None] % C == np.arange(C), 1.0, -1.0)
+    return jaxnn.Model(jnp.asarray(A), jnp.arange(m, dtype=jnp.float32)[:, None], jnp.asarray(Y, jnp.float32), None,
+                       tuple(range(C)), 1, jaxnn.losses.get("logistic"), None, multilabel)
+
+
+@pytest.mark.parametrize("m, theta, n", [(25, 0.3, 8), (100, 0.07, 7), (10, 0.3, 3), (100, 1e-12, 1), (7, 1e-9, 1)])
+def test_prune_keeps_ceil_theta_m(m, theta, n):
+    # ⌈θ m⌉ examples, at least 1: ⌈7.5⌉ = 8; θ m = 7.000000000000001 and
+    # 3.0000000000000004 in floating point are 7 and 3; a tiny θ keeps the
+    # single largest |α|
+    A = np.random.default_rng(m).permutation(m)[:, None] * np.ones((1, 2)) + 1.0
+    idx = prune_indices(_model_with_alpha(A), theta)
+    np.testing.assert_array_equal(idx, np.sort(np.argsort(-A[:, 0])[:n]))
+
+
+def test_prune_ties_go_to_the_lower_index():
+    assert list(prune_indices(_model_with_alpha(np.ones((4, 2))), 0.5)) == [0, 1]
+    A = np.array([[1.0], [2.0], [2.0], [2.0], [0.5]]) * np.ones((1, 2))
+    assert list(prune_indices(_model_with_alpha(-A), 0.4)) == [1, 2]  # |α| ranked, ties → lower index
+
+
+def test_multilabel_prune_warns_when_a_label_keeps_only_positives(caplog):
+    # the examples with the largest |α| (the first half) are all positives of
+    # label 0; label 1 keeps both signs
+    m = 10
+    Y = np.stack([np.where(np.arange(m) < 5, 1.0, -1.0), np.where(np.arange(m) % 2 == 0, 1.0, -1.0)], axis=1)
+    A = np.where(np.arange(m) < 5, 2.0, 1.0)[:, None] * np.ones((1, 2))
+    model = _model_with_alpha(A, Y, multilabel=True)
+    with caplog.at_level("WARNING", logger="jaxnn"):
+        pruned = prune(model, 0.5)
+    np.testing.assert_array_equal(np.asarray(pruned.Y)[:, 0], 1.0)
+    (record,) = caplog.records
+    assert "only positive or only negative examples of label(s) 0," in record.getMessage()
+
+
+def test_knn_subsample_draws_without_replacement():
+    X = np.arange(500, dtype=np.float32).reshape(250, 2)  # 250 distinct rows
+    y = np.arange(250) % 2
+    for seed in range(3):
+        sub = np.asarray(knn_subsample(X, y, 0.2, seed=seed, k=5).X)
+        assert sub.shape == (50, 2) and len({tuple(r) for r in sub}) == 50
+    # a sample of exactly k examples is enough: ⌈0.02 · 250⌉ = 5 = k
+    assert knn_subsample(X, y, 0.02, k=5).X.shape == (5, 2)
