@@ -320,13 +320,16 @@ def test_amari_near_and_at_its_domain_edge():
     assert float(am.psi(jnp.float64(-5.3333))) < math.inf
 
 
-def test_amari_posterior_inverse_round_trips_near_0_and_1():
-    # α = ½: p̂⁻¹(10⁻⁶) = −5.00636 lies within 6.1% of the domain edge −16/3
-    # (the root finder's bracket reaches to 0.1% of it)
-    loss = losses.amari(0.5)
+@pytest.mark.parametrize("alpha", [0.5, -0.25, -0.9])
+def test_amari_posterior_inverse_round_trips_near_0_and_1(alpha):
+    # α = ½: p̂⁻¹(10⁻⁶) = −5.00636 lies within 6.1% of the domain edge −16/3;
+    # for α < 0, p̂ falls to 0 only at the very edge: the root finder's bracket
+    # reaches to 10⁻⁶ of it (at 0.999·edge, α = −0.9 gave p̂ ≥ 3.4e-4)
+    loss = losses.amari(alpha)
     p = np.array([1e-6, 1e-4, 1e-3, 0.1, 0.5, 0.9, 0.999, 1 - 1e-6])
-    h = loss.posterior_inverse(jnp.asarray(p))
-    np.testing.assert_allclose(_np(loss.posterior(h)), p, rtol=1e-6)
+    with jax.enable_x64(True):
+        h = loss.posterior_inverse(jnp.asarray(p))
+        np.testing.assert_allclose(_np(loss.posterior(h)), p, rtol=1e-8)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

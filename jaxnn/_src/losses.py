@@ -420,7 +420,9 @@ def from_psi(
         p = p.astype(dtype)
         # ±10⁸: the calibrated hinge's p̂⁻¹(π) is −(1/π − 2), ≈ −2C for N³'s
         # class-balanced start with C classes (±10⁴ cut it off from C ≈ 5000)
-        lo = domain_min * 0.999 if math.isfinite(domain_min) else -1e8
+        # a finite domain: from the point where clamp starts (0.999·domain_min left p̂ ≥ 3.4e-4
+        # out of reach for Amari's α = −0.9: p̂ → 0 only at the domain's edge)
+        lo = domain_min + 1e-6 * abs(domain_min) if math.isfinite(domain_min) else -1e8
         hi = -lo
         return increasing_root(posterior, p, lo, hi, jnp.zeros_like(p), _iters(dtype))
 
