@@ -250,6 +250,9 @@ def test_search_keeps_exact_ties_of_grid_points():
     # power of two is exact, so equal distances stay equal and the lower index wins
     X = np.random.default_rng(1).integers(0, 4, size=(200, 2)).astype(np.float32) + np.float32(3e4)
     np.testing.assert_array_equal(np.asarray(jaxnn.knn_graph(X, 6).indices), _brute_force(X, k=6)[0])
+    # a finer grid, where shifting by the mean itself (not rounded to the grid) breaks ties
+    X = np.random.default_rng(0).integers(0, 50, size=(300, 3)).astype(np.float32) + np.float32(3e4)
+    np.testing.assert_array_equal(np.asarray(jaxnn.knn_graph(X, 6).indices), _brute_force(X, k=6)[0])
 
 
 @pytest.mark.parametrize("exclude_self", [True, False])
@@ -481,3 +484,60 @@ def test_exact_rows_equal_the_exact_graph_rows_with_duplicates():
     idx, dist = _exact_rows(jnp.asarray(X), rows, 4)
     np.testing.assert_array_equal(idx, np.asarray(full.indices)[rows])
     np.testing.assert_allclose(dist, np.asarray(full.distances)[rows], atol=1e-5)
+
+
+def test_partial_selections_break_ties_by_lower_index():
+    """Both grouped selections (one pass from m > 8·k·32, column-chunked) keep
+    equal distances in index order: query 0 against 0.5 (301), then 1 (0) and
+    −1 (300) at the same distance."""
+    from jaxnn._src import graph
+
+    X = np.full((800, 1), 1000.0, np.float32)
+    X[0], X[300], X[301] = 1.0, -1.0, 0.5
+    q = np.zeros((1, 1), np.float32)
+    np.testing.assert_array_equal(np.asarray(jaxnn.knn_query(X, q, 3).indices), [[301, 0, 300]])
+    idx, _ = graph._chunked_topk(jnp.zeros((1, 1)), jnp.asarray(X), 3, 1, False)
+    np.testing.assert_array_equal(np.asarray(idx), [[301, 0, 300]])
+
+
+@pytest.mark.parametrize("m, k", [(300, 1), (1001, 3)])
+def test_grouped_selection_with_a_partial_last_group(m, k):
+    # m not a multiple of the 32-column groups: the last group's padding must never win
+    X = np.arange(m, dtype=np.float32)[:, None] + 10
+    Q = np.array([[0.0], [m / 2 + 0.25], [m + 20.0]], np.float32)
+    got = np.asarray(jaxnn.knn_query(X, Q, k).indices)
+    assert got.max() < m
+    np.testing.assert_array_equal(got, _brute_force(X, Q, k)[0])
+
+
+def test_self_distances_are_zero_not_nan():
+    # the norm expansion can round below 0: clipped before the square root
+    X = np.random.default_rng(0).normal(size=(200, 7)).astype(np.float32)
+    d = np.asarray(jaxnn.knn_query(X, X, 1).distances)
+    assert np.isfinite(d).all() and d.max() < 1e-2
+
+
+def test_query_takes_k_equal_to_m():
+    X = np.arange(5, dtype=np.float32)[:, None]
+    np.testing.assert_array_equal(np.asarray(jaxnn.knn_query(X, np.zeros((1, 1), np.float32), 5).indices), [[0, 1, 2, 3, 4]])
+
+
+def test_exact_rows_of_coincident_points_in_index_order():
+    from jaxnn._src.graph import _exact_rows
+
+    idx, _ = _exact_rows(jnp.zeros((60, 2), jnp.float32), np.array([30]), 40)  # every distance ties
+    np.testing.assert_array_equal(np.asarray(idx)[0], list(range(30)) + list(range(31, 41)))
+
+
+def test_inverse_neighbors_of_a_point_nobody_chose():
+    # the last point is nobody's neighbour: its count 0, its row all padding (m), and
+    # the width is the largest count, no wider
+    inv = jaxnn.inverse_neighbors(np.array([[1], [0], [0]]))
+    np.testing.assert_array_equal(np.asarray(inv.counts), [2, 1, 0])
+    np.testing.assert_array_equal(np.asarray(inv.members), [[1, 2], [0, 3], [3, 3]])
+
+
+def test_approx_method_takes_recall_target_one():
+    X = _data(m=50, d=3)
+    g = jaxnn.knn_graph(X, 3, method="approx", recall_target=1.0)  # the range is (0, 1]
+    np.testing.assert_array_equal(np.asarray(g.indices), np.asarray(jaxnn.knn_graph(X, 3).indices))
