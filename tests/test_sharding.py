@@ -52,6 +52,13 @@ SCRIPT = textwrap.dedent(
         home = jaxnn.fit(X, y, k=7, devices=2, posterior="link")
         assert home.alpha.devices() == {jax.devices()[3]}, home.alpha.devices()
         assert jaxnn.knn_graph(X, 7, devices=2).indices.devices() == {jax.devices()[3]}
+    # C = 5 on 4 devices: padded to 8 (a multiple of 4), not 6
+    from jaxnn._src import sharding
+    assert sharding.pad_classes(np.ones((2, 5)), 4).shape == (2, 8)
+    y5 = y % 5
+    five = jaxnn.fit(X, y5, k=7, devices=4, posterior="link")
+    out["five"] = float(np.max(np.abs(np.asarray(five.alpha) - np.asarray(jaxnn.fit(X, y5, k=7, posterior="link").alpha))))
+    assert sharding.resolve_devices(2) == jax.devices()[:2]  # an int: the first n
     try:  # a device named twice: a clear error (it was a bare AssertionError)
         jaxnn.fit(X, y, k=7, devices=[jax.devices()[0]] * 2)
         raise SystemExit("a repeated device was accepted")
@@ -83,6 +90,19 @@ def test_bad_devices():
         jaxnn.fit(X, y, k=3, devices=999)
     with pytest.raises(TypeError, match="devices"):
         jaxnn.fit(X, y, k=3, devices=2.5)
+    for bad in (True, []):  # a bool is no count, an empty list no devices
+        with pytest.raises(TypeError, match="devices"):
+            jaxnn.fit(X, y, k=3, devices=bad)
+
+
+def test_platform_of_given_devices_is_theirs(monkeypatch):
+    # CPU devices asked for on a GPU host: their platform, not the default backend's
+    import jax
+
+    from jaxnn._src import sharding
+
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert sharding.platform(jax.devices("cpu")) == "cpu"
 
 
 def test_gpu_matches_cpu_when_present():
