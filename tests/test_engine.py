@@ -793,6 +793,59 @@ def test_color_schedule_layout():
         np.testing.assert_array_equal(got, want)
 
 
+def test_unsmoothed_steps_when_every_weight_underflows():
+    """float32 weights that underflow on both sides (W⁺ = W⁻ = 0): UNN's root
+    is undefined and δ = 0, not NaN; UNN-fast's step, when only the r = −1 side
+    underflows, is +max_delta as UNN's (all remaining weight on the + side)."""
+    from jaxnn._src.algorithms import BLOCK
+
+    r = jnp.asarray([[1.0], [-1.0]], jnp.float32)
+    n = jnp.asarray([2])
+    both = jnp.asarray([[120.0], [130.0]], jnp.float32)
+    d = jaxnn.unn(smoothing=False).delta(jaxnn.losses.get("exponential"), both, r, n, 60, BLOCK)
+    np.testing.assert_array_equal(np.asarray(d), [0.0])
+    one = jnp.asarray([[0.0], [120.0]], jnp.float32)
+    logistic = jaxnn.losses.get("logistic")
+    fast = jaxnn.unn_fast(smoothing=False).delta(logistic, one, r, n, 60, BLOCK)
+    exact = jaxnn.unn(smoothing=False).delta(logistic, one, r, n, 60, BLOCK)
+    np.testing.assert_array_equal(np.asarray(fast), [50.0])
+    np.testing.assert_array_equal(np.asarray(exact), [50.0])
+
+
+def test_unn_closed_form_smoothing_scales_with_the_weight_at_zero():
+    # eq. 13's smoothing mass is s·w(0): a closed-form δ and the generic root agree for a ψ with w(0) = 2
+    from jaxnn._src.algorithms import BLOCK
+
+    with jax.enable_x64(True):
+        closed = jaxnn.losses.from_psi(lambda x: 2 * jnp.exp(-x), name="exp2", unn_closed_form=lambda p, n: 0.5 * jnp.log(p / n))
+        generic = jaxnn.losses.from_psi(lambda x: 2 * jnp.exp(-x), name="exp2g")
+        e, r, n = jnp.asarray([[0.3], [-0.2], [1.1]]), jnp.asarray([[1.0], [1.0], [-1.0]]), jnp.asarray([3])
+        a, b = (float(jaxnn.unn().delta(L, e, r, n, 60, BLOCK)[0]) for L in (closed, generic))
+    assert a == pytest.approx(b, rel=1e-12)
+
+
+def test_colouring_is_proper_with_hubs_one_past_a_tier():
+    # two hubs with n_j = 17 = 2⁴ + 1 sharing their last member must get different colours
+    from jaxnn._src.schedule import color_conflict_graph
+
+    m = 300
+    nb = (np.arange(m)[:, None] + np.arange(1, 5)[None, :]) % m
+    nb[:12, 0], nb[20:32, 0] = 100, 200
+    nb[299] = [100, 200, 1, 2]
+    assert list(np.bincount(nb.ravel(), minlength=m)[[100, 200]]) == [17, 17]
+    colors = color_conflict_graph(nb, batch_elements=256)
+    assert colors[100] != colors[200]
+    assert all(len(set(colors[row])) == len(row) for row in nb)  # a row's neighbours share a member: itself
+
+
+def test_color_schedule_steps_hold_at_least_256_units():
+    from jaxnn._src.schedule import color_schedule
+
+    nb = (np.arange(400)[:, None] + np.arange(1, 7)[None, :]) % 400
+    a = color_schedule(nb, n_classes=1000, platform="cpu")  # STEP_ELEMENTS // 1000 < 256
+    assert a.n_steps == color_schedule(nb, chunk=256).n_steps
+
+
 def test_color_schedule_rejects_bad_chunk():
     from jaxnn._src.schedule import color_schedule
 
