@@ -148,6 +148,40 @@ def test_sgd_float64_and_full_batch():
         np.testing.assert_array_equal(model.W, same.W)
 
 
+def test_sgd_minimises_the_regularised_logistic_loss():
+    # mean_i Σ_c log(1 + exp(−Y_ic f_ic)) + alpha/2 ‖W‖², intercept unpenalised: scipy BFGS reference
+    from scipy.optimize import minimize
+
+    X, y = make_blobs(30, 2, centers=3, cluster_std=3.0, random_state=2)
+    X = (X - X.mean(0)) / X.std(0)
+    alpha = 0.1
+    Y = np.where(y[:, None] == np.arange(3), 1.0, -1.0)
+
+    def objective(p):
+        W, b = p[:6].reshape(2, 3), p[6:]
+        return np.mean(np.sum(np.logaddexp(0, -Y * (X @ W + b)), 1)) + 0.5 * alpha * np.sum(W * W)
+
+    ref = minimize(objective, np.zeros(9), method="BFGS", options={"gtol": 1e-12}).x
+    with jax.enable_x64(True):
+        # full batch: the cosine-decayed Adam converges to the minimiser
+        full = BL.sgd_fit(X, y, alpha=alpha, epochs=1000, batch_size=30, learning_rate=0.05)
+        # ragged minibatches (30 = 4 × 7 + 2): padded rows carry no weight
+        mini = BL.sgd_fit(X, y, alpha=alpha, epochs=4000, batch_size=7, learning_rate=0.05)
+    for model, tol in ((full, 1e-5), (mini, 0.04)):
+        got = np.r_[np.asarray(model.W).ravel(), np.asarray(model.b)]
+        assert np.max(np.abs(got - ref)) < tol, (tol, np.max(np.abs(got - ref)))
+
+
+def test_sgd_proba_is_normalised_ovr_sigmoids_and_default_rate(blobs):
+    Xtr, Xte, ytr, _ = blobs
+    model = BL.sgd_fit(Xtr, ytr)
+    s = 1 / (1 + np.exp(-np.asarray(BL.decision_function(model, Xte), np.float64)))
+    np.testing.assert_allclose(BL.predict_proba(model, Xte), s / s.sum(1, keepdims=True), rtol=1e-5)
+    # learning_rate=None is 1/√d
+    same = BL.sgd_fit(Xtr, ytr, learning_rate=1 / np.sqrt(2))
+    np.testing.assert_array_equal(model.W, same.W)
+
+
 # --------------------------------------------------------------------------
 # SVM
 # --------------------------------------------------------------------------
@@ -249,6 +283,73 @@ def test_svm_deterministic_and_no_retrace(blobs, svm_blobs):
     other = BL.svm_fit(Xtr, ytr, C=0.1, seed=5)
     assert (_cache_size(_B._svm_fit_jit), _cache_size(_B._platt_jit)) == before
     assert float(jnp.sum(other.W**2)) < float(jnp.sum(svm_blobs.W**2))  # more regularised
+
+
+def test_svm_weights_match_linearsvc(blobs, svm_blobs):
+    # the full-data fit minimises 1/2 ‖w‖² + C Σ max(0, 1 − y f)² (lam = 1/(C m)): LinearSVC's minimiser
+    Xtr, _, ytr, _ = blobs
+    sk = LinearSVC(C=1.0, dual=False, tol=1e-8, max_iter=10_000, intercept_scaling=1e3).fit(Xtr, ytr)
+    np.testing.assert_allclose(svm_blobs.W, sk.coef_.T, atol=1e-4)
+    np.testing.assert_allclose(svm_blobs.b, sk.intercept_, atol=1e-4)
+
+
+def test_svm_platt_fit_on_out_of_fold_scores(blobs, svm_blobs):
+    # Platt's (a, b) come from scores of each fold by the fit on the other folds (same C, seed 0 folds)
+    Xtr, _, ytr, _ = blobs
+    labels = np.unique(ytr, return_inverse=True)[1].astype(np.int32)
+    folds = _B._stratified_folds(labels, 5, 0)
+    f = np.zeros((len(ytr), 3), np.float32)
+    for k in range(5):
+        sub = BL.svm_fit(Xtr[folds != k], ytr[folds != k], platt_folds=None)
+        f[folds == k] = np.asarray(BL.decision_function(sub, Xtr[folds == k]))
+    a, b = _B._platt_jit(jnp.asarray(f), jnp.asarray(labels), n_classes=3)
+    np.testing.assert_allclose(svm_blobs.platt_a, a, rtol=1e-3)
+    np.testing.assert_allclose(svm_blobs.platt_b, b, rtol=1e-3)
+    # the fold assignment follows the seed
+    assert not np.array_equal(folds, _B._stratified_folds(labels, 5, 1))
+    assert not np.array_equal(np.asarray(BL.svm_fit(Xtr, ytr, seed=1).platt_a), np.asarray(svm_blobs.platt_a))
+
+
+def test_platt_fit_matches_scipy():
+    # minimiser of Σ −t log p − (1 − t) log(1 − p), p = 1/(1 + exp(a f + b)), targets
+    # (N+ + 1)/(N+ + 2) and 1/(N− + 2)
+    from scipy.optimize import minimize
+
+    f = np.array([-2.0, -1.5, -1.0, -0.5, 0.0, 0.3, 0.8, 1.0, 1.5, 2.0])
+    y = np.array([-1, -1, 1, -1, -1, 1, -1, 1, 1, 1.0])
+    t = np.where(y > 0, 6 / 7, 1 / 7)
+
+    def nll(p):
+        z = p[0] * f + p[1]
+        return np.sum(t * np.logaddexp(0, z) + (1 - t) * np.logaddexp(0, -z))
+
+    ref = minimize(nll, [0.0, 0.0], method="BFGS", options={"gtol": 1e-10}).x
+    a, b = jax.jit(_B._platt_fit)(jnp.asarray(f[:, None], jnp.float32), jnp.asarray(y[:, None], jnp.float32))
+    np.testing.assert_allclose([float(a[0]), float(b[0])], ref, rtol=1e-4, atol=1e-5)
+
+
+def test_svm_hinge_minimises_the_hinge_objective(blobs):
+    # Σ_c 1/2 ‖w_c‖² + C Σ_i max(0, 1 − y_ic f_ic) against a tightly converged LinearSVC;
+    # the default for the hinge is 1000 Adam steps
+    Xtr, _, ytr, _ = blobs
+    model = BL.svm_fit(Xtr, ytr, loss="hinge", platt_folds=None)
+    sk = LinearSVC(C=1.0, loss="hinge", dual=True, tol=1e-10, max_iter=10**6, intercept_scaling=100).fit(Xtr, ytr)
+
+    def objective(W, b):
+        W, b = np.asarray(W, np.float64), np.asarray(b, np.float64)
+        Y = np.where(ytr[:, None] == np.arange(3), 1.0, -1.0)
+        return 0.5 * np.sum(W * W) + np.sum(np.maximum(0, 1 - Y * (Xtr @ W + b)))
+
+    ours, ref = objective(model.W, model.b), objective(sk.coef_.T, sk.intercept_)
+    assert ours <= ref * (1 + 2e-4), (ours, ref)
+    np.testing.assert_array_equal(model.W, BL.svm_fit(Xtr, ytr, loss="hinge", platt_folds=None, epochs=1000).W)
+
+
+def test_inclusive_upper_bounds_are_accepted():
+    # platt_folds ≤ m (leave-one-out), seed < 2³²
+    assert BL.svm_fit(_X, _Y, platt_folds=10).platt_a.shape == (2,)
+    assert BL.svm_fit(_X, _Y, seed=2**32 - 1).platt_a.shape == (2,)
+    assert BL.sgd_fit(_X, _Y, seed=2**32 - 1).W.shape == (2, 2)
 
 
 # --------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from jaxnn import datasets as D
+from jaxnn._src import datasets as _DS
 
 # (rows, features, classes) from jaxnn/data/README.md
 README_TABLE = {
@@ -114,6 +115,26 @@ def test_letter_sample():
         D.letter_sample(n=20001)
 
 
+def test_letter_sample_full_size_and_shuffled():
+    # n = 20000 (the whole set) is allowed: a permutation of every row
+    X, y = D.letter_sample(n=20000)
+    X_full, y_full = D.load("letter")
+    assert X.shape == (20000, 16)
+    np.testing.assert_array_equal(np.unique(y, return_counts=True)[1], np.unique(y_full, return_counts=True)[1])
+    # "rows are returned in a random order", not grouped by class
+    _, y = D.letter_sample(n=100, seed=0)
+    assert np.any(y[:-1] > y[1:])
+    assert len(set(y[:10])) > 3
+
+
+def test_parse_labels_keeps_non_integral_numbers_as_floats():
+    # load()'s rule: int64 when every label is integral, float64 when some are not
+    labels = _DS._parse_labels(["1.5", "2"])
+    assert labels.dtype == np.float64
+    np.testing.assert_array_equal(labels, [1.5, 2.0])
+    assert _DS._parse_labels(["1", "-2.0"]).dtype == np.int64
+
+
 # --------------------------------------------------------------------------
 # Ripley
 # --------------------------------------------------------------------------
@@ -185,6 +206,53 @@ def test_ripley_bayes_error():
     assert abs(test_err - err) < 0.01
     with pytest.raises(ValueError):
         D.ripley_bayes_error(n_mc=0)
+
+
+def _ripley_posterior_exact(x):
+    """P(y = 1 | x) from exact rational log-densities (fractions), exp in 40-digit decimal."""
+    from decimal import Decimal, localcontext
+    from fractions import Fraction
+
+    means = [(-0.7, 0.3), (0.3, 0.3), (-0.3, 0.7), (0.4, 0.7)]  # class 0, class 0, class 1, class 1
+    logd = [-sum((Fraction(float(xi)) - Fraction(mi)) ** 2 for xi, mi in zip(x, m)) / (2 * Fraction(0.03)) for m in means]
+    top = max(logd)
+    with localcontext() as ctx:
+        ctx.prec = 40
+        w = [(Decimal(d.numerator) / Decimal(d.denominator)).exp() for d in (v - top for v in logd)]
+        return float((w[2] + w[3]) / sum(w))
+
+
+def test_ripley_bayes_posterior_far_from_the_data():
+    # the squares ||x - mu||^2 overflowed (1e200 -> nan) or cancelled (1e150 -> 0.5)
+    X = np.array([
+        [1e200, 1e200], [1e150, 0.0], [-1e300, 5.0], [1.7e308, -1.7e308], [-1e10, 1e10],
+        [3.0, -2.0], [30.0, 1.0], [-100.0, -100.0], [-5.0, 0.5], [-3.0, 0.55], [2.5, 0.45], [0.1, 0.5],
+    ])
+    post = D.ripley_bayes_posterior(X)
+    ref = np.array([_ripley_posterior_exact(x) for x in X])
+    np.testing.assert_allclose(post, ref, rtol=1e-12, atol=0)
+    # analytic limits: the class of the component with the largest <x, mu> - ||mu||^2 / 2 wins;
+    # on x1 = -x2 the closest components (-0.7, 0.3) and (-0.3, 0.7) tie
+    np.testing.assert_array_equal(post[:5], [1.0, 1.0, 0.0, 0.0, 0.5])
+
+
+def test_ripley_bayes_predict_is_posterior_above_one_half():
+    # ties (a posterior of exactly 1/2) go to class 0
+    X = np.array([[-0.99, 0.9899999999981056], [-1e10, 1e10], [0.0, 0.5], [0.3, 0.3], [-0.3, 0.7]])
+    assert D.ripley_bayes_posterior(X[1:2])[0] == 0.5
+    np.testing.assert_array_equal(D.ripley_bayes_predict(X), (D.ripley_bayes_posterior(X) > 0.5).astype(np.int64))
+    assert D.ripley_bayes_predict(X[1:2])[0] == 0
+
+
+def test_ripley_bayes_error_value():
+    # numerical integration of min(p0, p1) over a fine grid: 0.0893 (the Monte-Carlo s.e. at 2e5 is 3e-4)
+    assert abs(D.ripley_bayes_error(n_mc=200_000, seed=0) - 0.0893) < 0.0015
+
+
+def test_synthetic_labels_are_shuffled():
+    # balanced labels come "in shuffled order", not 0...0 1...1
+    for y in (D.ripley(n_train=10, n_test=4).y_train, D.gaussian_posteriors(0.5, n_train=9, n_test=3).y_train):
+        assert np.any(y[:-1] > y[1:])
 
 
 def test_ripley_invalid():
@@ -371,6 +439,16 @@ def test_multilabel_guarantees_small(seed):
     assert np.any(Y.sum(1) >= 2)
 
 
+def test_multilabel_prevalences_and_golden_value():
+    # pi_c ~ U[0.25, 0.45]: round(pi_c n) positives (+1 if the two-label fix switched one on)
+    for seed in range(5):
+        prevalence = D.multilabel(seed=seed)[1].mean(0)
+        assert np.all(prevalence >= 0.25 - 1 / 600) and np.all(prevalence <= 0.45 + 2 / 600), (seed, prevalence)
+    # the two-label fix: the row with the highest second-best score gets its missing label
+    np.testing.assert_array_equal(D.multilabel(n_samples=4, n_features=1, n_classes=2, seed=0)[1],
+                                  [[0, 0], [1, 1], [0, 1], [0, 1]])
+
+
 def test_multilabel_invalid():
     with pytest.raises(ValueError, match="n_classes"):
         D.multilabel(n_classes=1)
@@ -408,6 +486,17 @@ def test_train_test_split_stratified():
     b = D.train_test_split(X, y, seed=5)
     for u, v in zip(a, b):
         np.testing.assert_array_equal(u, v)
+
+
+def test_train_test_split_unstratified_is_random():
+    # test rows drawn at random (seed-dependent), both parts returned in random order
+    ids = np.arange(100)
+    itr, ite, _, _ = D.train_test_split(ids, ids, test_size=25, seed=0, stratify=False)
+    assert np.any(np.diff(itr) < 0) and np.any(np.diff(ite) < 0)
+    tests = [set(D.train_test_split(ids, ids, test_size=5, seed=s, stratify=False)[1]) for s in (0, 1)]
+    assert tests[0] != tests[1] and tests[0] != set(range(5))
+    itr, _, _, _ = D.train_test_split(ids, np.repeat([0, 1], 50), test_size=25, seed=0)
+    assert np.any(np.diff(itr) < 0)
 
 
 def test_train_test_split_multilabel_rows():

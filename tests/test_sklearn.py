@@ -99,6 +99,18 @@ def test_multilabel(blobs):
     np.testing.assert_array_equal(pred, jaxnn.predict(est.model_, Xt))
 
 
+def test_multilabel_proba_and_predict_are_the_functional_ones(blobs):
+    # multilabel columns are separate posteriors (no row renormalisation), and a
+    # label is on only where H > 0 (rounds=1 leaves many H = 0 exactly)
+    X, y, Xt, _ = blobs
+    Y = np.stack([y == 0, y == 1, (y == 1) | (y == 2)], axis=1).astype(int)
+    est = BoostedKNNClassifier(k=5).fit(X, Y)
+    np.testing.assert_allclose(est.predict_proba(Xt), np.asarray(jaxnn.predict_proba(est.model_, Xt)), rtol=1e-6)
+    est1 = BoostedKNNClassifier(k=5, rounds=1).fit(X, Y)
+    assert np.sum(np.asarray(jaxnn.decision_function(est1.model_, Xt)) == 0) > 0
+    np.testing.assert_array_equal(est1.predict(Xt), np.asarray(jaxnn.predict(est1.model_, Xt)))
+
+
 def test_multilabel_in_plus_minus_one_predicts_plus_minus_one(blobs):
     X, y, Xt, _ = blobs
     Y01 = np.stack([y == 0, y == 1, (y == 1) | (y == 2)], axis=1).astype(int)
@@ -149,6 +161,23 @@ def test_predict_proba_rows_sum_to_one_in_float64(blobs):
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             log_loss(yt, P, labels=np.unique(y))
+
+
+def test_fit_passes_epsilon_rounds_and_devices_on(blobs):
+    X, y, _, _ = blobs
+    est = BoostedKNNClassifier(k=5, epsilon=0.1, rounds=20).fit(X, y)
+    model = jaxnn.fit(X, y, k=5, epsilon=0.1, rounds=20, posterior="link")
+    np.testing.assert_array_equal(np.asarray(est.model_.alpha), np.asarray(model.alpha))
+    with pytest.raises(ValueError, match="devices"):
+        BoostedKNNClassifier(k=5, devices="bogus").fit(X, y)
+
+
+def test_failed_first_fit_leaves_no_n_features_in(blobs):
+    X, y, _, _ = blobs
+    est = BoostedKNNClassifier(k=50)
+    with pytest.raises(ValueError, match="k must be <"):
+        est.fit(X[:20], y[:20])
+    assert not hasattr(est, "n_features_in_") and not hasattr(est, "model_")
 
 
 def test_string_options_must_be_strings(blobs):

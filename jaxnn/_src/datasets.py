@@ -369,19 +369,17 @@ def ripley(n_train: int = 250, n_test: int = 1000, seed: int = 0) -> Split:
     return Split(X_train, y_train, X_test, y_test)
 
 
-def _ripley_log_lik(X: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Class log-likelihoods ``(n, 2)`` up to a common additive constant."""
-    diff = X[:, None, None, :] - _RIPLEY_MEANS[None, :, :, :]  # (n, 2, 2, 2)
-    log_comp = -np.sum(diff**2, axis=-1) / (2.0 * _RIPLEY_VAR)  # (n, class, comp)
-    return _logsumexp(log_comp, axis=2) + math.log(0.5)
-
-
 def ripley_bayes_posterior(X: ArrayLike) -> NDArray[np.float64]:
     """Exact ``P(y = 1 | x)`` for Ripley's problem.
 
     Computed from the mixture densities with equal priors (the Gaussian
-    normalising constants cancel because the covariance is shared), in log
-    space so it is stable far from the data.
+    normalising constants cancel because the covariance is shared), so it is
+    stable far from the data: with ``-||x - mu||^2 = 2 <x, mu> - ||mu||^2 -
+    ||x||^2`` the common ``||x||^2`` cancels between the four components (no
+    square of ``x`` is ever formed), the component log-densities are computed
+    for ``x`` scaled by a power of two (exact, no overflow) and taken relative
+    to the largest one, and the class posterior is a ratio of sums of
+    ``exp(<= 0)`` terms, one of them 1.
 
     Args:
         X: ``(n, 2)`` points.
@@ -390,9 +388,16 @@ def ripley_bayes_posterior(X: ArrayLike) -> NDArray[np.float64]:
         ``(n,)`` float64 posteriors of class 1.
     """
     X = _as_points(X, dim=2)
-    ll = _ripley_log_lik(X)
-    # sigmoid(ll1 - ll0) = exp(-log(1 + exp(ll0 - ll1)))
-    return np.exp(-np.logaddexp(0.0, ll[:, 0] - ll[:, 1]))
+    means = _RIPLEY_MEANS.reshape(4, 2)  # class 0's two components, then class 1's
+    # power-of-two scale s with |x| / s < 2 (s = 1 near the data): x / s and the products by s are exact
+    _, exponent = np.frexp(np.max(np.abs(X), axis=1, keepdims=True))
+    scale = np.ldexp(1.0, np.maximum(exponent - 1, 0))
+    # log_comp / s = (<x / s, mu> - ||mu||^2 / (2 s)) / var, up to the common -||x||^2 / (2 var)
+    z = ((X / scale) @ means.T - 0.5 * np.sum(means**2, axis=1) / scale) / _RIPLEY_VAR
+    with np.errstate(over="ignore"):  # a log-ratio below -1.8e308 -> -inf -> weight 0
+        w = np.exp((z - z.max(axis=1, keepdims=True)) * scale)  # in [0, 1], the largest exactly 1
+    p0, p1 = w[:, 0] + w[:, 1], w[:, 2] + w[:, 3]
+    return p1 / (p0 + p1)
 
 
 def ripley_bayes_predict(X: ArrayLike) -> NDArray[np.int64]:
