@@ -541,3 +541,54 @@ def test_approx_method_takes_recall_target_one():
     X = _data(m=50, d=3)
     g = jaxnn.knn_graph(X, 3, method="approx", recall_target=1.0)  # the range is (0, 1]
     np.testing.assert_array_equal(np.asarray(g.indices), np.asarray(jaxnn.knn_graph(X, 3).indices))
+
+
+class _FakeNNDescent:
+    """Stands in for ``pynndescent.NNDescent`` (no numba): exact float64
+    neighbours, self included, with a duplicate point's twin placed before it
+    and row 5 filled only to its third neighbour (−1 after), as pynndescent may; its
+    queries leave row 2 unfilled."""
+
+    built = []
+
+    def __init__(self, X, n_neighbors, random_state, n_jobs, **options):
+        self.X = np.asarray(X, np.float64)
+        self.built.append(n_neighbors)
+        d2 = ((self.X[:, None] - self.X[None]) ** 2).sum(-1)
+        np.fill_diagonal(d2, -1.0)  # self first ...
+        idx = np.argsort(d2, axis=1, kind="stable")[:, :n_neighbors]
+        idx[0, :2] = idx[0, [1, 0]]  # ... but row 0's twin (row 1, distance 0) before it
+        dist = np.sqrt(np.maximum(np.take_along_axis(d2, idx, 1), 0.0))
+        idx[5, 3:], dist[5, 3:] = -1, np.inf  # among row 5's k nearest others
+        self.neighbor_graph = (idx, dist)
+
+    def query(self, Q, k):
+        d2 = ((np.asarray(Q, np.float64)[:, None] - self.X[None]) ** 2).sum(-1)
+        idx = np.argsort(d2, axis=1, kind="stable")[:, :k]
+        dist = np.sqrt(np.take_along_axis(d2, idx, 1))
+        idx[2, -1], dist[2, -1] = -1, np.inf
+        return idx, dist
+
+
+def test_nndescent_drops_self_by_index_and_repairs_unfilled_rows(monkeypatch):
+    """The wrapper asks pynndescent for candidates + 1 neighbours, drops each
+    point itself by index (not column 0: a duplicate may come first), keeps the
+    k nearest, and searches exactly the rows pynndescent left unfilled."""
+    import pynndescent
+
+    from jaxnn._src import graph
+
+    monkeypatch.setattr(pynndescent, "NNDescent", _FakeNNDescent)
+    _FakeNNDescent.built.clear()
+    X = _data(m=40, d=3, seed=2)
+    X[1] = X[0]  # a duplicate pair
+    k = 4
+    nb, index = graph._nndescent_index(X, k, 0, 6, 1)
+    assert _FakeNNDescent.built == [7]
+    want = np.asarray(jaxnn.knn_graph(X, k).indices)
+    np.testing.assert_array_equal(np.asarray(nb.indices), want)
+    assert np.asarray(nb.indices)[0, 0] == 1 and np.asarray(nb.indices)[1, 0] == 0
+    Q = X[:6] + np.float32(0.01)
+    q = graph._nndescent_query(index, X, Q, k)
+    np.testing.assert_array_equal(np.asarray(q.indices), np.asarray(jaxnn.knn_query(X, Q, k).indices))
+    assert np.isfinite(np.asarray(q.distances)).all()
