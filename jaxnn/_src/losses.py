@@ -383,12 +383,14 @@ def from_psi(
             or domain_min == math.inf:
         raise TypeError(f"domain_min must be a real number or -inf, got {domain_min!r}")
 
+    # a finite domain is read from 10⁻⁶ of its edge on (ψ' is infinite at the edge)
+    inner_min = domain_min + 1e-6 * abs(domain_min) if math.isfinite(domain_min) else -math.inf
+
     def clamp(x):
         x = jnp.asarray(x)
         x = x.astype(_float_dtype(x))
         if math.isfinite(domain_min):
-            span = abs(domain_min)
-            x = jnp.maximum(x, domain_min + 1e-6 * span)
+            x = jnp.maximum(x, inner_min)
         return x
 
     dpsi = _elementwise_grad(psi)
@@ -420,9 +422,9 @@ def from_psi(
         p = p.astype(dtype)
         # ±10⁸: the calibrated hinge's p̂⁻¹(π) is −(1/π − 2), ≈ −2C for N³'s
         # class-balanced start with C classes (±10⁴ cut it off from C ≈ 5000)
-        # a finite domain: from the point where clamp starts (0.999·domain_min left p̂ ≥ 3.4e-4
-        # out of reach for Amari's α = −0.9: p̂ → 0 only at the domain's edge)
-        lo = domain_min + 1e-6 * abs(domain_min) if math.isfinite(domain_min) else -1e8
+        # a finite domain: from where clamp starts (0.999·domain_min left p̂ ≥ 3.4e-4 out
+        # of reach for Amari's α = −0.9: p̂ → 0 only at the domain's edge)
+        lo = inner_min if math.isfinite(domain_min) else -1e8
         hi = -lo
         return increasing_root(posterior, p, lo, hi, jnp.zeros_like(p), _iters(dtype))
 
