@@ -3,6 +3,7 @@ equality with the functional API it wraps."""
 
 from __future__ import annotations
 
+import os
 import pickle
 import subprocess
 import sys
@@ -233,6 +234,43 @@ def test_clone_keeps_parameters_and_drops_the_fit(blobs):
     twin = clone(est)
     assert twin.get_params() == est.get_params()
     assert not hasattr(twin, "model_")
+
+
+# Pickles an estimator fit on forced host devices 2 and 3 (of 4) and checks,
+# in that process, that clone / deepcopy / pickle give back the same devices
+# and that GridSearchCV (which clones) runs with them.
+_DEVICE_LIST_SCRIPT = """
+import copy, pickle, sys
+import jax, numpy as np
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV
+from jaxnn.sklearn import BoostedKNNClassifier
+X = np.random.default_rng(0).normal(size=(90, 3)); y = np.arange(90) % 3
+devs = jax.devices()[2:4]
+est = BoostedKNNClassifier(k=5, devices=devs).fit(X, y)
+for twin in (clone(est), copy.deepcopy(est), pickle.loads(pickle.dumps(est))):
+    assert twin.devices == devs and twin.devices is not devs and all(a is b for a, b in zip(twin.devices, devs)), twin.devices
+assert est.devices is devs  # pickling did not touch the original
+np.testing.assert_array_equal(pickle.loads(pickle.dumps(est)).predict(X), est.predict(X))
+assert GridSearchCV(est, {"k": [3, 5]}, cv=2).fit(X, y).best_estimator_.devices == devs
+sys.stdout.buffer.write(pickle.dumps(est))
+"""
+
+
+def test_a_device_list_clones_and_pickles():
+    """jax.Device objects neither deep-copy nor pickle: clone passes them on,
+    pickling stores (platform, id) and finds the devices again; loaded where
+    they are missing, the estimator warns, predicts, and refuses to refit."""
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
+    proc = subprocess.run([sys.executable, "-c", _DEVICE_LIST_SCRIPT], env=env, capture_output=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    X = np.random.default_rng(0).normal(size=(90, 3))
+    with pytest.warns(UserWarning, match=r"devices \['cpu:2', 'cpu:3'\] that this process does not have"):
+        est = pickle.loads(proc.stdout)  # this process has one CPU device
+    assert est.predict(X).shape == (90,)
+    with pytest.raises(ValueError, match=r"devices \['cpu:2', 'cpu:3'\] \(from a pickled estimator\)"):
+        est.fit(X, np.arange(90) % 3)
+    est.set_params(devices=None).fit(X, np.arange(90) % 3)
 
 
 def test_bad_inputs_raise_clear_errors(blobs):

@@ -14,11 +14,15 @@ the core imports this module, and ``import jaxnn`` does not import it.
 
 from __future__ import annotations
 
+import warnings
+from typing import NamedTuple
+
+import jax
 import numpy as np
 
 try:
     from scipy.sparse import issparse  # a scikit-learn dependency
-    from sklearn.base import BaseEstimator, ClassifierMixin
+    from sklearn.base import BaseEstimator, ClassifierMixin, clone
     from sklearn.utils.multiclass import check_classification_targets, type_of_target
     from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 except ImportError as err:  # scikit-learn missing, or older than 1.6 (no public validate_data)
@@ -31,6 +35,27 @@ from jaxnn._src.model import decision_function, fit, predict_proba
 __all__ = ["BoostedKNNClassifier"]
 
 _FLOATS = (np.float64, np.float32)
+
+
+class _PickledDevice(NamedTuple):
+    """A JAX device named by platform and id: what a pickled estimator's
+    ``devices`` list holds (``jax.Device`` objects do not pickle)."""
+
+    platform: str
+    id: int
+
+
+def _is_device_list(devices) -> bool:
+    return isinstance(devices, (list, tuple)) and any(isinstance(d, (jax.Device, _PickledDevice)) for d in devices)
+
+
+def _device_named(ref: _PickledDevice):
+    """This process's device with ref's platform and id, else None."""
+    try:
+        available = jax.devices(ref.platform)
+    except RuntimeError:  # no such backend here (a GPU list unpickled on a CPU-only machine)
+        return None
+    return next((d for d in available if d.id == ref.id), None)
 
 
 class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
@@ -63,7 +88,8 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         ``fit``'s ``"auto"`` (which may mix in the k-NN vote fractions: often
         better calibrated, but their argmax can differ from ``predict``).
       devices: None, an int, a list of devices or ``"all"`` (class axis
-        sharded across them).
+        sharded across them).  A device list clones as it is and pickles
+        as (platform, id) pairs, found again on loading.
       trace: record the surrogate risk after every step (``trace_``).
 
     Attributes:
@@ -108,6 +134,42 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         self.devices = devices
         self.trace = trace
 
+    # ``devices`` may be a list of ``jax.Device``, which neither deep-copies
+    # nor pickles: clone passes the (process-wide) devices on by reference, and
+    # pickling stores them as (platform, id) and finds them again on loading.
+
+    def __sklearn_clone__(self):
+        if not _is_device_list(self.devices):
+            return super().__sklearn_clone__()
+        bare = object.__new__(type(self))
+        bare.__dict__.update(self.__dict__, devices=None)
+        twin = clone(bare)
+        twin.devices = type(self.devices)(self.devices)
+        return twin
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        if _is_device_list(self.devices):  # a copy: object.__getstate__ hands back __dict__ itself
+            state = dict(state)
+            devices = [_PickledDevice(d.platform, d.id) if isinstance(d, jax.Device) else d for d in self.devices]
+            state["devices"] = type(self.devices)(devices)
+        return state
+
+    def __setstate__(self, state):
+        devices = state.get("devices")
+        if _is_device_list(devices):
+            found = [_device_named(d) if isinstance(d, _PickledDevice) else d for d in devices]
+            missing = [f"{d.platform}:{d.id}" for d, f in zip(devices, found) if f is None]
+            if missing:
+                warnings.warn(
+                    f"this estimator was pickled with devices {missing} that this process does not have; "
+                    "predict works, but fit needs set_params(devices=...)",
+                    UserWarning,
+                    stacklevel=2,
+                )
+            state = dict(state, devices=type(devices)(d if f is None else f for d, f in zip(devices, found)))
+        super().__setstate__(state)
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_label = True
@@ -131,6 +193,9 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
             raise
 
     def _fit(self, X, y, neighbors):
+        missing = [f"{d.platform}:{d.id}" for d in self.devices if isinstance(d, _PickledDevice)] if _is_device_list(self.devices) else []
+        if missing:
+            raise ValueError(f"devices {missing} (from a pickled estimator) are not in this process: set_params(devices=...)")
         X, y = validate_data(self, X, y, dtype=_FLOATS, multi_output=True, ensure_min_samples=2)
         if issparse(y):  # a sparse indicator matrix (scikit-learn's multilabel tools make them)
             y = y.toarray()
