@@ -172,6 +172,48 @@ def test_sgd_minimises_the_regularised_logistic_loss():
         assert np.max(np.abs(got - ref)) < tol, (tol, np.max(np.abs(got - ref)))
 
 
+def _sgd_reference(X, y, *, alpha, epochs, batch_size, learning_rate, seed):
+    """float64 numpy minibatch Adam (optax's defaults: b1 0.9, b2 0.999, eps 1e-8)
+    with a cosine-decayed step; epoch e visits jax.random.permutation(fold_in(key(seed), e), m),
+    the ragged last batch padded with zero-weight rows."""
+    m, d = X.shape
+    C = int(y.max()) + 1
+    Y = np.where(y[:, None] == np.arange(C), 1.0, -1.0)
+    n_batches = -(-m // batch_size)
+    T = epochs * n_batches
+    W, b = np.zeros((d, C)), np.zeros(C)
+    mom = [np.zeros_like(W), np.zeros_like(b)]
+    vel = [np.zeros_like(W), np.zeros_like(b)]
+    t = 0
+    for e in range(epochs):
+        perm = np.asarray(jax.random.permutation(jax.random.fold_in(jax.random.key(seed), e), m))
+        perm = np.r_[perm, np.zeros(n_batches * batch_size - m, int)].reshape(n_batches, batch_size)
+        w = (np.arange(n_batches * batch_size) < m).reshape(n_batches, batch_size).astype(float)
+        for idx, wb in zip(perm, w):
+            f = X[idx] @ W + b
+            r = wb[:, None] * (-Y[idx] / (1 + np.exp(Y[idx] * f))) / wb.sum()  # d loss / d f
+            grads = [X[idx].T @ r + alpha * W, r.sum(0)]
+            rate = learning_rate * 0.5 * (1 + np.cos(np.pi * t / T))
+            t += 1
+            for i, g in enumerate(grads):
+                mom[i] = 0.9 * mom[i] + 0.1 * g
+                vel[i] = 0.999 * vel[i] + 0.001 * g * g
+                step = rate * (mom[i] / (1 - 0.9**t)) / (np.sqrt(vel[i] / (1 - 0.999**t)) + 1e-8)
+                (W, b)[i][...] -= step
+    return W, b
+
+
+def test_sgd_equals_a_float64_reference_step_by_step():
+    # every epoch a fresh permutation (one reused every epoch gave other weights), ragged batches
+    X, y = make_blobs(11, 2, centers=3, random_state=4)
+    kwargs = dict(alpha=0.05, epochs=3, batch_size=4, learning_rate=0.3, seed=7)
+    W, b = _sgd_reference(X, y, **kwargs)
+    with jax.enable_x64(True):
+        model = BL.sgd_fit(X, y, **kwargs)
+    np.testing.assert_allclose(np.asarray(model.W), W, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(model.b), b, rtol=1e-10, atol=1e-12)
+
+
 def test_sgd_proba_is_normalised_ovr_sigmoids_and_default_rate(blobs):
     Xtr, Xte, ytr, _ = blobs
     model = BL.sgd_fit(Xtr, ytr)
