@@ -1175,3 +1175,30 @@ def test_window_layout_in_pieces_is_the_layout_at_once(monkeypatch):
         monkeypatch.setattr(window, "LAYOUT_WINDOWS", piece)
         for a, b in zip(whole, window.window_layout(nb, order, 16)):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_fit_and_predict_on_float64_points_far_from_zero():
+    # timestamps-like features: float32 kept ~7 digits of 10⁸ ± 1 (every point one value,
+    # accuracy 0.53); the model now stores X centred in float64 and shifts queries alike
+    rng = np.random.default_rng(0)
+    Z = rng.normal(size=(400, 2))
+    y = (Z[:, 0] > 0).astype(int)
+    shift = np.array([1e8, -3e7])
+    near = jaxnn.fit(Z[:300], y[:300], k=5, posterior="link")
+    far = jaxnn.fit(Z[:300] + shift, y[:300], k=5, posterior="link")
+    assert near.origin is None and far.origin is not None
+    np.testing.assert_allclose(np.asarray(far.origin), shift.astype(np.float32))
+    np.testing.assert_allclose(np.asarray(far.alpha), np.asarray(near.alpha), atol=1e-6)
+    Q = Z[300:] + shift
+    np.testing.assert_array_equal(jaxnn.predict(far, Q), jaxnn.predict(near, Z[300:]))
+    H = np.asarray(jaxnn.decision_function(far, Q))
+    np.testing.assert_allclose(H, np.asarray(jaxnn.decision_function(near, Z[300:])), atol=1e-5)
+    # under jit a float32 query is shifted in float32 (exactly here: the query and the
+    # origin both lie on float32's grid), with eager's result
+    Qj = jnp.asarray(np.round(Q), jnp.float32)
+    np.testing.assert_allclose(np.asarray(jax.jit(jaxnn.decision_function)(far, Qj)),
+                               np.asarray(jaxnn.decision_function(far, np.asarray(Qj))), atol=1e-6)
+    pruned = jaxnn.prune(far, 0.5)
+    assert pruned.origin is far.origin
+    sub = jaxnn.knn_subsample(Z + shift, y, theta=0.5, k=5)
+    assert sub.origin is not None and np.mean(jaxnn.predict(sub, Q) == y[300:]) > 0.9

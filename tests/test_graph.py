@@ -592,3 +592,35 @@ def test_nndescent_drops_self_by_index_and_repairs_unfilled_rows(monkeypatch):
     q = graph._nndescent_query(index, X, Q, k)
     np.testing.assert_array_equal(np.asarray(q.indices), np.asarray(jaxnn.knn_query(X, Q, k).indices))
     assert np.isfinite(np.asarray(q.distances)).all()
+
+
+@pytest.mark.parametrize("offset", [1e6, 1e8])
+def test_float64_points_far_from_zero_keep_their_neighbours(offset):
+    # cast to float32 as given, points at 10⁶ ± 1 lost half their neighbours and at
+    # 10⁸ ± 1 all became one point; each feature is now centred in float64 first
+    rng = np.random.default_rng(0)
+    Z = rng.normal(size=(300, 3))
+    X = Z + offset * np.array([1.0, -2.0, 0.0])  # the third feature stays where it is
+    ref = np.argsort(((Z[:, None] - Z[None]) ** 2).sum(-1), axis=1)[:, 1:6]
+    np.testing.assert_array_equal(np.asarray(jaxnn.knn_graph(X, 5).indices), ref)
+    Q = rng.normal(size=(40, 3))
+    ref_q = np.argsort(((Q[:, None] - Z[None]) ** 2).sum(-1), axis=1)[:, :5]
+    got = jaxnn.knn_query(X, Q + offset * np.array([1.0, -2.0, 0.0]), 5)
+    np.testing.assert_array_equal(np.asarray(got.indices), ref_q)
+    np.testing.assert_allclose(np.asarray(got.distances), np.sort(np.sqrt(((Q[:, None] - Z[None]) ** 2).sum(-1)), 1)[:, :5],
+                               rtol=1e-5)
+
+
+def test_float32_origin_centres_only_features_far_from_zero():
+    from jaxnn._src.graph import CENTRE_RATIO, float32_origin
+
+    X = np.array([[0.0, 1e9, 5.0], [1.0, 1e9 + 1, 7.0], [2.0, 1e9 + 3, 5.0]])
+    origin = float32_origin(X)
+    assert origin[0] == 0 and origin[2] == 0 and origin[1] == np.float32(np.mean(X[:, 1]))
+    assert float32_origin(X.astype(np.float32)) is None  # already float32: nothing to keep
+    assert float32_origin(np.arange(12, dtype=np.int16).reshape(4, 3) + 30000) is None  # exact in float32
+    assert float32_origin(np.array([[1.7e9], [1.7e9 + 60]], dtype=np.int64))[0] == np.float32(1.7e9 + 30)
+    # at the ratio itself nothing moves; just beyond it the feature is centred
+    spread = np.array([[-1.0], [1.0]])
+    assert float32_origin(spread + CENTRE_RATIO) is None
+    assert float32_origin(spread + CENTRE_RATIO * 1.001) is not None

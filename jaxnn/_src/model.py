@@ -22,7 +22,8 @@ from jaxnn._src.checks import check_bool, check_points, check_real, check_whole_
 from jaxnn._src.checks import check_integer as _check_int
 from jaxnn._src.boosting import boost, check_chooser, chooser_order
 from jaxnn._src.graph import METHODS as _GRAPH_METHODS
-from jaxnn._src.graph import Neighbors, inverse_counts, inverse_neighbors, knn_graph, knn_query, neighbor_sum, subgraph
+from jaxnn._src.graph import (Neighbors, float32_origin, inverse_counts, inverse_neighbors, knn_graph, knn_query, neighbor_sum,
+                              shift_points, subgraph)
 from jaxnn._src.schedule import boost_colored, color_schedule
 
 __all__ = ["Model", "fit", "decision_function", "predict_proba", "predict", "encode_labels", "auto_chooser"]
@@ -60,9 +61,13 @@ class Model:
       loss: the :class:`~jaxnn.losses.Loss` (its ``posterior`` is the link).
       algorithm: the algorithm object (``GNNB``, ``UNN``, ``UNNFast``, ``N3``).
       multilabel: True if fit on an indicator matrix.
-      rounds: boosting steps per class that were run.
       posterior_mix: λ ∈ [0, 1] of :func:`predict_proba`,
         p̂ = (1 − λ)·link(H) + λ·(k-NN vote fractions); chosen by ``fit``.
+      rounds: boosting steps per class that were run.
+      origin: None, or (d,) — the point subtracted (in float64) from float64
+        training points far from 0 before their cast to float32, so that
+        they keep their digits (:data:`jaxnn._src.graph.CENTRE_RATIO`);
+        ``X`` is stored shifted, and query points are shifted alike.
     """
 
     alpha: jax.Array
@@ -76,6 +81,7 @@ class Model:
     multilabel: bool
     posterior_mix: float = 0.0
     rounds: int = 0
+    origin: Optional[jax.Array] = None
 
     @property
     def n_classes(self) -> int:
@@ -84,7 +90,7 @@ class Model:
 
 jax.tree_util.register_dataclass(
     Model,
-    data_fields=["alpha", "X", "Y", "trace"],
+    data_fields=["alpha", "X", "Y", "trace", "origin"],
     meta_fields=["classes", "k", "loss", "algorithm", "multilabel", "posterior_mix", "rounds"],
 )
 
@@ -99,6 +105,15 @@ def _as_points(X, name: str = "X") -> np.ndarray:
     ``jax.jit`` (query points of decision_function / predict_proba) the tracer."""
     X = check_points(X, name)
     return X if isinstance(X, jax.core.Tracer) else np.asarray(X)
+
+
+def _training_points(Xa, dtype):
+    """(X as the model stores it (m, d) in ``dtype``, its origin or None):
+    float64 points far from 0 are shifted before the cast to float32
+    (:func:`graph.float32_origin`)."""
+    origin = float32_origin(Xa) if dtype == jnp.float32 else None
+    Xj = jnp.asarray(shift_points(Xa, origin), dtype=dtype)
+    return Xj, None if origin is None else jnp.asarray(origin, dtype)
 
 
 def encode_labels(y, m: int):
@@ -323,7 +338,7 @@ def fit(
         raise ValueError(f"unknown graph_method {graph_method!r}; use one of {_GRAPH_METHODS}")
 
     dtype = _compute_dtype(Xa)
-    Xj = jnp.asarray(Xa, dtype=dtype)
+    Xj, origin = _training_points(Xa, dtype)
     if neighbors is None:
         graph_devices = devices if graph_method in ("exact", "approx") else None
         nbrs = _logged(f"fit: {graph_method} {k}-NN graph of {m} points in {Xa.shape[1]} dimensions",
@@ -376,7 +391,7 @@ def fit(
         home = next(iter(Xj.devices()))
         alpha, Y = jax.device_put(alpha, home), jax.device_put(Y, home)
         trace = None if trace is None else jax.device_put(trace, home)
-    model = Model(alpha, Xj, Y, trace, classes, k, loss_obj, algo, multilabel, rounds=rounds)
+    model = Model(alpha, Xj, Y, trace, classes, k, loss_obj, algo, multilabel, rounds=rounds, origin=origin)
     mix = {"link": 0.0, "votes": 1.0}.get(posterior)
     if mix is None:
         # the 80 % fit's graph: derived from the caller's (two hops) when they gave one —
@@ -522,12 +537,12 @@ def _vote_fractions(Y, indices):
 
 
 def _check_query(model: Model, X):
-    """Checked query points, as :func:`_as_points` gives them (knn_query puts
-    them in the model's dtype)."""
+    """Checked query points, as :func:`_as_points` gives them, shifted by the
+    model's origin when it has one (knn_query puts them in the model's dtype)."""
     Xq = _as_points(X)
     if Xq.shape[1] != model.X.shape[1]:
         raise ValueError(f"X has {Xq.shape[1]} features but the model was fit on {model.X.shape[1]}")
-    return Xq
+    return shift_points(Xq, model.origin)
 
 
 def _query_neighbors(model: Model, X, neighbors) -> jax.Array:

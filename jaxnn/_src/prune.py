@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxnn._src import losses as losses_mod
-from jaxnn._src.model import Model, _as_points, _check_int, _compute_dtype, encode_labels, logger
+from jaxnn._src.model import Model, _as_points, _check_int, _compute_dtype, _training_points, encode_labels, logger
 
 __all__ = ["prune", "prune_indices", "knn_subsample"]
 
@@ -141,7 +141,8 @@ def knn_subsample(X, y, theta, seed: int = 0, *, k: int = 10, size=None, loss="l
     idx = np.sort(np.random.default_rng(seed).choice(m, size=n, replace=False))
     dtype = _compute_dtype(Xa)
     Y = jnp.asarray(Y_np[idx], dtype=dtype)
+    Xj, origin = _training_points(Xa[idx], dtype)
     return Model(
-        jnp.ones(Y.shape, dtype), jnp.asarray(Xa[idx], dtype=dtype), Y, None, classes, k,
-        losses_mod.get(loss), None, multilabel, posterior_mix=1.0, rounds=0,
+        jnp.ones(Y.shape, dtype), Xj, Y, None, classes, k,
+        losses_mod.get(loss), None, multilabel, posterior_mix=1.0, rounds=0, origin=origin,
     )
