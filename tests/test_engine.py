@@ -396,6 +396,20 @@ def test_string_labels_and_classes_order():
     assert set(pred) <= {"ant", "bee", "cat"}
 
 
+def test_a_column_of_labels_is_read_as_labels():
+    # y[:, None] (a one-column DataFrame) was a one-label multilabel problem: classes (0,),
+    # (n, 1) predictions; three classes in a column were refused as "not an indicator matrix"
+    X, y = _blobs(m=120, C=3, seed=1)
+    with pytest.warns(UserWarning, match=r"shape \(m, 1\): read as 1-D labels"):
+        col = jaxnn.fit(X, y[:, None], k=5, posterior="link")
+    flat = jaxnn.fit(X, y, k=5, posterior="link")
+    assert col.classes == (0, 1, 2) and not col.multilabel
+    np.testing.assert_array_equal(np.asarray(col.alpha), np.asarray(flat.alpha))
+    assert jaxnn.predict(col, X[:7]).shape == (7,)
+    with pytest.raises(ValueError, match="at least 2 columns"):
+        jaxnn.fit(X, np.zeros((120, 0)), k=5)
+
+
 def test_multilabel():
     X, Y = jaxnn.datasets.multilabel(n_samples=300, n_classes=4, seed=0)
     model = jaxnn.fit(X, Y, k=8, loss="matsushita", trace=True)
@@ -410,12 +424,31 @@ def test_multilabel():
 
 def test_multilabel_rare_label_and_posterior_auto():
     # a label with one positive example: the auxiliary 80 % fit of posterior="auto" may
-    # miss it, and then keeps the link (λ = 0) instead of failing on a constant column
+    # miss it, and then takes the votes untested (λ = 1, what the choice keeps within one
+    # standard error; it kept the link) instead of failing on a constant column
     X, Y = jaxnn.datasets.multilabel(n_samples=300, n_classes=4, seed=0)
     rare = np.zeros((300, 1), dtype=Y.dtype)
     rare[int(np.random.default_rng(0).permutation(300)[0])] = 1  # lands in the held-out 20 %
     model = jaxnn.fit(X, np.hstack([Y, rare]), k=8, posterior="auto")
-    assert model.alpha.shape == (300, 5) and model.posterior_mix == 0.0
+    assert model.alpha.shape == (300, 5) and model.posterior_mix == 1.0
+
+
+_HELD_FIRST = int(np.random.default_rng(0).permutation(60)[0])  # fit's seed 0 holds this point out first
+
+
+@pytest.mark.parametrize("m, k, y_of, reason", [
+    (45, 5, lambda i: i % 3, "45 points leave 9 < 10 to hold out"),
+    (60, 47, lambda i: i % 3, "auxiliary fit's 48 points are too few for k=47"),
+    (60, 5, lambda i: np.where(i == _HELD_FIRST, 3, i % 3), "a class has no example"),
+])
+def test_posterior_auto_takes_the_votes_where_it_cannot_hold_out(m, k, y_of, reason, caplog):
+    # the fallback was the link, silently: on 45 iris points its Brier score was 0.144
+    # against the votes' 0.095 on the other 105
+    X = np.random.default_rng(1).normal(size=(m, 2))
+    with caplog.at_level("INFO", logger="jaxnn"):
+        model = jaxnn.fit(X, y_of(np.arange(m)), k=k)
+    assert model.posterior_mix == 1.0
+    assert any("takes the votes untested" in r.getMessage() and reason in r.getMessage() for r in caplog.records)
 
 
 def test_ripley_close_to_bayes():

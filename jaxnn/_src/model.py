@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+import warnings
 from typing import Any, Optional
 
 import jax
@@ -130,6 +131,10 @@ def encode_labels(y, m: int):
         raise ValueError("y must be 1-D labels or a rectangular 2-D indicator matrix, got rows of different lengths")
     if arr.shape[0] != m:
         raise ValueError(f"X and y have mismatched lengths: {m} rows in X, {arr.shape[0]} labels in y")
+    if arr.ndim == 2 and arr.shape[1] == 1:  # a column of labels (a one-column DataFrame), as scikit-learn reads it
+        warnings.warn("y has shape (m, 1): read as 1-D labels — pass y.ravel() (a multilabel indicator matrix "
+                      "needs at least 2 columns)", UserWarning, stacklevel=3)
+        arr = arr[:, 0]
     if arr.ndim == 1:
         if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
             raise ValueError("y contains NaN or infinite values")
@@ -152,8 +157,8 @@ def encode_labels(y, m: int):
             Y = arr.astype(float)
         else:
             raise ValueError(f"a 2-D y must be an indicator matrix with values in {{0, 1}} or {{-1, +1}}, got values {vals[:5]}")
-        if arr.shape[1] < 1:
-            raise ValueError("a 2-D y needs at least one column")
+        if arr.shape[1] < 2:
+            raise ValueError("a 2-D y (a multilabel indicator matrix) needs at least 2 columns")
         constant = np.nonzero(np.all(Y == Y[:1], axis=0))[0]
         if constant.size:
             c = int(constant[0])
@@ -281,7 +286,9 @@ def fit(
         One pass of boosting leaves link(H) shrunk toward uniform and more
         passes overfit posteriors, while vote fractions are hard to beat when
         classes separate (README, "Posteriors"); ``"auto"`` is never much
-        worse than either.  :func:`predict` always uses argmax H.
+        worse than either.  Data too small to hold 10 points out (m < 48),
+        or whose 80 % would lack a class, get the votes untested (logged).
+        :func:`predict` always uses argmax H.
       devices: None (default device), an int n (the first n devices), a list
         of devices or ``"all"``: the class axis of the boosting state is
         sharded across them, and so are the query rows of the exact graph
@@ -466,25 +473,37 @@ def _choose_posterior_mix(X, y, *, k, loss, algorithm, rounds, chooser, seed, gr
     ``graph`` (the (m, k) graph of all the data), derived from it by
     :func:`graph.subgraph` — rounds scaled with the sample) and scored on the
     other 20 % (at most :data:`MAX_SCORED` of them, drawn at random).
-    Returns 0 (the papers' link) when the sample is too small to hold out.
+    Returns 1 (the votes, which the choice keeps within one standard error)
+    without a fit when the data cannot be split so: fewer than 10 held-out
+    points, k + 1 or more of them in the 80 %, or a class (a label's
+    positives or negatives) missing from the 80 %.
     """
     m = X.shape[0]
     n_val = int(round(holdout * m))
-    if n_val < 10 or m - n_val <= k + 1:
-        return 0.0
+
+    def votes_untested(reason: str) -> float:
+        logger.info("fit: posterior='auto' takes the votes untested: %s", reason)
+        return 1.0
+
+    if n_val < 10:
+        return votes_untested(f"{m} points leave {n_val} < 10 to hold out")
+    if m - n_val <= k + 1:
+        return votes_untested(f"the auxiliary fit's {m - n_val} points are too few for k={k}")
     perm = np.random.default_rng(seed).permutation(m)
     val, tr = perm[:n_val], perm[n_val:]
     val = val[:MAX_SCORED]  # perm is random: its first entries are a random subset
     y_arr = np.asarray(y)
+    if y_arr.ndim == 2 and y_arr.shape[1] == 1:  # a column of labels (encode_labels reads it so)
+        y_arr = y_arr[:, 0]
     if y_arr.ndim == 1:
         classes = np.unique(y_arr)
         if np.unique(y_arr[tr]).size != classes.size:
-            return 0.0  # a class is missing from the 80 %: nothing to compare
+            return votes_untested("a class has no example in the auxiliary fit's 80 %")
         target = (y_arr[val][:, None] == classes[None, :]).astype(float)
     else:
         positive = y_arr[tr] > 0
         if np.any(np.all(positive == positive[:1], axis=0)):
-            return 0.0  # a label has no positive (or no negative) example in the 80 %
+            return votes_untested("a label has no positive (or no negative) example in the auxiliary fit's 80 %")
         target = (y_arr[val] > 0).astype(float)
     aux_rounds = max(1, int(round(rounds * tr.size / m)))
     scored = "" if val.size == n_val else f"{val.size} of "
