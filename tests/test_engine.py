@@ -396,6 +396,17 @@ def test_string_labels_and_classes_order():
     assert set(pred) <= {"ant", "bee", "cat"}
 
 
+def test_epsilon_beside_an_algorithm_object_is_refused_not_ignored():
+    X, y = _blobs(m=60, C=2, seed=0)
+    with pytest.raises(ValueError, match=r"epsilon=0.9 was given beside the algorithm object GNNB\(epsilon=0.1\)"):
+        jaxnn.fit(X, y, k=3, algorithm=jaxnn.gnnb(0.1), epsilon=0.9)
+    with pytest.raises(ValueError, match="epsilon"):
+        jaxnn.fit(X, y, k=3, algorithm=jaxnn.unn(), epsilon=np.float32(0.2))
+    by_name = jaxnn.fit(X, y, k=3, algorithm="gnnb", epsilon=0.1, posterior="link")
+    as_object = jaxnn.fit(X, y, k=3, algorithm=jaxnn.gnnb(0.1), posterior="link")
+    np.testing.assert_array_equal(np.asarray(by_name.alpha), np.asarray(as_object.alpha))
+
+
 def test_a_column_of_labels_is_read_as_labels():
     # y[:, None] (a one-column DataFrame) was a one-label multilabel problem: classes (0,),
     # (n, 1) predictions; three classes in a column were refused as "not an indicator matrix"

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 
 import jax
 import jax.numpy as jnp
@@ -267,8 +268,13 @@ def names() -> list[str]:
 
 
 def get(algorithm, *, epsilon: float = 0.5):
-    """An algorithm object from a name or an object (``epsilon`` for GNNB)."""
+    """An algorithm object from a name or an object (``epsilon`` for GNNB by
+    name; ignored by the other names; an object carries its own settings, and
+    an ``epsilon`` other than the default beside it is refused, not ignored)."""
     if isinstance(algorithm, (GNNB, UNN, N3)):
+        if not isinstance(epsilon, bool) and isinstance(epsilon, numbers.Real) and epsilon != 0.5:
+            raise ValueError(f"epsilon={epsilon!r} was given beside the algorithm object {algorithm!r}, which carries "
+                             "its own settings: set ε in the object (jaxnn.gnnb(epsilon)) or give algorithm by name")
         return algorithm
     if not isinstance(algorithm, str):
         raise TypeError(f"algorithm must be a name or an algorithm object, got {type(algorithm).__name__}")
