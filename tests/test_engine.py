@@ -1246,3 +1246,38 @@ def test_fit_and_predict_on_float64_points_far_from_zero():
     assert pruned.origin is far.origin
     sub = jaxnn.knn_subsample(Z + shift, y, theta=0.5, k=5)
     assert sub.origin is not None and np.mean(jaxnn.predict(sub, Q) == y[300:]) > 0.9
+
+
+def test_messages_for_common_slips():
+    # from a new-user audit: each slip got a message that did not point to the fix
+    import pandas as pd
+    import scipy.sparse as sparse
+
+    X, y = _blobs(m=60, C=2, seed=0)
+    with pytest.raises(ValueError, match="did you mean 'lazy'"):
+        jaxnn.fit(X, y, k=3, chooser="Lazy")
+    with pytest.raises(ValueError, match="did you mean 'votes'"):
+        jaxnn.fit(X, y, k=3, posterior="vote")
+    with pytest.raises(ValueError, match="did you mean 'exact'"):
+        jaxnn.knn_graph(X, 3, method="exakt")
+    with pytest.raises(ValueError, match="did you mean 'gnnb'"):
+        jaxnn.fit(X, y, k=3, algorithm="gnb")
+    with pytest.raises(ValueError, match="did you mean 'iris'"):
+        jaxnn.datasets.load("Iris")
+    with pytest.raises(ValueError) as err:  # nothing close: no suggestion
+        jaxnn.fit(X, y, k=3, graph_method="zzz")
+    assert "did you mean" not in str(err.value)
+    with pytest.raises(TypeError, match=r"X is a sparse matrix \(csr_matrix\).*X.toarray\(\)"):
+        jaxnn.fit(sparse.csr_matrix(X), y, k=3)
+    frame = pd.DataFrame(X).astype("Float64")  # pandas' nullable floats: an object array to NumPy once NA is in
+    np.testing.assert_array_equal(np.asarray(jaxnn.fit(frame, y, k=3, posterior="link").alpha),
+                                  np.asarray(jaxnn.fit(X, y, k=3, posterior="link").alpha))
+    frame.iloc[4, 1] = pd.NA
+    with pytest.raises(ValueError, match="NaN"):  # was "X must hold numbers, got dtype object"
+        jaxnn.fit(frame, y, k=3)
+    wide = np.asarray(jaxnn.knn_graph(X, 5).indices)
+    with pytest.raises(ValueError, match=r"pass neighbors\[:, :3\]"):
+        jaxnn.fit(X, y, k=3, neighbors=wide)
+    assert jaxnn.fit(X, y, k=jnp.int32(3), posterior="link").k == 3  # a 0-d integer array is an integer
+    with pytest.raises(TypeError, match="k must be an integer"):
+        jaxnn.fit(X, y, k=jnp.float32(3))

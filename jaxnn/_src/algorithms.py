@@ -27,7 +27,7 @@ import jax.numpy as jnp
 
 from typing import NamedTuple
 
-from jaxnn._src.checks import check_bool, check_real
+from jaxnn._src.checks import check_bool, check_real, did_you_mean
 from jaxnn._src.losses import Loss, increasing_root, _iters
 
 __all__ = ["GNNB", "UNN", "UNNFast", "N3", "gnnb", "unn", "unn_fast", "n3", "get", "names", "BLOCK", "Segments"]
@@ -283,4 +283,4 @@ def get(algorithm, *, epsilon: float = 0.5):
         return gnnb(epsilon)
     if key in _ALGORITHMS:
         return _ALGORITHMS[key]()
-    raise ValueError(f"unknown algorithm {algorithm!r}; known algorithms: {', '.join(names())}")
+    raise ValueError(f"unknown algorithm {algorithm!r}; known algorithms: {', '.join(names())}" + did_you_mean(key, names()))

@@ -37,6 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxnn._src import maxtree
+from jaxnn._src.checks import did_you_mean
 from jaxnn._src.losses import Loss
 from jaxnn._src.losses import get as get_loss
 
@@ -76,7 +77,8 @@ def check_chooser(chooser) -> None:
     if not isinstance(chooser, str):
         raise TypeError(f"chooser must be a str, got {type(chooser).__name__}")
     if chooser != "auto" and chooser not in CHOOSERS:
-        raise ValueError(f"unknown chooser {chooser!r}; use 'auto' or one of {CHOOSERS}")
+        raise ValueError(f"unknown chooser {chooser!r}; use 'auto' or one of {CHOOSERS}"
+                         + did_you_mean(chooser, ("auto",) + tuple(CHOOSERS)))
 
 
 def chooser_order(chooser: str, m: int, rounds: int, seed: int) -> np.ndarray:

@@ -3,6 +3,7 @@ ValueError that names the argument and what is wrong with it."""
 
 from __future__ import annotations
 
+import difflib
 import math
 import numbers
 
@@ -45,7 +46,10 @@ def check_real(value, name: str, *, low: float = -math.inf, high: float = math.i
 
 def check_integer(value, name: str, *, low: int | None = None, high: int | None = None) -> int:
     """``value`` as an int (Python or NumPy integer, not a bool, not a float)
-    within [low, high]."""
+    within [low, high]; a 0-d integer array (``jnp.int32(5)``) is its value."""
+    if (isinstance(value, (np.ndarray, jax.Array)) and not isinstance(value, jax.core.Tracer) and value.shape == ()
+            and jnp.issubdtype(value.dtype, jnp.integer)):
+        value = value.item()
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
     if low is not None and int(value) < low:
@@ -53,6 +57,17 @@ def check_integer(value, name: str, *, low: int | None = None, high: int | None 
     if high is not None and int(value) > high:
         raise ValueError(f"{name} must be <= {high}, got {value}")
     return int(value)
+
+
+def did_you_mean(value, choices) -> str:
+    """" — did you mean 'x'?" for the choice closest to a mistyped name (case
+    and spaces aside), or "" when none is close: the tail of an
+    unknown-name error."""
+    if not isinstance(value, str):
+        return ""
+    lowered = {str(c).lower(): c for c in choices}
+    close = difflib.get_close_matches(value.strip().lower(), list(lowered), n=1, cutoff=0.6)
+    return f" — did you mean {lowered[close[0]]!r}?" if close else ""
 
 
 def check_float32_range(X, name: str) -> None:
@@ -83,11 +98,19 @@ def check_points(X, name: str = "X"):
         if np.ma.getmaskarray(X).any():
             raise ValueError(f"{name} has masked (missing) entries")
         X = np.asarray(X.data)
+    if hasattr(X, "toarray") and hasattr(X, "nnz"):  # scipy.sparse: np.asarray makes a 0-d object array of it
+        raise TypeError(f"{name} is a sparse matrix ({type(X).__name__}); jaxnn searches dense points: pass {name}.toarray()")
     if not (hasattr(X, "shape") and hasattr(X, "dtype") and isinstance(X, (np.ndarray, jax.Array))):
         try:
-            X = np.asarray(X)
+            arr = np.asarray(X)
         except ValueError as err:  # rows of different lengths
             raise ValueError(f"{name} must be a rectangular 2-D array: {err}") from None
+        if arr.dtype == object and hasattr(X, "to_numpy"):  # pandas nullable dtypes (Float64, Int64) holding pd.NA
+            try:
+                arr = X.to_numpy(dtype=float, na_value=np.nan)  # missing values become NaN, refused below as such
+            except (TypeError, ValueError):  # strings and other non-numbers: named below by their dtype
+                pass
+        X = arr
     if jnp.issubdtype(X.dtype, jnp.complexfloating):
         raise TypeError(f"{name} must be real, got dtype {X.dtype}")
     # kinds b/i/u/f (not timedelta64, which NumPy files under the integers), or a JAX

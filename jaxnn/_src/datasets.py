@@ -246,8 +246,10 @@ def _parse_labels(raw: list[str]) -> NDArray:
 def _load_cached(name: str) -> tuple[NDArray[np.float64], NDArray]:
     available = names()
     if name not in available:
+        from jaxnn._src.checks import did_you_mean  # here: this module imports NumPy only
+
         raise ValueError(
-            f"unknown data set {name!r}; available: {', '.join(available)}"
+            f"unknown data set {name!r}; available: {', '.join(available)}" + did_you_mean(name, available)
         )
     raw = (_data_dir() / f"{name}{_SUFFIX}").read_bytes()
     text = gzip.decompress(raw).decode("utf-8")

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxnn._src import sharding
-from jaxnn._src.checks import check_integer, check_points
+from jaxnn._src.checks import check_integer, check_points, did_you_mean
 
 __all__ = ["Neighbors", "InverseNeighbors", "knn_graph", "knn_query", "inverse_neighbors"]
 
@@ -400,7 +400,7 @@ def knn_graph(
     m = X.shape[0]
     k = _check_k(k, m, exclude_self=True)
     if method not in METHODS:
-        raise ValueError(f"unknown neighbour method {method!r}; use one of {METHODS}")
+        raise ValueError(f"unknown neighbour method {method!r}; use one of {METHODS}" + did_you_mean(method, METHODS))
     seed = check_integer(seed, "seed", low=0, high=2**32 - 1)  # nndescent's random state (checked for every method)
     if method == "nndescent":
         if candidates is None:

@@ -19,7 +19,7 @@ import numpy as np
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src import sharding, window
-from jaxnn._src.checks import check_bool, check_points, check_real, check_whole_labels
+from jaxnn._src.checks import check_bool, check_points, check_real, check_whole_labels, did_you_mean
 from jaxnn._src.checks import check_integer as _check_int
 from jaxnn._src.boosting import boost, check_chooser, chooser_order
 from jaxnn._src.graph import METHODS as _GRAPH_METHODS
@@ -199,7 +199,9 @@ def _check_neighbors(neighbors, m: int, k: int, *, rows: int | None = None):
             want = f"{rows} rows and at least {k} columns" if sliced else f"shape (m, k) = ({rows}, {k})"
         else:
             want = (f"at least {k} columns" if sliced else f"shape (n, k) with k = model.k = {k}") + " and at least one row"
-        raise ValueError(f"neighbors must have {want}, got shape {tuple(nb.shape)}")
+        wider = not sliced and nb.ndim == 2 and nb.shape[1] > k and n_ok
+        raise ValueError(f"neighbors must have {want}, got shape {tuple(nb.shape)}"
+                         + (f": pass neighbors[:, :{k}] (the {k} nearest) or the jaxnn.Neighbors itself" if wider else ""))
     nb = nb[:, :k]
     if isinstance(nb, jax.core.Tracer):
         return nb.astype(jnp.int32)
@@ -339,10 +341,11 @@ def fit(
         if not isinstance(value, str):
             raise TypeError(f"{name} must be a str, got {type(value).__name__}")
     if posterior not in _POSTERIORS:
-        raise ValueError(f"unknown posterior {posterior!r}; use one of {_POSTERIORS}")
+        raise ValueError(f"unknown posterior {posterior!r}; use one of {_POSTERIORS}" + did_you_mean(posterior, _POSTERIORS))
     trace = check_bool(trace, "trace")
     if graph_method not in _GRAPH_METHODS:  # checked even when neighbors are given
-        raise ValueError(f"unknown graph_method {graph_method!r}; use one of {_GRAPH_METHODS}")
+        raise ValueError(f"unknown graph_method {graph_method!r}; use one of {_GRAPH_METHODS}"
+                         + did_you_mean(graph_method, _GRAPH_METHODS))
 
     dtype = _compute_dtype(Xa)
     Xj, origin = _training_points(Xa, dtype)

@@ -18,7 +18,7 @@ from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src import sharding
 from jaxnn._src.boosting import boost, check_chooser, chooser_order
-from jaxnn._src.checks import check_integer, check_real
+from jaxnn._src.checks import check_integer, check_real, did_you_mean
 from jaxnn._src.graph import METHODS, _nndescent_index, _nndescent_query, inverse_counts, inverse_neighbors, knn_graph, knn_query
 from jaxnn._src.schedule import boost_colored, color_schedule
 
@@ -162,7 +162,7 @@ def select(
     if not isinstance(graph_method, str):
         raise TypeError(f"graph_method must be a str, got {type(graph_method).__name__}")
     if graph_method not in METHODS:
-        raise ValueError(f"unknown graph_method {graph_method!r}; use one of {METHODS}")
+        raise ValueError(f"unknown graph_method {graph_method!r}; use one of {METHODS}" + did_you_mean(graph_method, METHODS))
     if graph_method == "nndescent":  # its random state (fit checks it the same way, later)
         check_integer(seed, "seed", low=0, high=2**32 - 1)
     platform = sharding.platform(devices)  # checks devices too
