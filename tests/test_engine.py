@@ -1,8 +1,11 @@
 """Boosting engine: invariants, choosers, precision, determinism, bad inputs."""
 
 import dataclasses
+import logging
 import math
 import re
+import subprocess
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -1281,3 +1284,24 @@ def test_messages_for_common_slips():
     assert jaxnn.fit(X, y, k=jnp.int32(3), posterior="link").k == 3  # a 0-d integer array is an integer
     with pytest.raises(TypeError, match="k must be an integer"):
         jaxnn.fit(X, y, k=jnp.float32(3))
+
+
+def test_verbose_prints_the_stages_to_stderr(caplog):
+    code = ("import numpy as np, jaxnn; X = np.random.default_rng(0).normal(size=(80, 2)); "
+            "jaxnn.fit(X, np.arange(80) % 2, k=3, posterior='link', verbose=True); "
+            "jaxnn.fit(X, np.arange(80) % 2, k=3, posterior='link')")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("jaxnn: ")]
+    assert lines[0] == "jaxnn: fit: exact 3-NN graph of 80 points in 2 dimensions ..."
+    assert re.fullmatch(r"jaxnn: fit: GNNB boosting .*: \d+\.\d\d s", lines[-1])
+    assert len(lines) == 4  # the second, quiet fit printed nothing
+    # with logging configured (pytest's own handler here), the records go there, once
+    X, y = _blobs(m=60, C=2, seed=0)
+    logger = logging.getLogger("jaxnn")
+    before = logger.level, list(logger.handlers)
+    jaxnn.fit(X, y, k=3, posterior="link", verbose=True)  # the jaxnn logger is at its default level
+    assert sum("exact 3-NN graph" in r.getMessage() for r in caplog.records) == 2  # start and end
+    assert (logger.level, logger.handlers) == before
+    with pytest.raises(TypeError, match="verbose must be a bool"):
+        jaxnn.fit(X, y, k=3, verbose="yes")

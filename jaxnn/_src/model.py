@@ -6,6 +6,7 @@ and their ±1 labels) plus static metadata (classes, k, loss, algorithm).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import time
@@ -33,6 +34,25 @@ __all__ = ["Model", "fit", "decision_function", "predict_proba", "predict", "enc
 #: wall times here at INFO level: ``logging.getLogger("jaxnn").setLevel("INFO")``
 #: with a handler (``logging.basicConfig()``) shows them
 logger = logging.getLogger("jaxnn")
+
+
+@contextlib.contextmanager
+def _progress_shown():
+    """The ``jaxnn`` logger at INFO level for the duration; with a stderr
+    handler of its own unless logging already has handlers (then theirs
+    print it, once)."""
+    level = logger.level
+    handler = None if logger.hasHandlers() else logging.StreamHandler()
+    if handler is not None:
+        handler.setFormatter(logging.Formatter("jaxnn: %(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+        if handler is not None:
+            logger.removeHandler(handler)
 
 
 def _logged(description: str, work):
@@ -243,6 +263,7 @@ def fit(
     trace: bool = False,
     posterior: str = "auto",
     devices=None,
+    verbose: bool = False,
 ) -> Model:
     """Learn a leveraged k-NN rule by boosting.
 
@@ -296,11 +317,20 @@ def fit(
         sharded across them, and so are the query rows of the exact graph
         search (:mod:`jaxnn._src.sharding`); results equal the single-device
         ones.
+      verbose: print each stage (the neighbour graph, boosting, the
+        ``posterior="auto"`` choice…) as it starts and its wall time when
+        done, to stderr — the ``jaxnn`` logger at INFO level for this call
+        (through your own handlers instead, when logging is configured).
 
     Returns:
       A fitted :class:`Model`.  Computation is float32 unless X is float64 and
       ``jax_enable_x64`` is on.
     """
+    if check_bool(verbose, "verbose"):
+        with _progress_shown():
+            return fit(X, y, k=k, loss=loss, algorithm=algorithm, rounds=rounds, chooser=chooser, epsilon=epsilon,
+                       neighbors=neighbors, seed=seed, graph_method=graph_method, trace=trace, posterior=posterior,
+                       devices=devices)
     Xa = _as_points(X)
     m = Xa.shape[0]
     classes, Y_np, multilabel = encode_labels(y, m)

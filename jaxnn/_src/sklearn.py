@@ -91,6 +91,8 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         sharded across them).  A device list clones as it is and pickles
         as (platform, id) pairs, found again on loading.
       trace: record the surrogate risk after every step (``trace_``).
+      verbose: print fit's stages and their times to stderr (``jaxnn.fit``'s
+        ``verbose``).
 
     Attributes:
       model_: the fitted :class:`jaxnn.Model` (use it with the functional API).
@@ -121,6 +123,7 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         posterior="link",
         devices=None,
         trace=False,
+        verbose=False,
     ):
         self.k = k
         self.loss = loss
@@ -133,6 +136,7 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         self.posterior = posterior
         self.devices = devices
         self.trace = trace
+        self.verbose = verbose
 
     # ``devices`` may be a list of ``jax.Device``, which neither deep-copies
     # nor pickles: clone passes the (process-wide) devices on by reference, and
@@ -229,6 +233,7 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
             trace=self.trace,
             posterior=self.posterior,
             devices=self.devices,
+            verbose=self.verbose,
         )
         # set only once fit succeeded: a failed refit keeps the previous fit whole
         self.model_, self.classes_, self._negative_label = model, classes, negative_label
