@@ -619,8 +619,8 @@ def test_float32_origin_centres_only_features_far_from_zero():
     assert origin[0] == 0 and origin[2] == 0 and origin[1] == np.float32(np.mean(X[:, 1]))
     assert float32_origin(X.astype(np.float32)) is None  # already float32: nothing to keep
     assert float32_origin(np.arange(12, dtype=np.int16).reshape(4, 3) + 30000) is None  # exact in float32
-    assert float32_origin(np.array([[1.7e9], [1.7e9 + 60]], dtype=np.int64))[0] == np.float32(1.7e9 + 30)
+    assert float32_origin(np.array([[1_700_000_000], [1_700_000_060]], dtype=np.int64))[0] == np.float32(1.7e9 + 30)
     # at the ratio itself nothing moves; just beyond it the feature is centred
-    spread = np.array([[-1.0], [1.0]])
+    spread = np.array([[-0.5], [0.5]])  # a range of 1
     assert float32_origin(spread + CENTRE_RATIO) is None
     assert float32_origin(spread + CENTRE_RATIO * 1.001) is not None

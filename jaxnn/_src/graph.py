@@ -288,19 +288,19 @@ def _chunked_topk(Q, X, k: int, block: int, exclude_self: bool, row0=0):
     return idx.reshape(-1, k)[:n], dist.reshape(-1, k)[:n]
 
 
-#: A feature whose mean lies more than this many standard deviations from 0
-#: is centred before float64 / wide-integer points are cast to float32: the
-#: cast keeps ~7 significant digits of the value, so points at 10⁶ ± 1 lost
-#: half their neighbours and at 10⁸ ± 1 all became one point.  Below the
-#: ratio the cast's error is under 1.5·10⁻⁵ of the spread and data are left
-#: as they are (standardised data never cross it).
+#: A feature whose mean lies further from 0 than this many times its range
+#: (max − min) is centred before float64 / wide-integer points are cast to
+#: float32: the cast keeps ~7 significant digits of the value, so points at
+#: 10⁶ ± 1 lost half their neighbours and at 10⁸ ± 1 all became one point.
+#: Below the ratio the cast's error is under 1.5·10⁻⁵ of the range and data
+#: are left as they are (standardised data never cross it).
 CENTRE_RATIO = 256.0
 
 
 def float32_origin(X) -> np.ndarray | None:
     """The (d,) point to subtract from host points before their cast to float32,
     or None when no feature needs it (float32 or narrow-integer data, or
-    every feature's |mean| ≤ ``CENTRE_RATIO`` × its standard deviation).
+    every feature's |mean| ≤ ``CENTRE_RATIO`` × its range).
 
     A centred feature's origin is its mean rounded to float32 (so a float32
     model can hold it exactly), others' 0.  Distances are invariant under the
@@ -310,7 +310,7 @@ def float32_origin(X) -> np.ndarray | None:
     if not isinstance(X, np.ndarray) or X.dtype.kind not in "fiu" or X.dtype.itemsize < (8 if X.dtype.kind == "f" else 4):
         return None
     mean = X.mean(axis=0, dtype=np.float64)
-    spread = X.std(axis=0, dtype=np.float64)
+    spread = X.max(axis=0).astype(np.float64) - X.min(axis=0)  # a range, not a std: no (m, d) temporary
     far = np.abs(mean) > CENTRE_RATIO * spread
     if not far.any():
         return None
