@@ -553,6 +553,20 @@ def test_bad_hyperparameters(fit, kwargs, error, match):
         fit(_X, _Y, **kwargs)
 
 
+def test_svm_platt_folds_above_m_explain_the_cross_fit():
+    # the default platt_folds=5 on 4 rows: say what needs 5 examples and how to avoid it
+    X4, y4 = _X[:4], np.array([0, 1, 0, 1])
+    with pytest.raises(ValueError) as info:
+        BL.svm_fit(X4, y4)
+    message = str(info.value)
+    assert "Platt scaling's 5-fold cross-fit" in message and "at least 5 training examples, got 4" in message
+    assert "platt_folds=k with 2 <= k <= 4" in message and "platt_folds=None" in message
+    with pytest.raises(ValueError, match="Platt scaling's 11-fold cross-fit .* at least 11 training examples, got 10"):
+        BL.svm_fit(_X, _Y, platt_folds=11)
+    assert BL.svm_fit(X4, y4, platt_folds=None).platt_a.shape == (2,)  # the fixes the message offers work
+    assert BL.svm_fit(X4, y4, platt_folds=4).platt_a.shape == (2,)
+
+
 def test_baselines_refuse_overflowing_data_diverged_training_and_stray_options():
     for fit in (BL.sgd_fit, BL.svm_fit, BL.knn_fit):
         with pytest.raises(ValueError, match="float32 range"):
@@ -609,3 +623,13 @@ def test_svm_fits_its_platt_folds_one_after_another():
                                  S((), jnp.float32), S((), jnp.float32),
                                  n_classes=C, n_folds=F, epochs=3, squared=True).compile().memory_analysis()
     assert plan.temp_size_in_bytes < 10 * m * C * 4  # one fit's vectors, not the (F + 1)·C problems'
+
+
+def test_knn_baseline_keeps_the_digits_of_points_far_from_zero():
+    rng = np.random.default_rng(4)
+    Z = rng.normal(size=(200, 2))
+    y = (Z[:, 0] > 0).astype(int)
+    shift = np.array([1e8, -1e8])
+    far = BL.knn_fit(Z[:150] + shift, y[:150], k=5)
+    np.testing.assert_array_equal(BL.predict(far, Z[150:] + shift), BL.predict(BL.knn_fit(Z[:150], y[:150], k=5), Z[150:]))
+    assert far.origin is not None

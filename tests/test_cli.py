@@ -15,9 +15,42 @@ def test_demo_quick_prints_a_table():
     results = cli.demo(k=5, quick=True, out=out)
     text = out.getvalue()
     assert "GNNB(log)" in text and "ripley" in text and "mean" in text
+    assert text.splitlines()[0] == cli.demo_intro(k=5, quick=True)  # what runs, before any compilation
+    assert "Bayes error" in text.splitlines()[-1] and "an error rate, not an accuracy" in text.splitlines()[-1]
     assert {d for d, _ in results} == {"ripley", "ionosphere", "wdbc"}
     for acc, seconds in results.values():
         assert 0.5 < acc <= 1.0 and seconds > 0
+
+
+def test_demo_help_describes_the_run(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["demo", "--help"])
+    assert exit_info.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())  # join the description's wrapped lines
+    for fact in ("GNNB", "UNN", "N3", "k-NN", "SGD", "linear SVM", "250 training / 1000 test", "70/30",
+                 "bupa, ionosphere, pima, wdbc, segment", "40-80 s", "15 s", "~/.cache/jaxnn/xla", "$JAXNN_CACHE_DIR",
+                 "empty for no cache", "error rate"):
+        assert fact in text, fact
+
+
+def test_demo_intro_names_what_runs():
+    full, quick = cli.demo_intro(k=10), cli.demo_intro(k=7, quick=True)
+    assert full.startswith("jaxnn demo: k-NN, GNNB, UNN, N3, SGD, linear SVM (k=10) on Ripley (250 train / 1000 test)")
+    assert "5 UCI sets (bupa, ionosphere, pima, wdbc, segment; 70/30 split)" in full and "~40-80 s" in full
+    assert "(k=7)" in quick and "2 UCI sets (ionosphere, wdbc;" in quick
+
+
+def test_demo_prints_its_intro_before_loading_anything(monkeypatch):
+    # the first row takes ~10 s cold: the intro must be out (flushed) before the data are loaded
+    out = io.StringIO()
+
+    def no_data(quick):
+        assert out.getvalue().startswith("jaxnn demo: ")
+        raise RuntimeError("stop")
+
+    monkeypatch.setattr(cli, "_demo_domains", no_data)
+    with pytest.raises(RuntimeError, match="stop"):
+        cli.demo(quick=True, out=out)
 
 
 def test_cli_rejects_bad_k():

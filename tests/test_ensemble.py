@@ -343,10 +343,39 @@ def test_constant_blocks_warn(data, caplog):
     # positive one-feature blocks become all ones under a norm: only their sign is left
     with caplog.at_level("WARNING", logger="jaxnn"):
         ens.fit_split(np.abs(X), y, n_splits=10, k=5)
-    (record,) = caplog.records
+    (record,) = [r for r in caplog.records if "same for every training point" in r.getMessage()]
     message = record.getMessage()
     assert "10 of 10 blocks" in message and "after normalisation" in message and "and 5 more" in message
     assert "norm=None" in message
+
+
+def test_one_feature_blocks_under_a_norm_warn(data, caplog):
+    # a norm maps a one-feature block to its sign: warn even when the block is not constant
+    X, y, Xq = data
+
+    def one_feature_warnings():
+        return [r.getMessage() for r in caplog.records if "single feature" in r.getMessage()]
+
+    blocks = [[0], [1, 2, 3, 4], [5, 6, 7, 8]]
+    with caplog.at_level("WARNING", logger="jaxnn"):
+        sm = ens.fit_split(X, y, blocks=blocks, k=5)
+    (message,) = one_feature_warnings()
+    assert "1 of 3 blocks" in message and "norm='l2'" in message and "sign" in message
+    assert "norm=None" in message and "wider blocks" in message
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="jaxnn"):
+        ens.fit_split(X, y, n_splits=10, k=5, norm="l1")
+    (message,) = one_feature_warnings()
+    assert "10 of 10 blocks" in message and "norm='l1'" in message
+    caplog.clear()
+    # no norm, or no one-feature block: no warning
+    with caplog.at_level("WARNING", logger="jaxnn"):
+        sm_none = ens.fit_split(X, y, blocks=blocks, k=5, norm=None)
+        ens.fit_split(X, y, n_splits=3, k=5)
+    assert not one_feature_warnings()
+    # the warning changes no result: the one-feature block is still the sign of feature 0
+    np.testing.assert_array_equal(np.asarray(ens.split_features(sm, Xq))[0, :, 0], np.sign(Xq[:, 0]))
+    np.testing.assert_allclose(np.asarray(ens.split_features(sm_none, Xq))[0, :, 0], Xq[:, 0])
 
 
 def test_split_model_is_a_pytree(sm3, data):
@@ -432,3 +461,19 @@ def test_bad_flags(sm3, data, call, exc, match):
     X, y, _ = data
     with pytest.raises(exc, match=match):
         call(X, y, sm3)
+
+
+def test_float64_features_far_from_zero_keep_their_digits_without_a_norm():
+    # as jaxnn.fit: with norm=None, features at 10⁸ ± 1 are centred in float64 before the
+    # cast to float32 (they all became one point); query blocks are shifted alike
+    rng = np.random.default_rng(3)
+    Z = rng.normal(size=(240, 4))
+    y = (Z[:, 0] + Z[:, 2] > 0).astype(int)
+    shift = np.array([1e8, 0.0, -5e7, 2e6])
+    near = ens.fit_split(Z[:180], y[:180], n_splits=2, norm=None, k=5)
+    far = ens.fit_split(Z[:180] + shift, y[:180], n_splits=2, norm=None, k=5)
+    np.testing.assert_array_equal(ens.predict_split(far, Z[180:] + shift), ens.predict_split(near, Z[180:]))
+    np.testing.assert_allclose(np.asarray(far.alpha), np.asarray(near.alpha), atol=1e-6)
+    assert near.origin is None and far.origin is not None
+    assert ens.fit_split(Z[:180] + shift, y[:180], n_splits=2, k=5).origin is None  # a norm: left as it is
+

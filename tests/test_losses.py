@@ -241,6 +241,26 @@ def test_from_psi_and_from_phi_check_what_the_function_returns():
     assert losses.from_psi(lambda x: jnp.exp(-x)).weight(0.0) == 1.0
 
 
+@pytest.mark.parametrize(
+    "make, symbol, loss_name",
+    [
+        (lambda: losses.from_phi(lambda p: -np.sqrt(p * (1 - p)), name="np_phi"), "phi", "np_phi"),  # numpy
+        (lambda: losses.from_phi(lambda p: -math.sqrt(p * (1 - p))), "phi", "custom_phi"),  # math: float(tracer)
+        (lambda: losses.from_phi(lambda p: p * p - p if p < 2 else 0.0), "phi", "custom_phi"),  # Python if
+        (lambda: losses.from_psi(lambda x: np.log1p(np.exp(-x)), name="np_psi"), "psi", "np_psi"),
+        (lambda: losses.from_psi(lambda x: jnp.exp(-x) if x > -100 else 0.0), "psi", "custom_psi"),
+    ],
+    ids=["numpy_phi", "math_phi", "if_phi", "numpy_psi", "if_psi"],
+)
+def test_from_phi_and_from_psi_refuse_untraceable_functions(make, symbol, loss_name):
+    # a φ or ψ written with numpy/math/Python control flow: a TypeError naming the
+    # function, the loss and the fix, not JAX's raw tracer error
+    with pytest.raises(TypeError, match=rf"{symbol} \(.\) of loss '{loss_name}' must be written with jax.numpy \(jnp\)") as info:
+        make()
+    assert not isinstance(info.value, jax.errors.JAXTypeError)
+    assert "traceable" in str(info.value) and "jnp.where" in str(info.value)
+
+
 def test_not_permissible():
     with pytest.raises(ValueError, match="symmetric"):
         losses.from_phi(lambda p: p * p - p + 0.1 * p**3)  # asymmetric

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -79,14 +80,27 @@ def test_top_k_hand():
     s = np.array([[0.5, 0.3, 0.2], [0.5, 0.3, 0.2], [0.5, 0.3, 0.2]])
     assert M.top_k_accuracy(y, s, 1) == pytest.approx(1 / 3)
     assert M.top_k_accuracy(y, s, 2) == pytest.approx(2 / 3)
-    assert M.top_k_accuracy(y, s, 3) == 1.0
-    assert M.top_k_accuracy(y, s, 10) == 1.0
     # string labels, explicit (unsorted) class order
     s2 = np.array([[0.1, 0.9], [0.8, 0.2]])
     assert M.top_k_accuracy(["b", "a"], s2, 1, classes=["a", "b"]) == 1.0
     assert M.top_k_accuracy(["b", "a"], s2, 1, classes=["b", "a"]) == 0.0
     # class absent from y_true: must pass classes
     assert M.top_k_accuracy([0, 0], np.array([[0.9, 0.05, 0.05], [0.1, 0.8, 0.1]]), 1, classes=[0, 1, 2]) == 0.5
+
+
+def test_top_k_with_k_at_least_the_number_of_classes_warns():
+    # k >= C is a perfect score whatever the scores: still 1.0, but a UserWarning as scikit-learn's
+    y = [0, 1, 2]
+    s = np.array([[0.5, 0.3, 0.2], [0.5, 0.3, 0.2], [0.5, 0.3, 0.2]])
+    for k in (3, 10):
+        with pytest.warns(UserWarning, match=rf"k \({k}\) greater than or equal to the number of classes \(3\)"
+                          r".*perfect score and is therefore meaningless; use k < 3"):
+            assert M.top_k_accuracy(y, s, k) == 1.0
+    with pytest.warns(UserWarning, match="number of classes \\(3\\)"):  # C counts the columns, not y_true's classes
+        assert M.top_k_accuracy([0, 0], np.array([[0.9, 0.05, 0.05], [0.1, 0.8, 0.1]]), 3, classes=[0, 1, 2]) == 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert M.top_k_accuracy(y, s, 2) == pytest.approx(2 / 3)  # k < C: no warning
 
 
 @pytest.mark.parametrize("seed", range(4))

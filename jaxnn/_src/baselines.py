@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import numbers
-from typing import Any
+from typing import Any, Optional
 
 import jax
 import jax.numpy as jnp
@@ -40,7 +40,7 @@ import numpy as np
 import optax
 
 from jaxnn._src.checks import check_bool, check_integer, check_points, check_real, check_whole_labels
-from jaxnn._src.graph import _as_float, knn_query, neighbor_sum
+from jaxnn._src.graph import _as_float, float32_origin, knn_query, neighbor_sum, shift_points
 
 __all__ = [
     "SGDModel",
@@ -101,7 +101,7 @@ class SVMModel:
     loss: str = "squared_hinge"
 
 
-@functools.partial(jax.tree_util.register_dataclass, data_fields=["X", "labels"], meta_fields=["k", "classes"])
+@functools.partial(jax.tree_util.register_dataclass, data_fields=["X", "labels", "origin"], meta_fields=["k", "classes"])
 @dataclasses.dataclass(frozen=True)
 class KNNModel:
     """Plain k-NN rule (all leveraging coefficients α ≡ 1).
@@ -111,12 +111,16 @@ class KNNModel:
       labels: (m,) int32 class indices into ``classes``.
       k: number of neighbours (static).
       classes: tuple of the C sorted class labels (static).
+      origin: None, or (d,): subtracted in float64 from float64 points far
+        from 0 before their cast to float32, training and query alike
+        (as :attr:`jaxnn.Model.origin`).
     """
 
     X: jax.Array
     labels: jax.Array
     k: int
     classes: tuple
+    origin: Optional[jax.Array] = None
 
 
 # --------------------------------------------------------------------------
@@ -173,11 +177,13 @@ def _default_rate(learning_rate, d: int) -> float:
 
 
 def _check_features(model, X) -> jax.Array:
-    X = _check_X(X)
+    X = check_points(X, "X")
     d = model.X.shape[1] if isinstance(model, KNNModel) else model.W.shape[0]
     if X.shape[1] != d:
         raise ValueError(f"X has {X.shape[1]} features but the model was fitted on {d}")
-    return X
+    if isinstance(model, KNNModel):  # shifted like the training points, before the cast
+        X = shift_points(X, model.origin)
+    return _as_float(X)
 
 
 def _signs(labels: np.ndarray, C: int, dtype) -> jax.Array:
@@ -479,6 +485,21 @@ def _platt_jit(f, labels, *, n_classes: int):
     return _platt_fit(f, _signs(labels, n_classes, f.dtype))
 
 
+def _check_platt_folds(platt_folds, m: int) -> int:
+    """platt_folds as an int in [2, m]; a ValueError that explains the
+    cross-fit (and how to shrink or skip it) when there are fewer than
+    platt_folds training examples (the default 5 on a tiny training set)."""
+    platt_folds = _check_int(platt_folds, "platt_folds", low=2)
+    if platt_folds > m:
+        smaller = f"platt_folds=k with 2 <= k <= {m}, or " if m >= 2 else ""
+        raise ValueError(
+            f"Platt scaling's {platt_folds}-fold cross-fit (platt_folds={platt_folds}) needs at least {platt_folds} "
+            f"training examples, got {m}: pass {smaller}platt_folds=None to fit the Platt sigmoids on the "
+            f"training scores instead (no cross-fit)"
+        )
+    return platt_folds
+
+
 def _stratified_folds(labels: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
     """(m,) fold ids: a seeded shuffle, then classes dealt round-robin over folds."""
     rng = np.random.default_rng(seed)
@@ -534,7 +555,9 @@ def svm_fit(
       loss: ``"squared_hinge"`` or ``"hinge"``.
       epochs: optimiser iterations ≥ 1 (see above for the defaults).
       learning_rate: initial Adam step size > 0 (hinge loss only); None → 1/√d.
-      platt_folds: cross-validation folds for Platt scaling, 2 ≤ folds ≤ m, or None.
+      platt_folds: cross-validation folds for Platt scaling, 2 ≤ folds ≤ m, or
+        None (no cross-fit: sigmoids fitted on the training scores; needed
+        below 5 training examples unless a smaller ``platt_folds`` is given).
       seed: integer seed of the fold assignment, 0 ≤ seed < 2³².
 
     Returns:
@@ -553,7 +576,7 @@ def svm_fit(
     learning_rate = _default_rate(learning_rate, Xj.shape[1])
     seed = _check_int(seed, "seed", low=0, high=2**32 - 1)
     if platt_folds is not None:
-        platt_folds = _check_int(platt_folds, "platt_folds", low=2, high=m)
+        platt_folds = _check_platt_folds(platt_folds, m)
 
     if platt_folds is None:
         n_folds, folds = 0, np.zeros(m, np.int32)
@@ -588,12 +611,15 @@ def knn_fit(X, y, *, k=10) -> KNNModel:
     Returns:
       :class:`KNNModel` holding ``X`` (m, d), ``labels`` (m,) int32, ``k``.
     """
-    Xj = _check_X(X)
+    Xc = check_points(X, "X")
+    origin = None if jax.config.jax_enable_x64 else float32_origin(Xc)  # float64 points far from 0 keep their digits
+    Xj = _as_float(shift_points(Xc, origin))
     labels, classes = _check_y(y, Xj.shape[0])
     k = _check_int(k, "k", low=1)
     if k > Xj.shape[0]:
         raise ValueError(f"k must be <= the number of training points ({Xj.shape[0]}), got k={k}")
-    return KNNModel(X=Xj, labels=jnp.asarray(labels), k=k, classes=classes)
+    return KNNModel(X=Xj, labels=jnp.asarray(labels), k=k, classes=classes,
+                    origin=None if origin is None else jnp.asarray(origin, Xj.dtype))
 
 
 @functools.partial(jax.jit, static_argnames=("C", "output", "dtype"))

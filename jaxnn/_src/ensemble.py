@@ -45,7 +45,8 @@ from jaxnn._src import losses as losses_mod
 from jaxnn._src import sharding
 from jaxnn._src.checks import check_bool, check_real
 from jaxnn._src.boosting import boost, check_chooser, chooser_order
-from jaxnn._src.graph import _block_rows, _blocked_topk, inverse_counts, inverse_neighbors, knn_graph, knn_query
+from jaxnn._src.graph import (_block_rows, _blocked_topk, float32_origin, inverse_counts, inverse_neighbors, knn_graph, knn_query,
+                              shift_points)
 from jaxnn._src.model import (Model, _as_points, _check_int, _compute_dtype, _link_posterior, _normalise_rows, _scores,
                               auto_chooser, encode_labels, logger)
 from jaxnn._src.schedule import boost_colored, color_schedule, stack_schedules
@@ -193,6 +194,10 @@ class SplitModel:
       mean: how posteriors are combined (:func:`generalized_mean` ``kind``).
       n_features: d, the width of the inputs.
       classes, k, loss, algorithm, multilabel, rounds: as in :class:`jaxnn.Model`.
+      origin: None, or (d,): with ``norm=None``, subtracted in float64 from
+        float64 features far from 0 before the cast to float32, training and
+        query points alike (as :attr:`jaxnn.Model.origin`; a norm is not
+        translation invariant, so normalised blocks are left as they are).
     """
 
     alpha: jax.Array
@@ -209,6 +214,7 @@ class SplitModel:
     algorithm: Any
     multilabel: bool
     rounds: int = 0
+    origin: Optional[jax.Array] = None
 
     @property
     def n_splits(self) -> int:
@@ -234,7 +240,8 @@ class SplitModel:
         """The per-block :class:`jaxnn.Model` s (their ``X`` is the normalised
         block, unpadded, and their posterior is the raw link,
         ``posterior_mix=0``); ``jaxnn.predict(model.models[b], block_b)``
-        works on blocks prepared by :func:`split_features`."""
+        works on blocks prepared by :func:`split_features` (already shifted
+        by ``origin``: the block models have none)."""
         out = []
         for b, block in enumerate(self.blocks):
             trace = None if self.trace is None else self.trace[b]
@@ -249,7 +256,7 @@ class SplitModel:
 
 jax.tree_util.register_dataclass(
     SplitModel,
-    data_fields=["alpha", "X", "Y", "trace"],
+    data_fields=["alpha", "X", "Y", "trace", "origin"],
     meta_fields=["blocks", "norm", "mean", "n_features", "classes", "k", "loss", "algorithm", "multilabel", "rounds"],
 )
 
@@ -320,6 +327,23 @@ def _stack_blocks(Xa: np.ndarray, blocks: tuple, norm, dtype) -> jax.Array:
     return jnp.asarray(B, dtype=dtype)
 
 
+def _warn_one_feature_blocks(blocks: tuple, norm) -> None:
+    """Warn (``jaxnn`` logger) when a norm scales blocks of exactly one
+    feature: x / |x| is the sign of x (−1, 0 or +1), so such a block keeps
+    only each feature's sign, whatever the data."""
+    if norm is None:
+        return
+    single = [b for b, block in enumerate(blocks) if len(block) == 1]
+    if not single:
+        return
+    logger.warning(
+        "fit_split: %d of %d blocks hold a single feature, which norm=%r reduces to its sign (-1, 0 or +1), "
+        "discarding its magnitude; pass norm=None to keep the values, or use wider blocks (a smaller n_splits, "
+        "or blocks=... with at least two features per block)",
+        len(single), len(blocks), norm,
+    )
+
+
 def _warn_constant_blocks(Xs: jax.Array, blocks: tuple, norm) -> None:
     """Warn (``jaxnn`` logger) about blocks that are the same for every training
     point once normalised, Xs (n, m, w): all their distances tie, so their
@@ -347,7 +371,7 @@ def split_features(model: SplitModel, X) -> jax.Array:
     Xq = _as_points(X)
     if Xq.shape[1] != model.n_features:
         raise ValueError(f"X has {Xq.shape[1]} features but the model was fit on {model.n_features}")
-    return _stack_blocks(Xq, model.blocks, model.norm, model.X.dtype)
+    return _stack_blocks(shift_points(Xq, model.origin), model.blocks, model.norm, model.X.dtype)
 
 
 # --------------------------------------------------------------------------
@@ -433,7 +457,10 @@ def fit_split(
       blocks: instead of ``n_splits``, explicit blocks: a sequence of
         sequences of feature indices (any order; blocks may overlap).
       norm: ``"l2"`` (default), ``"l1"`` or None: each block of each example
-        is scaled to unit norm (an all-zero block stays zero).
+        is scaled to unit norm (an all-zero block stays zero).  A block of
+        one feature then keeps only that feature's sign (a warning on the
+        ``jaxnn`` logger says so): with one-feature blocks (e.g.
+        ``n_splits=d``) use ``norm=None`` or wider blocks.
       mean: how :func:`predict_proba_split` combines the per-block
         posteriors: ``"geometric"`` (default), ``"arithmetic"``,
         ``"harmonic"`` or a power q (see :func:`generalized_mean`).
@@ -493,13 +520,17 @@ def fit_split(
     trace = check_bool(opts["trace"], "trace")
 
     dtype = _compute_dtype(Xa)
-    Xs = _stack_blocks(Xa, block_list, norm, dtype)  # (n, m, w)
+    _warn_one_feature_blocks(block_list, norm)
+    # without a norm, float64 features far from 0 are centred before float32 (distances are unchanged)
+    origin = float32_origin(Xa) if norm is None and dtype == jnp.float32 else None
+    Xs = _stack_blocks(shift_points(Xa, origin), block_list, norm, dtype)  # (n, m, w)
     _warn_constant_blocks(Xs, block_list, norm)
     Y = jnp.asarray(Y_np, dtype=dtype)
     E0 = algo.init_edges(loss_obj, Y)
     res = _boost_split(Xs, Y, E0, k=k, algo=algo, loss=loss_obj, chooser=chooser, rounds=rounds, seed=seed,
                        graph_method=graph_method, trace=trace)
-    return SplitModel(res.alpha, Xs, Y, res.trace, block_list, norm, mean, d, classes, k, loss_obj, algo, multilabel, rounds)
+    return SplitModel(res.alpha, Xs, Y, res.trace, block_list, norm, mean, d, classes, k, loss_obj, algo, multilabel, rounds,
+                      None if origin is None else jnp.asarray(origin, dtype))
 
 
 def _boost_split(Xs, Y, E0, *, k, algo, loss, chooser, rounds, seed, graph_method, trace):

@@ -41,7 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import xlogy
 
-from jaxnn._src.checks import check_real
+from jaxnn._src.checks import check_real, did_you_mean
 
 Array = jax.Array
 Fn = Callable[[Array], Array]
@@ -261,14 +261,38 @@ def _min_curvature(d2phi: Fn) -> float:
 # --------------------------------------------------------------------------
 
 
+# what JAX raises when a user's φ or ψ leaves JAX for numpy, math or Python
+# control flow on a traced value (TracerBoolConversionError is a
+# ConcretizationTypeError)
+_TRACER_ERRORS = (
+    jax.errors.TracerArrayConversionError,
+    jax.errors.ConcretizationTypeError,
+    jax.errors.TracerIntegerConversionError,
+)
+
+
+def _untraceable(symbol: str, loss_name: str, err: Exception) -> TypeError:
+    """The TypeError for a φ or ψ that JAX cannot trace (``err`` is one of
+    :data:`_TRACER_ERRORS`)."""
+    jax_says = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    return TypeError(
+        f"{symbol} of loss {loss_name!r} must be written with jax.numpy (jnp) operations and be traceable by JAX "
+        f"(jax.grad, jax.vmap, jax.jit): use jnp.sqrt, jnp.log, jnp.where, ... instead of numpy (np.*), math.*, "
+        f"float()/int() or a Python if/else on its argument (JAX said: {type(err).__name__}: {jax_says})"
+    )
+
+
 def _number_from(evaluate: Callable[[], Array], name: str) -> float:
     """A user function's value at a point as a float, or a TypeError naming
-    it (it returned a string, a vector…)."""
+    it (it returned a string, a vector…).  JAX's tracer errors pass through,
+    for the caller to name the loss (:func:`_untraceable`)."""
     try:
         value = jnp.asarray(evaluate())
         if value.shape != () or not jnp.issubdtype(value.dtype, jnp.number):
             raise TypeError(f"shape {value.shape}, dtype {value.dtype}")
         return float(value)
+    except _TRACER_ERRORS:
+        raise
     except (TypeError, ValueError) as err:
         raise TypeError(f"{name} must map a real number to a real number: {err}") from None
 
@@ -292,8 +316,15 @@ def from_phi(
     Returns:
       A :class:`Loss` whose every quantity is derived from ``phi``.
 
+    φ is differentiated with :func:`jax.grad` and run under :func:`jax.vmap`
+    and :func:`jax.jit`, so it must be written with ``jax.numpy`` (``jnp``)
+    operations and be traceable: no ``numpy``/``math`` functions, ``float()``
+    or Python ``if``/``else`` on its argument (use ``jnp.where``).
+
     Raises:
-      TypeError: ``phi`` is not callable.
+      TypeError: ``phi`` is not callable, does not return a real number, or
+        is not traceable by JAX (written with numpy, math or Python control
+        flow on its argument).
       ValueError: φ is not permissible (b ≤ 0, asymmetric or not convex at 1/2).
     """
     if not callable(phi):
@@ -304,16 +335,19 @@ def from_phi(
     def b_of(dtype) -> Array:
         return phi(_scalar(dtype, 0.0)) - phi(_scalar(dtype, 0.5))
 
-    b32 = _number_from(lambda: b_of(jnp.float32), "phi")
-    if not (np.isfinite(b32) and b32 > 0):
-        raise ValueError(f"phi is not permissible: b = phi(0) - phi(1/2) = {b32} must be finite and > 0")
-    asym = abs(float(phi(jnp.float32(0.2))) - float(phi(jnp.float32(0.8))))
-    if asym > 1e-4 * max(1.0, abs(b32)):
-        raise ValueError("phi is not permissible: it must be symmetric about 1/2 (phi(p) == phi(1-p))")
-    curv_half = float(d2phi(jnp.float32(0.5)))
-    if not curv_half > 0:
-        raise ValueError(f"phi is not permissible: phi''(1/2) = {curv_half} must be > 0 (strictly convex)")
-    min_curv_ratio = _min_curvature(d2phi) / curv_half  # = 1 for the catalogue
+    try:
+        b32 = _number_from(lambda: b_of(jnp.float32), "phi")
+        if not (np.isfinite(b32) and b32 > 0):
+            raise ValueError(f"phi is not permissible: b = phi(0) - phi(1/2) = {b32} must be finite and > 0")
+        asym = abs(float(phi(jnp.float32(0.2))) - float(phi(jnp.float32(0.8))))
+        if asym > 1e-4 * max(1.0, abs(b32)):
+            raise ValueError("phi is not permissible: it must be symmetric about 1/2 (phi(p) == phi(1-p))")
+        curv_half = float(d2phi(jnp.float32(0.5)))
+        if not curv_half > 0:
+            raise ValueError(f"phi is not permissible: phi''(1/2) = {curv_half} must be > 0 (strictly convex)")
+        min_curv_ratio = _min_curvature(d2phi) / curv_half  # = 1 for the catalogue (traces φ under jax.vmap)
+    except _TRACER_ERRORS as err:
+        raise _untraceable("phi (φ)", name, err) from None
 
     derived_link = _derived_link(dphi, d2phi)
     link_fn = link if link is not None else derived_link
@@ -376,6 +410,10 @@ def from_psi(
       unn_closed_form: optional exact UNN step, ``(W+, W−) → δ``.
 
     Derived: w = −ψ' (jax.grad), ψ'' (jax.grad twice), p̂ by paper 003 eq. 11.
+    ψ is differentiated and traced (:func:`jax.grad`, :func:`jax.jit`), so it
+    must be written with ``jax.numpy`` (``jnp``) operations: no
+    ``numpy``/``math`` functions, ``float()`` or Python ``if``/``else`` on its
+    argument (use ``jnp.where``); otherwise a TypeError says so.
     """
     if not callable(psi):
         raise TypeError(f"psi must be a callable, got {type(psi).__name__}")
@@ -436,9 +474,15 @@ def from_psi(
     # ψ must be a convex decreasing surrogate: checked where the boosting steps
     # need it, at the margin 0 (inside the domain)
     x0 = 0.0 if domain_min < 0 else domain_min + 1.0
-    value = _number_from(lambda: psi_fn(jnp.float32(x0)), "psi")
-    slope = _number_from(lambda: dpsi(jnp.float32(x0)), "psi")
-    bend = _number_from(lambda: d2psi(jnp.float32(x0)), "psi")
+    try:
+        value = _number_from(lambda: psi_fn(jnp.float32(x0)), "psi")
+        slope = _number_from(lambda: dpsi(jnp.float32(x0)), "psi")
+        bend = _number_from(lambda: d2psi(jnp.float32(x0)), "psi")
+        # an abstract trace (no compilation) catches Python control flow on x,
+        # which jax.grad alone lets through but jit-compiled fitting does not
+        jax.eval_shape(psi_fn, jax.ShapeDtypeStruct((), jnp.float32))
+    except _TRACER_ERRORS as err:
+        raise _untraceable("psi (ψ)", name, err) from None
     if not (math.isfinite(value) and slope < 0 and bend > 0):
         raise ValueError(f"psi is not a strictly convex decreasing surrogate: at x = {x0:g}, psi = {value:g}, "
                          f"psi' = {slope:g} (must be < 0), psi'' = {bend:g} (must be > 0)")
@@ -655,4 +699,4 @@ def get(loss) -> Loss:
             except ValueError:
                 break
             return factory(value)
-    raise ValueError(f"unknown loss {loss!r}; known losses: {', '.join(names())}")
+    raise ValueError(f"unknown loss {loss!r}; known losses: {', '.join(names())}" + did_you_mean(loss, names()))

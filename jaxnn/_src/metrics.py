@@ -16,6 +16,7 @@ Conventions
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -229,8 +230,9 @@ def top_k_accuracy(
         y_true: ``(n,)`` true labels.
         scores: ``(n, C)`` scores (any monotone scale: logits, probabilities);
             column ``j`` belongs to ``classes[j]``.
-        k: number of top classes that count as a hit (``k >= 1``; ``k >= C``
-            gives 1.0).
+        k: number of top classes that count as a hit (``k >= 1``). ``k >= C``
+            always gives 1.0, a meaningless score: a ``UserWarning`` says so
+            (as scikit-learn's ``top_k_accuracy_score`` does).
         classes: ``(C,)`` labels of the columns. Defaults to
             ``np.unique(y_true)``, i.e. the sorted classes present in
             ``y_true``, which must then number exactly ``C``.
@@ -248,6 +250,14 @@ def top_k_accuracy(
     scores = _matrix("scores", scores)
     _same_length("y_true", y_true, "scores", scores)
     cls = _resolve_classes(y_true, scores.shape[1], classes, "scores")
+    n_classes = scores.shape[1]
+    if k >= n_classes:
+        warnings.warn(
+            f"top_k_accuracy: k ({k}) greater than or equal to the number of classes ({n_classes}) will result "
+            f"in a perfect score and is therefore meaningless; use k < {n_classes}",
+            UserWarning,
+            stacklevel=2,
+        )
     idx = _encode(y_true, cls)
     ranked = np.argsort(scores, axis=1, kind="mergesort")[:, ::-1][:, : int(k)]
     return float(np.mean(np.any(ranked == idx[:, None], axis=1)))
