@@ -1253,8 +1253,7 @@ def test_fit_and_predict_on_float64_points_far_from_zero():
 
 def test_messages_for_common_slips():
     # from a new-user audit: each slip got a message that did not point to the fix
-    import pandas as pd
-    import scipy.sparse as sparse
+    import scipy.sparse as sparse  # scikit-learn's dependency, in the test extras
 
     X, y = _blobs(m=60, C=2, seed=0)
     with pytest.raises(ValueError, match="did you mean 'lazy'"):
@@ -1272,18 +1271,49 @@ def test_messages_for_common_slips():
     assert "did you mean" not in str(err.value)
     with pytest.raises(TypeError, match=r"X is a sparse matrix \(csr_matrix\).*X.toarray\(\)"):
         jaxnn.fit(sparse.csr_matrix(X), y, k=3)
-    frame = pd.DataFrame(X).astype("Float64")  # pandas' nullable floats: an object array to NumPy once NA is in
-    np.testing.assert_array_equal(np.asarray(jaxnn.fit(frame, y, k=3, posterior="link").alpha),
-                                  np.asarray(jaxnn.fit(X, y, k=3, posterior="link").alpha))
-    frame.iloc[4, 1] = pd.NA
-    with pytest.raises(ValueError, match="NaN"):  # was "X must hold numbers, got dtype object"
-        jaxnn.fit(frame, y, k=3)
     wide = np.asarray(jaxnn.knn_graph(X, 5).indices)
     with pytest.raises(ValueError, match=r"pass neighbors\[:, :3\]"):
         jaxnn.fit(X, y, k=3, neighbors=wide)
     assert jaxnn.fit(X, y, k=jnp.int32(3), posterior="link").k == 3  # a 0-d integer array is an integer
     with pytest.raises(TypeError, match="k must be an integer"):
         jaxnn.fit(X, y, k=jnp.float32(3))
+
+
+class _NullableFrame:
+    """What pandas' nullable columns (Float64, Int64) look like to NumPy: an
+    object array (pd.NA for missing values) and a ``to_numpy(dtype, na_value)``."""
+
+    def __init__(self, values):
+        self.values = np.asarray(values, float)
+
+    def __array__(self, dtype=None, copy=None):
+        return np.array([[None if np.isnan(v) else v for v in row] for row in self.values], dtype=object)
+
+    def to_numpy(self, dtype=None, na_value=None):
+        return np.where(np.isnan(self.values), na_value, self.values).astype(dtype)
+
+
+def test_nullable_columns_are_numbers_and_missing_values_nan():
+    # a stand-in for pandas (not a dependency); the test below uses pandas where it is installed
+    X, y = _blobs(m=60, C=2, seed=0)
+    np.testing.assert_array_equal(np.asarray(jaxnn.fit(_NullableFrame(X), y, k=3, posterior="link").alpha),
+                                  np.asarray(jaxnn.fit(X, y, k=3, posterior="link").alpha))
+    holed = X.copy()
+    holed[4, 1] = np.nan
+    assert np.asarray(_NullableFrame(holed)).dtype == object
+    with pytest.raises(ValueError, match="NaN"):  # was "X must hold numbers, got dtype object"
+        jaxnn.fit(_NullableFrame(holed), y, k=3)
+
+
+def test_pandas_nullable_columns_are_numbers():
+    pd = pytest.importorskip("pandas")  # not a dependency: skipped where it is not installed
+    X, y = _blobs(m=60, C=2, seed=0)
+    frame = pd.DataFrame(X).astype("Float64")  # pandas' nullable floats: an object array to NumPy once NA is in
+    np.testing.assert_array_equal(np.asarray(jaxnn.fit(frame, y, k=3, posterior="link").alpha),
+                                  np.asarray(jaxnn.fit(X, y, k=3, posterior="link").alpha))
+    frame.iloc[4, 1] = pd.NA
+    with pytest.raises(ValueError, match="NaN"):  # was "X must hold numbers, got dtype object"
+        jaxnn.fit(frame, y, k=3)
 
 
 def test_verbose_prints_the_stages_to_stderr(caplog):
