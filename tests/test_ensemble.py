@@ -477,3 +477,12 @@ def test_float64_features_far_from_zero_keep_their_digits_without_a_norm():
     assert near.origin is None and far.origin is not None
     assert ens.fit_split(Z[:180] + shift, y[:180], n_splits=2, k=5).origin is None  # a norm: left as it is
 
+
+
+def test_split_prediction_under_jit_and_a_mistyped_graph_method_say_what_to_do(data):
+    X, y, Xq = data
+    sm = ens.fit_split(X, y, n_splits=2, k=5)
+    with pytest.raises(TypeError, match="outside jax.jit"):  # was JAX's TracerArrayConversionError
+        jax.jit(ens.predict_proba_split)(sm, Xq)
+    with pytest.raises(ValueError, match="unknown graph_method 'exakt' for fit_split.*did you mean 'exact'"):
+        ens.fit_split(X, y, n_splits=2, k=5, graph_method="exakt")

@@ -93,6 +93,7 @@ def test_nndescent_effort_options_reach_pynndescent():
     (dict(method="nndescent", n_trees=0), "n_trees"),
     (dict(method="nndescent", n_iters=2.0), "n_iters"),
     (dict(method="exact", n_trees=4), "n_trees"),
+    (dict(method="exact", n_jobs=4), "n_jobs applies to method='nndescent' only"),  # was ignored
     (dict(method="approx", n_iters=4), "n_iters"),
     (dict(method="approx", recall_target=0.0), "recall_target"),
     (dict(method="approx", recall_target=1.5), "recall_target"),
@@ -624,3 +625,11 @@ def test_float32_origin_centres_only_features_far_from_zero():
     spread = np.array([[-0.5], [0.5]])  # a range of 1
     assert float32_origin(spread + CENTRE_RATIO) is None
     assert float32_origin(spread + CENTRE_RATIO * 1.001) is not None
+
+
+def test_knn_query_names_its_own_arguments():
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    with pytest.raises(ValueError, match="X_query has 2 features but X_train has 3"):
+        jaxnn.knn_query(X, X[:, :2], 3)
+    with pytest.raises(ValueError, match="X_query contains NaN"):
+        jaxnn.knn_query(X, np.full((2, 3), np.nan), 3)

@@ -216,3 +216,21 @@ def test_select_multilabel_scores_each_label_decision():
     model = jaxnn.fit(X[tr], Y[tr], k=5, loss="logistic", rounds=tr.size, posterior="link")
     want = float(np.mean(jaxnn.predict(model, X[va]) == Y[va]))
     assert want > 0.7 and sel.scores[(5, "logistic", 1)] == pytest.approx(want)
+
+
+def test_select_refuses_two_losses_of_one_name_and_hands_back_a_custom_loss():
+    # scores are keyed by name: two custom losses both named "custom_phi" overwrote each
+    # other's scores (the better one was lost), and Selection.loss, a name, was no loss fit knew
+    import jax.numpy as jnp
+
+    X, y = _data()
+    a = jaxnn.losses.from_phi(lambda p: -jnp.sqrt(p * (1 - p)))
+    b = jaxnn.losses.from_phi(lambda p: -p * (1 - p))
+    with pytest.raises(ValueError, match="two different candidate losses are both named 'custom_phi'"):
+        jaxnn.select(X, y, ks=(5,), losses=(a, b), passes=(1,))
+    twice = jaxnn.select(X, y, ks=(5,), losses=("logistic", "Logistic"), passes=(1,))  # one loss, counted once
+    assert set(twice.scores) == {(5, "logistic", 1)} and twice.loss == "logistic"
+    mine = jaxnn.losses.from_phi(lambda p: -p * (1 - p), name="mine")
+    sel = jaxnn.select(X, y, ks=(5,), losses=(mine,), passes=(1,))
+    assert sel.loss is mine and set(sel.scores) == {(5, "mine", 1)}
+    assert jaxnn.fit(X, y, k=sel.k, loss=sel.loss, posterior="link").loss is mine

@@ -43,7 +43,7 @@ import numpy as np
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src import sharding
-from jaxnn._src.checks import check_bool, check_real
+from jaxnn._src.checks import check_bool, check_real, did_you_mean
 from jaxnn._src.boosting import boost, check_chooser, chooser_order
 from jaxnn._src.graph import (_block_rows, _blocked_topk, float32_origin, inverse_counts, inverse_neighbors, knn_graph, knn_query,
                               shift_points)
@@ -238,8 +238,9 @@ class SplitModel:
     @property
     def models(self) -> tuple:
         """The per-block :class:`jaxnn.Model` s (their ``X`` is the normalised
-        block, unpadded, and their posterior is the raw link,
-        ``posterior_mix=0``); ``jaxnn.predict(model.models[b], block_b)``
+        block, unpadded, and ``posterior_mix=0``: :func:`jaxnn.predict_proba`
+        gives their link posteriors with rows normalised, as for any
+        single-label model, where :func:`block_posteriors` gives them raw); ``jaxnn.predict(model.models[b], block_b)``
         works on blocks prepared by :func:`split_features` (already shifted
         by ``origin``: the block models have none)."""
         out = []
@@ -369,6 +370,9 @@ def split_features(model: SplitModel, X) -> jax.Array:
     """The normalised, zero-padded blocks of X as the model sees them: (n, rows, w)."""
     model = _check_split_model(model)
     Xq = _as_points(X)
+    if isinstance(Xq, jax.core.Tracer):
+        raise TypeError("the split model's query blocks are built with NumPy on the host: call split_features, "
+                        "predict_split, predict_proba_split and block_posteriors outside jax.jit")
     if Xq.shape[1] != model.n_features:
         raise ValueError(f"X has {Xq.shape[1]} features but the model was fit on {model.n_features}")
     return _stack_blocks(shift_points(Xq, model.origin), model.blocks, model.norm, model.X.dtype)
@@ -515,8 +519,9 @@ def fit_split(
         raise ValueError(f"chooser='colored' runs whole passes: rounds must be a multiple of m={m}, got {rounds}")
     seed = _check_int(opts["seed"], "seed", low=0)
     graph_method = opts["graph_method"]
-    if graph_method not in ("exact", "nndescent"):
-        raise ValueError(f"unknown neighbour method {graph_method!r}; use one of ('exact', 'nndescent')")
+    if graph_method not in ("exact", "nndescent"):  # the blocks' batched search has no "approx"
+        raise ValueError(f"unknown graph_method {graph_method!r} for fit_split; use one of ('exact', 'nndescent')"
+                         + did_you_mean(graph_method, ("exact", "nndescent")))
     trace = check_bool(opts["trace"], "trace")
 
     dtype = _compute_dtype(Xa)

@@ -419,6 +419,8 @@ def knn_graph(
     for name, value in (("candidates", candidates), ("n_trees", n_trees), ("n_iters", n_iters)):
         if value is not None:
             raise ValueError(f"{name} applies to method='nndescent' only")
+    if not (isinstance(n_jobs, (int, np.integer)) and not isinstance(n_jobs, bool) and n_jobs == 1):
+        raise ValueError(f"n_jobs applies to method='nndescent' only (the {method} search runs in JAX), got n_jobs={n_jobs!r}")
     if method == "approx":
         if isinstance(recall_target, bool) or not isinstance(recall_target, (int, float)) or not 0.0 < recall_target <= 1.0:
             raise ValueError(f"recall_target must lie in (0, 1], got {recall_target!r}")
@@ -443,9 +445,9 @@ def knn_query(X_train, X_query, k: int, *, block_size: int | None = None, device
       :class:`Neighbors` with ``indices`` (n, k) int32 into X_train.
     """
     X_train = check_points(X_train, "X_train")
-    X_query = check_points(X_query, "X")
+    X_query = check_points(X_query, "X_query")
     if X_query.shape[1] != X_train.shape[1]:
-        raise ValueError(f"X has {X_query.shape[1]} features but the training data has {X_train.shape[1]}")
+        raise ValueError(f"X_query has {X_query.shape[1]} features but X_train has {X_train.shape[1]}")
     m = X_train.shape[0]
     k = _check_k(k, m, exclude_self=False)
     if not jax.config.jax_enable_x64:  # float64 points far from 0 keep their digits in float32

@@ -74,7 +74,10 @@ def prune(model: Model, theta) -> Model:
 
     Args:
       model: a fitted :class:`jaxnn.Model`.
-      theta: θ ∈ (0, 1], the fraction of examples kept per class.
+      theta: θ ∈ (0, 1]: each class column keeps its ⌈θm⌉ examples of
+        largest |α| (ranked over all m examples, not within the class), and
+        the model keeps their union — so between ⌈θm⌉ and m rows, and a
+        small class may keep none of its own examples.
 
     Returns:
       A :class:`jaxnn.Model` with the kept rows of ``X``, ``Y`` and ``alpha``

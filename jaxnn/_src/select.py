@@ -9,7 +9,7 @@ so one compiled program per (k, loss) scores every number of passes.
 from __future__ import annotations
 
 import numbers
-from typing import NamedTuple, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import jax.numpy as jnp
 import numpy as np
@@ -34,12 +34,15 @@ class Selection(NamedTuple):
 
     Attributes:
       k, loss, passes: the best candidate (highest validation accuracy; ties →
-        smaller k, then fewer passes, then the earlier loss).
-      scores: {(k, loss_name, passes): validation accuracy}.
+        smaller k, then fewer passes, then the earlier loss).  ``loss`` is a
+        catalogue loss's name, or a custom (``from_phi`` / ``from_psi``) Loss
+        itself: what ``fit(loss=...)`` takes.
+      scores: {(k, loss_name, passes): validation accuracy}; candidate losses
+        must have distinct names (the same loss twice counts once).
     """
 
     k: int
-    loss: str
+    loss: Any
     passes: int
     scores: dict
 
@@ -172,7 +175,14 @@ def select(
     if not ks:
         raise ValueError(f"no candidate k is in [1, {m - 1}] for a training part of {m} points")
     algo = algos.get(algorithm, epsilon=epsilon)
-    loss_objs = [losses_mod.get(name) for name in losses]
+    loss_objs = []
+    for loss in (losses_mod.get(name) for name in losses):
+        twin = next((seen for seen in loss_objs if seen.name == loss.name), None)
+        if twin is None:
+            loss_objs.append(loss)
+        elif twin is not loss:  # scores are keyed by name: the second one's scores overwrote the first's
+            raise ValueError(f"two different candidate losses are both named {loss.name!r}: give custom losses "
+                             "distinct names (from_phi(..., name=...))")
     for loss in loss_objs:
         algo.check(loss)
 
@@ -216,6 +226,15 @@ def select(
                     else:
                         acc = float(np.mean(np.argmax(H, axis=1) == np.argmax(Y_va, axis=1)))
                     scores[(k, loss.name, p)] = acc
-    rank = {name.name: i for i, name in enumerate(loss_objs)}
+    rank = {loss.name: i for i, loss in enumerate(loss_objs)}
     best = max(scores, key=lambda key: (scores[key], -key[0], -key[2], -rank[key[1]]))
-    return Selection(best[0], best[1], best[2], scores)
+    return Selection(best[0], _fit_ready(loss_objs[rank[best[1]]]), best[2], scores)
+
+
+def _fit_ready(loss):
+    """A catalogue loss by its name, any other (from_phi / from_psi) as the
+    Loss itself: either way what ``fit(loss=...)`` takes."""
+    try:
+        return loss.name if losses_mod.get(loss.name) is loss else loss
+    except ValueError:  # a custom name, not in the catalogue
+        return loss
