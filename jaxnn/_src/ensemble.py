@@ -237,12 +237,13 @@ class SplitModel:
 
     @property
     def models(self) -> tuple:
-        """The per-block :class:`jaxnn.Model` s (their ``X`` is the normalised
-        block, unpadded, and ``posterior_mix=0``: :func:`jaxnn.predict_proba`
+        """The per-block :class:`jaxnn.Model` s: their ``X`` is the normalised
+        block, unpadded, and ``posterior_mix=0`` — :func:`jaxnn.predict_proba`
         gives their link posteriors with rows normalised, as for any
-        single-label model, where :func:`block_posteriors` gives them raw); ``jaxnn.predict(model.models[b], block_b)``
-        works on blocks prepared by :func:`split_features` (already shifted
-        by ``origin``: the block models have none)."""
+        single-label model, where :func:`block_posteriors` gives them raw.
+        ``jaxnn.predict(model.models[b], block_b)`` works on blocks prepared
+        by :func:`split_features` (already shifted by ``origin``: the block
+        models have none)."""
         out = []
         for b, block in enumerate(self.blocks):
             trace = None if self.trace is None else self.trace[b]

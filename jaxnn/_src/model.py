@@ -508,7 +508,7 @@ def _choose_posterior_mix(X, y, *, k, loss, algorithm, rounds, chooser, seed, gr
     other 20 % (at most :data:`MAX_SCORED` of them, drawn at random).
     Returns 1 (the votes, which the choice keeps within one standard error)
     without a fit when the data cannot be split so: fewer than 10 held-out
-    points, k + 1 or more of them in the 80 %, or a class (a label's
+    points, k + 1 or fewer points left in the 80 %, or a class (a label's
     positives or negatives) missing from the 80 %.
     """
     m = X.shape[0]
