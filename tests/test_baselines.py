@@ -633,3 +633,22 @@ def test_knn_baseline_keeps_the_digits_of_points_far_from_zero():
     far = BL.knn_fit(Z[:150] + shift, y[:150], k=5)
     np.testing.assert_array_equal(BL.predict(far, Z[150:] + shift), BL.predict(BL.knn_fit(Z[:150], y[:150], k=5), Z[150:]))
     assert far.origin is not None
+
+
+def test_knn_baseline_batches_of_other_sizes_share_the_compiled_search():
+    """The k-NN baseline pads its queries as jaxnn.predict does: batches of
+    1 … 128 rows reuse one compiled search and vote count, with the full
+    batch's answers."""
+    from jaxnn._src import baselines as bl_src
+    from jaxnn._src import graph as graph_mod
+
+    rng = np.random.default_rng(3)
+    X, y = rng.normal(size=(150, 4)), rng.integers(0, 3, 150)
+    model = BL.knn_fit(X, y, k=5)
+    Xq = X[:128] + 0.1
+    p_all, labels_all = np.asarray(BL.predict_proba(model, Xq)), BL.predict(model, Xq)
+    before = (bl_src._votes._cache_size(), graph_mod._onepass_topk._cache_size())
+    for n in (1, 40, 127):
+        np.testing.assert_allclose(np.asarray(BL.predict_proba(model, Xq[:n])), p_all[:n])
+        np.testing.assert_array_equal(BL.predict(model, Xq[:n]), labels_all[:n])
+    assert (bl_src._votes._cache_size(), graph_mod._onepass_topk._cache_size()) == before

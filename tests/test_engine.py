@@ -1178,12 +1178,53 @@ def test_prediction_from_neighbors_does_not_retrace():
     other = jaxnn.fit(X + 0.5, y, k=4, posterior="link")
     nb = np.asarray(jaxnn.knn_query(X, X[:30], 4).indices)
     jaxnn.predict_proba(model, neighbors=nb)
+    jaxnn.decision_function(model, neighbors=nb)
     before = _scores._cache_size()
     for mdl in (model, other):
         jaxnn.decision_function(mdl, neighbors=(nb + 1) % 120)
         jaxnn.predict_proba(mdl, neighbors=nb[::-1].copy())
         jaxnn.predict(mdl, neighbors=jaxnn.knn_query(X, X[:30], 4))
     assert _scores._cache_size() == before
+
+
+def test_batches_of_other_sizes_share_the_compiled_prediction():
+    """Query batches are padded to graph.query_rows: after one batch, batches of
+    other sizes within the same bucket (here 1 … 128 rows) reuse the compiled
+    search, scores and posteriors — only a slice to n rows is compiled anew —
+    and give what each point gives alone (the padding changes nothing)."""
+    from jaxnn._src import graph as graph_mod
+    from jaxnn._src.model import _mixed_posterior, _scores
+
+    X, y = _blobs(m=300, C=3, seed=8)
+    model = jaxnn.fit(X, y, k=4, posterior="auto")
+    Xq = X[:128] + 0.05
+    p_all = np.asarray(jaxnn.predict_proba(model, Xq))
+    H_all = np.asarray(jaxnn.decision_function(model, Xq))
+    labels_all = jaxnn.predict(model, Xq)
+    watched = (_scores, _mixed_posterior, graph_mod._onepass_topk, graph_mod._conditioned)
+    before = [f._cache_size() for f in watched]
+    for n in (1, 7, 50, 127):
+        np.testing.assert_allclose(np.asarray(jaxnn.predict_proba(model, Xq[:n])), p_all[:n], rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(np.asarray(jaxnn.decision_function(model, Xq[:n])), H_all[:n], rtol=1e-6, atol=1e-6)
+        np.testing.assert_array_equal(jaxnn.predict(model, Xq[:n]), labels_all[:n])
+        assert jaxnn.knn_query(X, Xq[:n], 4).indices.shape == (n, 4)
+    assert [f._cache_size() for f in watched] == before
+
+
+def test_query_rows_buckets():
+    """query_rows: whole blocks, their number at two significant bits up to 64
+    blocks and four beyond — never below n, at most half (then an eighth)
+    more than the whole blocks."""
+    from jaxnn._src.graph import query_rows
+
+    assert [query_rows(n) for n in (1, 128, 129, 257, 640, 769, 8192, 8193, 9217)] == [
+        128, 128, 256, 384, 768, 1024, 8192, 9216, 10240]
+    for n in range(1, 30_000, 37):
+        for block in (1, 5, 128):
+            rows, blocks = query_rows(n, block), -(-n // block)
+            assert rows >= n and rows % block == 0
+            assert rows <= blocks * block * (3 / 2 if blocks <= 64 else 9 / 8)
+    assert len({query_rows(n) for n in range(1, 10_001)}) == 14
 
 
 def test_scoring_makes_no_neighbor_by_class_gather():

@@ -486,3 +486,28 @@ def test_split_prediction_under_jit_and_a_mistyped_graph_method_say_what_to_do(d
         jax.jit(ens.predict_proba_split)(sm, Xq)
     with pytest.raises(ValueError, match="unknown graph_method 'exakt' for fit_split.*did you mean 'exact'"):
         ens.fit_split(X, y, n_splits=2, k=5, graph_method="exakt")
+
+
+@pytest.mark.parametrize("n_splits", [1, 3])
+def test_split_batches_of_other_sizes_share_the_compiled_prediction(n_splits):
+    """Split-model queries are padded to graph.query_rows like jaxnn.predict's:
+    batches of 1 … 128 rows reuse the compiled search and scoring, and each
+    row gets what it gets in the full batch."""
+    from jaxnn._src import ensemble as ens_src
+
+    X, y = _blobs(m=200, C=3, seed=4)
+    sm = ens.fit_split(X, y, n_splits=n_splits, k=5)
+    Xq = X[:128] + 0.1
+    p_all = np.asarray(ens.predict_proba_split(sm, Xq))
+    H_all = np.asarray(ens.decision_function_split(sm, Xq))
+    post_all = np.asarray(ens.block_posteriors(sm, Xq))
+    labels_all = ens.predict_split(sm, Xq)
+    watched = ens_src._scores_blocks if n_splits > 1 else jaxnn._src.model._scores
+    before = (watched._cache_size(), ens_src._combine._cache_size())
+    for n in (1, 9, 127):
+        np.testing.assert_allclose(np.asarray(ens.predict_proba_split(sm, Xq[:n])), p_all[:n], rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(np.asarray(ens.decision_function_split(sm, Xq[:n])), H_all[:, :n], rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(np.asarray(ens.block_posteriors(sm, Xq[:n])), post_all[:, :n], rtol=1e-6, atol=1e-7)
+        np.testing.assert_array_equal(ens.predict_split(sm, Xq[:n]), labels_all[:n])
+        assert ens.split_features(sm, Xq[:n]).shape[1] == n
+    assert (watched._cache_size(), ens_src._combine._cache_size()) == before

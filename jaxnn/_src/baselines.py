@@ -40,7 +40,7 @@ import numpy as np
 import optax
 
 from jaxnn._src.checks import check_bool, check_integer, check_points, check_real, check_whole_labels
-from jaxnn._src.graph import _as_float, float32_origin, knn_query, neighbor_sum, shift_points
+from jaxnn._src.graph import _as_float, first_rows, float32_origin, neighbor_sum, padded_query, shift_points
 
 __all__ = [
     "SGDModel",
@@ -176,14 +176,17 @@ def _default_rate(learning_rate, d: int) -> float:
     return _check_positive(learning_rate, "learning_rate")
 
 
-def _check_features(model, X) -> jax.Array:
+def _check_features(model, X, *, device: bool = True):
+    """X checked against the model's features (k-NN: shifted by its origin),
+    as a floating JAX array — or, with ``device=False``, as given (host arrays
+    stay on the host)."""
     X = check_points(X, "X")
     d = model.X.shape[1] if isinstance(model, KNNModel) else model.W.shape[0]
     if X.shape[1] != d:
         raise ValueError(f"X has {X.shape[1]} features but the model was fitted on {d}")
     if isinstance(model, KNNModel):  # shifted like the training points, before the cast
         X = shift_points(X, model.origin)
-    return _as_float(X)
+    return _as_float(X) if device else X
 
 
 def _signs(labels: np.ndarray, C: int, dtype) -> jax.Array:
@@ -633,9 +636,9 @@ def _votes(labels, idx, C: int, output: str, dtype):
 
 
 def _knn_votes(model: KNNModel, X, output: str) -> jax.Array:
-    X = _check_features(model, X)
-    nbrs = knn_query(model.X, X.astype(model.X.dtype), model.k)
-    return _votes(model.labels, nbrs.indices, len(model.classes), output, np.dtype(model.X.dtype))
+    X = _check_features(model, X, device=False)
+    idx, _, n = padded_query(model.X, X, model.k)  # batches of nearby sizes share the compiled search
+    return first_rows((_votes(model.labels, idx, len(model.classes), output, np.dtype(model.X.dtype)),), n)[0]
 
 
 # --------------------------------------------------------------------------

@@ -45,8 +45,8 @@ from jaxnn._src import losses as losses_mod
 from jaxnn._src import sharding
 from jaxnn._src.checks import check_bool, check_real, did_you_mean
 from jaxnn._src.boosting import boost, check_chooser, chooser_order
-from jaxnn._src.graph import (_block_rows, _blocked_topk, float32_origin, inverse_counts, inverse_neighbors, knn_graph, knn_query,
-                              shift_points)
+from jaxnn._src.graph import (_block_rows, _blocked_topk, first_rows, float32_origin, inverse_counts, inverse_neighbors, knn_graph,
+                              padded_query, padded_rows, query_rows, shift_points)
 from jaxnn._src.model import (Model, _as_points, _check_int, _compute_dtype, _link_posterior, _normalise_rows, _scores,
                               auto_chooser, encode_labels, logger)
 from jaxnn._src.schedule import boost_colored, color_schedule, stack_schedules
@@ -369,6 +369,14 @@ def _warn_constant_blocks(Xs: jax.Array, blocks: tuple, norm) -> None:
 
 def split_features(model: SplitModel, X) -> jax.Array:
     """The normalised, zero-padded blocks of X as the model sees them: (n, rows, w)."""
+    return _query_blocks(model, X, pad=False)[0]
+
+
+def _query_blocks(model: SplitModel, X, *, pad: bool):
+    """(:func:`split_features` of X, its rows n); with ``pad``, X's rows are
+    first padded with zero rows to :func:`graph.query_rows` (batches of nearby
+    sizes share the compiled search and scoring; rows from n on are dropped
+    by the callers)."""
     model = _check_split_model(model)
     Xq = _as_points(X)
     if isinstance(Xq, jax.core.Tracer):
@@ -376,7 +384,11 @@ def split_features(model: SplitModel, X) -> jax.Array:
                         "predict_split, predict_proba_split and block_posteriors outside jax.jit")
     if Xq.shape[1] != model.n_features:
         raise ValueError(f"X has {Xq.shape[1]} features but the model was fit on {model.n_features}")
-    return _stack_blocks(shift_points(Xq, model.origin), model.blocks, model.norm, model.X.dtype)
+    n = Xq.shape[0]
+    Xq = shift_points(Xq, model.origin)
+    if pad:
+        Xq = padded_rows(Xq, query_rows(n))
+    return _stack_blocks(Xq, model.blocks, model.norm, model.X.dtype), n
 
 
 # --------------------------------------------------------------------------
@@ -586,21 +598,29 @@ def _check_split_model(model) -> SplitModel:
 
 def decision_function_split(model: SplitModel, X) -> jax.Array:
     """Per-block scores H^b_c(x) = Σ_{j∈NN_k^b(x)} α^b_jc y_jc: (n_splits, rows, C)."""
+    H, n = _padded_split_scores(model, X)
+    return first_rows((H,), n, axis=1)[0]
+
+
+def _padded_split_scores(model: SplitModel, X):
+    """(:func:`decision_function_split` on X's rows padded to
+    :func:`graph.query_rows`, the real rows n)."""
     model = _check_split_model(model)
-    Q = split_features(model, X)
-    n, m = model.n_splits, model.X.shape[1]
-    if n == 1:  # as jaxnn.decision_function
-        nb = knn_query(model.X[0], Q[0], model.k)
-        return _scores(model.alpha[0], model.Y, nb.indices)[None]
-    return _scores_blocks(model.alpha, model.Y, model.X, Q, model.k, _rows_per_tile(m, n))
+    Q, n = _query_blocks(model, X, pad=True)
+    n_splits, m = model.n_splits, model.X.shape[1]
+    if n_splits == 1:  # as jaxnn.decision_function
+        idx, _, _ = padded_query(model.X[0], Q[0], model.k)
+        return _scores(model.alpha[0], model.Y, idx)[None], n
+    return _scores_blocks(model.alpha, model.Y, model.X, Q, model.k, _rows_per_tile(m, n_splits)), n
 
 
 def block_posteriors(model: SplitModel, X) -> jax.Array:
     """Raw one-vs-rest posteriors of each block, link(H^b) clipped to [0, 1]: (n, rows, C)
     (single-label N³: the link of its initial edges, as :func:`jaxnn.predict_proba`)."""
     model = _check_split_model(model)
-    H = decision_function_split(model, X)
-    return _link_posterior(model.loss, model.algorithm, model.multilabel, H)
+    H, n = _padded_split_scores(model, X)
+    p = _link_posterior(model.loss, model.algorithm, model.multilabel, H)
+    return first_rows((p,), n, axis=1)[0]
 
 
 def predict_proba_split(model: SplitModel, X, *, mean=None, normalize: Optional[bool] = None) -> jax.Array:
@@ -615,15 +635,24 @@ def predict_proba_split(model: SplitModel, X, *, mean=None, normalize: Optional[
     model = _check_split_model(model)
     kind = model.mean if mean is None else _check_mean(mean, "mean")
     normalize = not model.multilabel if normalize is None else check_bool(normalize, "normalize")
-    return _combine(decision_function_split(model, X), loss=model.loss, algorithm=model.algorithm,
-                    multilabel=model.multilabel, kind=kind, normalize=normalize)
+    p, n = _padded_combined(model, X, kind, normalize)
+    return first_rows((p,), n)[0]
+
+
+def _padded_combined(model: SplitModel, X, kind, normalize: bool):
+    """(:func:`predict_proba_split`'s posteriors on the padded rows, n)."""
+    H, n = _padded_split_scores(model, X)
+    return _combine(H, loss=model.loss, algorithm=model.algorithm, multilabel=model.multilabel, kind=kind,
+                    normalize=normalize), n
 
 
 def predict_split(model: SplitModel, X, *, mean=None) -> np.ndarray:
     """Labels (rows,): argmax of the combined posteriors (ties → first class);
     multilabel: (rows, C) 0/1 indicators, combined posterior > 1/2."""
     model = _check_split_model(model)
-    p = np.asarray(predict_proba_split(model, X, mean=mean, normalize=False))
+    kind = model.mean if mean is None else _check_mean(mean, "mean")
+    p, n = _padded_combined(model, X, kind, False)
+    p = np.asarray(p)[:n]  # the padding dropped on the host: nothing compiles per n
     if model.multilabel:
         return (p > 0.5).astype(np.int64)
     return np.asarray(model.classes)[np.argmax(p, axis=1)]

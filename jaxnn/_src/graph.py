@@ -436,6 +436,10 @@ def knn_graph(
 def knn_query(X_train, X_query, k: int, *, block_size: int | None = None, devices=None) -> Neighbors:
     """Exact k nearest training points of each query row (blocked, in JAX).
 
+    Batches of nearby sizes share one compiled search: the query rows are
+    padded to :func:`query_rows` (n itself under ``jax.jit``), so predicting
+    batch after batch compiles a few searches, not one per batch size.
+
     Args:
       X_train: (m, d) training points.  X_query: (n, d) query points.
       k: 1 ≤ k ≤ m.
@@ -444,22 +448,82 @@ def knn_query(X_train, X_query, k: int, *, block_size: int | None = None, device
     Returns:
       :class:`Neighbors` with ``indices`` (n, k) int32 into X_train.
     """
+    idx, dist, n = padded_query(X_train, X_query, k, block_size=block_size, devices=devices)
+    return Neighbors(*first_rows((idx, dist), n))
+
+
+def query_rows(n: int, block: int = 128) -> int:
+    """The rows a batch of n queries is padded to (≥ n): whole blocks of
+    ``block`` rows, their number rounded up to two significant bits up to 64
+    blocks (1, 2, 3, 4, 6, 8, 12, …, 48, 64: at most half more work) and
+    to four beyond (72, 80, …: at most an eighth more).  A new shape costs a
+    compile (~0.5 s on 2 CPU cores) that outweighs searching dozens of blocks,
+    hence the coarse steps while batches are small: any batch of ≤ 128
+    queries shares one compiled search, and sizes 1 … 10⁴ need 14."""
+    blocks = -(-int(n) // block)
+    step = 1 << max(0, blocks.bit_length() - (2 if blocks <= 64 else 4))
+    return -(-blocks // step) * step * block
+
+
+def padded_rows(a, rows: int):
+    """a (n, …) with ``rows − n`` rows of zeros appended (a itself when
+    rows = n): on the host for NumPy arrays, by a jitted pad for JAX ones."""
+    n = a.shape[0]
+    if rows == n:
+        return a
+    if isinstance(a, np.ndarray):
+        out = np.zeros((rows,) + a.shape[1:], a.dtype)
+        out[:n] = a
+        return out
+    return _pad_rows(a, rows)
+
+
+@functools.partial(jax.jit, static_argnames=("rows",))
+def _pad_rows(a, rows: int):
+    return jnp.zeros((rows,) + a.shape[1:], a.dtype).at[: a.shape[0]].set(a)
+
+
+def first_rows(arrays, n: int, axis: int = 0):
+    """The first n rows (entries along ``axis``) of each array of the tuple
+    ``arrays`` (padded results): one jitted slice for them all, compiled once
+    per (shapes, n)."""
+    if all(a.shape[axis] == n for a in arrays):
+        return tuple(arrays)
+    return _first_rows(tuple(arrays), n, axis)
+
+
+@functools.partial(jax.jit, static_argnames=("n", "axis"))
+def _first_rows(arrays, n: int, axis: int):
+    return tuple(jax.lax.slice_in_dim(a, 0, n, axis=axis) for a in arrays)
+
+
+def padded_query(X_train, X_query, k: int, *, block_size: int | None = None, devices=None):
+    """:func:`knn_query`'s search on the queries padded to :func:`query_rows`
+    rows: (indices (rows, k) int32, distances (rows, k), n).  Rows from n on
+    are the neighbours of padding points (zeros), to be dropped; callers that
+    go on computing (scores, posteriors) do so on all rows and drop them at
+    the end, so every step sees the shared shape."""
     X_train = check_points(X_train, "X_train")
     X_query = check_points(X_query, "X_query")
     if X_query.shape[1] != X_train.shape[1]:
         raise ValueError(f"X_query has {X_query.shape[1]} features but X_train has {X_train.shape[1]}")
-    m = X_train.shape[0]
+    m, n = X_train.shape[0], X_query.shape[0]
     k = _check_k(k, m, exclude_self=False)
     if not jax.config.jax_enable_x64:  # float64 points far from 0 keep their digits in float32
         origin = float32_origin(X_train)
         X_train, X_query = shift_points(X_train, origin), shift_points(X_query, origin)
     Xt = _as_float(X_train)
-    Xq = _as_float(X_query).astype(Xt.dtype)
     platform = sharding.platform(devices)
-    _warn_if_slow(Xq.shape[0], m, platform, f"knn_query of {Xq.shape[0]} points among {m}",
+    block = _block_rows(m, block_size, platform)
+    rows = n if isinstance(X_query, jax.core.Tracer) else query_rows(n, block)
+    if isinstance(X_query, np.ndarray):  # the cast and the padding on the host: nothing compiles per n
+        Xq = jnp.asarray(padded_rows(np.asarray(X_query, dtype=Xt.dtype), rows))
+    else:
+        Xq = padded_rows(_as_float(X_query).astype(Xt.dtype), rows)
+    _warn_if_slow(n, m, platform, f"knn_query of {n} points among {m}",
                   "an approximate index can find the neighbours instead (predict's neighbors=, README)")
-    idx, dist = _blocked_topk(Xq, Xt, k, _block_rows(m, block_size, platform), False, devices)
-    return Neighbors(idx, dist)
+    idx, dist = _blocked_topk(Xq, Xt, k, block, False, devices)
+    return idx, dist, n
 
 
 def neighbor_sum(rows, indices):

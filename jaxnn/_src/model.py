@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 import time
 import warnings
@@ -24,7 +25,8 @@ from jaxnn._src.checks import check_bool, check_points, check_real, check_whole_
 from jaxnn._src.checks import check_integer as _check_int
 from jaxnn._src.boosting import boost, check_chooser, chooser_order
 from jaxnn._src.graph import METHODS as _GRAPH_METHODS
-from jaxnn._src.graph import (Neighbors, float32_origin, inverse_counts, inverse_neighbors, knn_graph, knn_query, neighbor_sum,
+from jaxnn._src.graph import (Neighbors, first_rows, float32_origin, inverse_counts, inverse_neighbors, knn_graph, neighbor_sum,
+                               padded_query, padded_rows, query_rows,
                               shift_points, subgraph)
 from jaxnn._src.schedule import boost_colored, color_schedule
 
@@ -597,20 +599,27 @@ def _check_query(model: Model, X):
     return shift_points(Xq, model.origin)
 
 
-def _query_neighbors(model: Model, X, neighbors) -> jax.Array:
-    """(n, k) indices of the model's training points nearest each query:
+def _query_neighbors(model: Model, X, neighbors):
+    """((rows, k) indices of the model's training points nearest each query, n):
     ``neighbors`` when given (checked against X's rows if X is given too),
-    else the exact search of X among ``model.X``."""
+    else the exact search of X among ``model.X``.  rows ≥ n: the queries are
+    padded to :func:`graph.query_rows` (batches of nearby sizes share one
+    compiled search, scoring and posterior; rows from n on are to be
+    dropped); under ``jax.jit`` rows = n."""
     if neighbors is None:
         if X is None:
             raise TypeError("give the query points X, or their neighbours among the training points as neighbors=")
-        return knn_query(model.X, _check_query(model, X), model.k).indices
-    nb = jnp.asarray(_check_neighbors(neighbors, model.X.shape[0], model.k))
+        idx, _, n = padded_query(model.X, _check_query(model, X), model.k)
+        return idx, n
+    nb = _check_neighbors(neighbors, model.X.shape[0], model.k)
+    n = nb.shape[0]
     if X is not None:
         Xq = _check_query(model, X)
-        if Xq.shape[0] != nb.shape[0]:
-            raise ValueError(f"X and neighbors have mismatched lengths: {Xq.shape[0]} rows in X, {nb.shape[0]} in neighbors")
-    return nb
+        if Xq.shape[0] != n:
+            raise ValueError(f"X and neighbors have mismatched lengths: {Xq.shape[0]} rows in X, {n} in neighbors")
+    if isinstance(nb, jax.core.Tracer):
+        return nb, n
+    return jnp.asarray(padded_rows(nb, query_rows(n))), n  # padding rows name training point 0
 
 
 def decision_function(model: Model, X=None, *, neighbors=None) -> jax.Array:
@@ -623,7 +632,8 @@ def decision_function(model: Model, X=None, *, neighbors=None) -> jax.Array:
     left out, and no search is run.
     """
     model = _check_model(model)
-    return _scores(model.alpha, model.Y, _query_neighbors(model, X, neighbors))
+    nb, n = _query_neighbors(model, X, neighbors)
+    return first_rows((_scores(model.alpha, model.Y, nb),), n)[0]
 
 
 def _link_posterior(loss, algorithm, multilabel: bool, H):
@@ -680,7 +690,16 @@ def _normalise_rows(p, H):
 
 
 def _posterior_parts(model: Model, X, neighbors=None):
-    """(link posterior, vote fractions), both (n, C).
+    """(link posterior, vote fractions), both (n, C) (:func:`_posteriors`)."""
+    nb, n = _query_neighbors(model, X, neighbors)
+    parts = _posteriors(model.alpha, model.Y, nb, loss=model.loss, algorithm=model.algorithm, multilabel=model.multilabel)
+    return first_rows(parts, n)
+
+
+@functools.partial(jax.jit, static_argnames=("loss", "algorithm", "multilabel"))
+def _posteriors(alpha, Y, nb, *, loss, algorithm, multilabel: bool):
+    """(link posterior, vote fractions), both (n, C), for (n, k) neighbour
+    indices nb; one compiled function per (loss, algorithm, shapes).
 
     The link posterior is p̂_c = link(H_c(x)) (:func:`_link_posterior`); for
     single-label models it is normalised over classes (:func:`_normalise_rows`:
@@ -688,11 +707,10 @@ def _posterior_parts(model: Model, X, neighbors=None):
     largest H; NaN propagates).  Vote fractions: v_c(x) = #{j ∈ NN_k(x) :
     y_jc = +1}/k.
     """
-    nb = _query_neighbors(model, X, neighbors)
-    H = _scores(model.alpha, model.Y, nb)
-    p_link = _link_posterior(model.loss, model.algorithm, model.multilabel, H)
-    p_votes = _vote_fractions(model.Y, nb).astype(p_link.dtype)
-    if not model.multilabel:
+    H = _scores(alpha, Y, nb)
+    p_link = _link_posterior(loss, algorithm, multilabel, H)
+    p_votes = _vote_fractions(Y, nb).astype(p_link.dtype)
+    if not multilabel:
         p_link = _normalise_rows(p_link, H)
     return p_link, p_votes
 
@@ -709,8 +727,16 @@ def predict_proba(model: Model, X=None, *, neighbors=None) -> jax.Array:
     :func:`decision_function`.
     """
     model = _check_model(model)
-    p_link, p_votes = _posterior_parts(model, X, neighbors)
-    lam = model.posterior_mix
+    nb, n = _query_neighbors(model, X, neighbors)
+    p = _mixed_posterior(model.alpha, model.Y, nb, loss=model.loss, algorithm=model.algorithm,
+                         multilabel=model.multilabel, lam=model.posterior_mix)
+    return first_rows((p,), n)[0]
+
+
+@functools.partial(jax.jit, static_argnames=("loss", "algorithm", "multilabel", "lam"))
+def _mixed_posterior(alpha, Y, nb, *, loss, algorithm, multilabel: bool, lam: float):
+    """(1 − λ)·link + λ·votes (:func:`_posteriors`), (n, C)."""
+    p_link, p_votes = _posteriors(alpha, Y, nb, loss=loss, algorithm=algorithm, multilabel=multilabel)
     return p_link if lam == 0.0 else (1.0 - lam) * p_link + lam * p_votes
 
 
@@ -720,10 +746,11 @@ def predict(model: Model, X=None, *, neighbors=None) -> np.ndarray:
     array (numeric labels only; a clear TypeError otherwise).  ``neighbors``:
     the query points' training neighbours, as for :func:`decision_function`."""
     model = _check_model(model)
-    H = decision_function(model, X, neighbors=neighbors)
+    nb, n = _query_neighbors(model, X, neighbors)
+    H = _scores(model.alpha, model.Y, nb)
     if isinstance(H, jax.core.Tracer):  # under jax.jit: a traced array, not NumPy
         return _traced_predict(model, H)
-    H = np.asarray(H)
+    H = np.asarray(H)[:n]  # the padding dropped on the host: nothing compiles per n
     if model.multilabel:
         return (H > 0).astype(np.int64)
     return np.asarray(model.classes)[np.argmax(H, axis=1)]
