@@ -1376,3 +1376,55 @@ def test_verbose_prints_the_stages_to_stderr(caplog):
     assert (logger.level, logger.handlers) == before
     with pytest.raises(TypeError, match="verbose must be a bool"):
         jaxnn.fit(X, y, k=3, verbose="yes")
+
+
+@pytest.mark.parametrize("labels", [
+    np.array([0.0, 1.0, 2.0], np.float32),
+    np.array([3, 7, 9], np.uint8),
+    np.array(["2020-01-01", "2021-06-01", "2022-01-01"], "datetime64[D]"),
+    np.array(["ant", "bee", "cat"]),
+])
+def test_predict_answers_in_the_labels_dtype(labels):
+    """predict's labels have y's dtype, as scikit-learn's classifiers' do
+    (float32 labels came back float64, datetime64 as datetime.date objects),
+    for jaxnn.predict, a pickled model and the split models."""
+    import pickle
+
+    X, y = _blobs(m=90, C=3, seed=2)
+    y_named = labels[y]
+    model = jaxnn.fit(X, y_named, k=4)
+    got = jaxnn.predict(model, X)
+    assert got.dtype == labels.dtype
+    np.testing.assert_array_equal(got, labels[np.argmax(np.asarray(jaxnn.decision_function(model, X)), axis=1)])
+    assert model.classes == tuple(labels)
+    assert jaxnn.predict(pickle.loads(pickle.dumps(model)), X[:5]).dtype == labels.dtype
+    assert jaxnn.ensemble.predict_split(jaxnn.ensemble.fit_split(X, y_named, n_splits=2, k=4), X[:5]).dtype == labels.dtype
+
+
+def test_a_float64_model_predicts_in_float32_once_x64_is_off():
+    """A model fit inside `with jax.enable_x64(True):` and used after it: one
+    warning of ours (not a dozen of JAX's dtype truncations), float32 results
+    equal to the float64 model's to float32 precision, under jit too."""
+    import warnings
+
+    X, y = _blobs(m=80, C=3, seed=5)
+    X = X.astype(np.float64)
+    with jax.enable_x64(True):
+        model = jaxnn.fit(X, y, k=4)
+        sm = jaxnn.ensemble.fit_split(X, y, n_splits=2, k=4)
+        p64 = np.asarray(jaxnn.predict_proba(model, X))
+        labels64 = jaxnn.predict(model, X)
+        split64 = np.asarray(jaxnn.ensemble.predict_proba_split(sm, X))
+    assert model.alpha.dtype == np.float64
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        p32 = jaxnn.predict_proba(model, X)
+        labels32 = jaxnn.predict(model, X)
+        split32 = jaxnn.ensemble.predict_proba_split(sm, X)
+    messages = [str(w.message) for w in seen]
+    assert len(messages) == 3 and all("fit in float64" in msg for msg in messages), messages
+    assert seen[0].filename == __file__  # points at the caller's line
+    assert p32.dtype == np.float32 and split32.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(p32), p64, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(split32), split64, atol=1e-5)
+    np.testing.assert_array_equal(labels32, labels64)

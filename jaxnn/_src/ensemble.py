@@ -48,7 +48,7 @@ from jaxnn._src.boosting import boost, check_chooser, chooser_order
 from jaxnn._src.graph import (_block_rows, _blocked_topk, first_rows, float32_origin, inverse_counts, inverse_neighbors, knn_graph,
                               padded_query, padded_rows, query_rows, shift_points)
 from jaxnn._src.model import (Model, _as_points, _check_int, _compute_dtype, _link_posterior, _normalise_rows, _scores,
-                              auto_chooser, encode_labels, logger)
+                              auto_chooser, encode_labels, logger, without_float64)
 from jaxnn._src.schedule import boost_colored, color_schedule, stack_schedules
 
 __all__ = [
@@ -593,7 +593,7 @@ def _boost_split(Xs, Y, E0, *, k, algo, loss, chooser, rounds, seed, graph_metho
 def _check_split_model(model) -> SplitModel:
     if not isinstance(model, SplitModel):
         raise TypeError(f"expected a jaxnn SplitModel (from fit_split), got {type(model).__name__}")
-    return model
+    return without_float64(model)
 
 
 def decision_function_split(model: SplitModel, X) -> jax.Array:

@@ -79,7 +79,8 @@ class Model:
       X: (m, d) training points.
       Y: (m, C) training labels in {−1, +1}.
       trace: (T,) total surrogate risk after each step, if fit(trace=True).
-      classes: tuple of the C class labels (sorted); multilabel: 0..C−1.
+      classes: tuple of the C class labels (sorted), NumPy scalars of y's
+        dtype, so that :func:`predict` answers in it; multilabel: 0..C−1.
       k: neighbours used.
       loss: the :class:`~jaxnn.losses.Loss` (its ``posterior`` is the link).
       algorithm: the algorithm object (``GNNB``, ``UNN``, ``UNNFast``, ``N3``).
@@ -168,7 +169,7 @@ def encode_labels(y, m: int):
         if classes.size < 2:
             raise ValueError(f"y has a single class ({classes[0]!r}); at least 2 classes are needed")
         Y = np.where(codes[:, None] == np.arange(classes.size)[None, :], 1.0, -1.0)
-        return tuple(classes.tolist()), Y, False
+        return tuple(classes), Y, False  # NumPy scalars: predict answers in y's own dtype
     if arr.ndim == 2:
         if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
             raise TypeError(f"a 2-D y must be a numeric indicator matrix, got dtype {arr.dtype}")
@@ -575,7 +576,24 @@ def _one_standard_error_choice(brier: np.ndarray) -> int:
 def _check_model(model) -> Model:
     if not isinstance(model, Model):
         raise TypeError(f"expected a jaxnn Model (from jaxnn.fit), got {type(model).__name__}")
-    return model
+    return without_float64(model)
+
+
+def without_float64(model):
+    """``model`` itself — or, when it holds float64 arrays (fit under
+    ``jax_enable_x64``) and x64 is off now, a copy in float32, with a warning.
+
+    Fitting float64 data inside ``with jax.enable_x64(True):`` and predicting
+    after it would otherwise ask for float64 in every operation, which JAX
+    truncates to float32 with a warning each (a dozen a call)."""
+    if jax.config.jax_enable_x64:
+        return model
+    wide = [a for a in jax.tree_util.tree_leaves(model) if getattr(a, "dtype", None) == jnp.float64]
+    if not wide or any(isinstance(a, jax.core.Tracer) for a in wide):
+        return model
+    warnings.warn(f"this {type(model).__name__} was fit in float64 (under jax_enable_x64), which is off now: it "
+                  "predicts in float32; predict inside `with jax.enable_x64(True):` for float64", UserWarning, stacklevel=4)
+    return jax.tree_util.tree_map(lambda a: a.astype(jnp.float32) if getattr(a, "dtype", None) == jnp.float64 else a, model)
 
 
 @jax.jit

@@ -100,7 +100,7 @@ def prune(model: Model, theta) -> Model:
     # a class (a label's positives or negatives) may lose every prototype: |α| is ranked over all examples
     kept = np.asarray(model.Y)[idx] > 0
     if not model.multilabel:
-        lost = [model.classes[c] for c in np.flatnonzero(~kept.any(axis=0))]
+        lost = [np.asarray(model.classes)[c].item() for c in np.flatnonzero(~kept.any(axis=0))]  # plain values to print
         if lost:
             logger.warning("prune: theta=%s keeps no example of class(es) %s, which the pruned model can no longer "
                            "predict; raise theta", theta, ", ".join(map(repr, lost)))
