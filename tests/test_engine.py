@@ -1428,3 +1428,30 @@ def test_a_float64_model_predicts_in_float32_once_x64_is_off():
     np.testing.assert_allclose(np.asarray(p32), p64, atol=1e-5)
     np.testing.assert_allclose(np.asarray(split32), split64, atol=1e-5)
     np.testing.assert_array_equal(labels32, labels64)
+
+
+def test_refits_on_other_data_of_one_shape_reuse_the_compiled_boosting():
+    """fit pads the members array to graph.shared_width: data sets of one shape
+    whose largest inverse neighbourhoods differ (cross-validation folds,
+    refits) run one compiled boost, with the α of the exact width (to float
+    rounding: a wider δ sums its padding zeros in another order)."""
+    from jaxnn._src.boosting import boost
+    from jaxnn._src.graph import inverse_counts, shared_width
+
+    sets = [_blobs(m=200, C=3, seed=s) for s in (11, 12, 13, 14)]
+    widths = [int(inverse_counts(np.asarray(jaxnn.knn_graph(X, 5).indices)).max()) for X, _ in sets]
+    same = [i for i in range(1, 4) if shared_width(widths[i]) == shared_width(widths[0]) and widths[i] != widths[0]]
+    assert same, widths  # data whose exact widths differ but share a padded width
+    other = same[0]
+    jaxnn.fit(*sets[0], k=5, chooser="lazy", posterior="link")
+    before = boost._cache_size()
+    X, y = sets[other]
+    model = jaxnn.fit(X, y, k=5, chooser="lazy", posterior="link")
+    assert boost._cache_size() == before
+    nb = np.asarray(jaxnn.knn_graph(X, 5).indices)
+    inv = jaxnn.inverse_neighbors(nb)  # the exact width
+    algo = model.algorithm
+    E0 = algo.init_edges(model.loss, model.Y)
+    ref = boost(model.Y, E0, inv.members, inv.counts, jnp.asarray(nb), jnp.arange(200, dtype=jnp.int32),
+                algorithm=algo, loss=model.loss, greedy=False, trace=False)
+    np.testing.assert_allclose(np.asarray(model.alpha), np.asarray(ref.alpha), rtol=1e-5, atol=1e-6)

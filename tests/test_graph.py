@@ -633,3 +633,25 @@ def test_knn_query_names_its_own_arguments():
         jaxnn.knn_query(X, X[:, :2], 3)
     with pytest.raises(ValueError, match="X_query contains NaN"):
         jaxnn.knn_query(X, np.full((2, 3), np.nan), 3)
+
+
+def test_inverse_neighbors_at_a_given_width():
+    """width pads members with the sentinel m beyond the largest inverse
+    neighbourhood; narrower than it is refused by name; shared_width rounds
+    to three significant bits (at most a quarter more)."""
+    from jaxnn._src.graph import shared_width
+
+    nb = np.array([[1, 2], [0, 2], [0, 1], [0, 1]])
+    exact = jaxnn.inverse_neighbors(nb)
+    wide = jaxnn.inverse_neighbors(nb, width=7)
+    assert exact.members.shape == (4, 3) and wide.members.shape == (4, 7)
+    np.testing.assert_array_equal(np.asarray(wide.members)[:, :3], np.asarray(exact.members))
+    assert np.all(np.asarray(wide.members)[:, 3:] == 4)
+    np.testing.assert_array_equal(np.asarray(wide.counts), np.asarray(exact.counts))
+    with pytest.raises(ValueError, match="narrower than the largest inverse neighbourhood"):
+        jaxnn.inverse_neighbors(nb, width=2)
+    with pytest.raises(TypeError, match="width"):
+        jaxnn.inverse_neighbors(nb, width=3.5)
+    assert [shared_width(P) for P in (1, 7, 8, 9, 71, 73, 78, 80, 81, 290)] == [1, 7, 8, 10, 80, 80, 80, 80, 96, 320]
+    for P in range(1, 5000):
+        assert P <= shared_width(P) <= 1.25 * P

@@ -46,7 +46,7 @@ from jaxnn._src import sharding
 from jaxnn._src.checks import check_bool, check_real, did_you_mean
 from jaxnn._src.boosting import boost, check_chooser, chooser_order
 from jaxnn._src.graph import (_block_rows, _blocked_topk, first_rows, float32_origin, inverse_counts, inverse_neighbors, knn_graph,
-                              padded_query, padded_rows, query_rows, shift_points)
+                              padded_query, padded_rows, query_rows, shared_width, shift_points)
 from jaxnn._src.model import (Model, _as_points, _check_int, _compute_dtype, _link_posterior, _normalise_rows, _scores,
                               auto_chooser, encode_labels, logger, without_float64)
 from jaxnn._src.schedule import boost_colored, color_schedule, stack_schedules
@@ -563,7 +563,7 @@ def _boost_split(Xs, Y, E0, *, k, algo, loss, chooser, rounds, seed, graph_metho
             res = boost_colored(Y, E0, jnp.asarray(inverse_counts(nbrs, m)), color_schedule(nbrs, n_classes=C),
                                 algorithm=algo, loss=loss, passes=passes, trace=trace)
         else:
-            inv = inverse_neighbors(nbrs, m)
+            inv = inverse_neighbors(nbrs, m, width=shared_width(inverse_counts(nbrs, m).max()))
             order = jnp.asarray(chooser_order(chooser, m, rounds, seed))
             res = boost(Y, E0, inv.members, inv.counts, jnp.asarray(nbrs), order, algorithm=algo, loss=loss,
                         greedy=chooser == "greedy", trace=trace)
@@ -577,14 +577,10 @@ def _boost_split(Xs, Y, E0, *, k, algo, loss, chooser, rounds, seed, graph_metho
         counts = np.stack([inverse_counts(nbrs[b], m) for b in range(n)])
         return _boost_colored_blocks(Y, E0, jnp.asarray(counts), schedule, algorithm=algo, loss=loss, passes=passes,
                                      trace=trace)
-    invs = [inverse_neighbors(nbrs[b], m) for b in range(n)]
-    # common width, rounded up to a multiple of 8 so that refits of
-    # similar data reuse the compiled program (padding is inert)
-    P = -(-max(int(inv.members.shape[1]) for inv in invs) // 8) * 8
-    members = np.full((n, m, P), m, dtype=np.int32)
-    for b, inv in enumerate(invs):
-        members[b, :, : inv.members.shape[1]] = np.asarray(inv.members)
-    counts = np.stack([np.asarray(inv.counts) for inv in invs])
+    # one width for all blocks, shared by refits of other data (padding is inert)
+    counts = np.stack([inverse_counts(nbrs[b], m) for b in range(n)])
+    P = shared_width(counts.max())
+    members = np.stack([np.asarray(inverse_neighbors(nbrs[b], m, width=P).members) for b in range(n)])
     order = jnp.asarray(chooser_order(chooser, m, rounds, seed))
     return _boost_blocks(Y, E0, jnp.asarray(members), jnp.asarray(counts), jnp.asarray(nbrs, dtype=jnp.int32), order,
                          algorithm=algo, loss=loss, greedy=chooser == "greedy", trace=trace)

@@ -26,7 +26,7 @@ from jaxnn._src.checks import check_integer as _check_int
 from jaxnn._src.boosting import boost, check_chooser, chooser_order
 from jaxnn._src.graph import METHODS as _GRAPH_METHODS
 from jaxnn._src.graph import (Neighbors, first_rows, float32_origin, inverse_counts, inverse_neighbors, knn_graph, neighbor_sum,
-                               padded_query, padded_rows, query_rows,
+                               padded_query, padded_rows, query_rows, shared_width,
                               shift_points, subgraph)
 from jaxnn._src.schedule import boost_colored, color_schedule
 
@@ -400,7 +400,7 @@ def fit(
 
     def run_boosting():
         if chooser != "colored" and not windowed:  # the padded (m, P) inverse neighbourhoods
-            inv = inverse_neighbors(nbrs, m)
+            inv = inverse_neighbors(nbrs, m, width=shared_width(inverse_counts(nbrs, m).max()))  # refits share it
             if devices is not None:
                 inv = type(inv)(*(sharding.replicate(a, mesh) for a in inv))
             order = jnp.asarray(chooser_order(chooser, m, rounds, seed))

@@ -19,7 +19,8 @@ from jaxnn._src import losses as losses_mod
 from jaxnn._src import sharding
 from jaxnn._src.boosting import boost, check_chooser, chooser_order
 from jaxnn._src.checks import check_integer, check_real, did_you_mean
-from jaxnn._src.graph import METHODS, _nndescent_index, _nndescent_query, inverse_counts, inverse_neighbors, knn_graph, knn_query
+from jaxnn._src.graph import (METHODS, _nndescent_index, _nndescent_query, inverse_counts, inverse_neighbors, knn_graph, knn_query,
+                              shared_width)
 from jaxnn._src.schedule import boost_colored, color_schedule
 
 __all__ = ["Selection", "select", "DEFAULT_KS", "DEFAULT_LOSSES", "DEFAULT_PASSES"]
@@ -100,7 +101,7 @@ def _pass_runner(chooser: str, nb: np.ndarray, m: int, n_classes: int, algo, see
         counts = jnp.asarray(inverse_counts(nb, m))
         return lambda Y, edges, loss, p: boost_colored(Y, edges, counts, schedule, algorithm=algo, loss=loss,
                                                        passes=1, trace=False)
-    inv = inverse_neighbors(nb, m)
+    inv = inverse_neighbors(nb, m, width=shared_width(inverse_counts(nb, m).max()))  # other folds' data share it
     if mesh is not None:
         inv = type(inv)(*(sharding.replicate(a, mesh) for a in inv))
     orders = jnp.asarray(chooser_order(chooser, m, max_passes * m, seed).reshape(max_passes, m))
