@@ -647,8 +647,8 @@ def test_knn_baseline_batches_of_other_sizes_share_the_compiled_search():
     model = BL.knn_fit(X, y, k=5)
     Xq = X[:128] + 0.1
     p_all, labels_all = np.asarray(BL.predict_proba(model, Xq)), BL.predict(model, Xq)
-    before = (bl_src._votes._cache_size(), graph_mod._onepass_topk._cache_size())
+    before = (bl_src._votes._cache_size(), graph_mod._conditioned_search._cache_size())
     for n in (1, 40, 127):
         np.testing.assert_allclose(np.asarray(BL.predict_proba(model, Xq[:n])), p_all[:n])
         np.testing.assert_array_equal(BL.predict(model, Xq[:n]), labels_all[:n])
-    assert (bl_src._votes._cache_size(), graph_mod._onepass_topk._cache_size()) == before
+    assert (bl_src._votes._cache_size(), graph_mod._conditioned_search._cache_size()) == before

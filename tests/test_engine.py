@@ -1201,7 +1201,7 @@ def test_batches_of_other_sizes_share_the_compiled_prediction():
     p_all = np.asarray(jaxnn.predict_proba(model, Xq))
     H_all = np.asarray(jaxnn.decision_function(model, Xq))
     labels_all = jaxnn.predict(model, Xq)
-    watched = (_scores, _mixed_posterior, graph_mod._onepass_topk, graph_mod._conditioned)
+    watched = (_scores, _mixed_posterior, graph_mod._conditioned_search)
     before = [f._cache_size() for f in watched]
     for n in (1, 7, 50, 127):
         np.testing.assert_allclose(np.asarray(jaxnn.predict_proba(model, Xq[:n])), p_all[:n], rtol=1e-6, atol=1e-7)

@@ -615,8 +615,11 @@ def block_posteriors(model: SplitModel, X) -> jax.Array:
     (single-label N³: the link of its initial edges, as :func:`jaxnn.predict_proba`)."""
     model = _check_split_model(model)
     H, n = _padded_split_scores(model, X)
-    p = _link_posterior(model.loss, model.algorithm, model.multilabel, H)
+    p = _jitted_link_posterior(model.loss, model.algorithm, model.multilabel, H)
     return first_rows((p,), n, axis=1)[0]
+
+
+_jitted_link_posterior = jax.jit(_link_posterior, static_argnums=(0, 1, 2))
 
 
 def predict_proba_split(model: SplitModel, X, *, mean=None, normalize: Optional[bool] = None) -> jax.Array:
