@@ -652,3 +652,22 @@ def test_knn_baseline_batches_of_other_sizes_share_the_compiled_search():
         np.testing.assert_allclose(np.asarray(BL.predict_proba(model, Xq[:n])), p_all[:n])
         np.testing.assert_array_equal(BL.predict(model, Xq[:n]), labels_all[:n])
     assert (bl_src._votes._cache_size(), graph_mod._conditioned_search._cache_size()) == before
+
+
+@pytest.mark.parametrize("fit", ["sgd_fit", "svm_fit"])
+def test_linear_baselines_batches_of_other_sizes_share_the_compiled_scoring(fit):
+    """SGD and SVM predictions pad their queries as jaxnn.predict does: batches
+    of 1 … 128 rows reuse one compiled scoring, with the full batch's answers."""
+    rng = np.random.default_rng(4)
+    X, y = rng.normal(size=(150, 4)), rng.integers(0, 3, 150)
+    model = getattr(BL, fit)(X, y)
+    Xq = X[:128] + 0.1
+    p_all, f_all, labels_all = (np.asarray(BL.predict_proba(model, Xq)), np.asarray(BL.decision_function(model, Xq)),
+                                BL.predict(model, Xq))
+    jitted = (_B._linear_scores, _B._ovr_logistic_proba if fit == "sgd_fit" else _B._platt_proba)
+    before = [f._cache_size() for f in jitted]
+    for n in (1, 40, 127):
+        np.testing.assert_allclose(np.asarray(BL.predict_proba(model, Xq[:n])), p_all[:n], rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(BL.decision_function(model, Xq[:n])), f_all[:n], rtol=1e-6, atol=1e-6)
+        np.testing.assert_array_equal(BL.predict(model, Xq[:n]), labels_all[:n])
+    assert [f._cache_size() for f in jitted] == before

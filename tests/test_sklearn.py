@@ -293,3 +293,23 @@ def test_bad_inputs_raise_clear_errors(blobs):
 def test_import_jaxnn_does_not_import_sklearn():
     code = "import sys, jaxnn; assert 'sklearn' not in sys.modules, 'jaxnn imported scikit-learn'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_estimator_predictions_compile_nothing_per_batch_size():
+    """The estimator's answers are NumPy: it drops the query padding on the
+    host, so batches of 1 … 128 rows compile nothing after the first (not
+    even a slice), and give the full batch's rows."""
+    from jaxnn._src import graph as graph_mod
+    from jaxnn._src.sklearn import BoostedKNNClassifier
+
+    rng = np.random.default_rng(6)
+    X, y = rng.normal(size=(120, 3)), rng.integers(0, 3, 120)
+    est = BoostedKNNClassifier(k=5).fit(X, y)
+    Xq = X[:128 - 8] + 0.1
+    full = (est.predict_proba(Xq), est.decision_function(Xq), est.predict(Xq))
+    before = graph_mod._first_rows._cache_size()
+    for n in (1, 33, 119):
+        np.testing.assert_allclose(est.predict_proba(Xq[:n]), full[0][:n], rtol=1e-6)
+        np.testing.assert_allclose(est.decision_function(Xq[:n]), full[1][:n], rtol=1e-6, atol=1e-6)
+        np.testing.assert_array_equal(est.predict(Xq[:n]), full[2][:n])
+    assert graph_mod._first_rows._cache_size() == before

@@ -40,7 +40,7 @@ import numpy as np
 import optax
 
 from jaxnn._src.checks import check_bool, check_integer, check_points, check_real, check_whole_labels
-from jaxnn._src.graph import _as_float, first_rows, float32_origin, neighbor_sum, padded_query, shift_points
+from jaxnn._src.graph import _as_float, first_rows, float32_origin, neighbor_sum, padded_query, padded_rows, query_rows, shift_points
 
 __all__ = [
     "SGDModel",
@@ -636,9 +636,15 @@ def _votes(labels, idx, C: int, output: str, dtype):
 
 
 def _knn_votes(model: KNNModel, X, output: str) -> jax.Array:
+    return first_rows(*_padded_knn_votes(model, X, output))[0]
+
+
+def _padded_knn_votes(model: KNNModel, X, output: str):
+    """((:func:`_votes` of X's rows padded to :func:`graph.query_rows`,), n):
+    batches of nearby sizes share the compiled search and count."""
     X = _check_features(model, X, device=False)
-    idx, _, n = padded_query(model.X, X, model.k)  # batches of nearby sizes share the compiled search
-    return first_rows((_votes(model.labels, idx, len(model.classes), output, np.dtype(model.X.dtype)),), n)[0]
+    idx, _, n = padded_query(model.X, X, model.k)
+    return (_votes(model.labels, idx, len(model.classes), output, np.dtype(model.X.dtype)),), n
 
 
 # --------------------------------------------------------------------------
@@ -664,11 +670,23 @@ def decision_function(model: Any, X) -> jax.Array:
     raise _model_type_error(model)
 
 
+def _linear_points(model, X):
+    """(X checked, in the model's dtype, its rows padded to
+    :func:`graph.query_rows` — batches of nearby sizes share the compiled
+    scoring — and its real rows n; under ``jax.jit`` X unpadded)."""
+    X = _check_features(model, X, device=False)
+    n, dtype = X.shape[0], model.W.dtype
+    if isinstance(X, np.ndarray):  # cast and pad on the host: nothing compiles per n
+        return jnp.asarray(padded_rows(X.astype(dtype), query_rows(n))), n
+    X = _as_float(X).astype(dtype)
+    return (X if isinstance(X, jax.core.Tracer) else padded_rows(X, query_rows(n))), n
+
+
 @decision_function.register(SGDModel)
 @decision_function.register(SVMModel)
 def _(model, X) -> jax.Array:
-    X = _check_features(model, X)
-    return _linear_scores(model.W, model.b, X.astype(model.W.dtype))
+    X, n = _linear_points(model, X)
+    return first_rows((_linear_scores(model.W, model.b, X),), n)[0]
 
 
 @decision_function.register(KNNModel)
@@ -713,15 +731,15 @@ def _no_options(model, options: dict) -> None:
 @predict_proba.register(SGDModel)
 def _(model, X, **options) -> jax.Array:
     _no_options(model, options)
-    X = _check_features(model, X)
-    return _ovr_logistic_proba(model.W, model.b, X.astype(model.W.dtype))
+    X, n = _linear_points(model, X)
+    return first_rows((_ovr_logistic_proba(model.W, model.b, X),), n)[0]
 
 
 @predict_proba.register(SVMModel)
 def _(model, X, *, normalize: bool = True) -> jax.Array:
-    X = _check_features(model, X)
+    X, n = _linear_points(model, X)
     normalize = check_bool(normalize, "normalize")
-    return _platt_proba(model.W, model.b, model.platt_a, model.platt_b, X.astype(model.W.dtype), normalize)
+    return first_rows((_platt_proba(model.W, model.b, model.platt_a, model.platt_b, X, normalize),), n)[0]
 
 
 @predict_proba.register(KNNModel)
@@ -738,5 +756,10 @@ def predict(model, X) -> np.ndarray:
     """
     if not isinstance(model, (SGDModel, SVMModel, KNNModel)):
         raise _model_type_error(model)
-    scores = _knn_votes(model, X, "counts") if isinstance(model, KNNModel) else decision_function(model, X)
-    return _labels_of(model.classes, np.argmax(np.asarray(scores), axis=1))  # first maximum on ties
+    if isinstance(model, KNNModel):
+        (scores,), n = _padded_knn_votes(model, X, "counts")
+    else:
+        X, n = _linear_points(model, X)
+        scores = _linear_scores(model.W, model.b, X)
+    # the padding dropped on the host: nothing compiles per n
+    return _labels_of(model.classes, np.argmax(np.asarray(scores)[:n], axis=1))  # first maximum on ties

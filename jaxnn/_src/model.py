@@ -744,11 +744,14 @@ def predict_proba(model: Model, X=None, *, neighbors=None) -> jax.Array:
     ``neighbors``: the query points' training neighbours, as for
     :func:`decision_function`.
     """
-    model = _check_model(model)
+    return first_rows(*_padded_proba(_check_model(model), X, neighbors))[0]
+
+
+def _padded_proba(model: Model, X, neighbors):
+    """((:func:`predict_proba` on the padded query rows,), n)."""
     nb, n = _query_neighbors(model, X, neighbors)
-    p = _mixed_posterior(model.alpha, model.Y, nb, loss=model.loss, algorithm=model.algorithm,
-                         multilabel=model.multilabel, lam=model.posterior_mix)
-    return first_rows((p,), n)[0]
+    return (_mixed_posterior(model.alpha, model.Y, nb, loss=model.loss, algorithm=model.algorithm,
+                             multilabel=model.multilabel, lam=model.posterior_mix),), n
 
 
 @functools.partial(jax.jit, static_argnames=("loss", "algorithm", "multilabel", "lam"))
@@ -769,6 +772,25 @@ def predict(model: Model, X=None, *, neighbors=None) -> np.ndarray:
     if isinstance(H, jax.core.Tracer):  # under jax.jit: a traced array, not NumPy
         return _traced_predict(model, H)
     H = np.asarray(H)[:n]  # the padding dropped on the host: nothing compiles per n
+    return _labels(model, H)
+
+
+def host_scores(model: Model, X) -> np.ndarray:
+    """:func:`decision_function` as a NumPy array, the padding dropped on the
+    host (no slice compiles per batch size); for callers that want NumPy."""
+    model = _check_model(model)
+    nb, n = _query_neighbors(model, X, None)
+    return np.asarray(_scores(model.alpha, model.Y, nb))[:n]
+
+
+def host_proba(model: Model, X) -> np.ndarray:
+    """:func:`predict_proba` as a NumPy array, as :func:`host_scores`."""
+    (p,), n = _padded_proba(_check_model(model), X, None)
+    return np.asarray(p)[:n]
+
+
+def _labels(model: Model, H: np.ndarray) -> np.ndarray:
+    """Labels (n,) or multilabel (n, C) indicators from NumPy scores H (n, C)."""
     if model.multilabel:
         return (H > 0).astype(np.int64)
     return np.asarray(model.classes)[np.argmax(H, axis=1)]

@@ -30,7 +30,7 @@ except ImportError as err:  # scikit-learn missing, or older than 1.6 (no public
         f"jaxnn.sklearn needs scikit-learn >= 1.6 ({err}); install it with: pip install 'jaxnn[sklearn]'"
     ) from err
 
-from jaxnn._src.model import decision_function, fit, predict_proba
+from jaxnn._src.model import fit, host_proba, host_scores
 
 __all__ = ["BoostedKNNClassifier"]
 
@@ -247,7 +247,7 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         """H (n, C) of the fitted rule on validated X."""
         check_is_fitted(self, "model_")
         X = validate_data(self, X, reset=False, dtype=_FLOATS)
-        return np.asarray(decision_function(self.model_, X))
+        return host_scores(self.model_, X)
 
     def decision_function(self, X) -> np.ndarray:
         """H_c(x), (n, C); binary: (n,) H_1 − H_0, > 0 for ``classes_[1]``."""
@@ -269,7 +269,7 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         sum to 1 unless multilabel) — :func:`jaxnn.predict_proba`."""
         check_is_fitted(self, "model_")
         X = validate_data(self, X, reset=False, dtype=_FLOATS)
-        P = np.asarray(predict_proba(self.model_, X), dtype=np.float64)
+        P = host_proba(self.model_, X).astype(np.float64)
         if not self.model_.multilabel:  # rows normalised in float32 are off by ~1e-7 in float64: log_loss warned
             P /= P.sum(axis=1, keepdims=True)
         return P
