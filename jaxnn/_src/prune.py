@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -109,8 +110,15 @@ def prune(model: Model, theta) -> Model:
         if one_sided.size:
             logger.warning("prune: theta=%s keeps only positive or only negative examples of label(s) %s, whose "
                            "votes then all have one sign; raise theta", theta, ", ".join(map(str, one_sided)))
-    sel = jnp.asarray(idx)
-    return dataclasses.replace(model, alpha=model.alpha[sel], X=model.X[sel], Y=model.Y[sel])
+    alpha, X, Y = _take_rows((model.alpha, model.X, model.Y), jnp.asarray(idx, jnp.int32))
+    return dataclasses.replace(model, alpha=alpha, X=X, Y=Y)
+
+
+@jax.jit
+def _take_rows(arrays, idx):
+    """The rows idx (sorted, in range) of each array: one program per kept
+    size, where indexing op by op compiled ten (0.18 s)."""
+    return tuple(a.at[idx].get(mode="promise_in_bounds", unique_indices=True, indices_are_sorted=True) for a in arrays)
 
 
 def knn_subsample(X, y, theta, seed: int = 0, *, k: int = 10, size=None, loss="logistic") -> Model:
