@@ -596,3 +596,37 @@ def test_train_test_split_sizes_are_not_rounded_up_by_float_error():
     assert D.train_test_split(X[:10], y[::10], test_size=np.float32(0.3), stratify=False)[1].shape[0] == 3
     assert D.train_test_split(X, y, test_size=0.071)[1].shape[0] == 8  # a real fraction still rounds up
     assert D.train_test_split(X, y, test_size=4e-10)[1].shape[0] == 1  # any positive share is a row
+
+
+def test_check_points_reads_a_cpu_jax_array_in_place():
+    """A JAX array on the CPU is checked for NaN/inf by NumPy, in place: the
+    eager isfinite and all compiled two programs per new shape (~0.1 s)."""
+    import logging
+
+    import jax
+    import jax.numpy as jnp
+
+    from jaxnn._src.checks import check_points
+
+    X = jnp.asarray(np.random.default_rng(3).normal(size=(37, 5)).astype(np.float32))
+    compiled = []
+
+    class Compiled(logging.Handler):
+        def emit(self, record):
+            if "Finished XLA compilation" in record.getMessage():
+                compiled.append(record.getMessage()[:80])
+
+    logger = logging.getLogger("jax")
+    handler = Compiled()
+    logger.addHandler(handler)
+    try:
+        with jax.log_compiles():
+            assert check_points(X) is X
+    finally:
+        logger.removeHandler(handler)
+    assert compiled == []
+    for bad in (jnp.nan, jnp.inf):
+        for dtype in (jnp.float32, jnp.bfloat16, jnp.float16):
+            with pytest.raises(ValueError, match="Xb contains NaN or infinite values"):
+                check_points(X.at[2, 3].set(bad).astype(dtype), "Xb")
+    assert check_points(jnp.arange(6).reshape(3, 2)).shape == (3, 2)  # integers: finite by their dtype

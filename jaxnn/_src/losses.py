@@ -151,6 +151,18 @@ def _scalar(dtype, value):
     return jnp.asarray(value, dtype=dtype)
 
 
+def _per_dtype_program(constant: Callable[[jnp.dtype], Array]) -> Callable[[object], Array]:
+    """A loss's constant at a dtype (H*), computed by one compiled program per
+    dtype: evaluated eagerly, each of φ's operations compiled on its own."""
+    compiled = jax.jit(constant, static_argnums=0)
+
+    @functools.wraps(constant)
+    def at(dtype):
+        return compiled(jnp.dtype(dtype))
+
+    return at
+
+
 def _float_dtype(x) -> jnp.dtype:
     x = jnp.asarray(x)
     return x.dtype if jnp.issubdtype(x.dtype, jnp.floating) else jnp.result_type(float)
@@ -241,19 +253,23 @@ def _derived_link(dphi: Fn, d2phi: Fn) -> Fn:
 MIN_CURVATURE_FRACTION = 1e-3
 
 
-def _min_curvature(d2phi: Fn) -> float:
-    """min over (0, 1) of φ'' on a dense grid reaching 10⁻⁷ from either end
+def _curvature_grid() -> np.ndarray:
+    """Where :func:`_min_curvature` reads φ'': a dense grid of (0, 1) reaching
+    10⁻⁷ from either end, and ½ (float32)."""
+    p = np.linspace(1e-4, 1 - 1e-4, 4001)
+    edges = 10.0 ** -np.arange(5, 8)
+    return np.concatenate([p, [0.5], edges, 1 - edges]).astype(np.float32)
+
+
+def _min_curvature(curvatures: np.ndarray, curv_half: float) -> float:
+    """min over (0, 1) of φ'', from its values on :func:`_curvature_grid`
     (for H*); 0 when it falls below :data:`MIN_CURVATURE_FRACTION`·φ''(½).
 
     A grid stopping at 10⁻⁴ read φ(p) = −sin(πp)/π, whose φ'' → 0 at the ends,
     as H* = 3183 — and GNNB then barely moved (|α| ≤ 0.01 after 20 passes)."""
-    p = np.linspace(1e-4, 1 - 1e-4, 4001)
-    edges = 10.0 ** -np.arange(5, 8)
-    p = np.concatenate([p, [0.5], edges, 1 - edges])
-    vals = np.asarray(jax.vmap(d2phi)(jnp.asarray(p, dtype=jnp.float32)), dtype=np.float64)
-    vals = vals[np.isfinite(vals)]
+    vals = curvatures[np.isfinite(curvatures)]
     low = float(np.min(vals))
-    return 0.0 if low < MIN_CURVATURE_FRACTION * float(d2phi(jnp.float32(0.5))) else low
+    return 0.0 if low < MIN_CURVATURE_FRACTION * curv_half else low
 
 
 # --------------------------------------------------------------------------
@@ -282,19 +298,35 @@ def _untraceable(symbol: str, loss_name: str, err: Exception) -> TypeError:
     )
 
 
-def _number_from(evaluate: Callable[[], Array], name: str) -> float:
-    """A user function's value at a point as a float, or a TypeError naming
-    it (it returned a string, a vector…).  JAX's tracer errors pass through,
-    for the caller to name the loss (:func:`_untraceable`)."""
+def _numbers_from(evaluate: Callable[[Array], tuple], at: np.ndarray, name: str) -> tuple[np.ndarray, ...]:
+    """A user function's values, ``evaluate(at)``, computed in one compiled
+    program and returned as float64 NumPy arrays; a TypeError names ``name``
+    when it does not map real numbers to real numbers (it returned a string,
+    a vector…).  JAX's tracer errors pass through, for the caller to name the
+    loss (:func:`_untraceable`).
+
+    One program, not the operations one by one: evaluated eagerly, each of
+    φ's operations compiled on its own on first use — 36 compilations, ~2 s
+    of a new process's first ``logistic()`` (and so of its first fit)."""
     try:
-        value = jnp.asarray(evaluate())
-        if value.shape != () or not jnp.issubdtype(value.dtype, jnp.number):
-            raise TypeError(f"shape {value.shape}, dtype {value.dtype}")
-        return float(value)
+        values = jax.jit(evaluate)(at)
+        for value in values:
+            if not jnp.issubdtype(value.dtype, jnp.number):
+                raise TypeError(f"dtype {value.dtype}")
+        return tuple(np.asarray(v, dtype=np.float64) for v in values)
     except _TRACER_ERRORS:
         raise
     except (TypeError, ValueError) as err:
         raise TypeError(f"{name} must map a real number to a real number: {err}") from None
+
+
+def _scalar_values(values: tuple[np.ndarray, ...], name: str) -> list[float]:
+    """The values as floats, or the TypeError of :func:`_numbers_from` for a
+    function that returned something other than one number per point."""
+    for v in values:
+        if v.shape != ():
+            raise TypeError(f"{name} must map a real number to a real number: shape {v.shape}")
+    return [float(v) for v in values]
 
 
 def from_phi(
@@ -335,19 +367,22 @@ def from_phi(
     def b_of(dtype) -> Array:
         return phi(_scalar(dtype, 0.0)) - phi(_scalar(dtype, 0.5))
 
-    try:
-        b32 = _number_from(lambda: b_of(jnp.float32), "phi")
-        if not (np.isfinite(b32) and b32 > 0):
-            raise ValueError(f"phi is not permissible: b = phi(0) - phi(1/2) = {b32} must be finite and > 0")
-        asym = abs(float(phi(jnp.float32(0.2))) - float(phi(jnp.float32(0.8))))
-        if asym > 1e-4 * max(1.0, abs(b32)):
-            raise ValueError("phi is not permissible: it must be symmetric about 1/2 (phi(p) == phi(1-p))")
-        curv_half = float(d2phi(jnp.float32(0.5)))
-        if not curv_half > 0:
-            raise ValueError(f"phi is not permissible: phi''(1/2) = {curv_half} must be > 0 (strictly convex)")
-        min_curv_ratio = _min_curvature(d2phi) / curv_half  # = 1 for the catalogue (traces φ under jax.vmap)
+    def permissibility(at):  # at = (0, ½, 0.2, 0.8, the curvature grid…)
+        return (phi(at[0]) - phi(at[1]), phi(at[2]), phi(at[3]), d2phi(at[1]), jax.vmap(d2phi)(at[4:]))
+
+    try:  # φ traced once (jit, vmap and the second derivative): untraceable code shows here
+        *scalars, curvatures = _numbers_from(
+            permissibility, np.concatenate([np.float32([0.0, 0.5, 0.2, 0.8]), _curvature_grid()]), "phi")
     except _TRACER_ERRORS as err:
         raise _untraceable("phi (φ)", name, err) from None
+    b32, phi_02, phi_08, curv_half = _scalar_values(tuple(scalars), "phi")
+    if not (np.isfinite(b32) and b32 > 0):
+        raise ValueError(f"phi is not permissible: b = phi(0) - phi(1/2) = {b32} must be finite and > 0")
+    if abs(phi_02 - phi_08) > 1e-4 * max(1.0, abs(b32)):
+        raise ValueError("phi is not permissible: it must be symmetric about 1/2 (phi(p) == phi(1-p))")
+    if not curv_half > 0:
+        raise ValueError(f"phi is not permissible: phi''(1/2) = {curv_half} must be > 0 (strictly convex)")
+    min_curv_ratio = _min_curvature(curvatures, curv_half) / curv_half  # = 1 for the catalogue
 
     derived_link = _derived_link(dphi, d2phi)
     link_fn = link if link is not None else derived_link
@@ -369,8 +404,8 @@ def from_phi(
 
     curvature = _elementwise_grad(lambda x: -weight(x))
 
+    @_per_dtype_program
     def hstar(dtype):
-        dtype = jnp.dtype(dtype)
         return 1.0 / (b_of(dtype) * d2phi(_scalar(dtype, 0.5)) * min_curv_ratio)
 
     return Loss(
@@ -466,6 +501,7 @@ def from_psi(
         hi = -lo
         return increasing_root(posterior, p, lo, hi, jnp.zeros_like(p), _iters(dtype))
 
+    @_per_dtype_program
     def hstar(dtype):
         if not bounded_curvature:
             return jnp.asarray(jnp.inf, dtype=dtype)
@@ -474,15 +510,14 @@ def from_psi(
     # ψ must be a convex decreasing surrogate: checked where the boosting steps
     # need it, at the margin 0 (inside the domain)
     x0 = 0.0 if domain_min < 0 else domain_min + 1.0
-    try:
-        value = _number_from(lambda: psi_fn(jnp.float32(x0)), "psi")
-        slope = _number_from(lambda: dpsi(jnp.float32(x0)), "psi")
-        bend = _number_from(lambda: d2psi(jnp.float32(x0)), "psi")
-        # an abstract trace (no compilation) catches Python control flow on x,
-        # which jax.grad alone lets through but jit-compiled fitting does not
-        jax.eval_shape(psi_fn, jax.ShapeDtypeStruct((), jnp.float32))
+    def convexity(at):
+        return psi_fn(at[0]), dpsi(at[0]), d2psi(at[0])
+
+    try:  # ψ traced once under jit, which catches Python control flow on x (jax.grad alone lets it through)
+        values = _numbers_from(convexity, np.float32([x0]), "psi")
     except _TRACER_ERRORS as err:
         raise _untraceable("psi (ψ)", name, err) from None
+    value, slope, bend = _scalar_values(values, "psi")
     if not (math.isfinite(value) and slope < 0 and bend > 0):
         raise ValueError(f"psi is not a strictly convex decreasing surrogate: at x = {x0:g}, psi = {value:g}, "
                          f"psi' = {slope:g} (must be < 0), psi'' = {bend:g} (must be > 0)")
