@@ -1066,9 +1066,9 @@ def test_auto_posterior_scores_at_most_max_scored_held_out_points(monkeypatch, c
     seen = []
     real = model_mod._posterior_parts
 
-    def spy(model, X):
+    def spy(model, X, neighbors=None):
         seen.append((model.X.shape[0], np.asarray(X)))
-        return real(model, X)
+        return real(model, X, neighbors=neighbors)
 
     monkeypatch.setattr(model_mod, "_posterior_parts", spy)
     monkeypatch.setattr(model_mod, "MAX_SCORED", 25)
@@ -1134,10 +1134,27 @@ def test_auto_posterior_with_given_neighbors_derives_the_auxiliary_graph(monkeyp
     np.testing.assert_array_equal(given[0], graph_mod.subgraph(X, nb, tr))
     assert any(r.getMessage().startswith("fit: posterior='auto': 5-NN graph of the 160 points from the full graph (two hops)")
                for r in caplog.records)
-    # without given neighbours the 80 % fit searches with graph_method as before
+    # without given neighbours the 80 % fit's graph is an exact search of the 80 %
+    # (done with the scored points' query: graph.graph_and_query)
     given.clear()
     jaxnn.fit(X, y, k=5, seed=3)
-    assert given == [None] and len(searches) == 2
+    assert len(given) == 1 and len(searches) == 1  # knn_graph: the full fit's graph only
+    np.testing.assert_array_equal(given[0], np.asarray(graph_mod.knn_graph(X[tr], 5).indices))
+
+
+def test_auto_posterior_searches_the_auxiliary_graph_and_the_scored_points_at_once():
+    """A fit of new shapes with posterior="auto" compiles two exact searches:
+    the graph of all m points and one for the 80 %'s graph with the scored
+    points' neighbours (graph.graph_and_query) — not a third for the query
+    (~0.45 s each on 2 CPU cores, the largest part of a first fit's compile)."""
+    from jaxnn._src import graph as graph_mod
+
+    X, y = _blobs(m=237, C=3, seed=6)
+    X = np.c_[X, X[:, :1] * 0.5]  # a width no other test uses: every search shape is new
+    before = graph_mod._conditioned_search._cache_size()
+    model = jaxnn.fit(X, y, k=5, seed=2)
+    assert graph_mod._conditioned_search._cache_size() - before == 2
+    assert model.posterior_mix in (0.0, 1.0)
 
 
 @pytest.mark.parametrize("kind", ["uint8", "bool"])

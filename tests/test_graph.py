@@ -655,3 +655,43 @@ def test_inverse_neighbors_at_a_given_width():
     assert [shared_width(P) for P in (1, 7, 8, 9, 71, 73, 78, 80, 81, 290)] == [1, 7, 8, 10, 80, 80, 80, 80, 96, 320]
     for P in range(1, 5000):
         assert P <= shared_width(P) <= 1.25 * P
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "grid ties", "far from 0", "int64", "bool", "jax"])
+def test_graph_and_query_equals_the_graph_and_the_query_searched_apart(kind):
+    """fit(posterior="auto") finds the 80 %'s graph and the scored points'
+    neighbours in one search (one compilation instead of two): the same
+    neighbours as knn_graph and knn_query, and as a float64 reference —
+    exact ties (grid points, duplicates) to the lower index, points far from 0
+    centred first."""
+    from jaxnn._src.graph import graph_and_query
+
+    rng = np.random.default_rng(3)
+    Z = rng.normal(size=(260, 5))
+    X = {"gaussian": Z.astype(np.float32),
+         "grid ties": rng.integers(0, 3, (260, 3)).astype(np.float32),
+         "far from 0": Z + 1e8,
+         "int64": rng.integers(-5, 6, (260, 4)) + np.int64(3_000_000_000),
+         "bool": rng.random((260, 7)) > 0.5,
+         "jax": jnp.asarray(Z, jnp.float32)}[kind]
+    X_train, X_query = X[:200], X[200:]
+    graph, query = graph_and_query(X_train, X_query, 6)
+    assert graph.shape == (200, 6) and query.shape == (60, 6) and graph.dtype == query.dtype == np.int32
+    np.testing.assert_array_equal(graph, np.asarray(jaxnn.knn_graph(X_train, 6).indices))
+    np.testing.assert_array_equal(query, np.asarray(jaxnn.knn_query(X_train, X_query, 6).indices))
+    if kind != "gaussian":  # exact distances (a grid) or ones far from float32 ties: the reference's order
+        ref = np.asarray(X, np.float64) - (np.asarray(X, np.float64).mean(0) if kind in ("far from 0", "int64") else 0)
+        np.testing.assert_array_equal(graph, _brute_force(ref[:200], k=6)[0])
+        np.testing.assert_array_equal(query, _brute_force(ref[:200], ref[200:], k=6)[0])
+
+
+def test_graph_and_query_names_its_arguments():
+    from jaxnn._src.graph import graph_and_query
+
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    with pytest.raises(ValueError, match="X_query has 2 features but X_train has 3"):
+        graph_and_query(X, X[:4, :2], 3)
+    with pytest.raises(ValueError, match="k must be < the number of training points"):
+        graph_and_query(X, X[:4], 20)
+    with pytest.raises(ValueError, match="X_query contains NaN"):
+        graph_and_query(X, np.full((2, 3), np.nan), 3)

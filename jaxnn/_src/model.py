@@ -25,9 +25,9 @@ from jaxnn._src.checks import check_bool, check_points, check_real, check_whole_
 from jaxnn._src.checks import check_integer as _check_int
 from jaxnn._src.boosting import boost, check_chooser, chooser_order
 from jaxnn._src.graph import METHODS as _GRAPH_METHODS
-from jaxnn._src.graph import (Neighbors, first_rows, float32_origin, inverse_counts, inverse_neighbors, knn_graph, neighbor_sum,
-                               padded_query, padded_rows, query_rows, shared_width,
-                              shift_points, subgraph)
+from jaxnn._src.graph import (Neighbors, first_rows, float32_origin, graph_and_query, inverse_counts, inverse_neighbors,
+                              knn_graph, neighbor_sum, padded_query, padded_rows, query_rows, shared_width, shift_points,
+                              subgraph)
 from jaxnn._src.schedule import boost_colored, color_schedule
 
 __all__ = ["Model", "fit", "decision_function", "predict_proba", "predict", "encode_labels", "auto_chooser"]
@@ -508,7 +508,9 @@ def _choose_posterior_mix(X, y, *, k, loss, algorithm, rounds, chooser, seed, gr
     settings — its neighbour graph by the same ``graph_method``, or, given
     ``graph`` (the (m, k) graph of all the data), derived from it by
     :func:`graph.subgraph` — rounds scaled with the sample) and scored on the
-    other 20 % (at most :data:`MAX_SCORED` of them, drawn at random).
+    other 20 % (at most :data:`MAX_SCORED` of them, drawn at random).  An
+    exact graph and the scored points' neighbours come from one search
+    (:func:`graph.graph_and_query`: one compilation, not two).
     Returns 1 (the votes, which the choice keeps within one standard error)
     without a fit when the data cannot be split so: fewer than 10 held-out
     points, k + 1 or fewer points left in the 80 %, or a class (a label's
@@ -544,13 +546,20 @@ def _choose_posterior_mix(X, y, *, k, loss, algorithm, rounds, chooser, seed, gr
     aux_rounds = max(1, int(round(rounds * tr.size / m)))
     scored = "" if val.size == n_val else f"{val.size} of "
     logger.info("fit: posterior='auto': auxiliary fit on %d points, Brier scores on %sthe other %d", tr.size, scored, n_val)
-    aux_graph = None
+    aux_graph = val_neighbors = None
     if graph is not None:
         aux_graph = _logged(f"fit: posterior='auto': {k}-NN graph of the {tr.size} points from the full graph (two hops)",
                             lambda: subgraph(X, graph, tr))
+    elif graph_method == "exact":  # the 80 %'s graph and the scored points' neighbours: one search, one compilation
+        dtype = _compute_dtype(X)
+        origin = float32_origin(X[tr]) if dtype == jnp.float32 else None  # as fit(X[tr]) conditions its points
+        aux_graph, val_neighbors = _logged(
+            f"fit: posterior='auto': exact {k}-NN graph of the {tr.size} points and of the {val.size} scored among them",
+            lambda: graph_and_query(*(np.asarray(shift_points(X[rows], origin), dtype) for rows in (tr, val)), k,
+                                    devices=devices))
     aux = fit(X[tr], y_arr[tr], k=k, loss=loss, algorithm=algorithm, rounds=aux_rounds, chooser=chooser, seed=seed,
               posterior="link", neighbors=aux_graph, graph_method=graph_method, devices=devices)
-    p_link, p_votes = (np.asarray(p, float) for p in _posterior_parts(aux, X[val]))
+    p_link, p_votes = (np.asarray(p, float) for p in _posterior_parts(aux, X[val], neighbors=val_neighbors))
     # per-example Brier score of every blend: (scored points, len(grid))
     blends = (1 - _MIX_GRID)[None, :, None] * p_link[:, None, :] + _MIX_GRID[None, :, None] * p_votes[:, None, :]
     brier = np.sum((blends - target[:, None, :]) ** 2, axis=2)
