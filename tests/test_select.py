@@ -88,6 +88,7 @@ def test_select_searches_with_the_graph_method_it_is_given(monkeypatch):
 
     monkeypatch.setattr(select_mod, "knn_graph", no_exact)
     monkeypatch.setattr(select_mod, "knn_query", no_exact)
+    monkeypatch.setattr(select_mod, "graph_and_query", no_exact)
     X, y = _data(m=400, seed=3)
     sel = jaxnn.select(X, y, ks=(5, 10), losses=("logistic",), passes=(1,), graph_method="nndescent")
     assert set(sel.scores) == {(5, "logistic", 1), (10, "logistic", 1)}
@@ -176,6 +177,40 @@ def test_select_computes_in_float64_under_x64():
         shifted = jaxnn.select(X.astype(np.float64) + 1e8, y, ks=(5,), losses=("logistic",), passes=(1,))
         plain = jaxnn.select(X.astype(np.float64), y, ks=(5,), losses=("logistic",), passes=(1,))
     assert shifted.scores == plain.scores
+
+
+@pytest.mark.parametrize("offset", [1e6, 1e8])
+def test_select_centres_float64_points_far_from_zero_as_fit_does(offset):
+    # select cast the 75 % and the 25 % to float32 as given: at 10⁸ ± 1 every point
+    # became one and every candidate scored chance (two classes: 0.51 where 0.95-0.97 was due),
+    # so fit(k="auto") chose at random; fit itself centred such points already
+    X, y = _data(m=200, seed=5)
+    kwargs = dict(ks=(3, 8), losses=("logistic", "matsushita"), passes=(1, 2))
+    plain = jaxnn.select(X.astype(np.float64), y, **kwargs)
+    shifted = jaxnn.select(X.astype(np.float64) + offset * np.array([1.0, -1.0, 0.0]), y, **kwargs)
+    assert shifted.scores == plain.scores and min(plain.scores.values()) > 0.6  # 3 classes: chance 1/3
+
+
+def test_select_searches_the_graph_and_the_validation_points_at_once():
+    """The exact graph of the 75 % and the 25 %'s neighbours among them come
+    from one search (one compilation, graph.graph_and_query), equal to the two
+    searches run apart."""
+    from jaxnn._src import graph as graph_mod
+    from jaxnn._src import select as select_mod
+
+    seen = []
+    monkeypatch = pytest.MonkeyPatch()
+    real = select_mod.graph_and_query
+    monkeypatch.setattr(select_mod, "graph_and_query", lambda *a, **kw: seen.append(real(*a, **kw)) or seen[-1])
+    try:
+        X, y = _data(m=200, seed=6)
+        jaxnn.select(X, y, ks=(4, 7), losses=("logistic",), passes=(1,))
+    finally:
+        monkeypatch.undo()
+    tr, va = select_mod._holdout(y, 0.25, 0)
+    assert len(seen) == 1
+    np.testing.assert_array_equal(seen[0][0], np.asarray(graph_mod.knn_graph(X[tr], 7).indices))
+    np.testing.assert_array_equal(seen[0][1], np.asarray(graph_mod.knn_query(X[tr], X[va], 7).indices))
 
 
 def test_select_ties_go_to_smaller_k_then_fewer_passes_then_the_earlier_loss():

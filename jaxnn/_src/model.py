@@ -140,6 +140,15 @@ def _training_points(Xa, dtype):
     return Xj, None if origin is None else jnp.asarray(origin, dtype)
 
 
+def _points_of_parts(Xa, dtype, *rows):
+    """``Xa[r]`` for each index array r of ``rows``, as NumPy points in
+    ``dtype``, all shifted by the first part's float32 origin: the points a
+    model fit on ``Xa[rows[0]]`` computes with (:func:`_training_points`) and,
+    for the other parts, its queries as prediction shifts them."""
+    origin = float32_origin(Xa[rows[0]]) if dtype == jnp.float32 else None
+    return tuple(np.asarray(shift_points(Xa[r], origin), dtype) for r in rows)
+
+
 def encode_labels(y, m: int):
     """Labels → (classes tuple, Y (m, C) in {−1, +1}, multilabel flag)."""
     if y is None or isinstance(y, (str, bytes, dict, set)):
@@ -551,12 +560,9 @@ def _choose_posterior_mix(X, y, *, k, loss, algorithm, rounds, chooser, seed, gr
         aux_graph = _logged(f"fit: posterior='auto': {k}-NN graph of the {tr.size} points from the full graph (two hops)",
                             lambda: subgraph(X, graph, tr))
     elif graph_method == "exact":  # the 80 %'s graph and the scored points' neighbours: one search, one compilation
-        dtype = _compute_dtype(X)
-        origin = float32_origin(X[tr]) if dtype == jnp.float32 else None  # as fit(X[tr]) conditions its points
         aux_graph, val_neighbors = _logged(
             f"fit: posterior='auto': exact {k}-NN graph of the {tr.size} points and of the {val.size} scored among them",
-            lambda: graph_and_query(*(np.asarray(shift_points(X[rows], origin), dtype) for rows in (tr, val)), k,
-                                    devices=devices))
+            lambda: graph_and_query(*_points_of_parts(X, _compute_dtype(X), tr, val), k, devices=devices))
     aux = fit(X[tr], y_arr[tr], k=k, loss=loss, algorithm=algorithm, rounds=aux_rounds, chooser=chooser, seed=seed,
               posterior="link", neighbors=aux_graph, graph_method=graph_method, devices=devices)
     p_link, p_votes = (np.asarray(p, float) for p in _posterior_parts(aux, X[val], neighbors=val_neighbors))

@@ -19,8 +19,8 @@ from jaxnn._src import losses as losses_mod
 from jaxnn._src import sharding
 from jaxnn._src.boosting import boost, check_chooser, chooser_order
 from jaxnn._src.checks import check_integer, check_real, did_you_mean
-from jaxnn._src.graph import (METHODS, _nndescent_index, _nndescent_query, inverse_counts, inverse_neighbors, knn_graph, knn_query,
-                              shared_width)
+from jaxnn._src.graph import (METHODS, _nndescent_index, _nndescent_query, graph_and_query, inverse_counts, inverse_neighbors,
+                              knn_graph, knn_query, shared_width)
 from jaxnn._src.schedule import boost_colored, color_schedule
 
 __all__ = ["Selection", "select", "DEFAULT_KS", "DEFAULT_LOSSES", "DEFAULT_PASSES"]
@@ -146,7 +146,7 @@ def select(
     Returns:
       :class:`Selection`.
     """
-    from jaxnn._src.model import _as_points, _compute_dtype, _scores, auto_chooser, encode_labels  # local: model imports this module
+    from jaxnn._src.model import _as_points, _compute_dtype, _points_of_parts, _scores, auto_chooser, encode_labels  # local: model imports this module
 
     Xa = _as_points(X)
     classes, Y_all, multilabel = encode_labels(y, Xa.shape[0])
@@ -188,17 +188,20 @@ def select(
         algo.check(loss)
 
     dtype = _compute_dtype(Xa)  # as fit computes: float32, or float64 under jax_enable_x64
-    X_tr = jnp.asarray(Xa[tr], dtype)
-    X_va = jnp.asarray(Xa[va], dtype)
+    # as fit(Xa[tr]) and its predictions condition the points (float64 far from 0 centred first:
+    # cast as given, points at 10⁸ ± 1 became one and every candidate scored chance)
+    X_tr, X_va = _points_of_parts(Xa, dtype, tr, va)
     k_max = max(ks)
     # nearest first: prefixes are the k-NN graphs
     if graph_method == "nndescent":
-        graph, index = _nndescent_index(np.asarray(X_tr), k_max, seed, 2 * k_max, 1)
-        query = _nndescent_query(index, X_tr, X_va, k_max)
+        graph, index = _nndescent_index(X_tr, k_max, seed, 2 * k_max, 1)
+        graph, query = graph.indices, _nndescent_query(index, X_tr, X_va, k_max).indices
+    elif graph_method == "exact":  # one search, one compilation (graph.graph_and_query)
+        graph, query = graph_and_query(X_tr, X_va, k_max, devices=devices)
     else:
-        graph = knn_graph(X_tr, k_max, method=graph_method, seed=seed, devices=devices)
-        query = knn_query(X_tr, X_va, k_max, devices=devices)
-    graph, query = np.asarray(graph.indices), np.asarray(query.indices)
+        graph = knn_graph(X_tr, k_max, method=graph_method, seed=seed, devices=devices).indices
+        query = knn_query(X_tr, X_va, k_max, devices=devices).indices
+    graph, query = np.asarray(graph), np.asarray(query)
     Y = jnp.asarray(Y_all[tr], dtype)
     Y_va = Y_all[va]
     n_classes = Y.shape[1]
