@@ -1447,6 +1447,83 @@ def test_a_float64_model_predicts_in_float32_once_x64_is_off():
     np.testing.assert_array_equal(labels32, labels64)
 
 
+@pytest.mark.parametrize("offset", [0.0, 1e8])
+def test_a_float64_model_far_from_zero_used_after_x64_is_centred_like_a_float32_fit(offset):
+    """The float32 copy of a model fit under x64 stores its points as a
+    float32 fit does: features far from 0 centred first.  Cast as stored,
+    points at 10⁸ ± 1 became one and predicted at chance (0.395 for 0.775,
+    3 classes) — Model, fit_split's SplitModel (norm=None) and the k-NN
+    baseline alike; SGD and SVM models warn once a call too (JAX's own
+    truncation warnings before)."""
+    import warnings
+
+    from jaxnn import baselines
+
+    X, y = _blobs(m=420, C=3, seed=8, spread=1.2)
+    X, y, Xq, yq = X[:300], y[:300], X[300:], y[300:]
+    X, Xq = X.astype(np.float64) + offset, Xq.astype(np.float64) + offset
+    with jax.enable_x64(True):
+        fitted = {"model": jaxnn.fit(X, y, k=10, posterior="link"),
+                  "split": jaxnn.ensemble.fit_split(X, y, n_splits=2, k=10, norm=None),
+                  "knn": baselines.knn_fit(X, y, k=10),
+                  "sgd": baselines.sgd_fit(X - offset, y), "svm": baselines.svm_fit(X - offset, y)}
+        want = {name: np.asarray(jaxnn.predict(m, Xq)) if name == "model" else
+                np.asarray(jaxnn.ensemble.predict_split(m, Xq)) if name == "split" else
+                np.asarray(baselines.predict(m, Xq - (offset if name in ("sgd", "svm") else 0.0)))
+                for name, m in fitted.items()}
+    assert min(np.mean(w == yq) for w in want.values()) > 0.6
+    for name, m in fitted.items():
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            got = (np.asarray(jaxnn.predict(m, Xq)) if name == "model" else
+                   np.asarray(jaxnn.ensemble.predict_split(m, Xq)) if name == "split" else
+                   np.asarray(baselines.predict(m, Xq - (offset if name in ("sgd", "svm") else 0.0))))
+        assert [str(w.message)[:50] for w in seen] == [f"this {type(m).__name__} was fit in float64 (under jax_enable_x64)"[:50]], name
+        assert np.mean(got == want[name]) >= 0.98, (name, np.mean(got == want[name]))
+    with pytest.warns(UserWarning, match="fit in float64"):
+        narrowed = jaxnn._src.model.without_float64(fitted["model"])
+    assert narrowed.X.dtype == np.float32 and (narrowed.origin is None) == (offset == 0.0)
+
+
+def test_a_traced_model_centres_a_float64_numpy_query_in_float64():
+    """jax.jit(lambda model: predict(model, Xq)) with Xq float64 NumPy (what the
+    README advises far from 0): the model's origin is then a tracer, and the
+    query was cast to float32 before the shift — 0.315 accuracy for 0.775 at
+    10⁸ ± 1.  It is split into float32 parts hi + lo, hi − origin exact."""
+    X, y = _blobs(m=420, C=3, seed=8, spread=1.2)
+    X, y, Xq = X[:300], y[:300], X[300:]
+    X, Xq = X.astype(np.float64) + 1e8, Xq.astype(np.float64) + 1e8
+    model = jaxnn.fit(X, y, k=10, posterior="link")
+    assert model.origin is not None
+    eager = np.asarray(jaxnn.predict_proba(model, Xq))
+    traced = np.asarray(jax.jit(lambda m: jaxnn.predict_proba(m, Xq))(model))
+    np.testing.assert_allclose(traced, eager, atol=1e-5)
+
+
+def test_auto_posterior_from_given_neighbors_centres_points_far_from_zero():
+    """The 80 % graph derived from given neighbours (graph.subgraph) is computed
+    on points centred like fit's: cast as given, float64 points at 10⁸ ± 1
+    collapsed and the choice flipped (link → votes, predict_proba off by 0.32)."""
+    from jaxnn._src import model as model_mod
+
+    given = []
+    real_fit = model_mod.fit
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setattr(model_mod, "fit", lambda X, y, **kw: given.append(kw["neighbors"]) or real_fit(X, y, **kw))
+    X, y = _blobs(m=300, C=3, seed=8, spread=1.2)
+    nb = np.asarray(jaxnn.knn_graph(X, 10).indices)
+    try:
+        near = jaxnn.fit(X, y, k=10, neighbors=nb, seed=4)
+        far = jaxnn.fit(X.astype(np.float64) + 1e8, y, k=10, neighbors=nb, seed=4)
+    finally:
+        monkeypatch.undo()
+    assert len(given) == 2
+    np.testing.assert_array_equal(given[1], given[0])  # the 80 %'s graph (97 % of its entries differed before)
+    assert far.posterior_mix == near.posterior_mix
+    np.testing.assert_allclose(np.asarray(jaxnn.predict_proba(far, X.astype(np.float64) + 1e8)),
+                               np.asarray(jaxnn.predict_proba(near, X)), atol=1e-5)
+
+
 def test_refits_on_other_data_of_one_shape_reuse_the_compiled_boosting():
     """fit pads the members array to graph.shared_width: data sets of one shape
     whose largest inverse neighbourhoods differ (cross-validation folds,

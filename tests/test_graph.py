@@ -695,3 +695,27 @@ def test_graph_and_query_names_its_arguments():
         graph_and_query(X, X[:4], 20)
     with pytest.raises(ValueError, match="X_query contains NaN"):
         graph_and_query(X, np.full((2, 3), np.nan), 3)
+
+
+def test_jax_integer_points_far_from_zero_are_centred_like_numpy_ones():
+    """int32 points at 10⁹ ± a few (timestamps): a NumPy array was centred
+    before the float32 cast, a JAX array was not (0 rows of the graph right,
+    the k-NN baseline 0.395 for 0.785)."""
+    from jaxnn import baselines
+    from jaxnn._src.graph import subgraph
+
+    rng = np.random.default_rng(0)
+    small = rng.integers(-6, 7, (300, 3))
+    Q = rng.integers(-6, 7, (50, 3))
+    y = (small[:, 0] > 0).astype(int)
+    big, big_q = (a.astype(np.int32) + np.int32(1_000_000_000) for a in (small, Q))
+    ref = np.asarray(jaxnn.knn_graph(small, 5).indices)
+    ref_q = np.asarray(jaxnn.knn_query(small, Q, 5).indices)
+    for train, query in [(big, jnp.asarray(big_q)), (jnp.asarray(big), jnp.asarray(big_q)), (jnp.asarray(big), big_q)]:
+        np.testing.assert_array_equal(np.asarray(jaxnn.knn_graph(train, 5).indices), ref)
+        np.testing.assert_array_equal(np.asarray(jaxnn.knn_query(train, query, 5).indices), ref_q)
+        knn = baselines.knn_fit(train, y, k=5)
+        np.testing.assert_array_equal(baselines.predict(knn, query), baselines.predict(baselines.knn_fit(small, y, k=5), Q))
+    keep = np.arange(0, 300, 2)
+    np.testing.assert_array_equal(subgraph(jnp.asarray(big), ref, keep), subgraph(small, ref, keep))
+    np.testing.assert_array_equal(subgraph(small.astype(np.float64) + 1e8, ref, keep), subgraph(small, ref, keep))

@@ -213,6 +213,16 @@ def test_select_searches_the_graph_and_the_validation_points_at_once():
     np.testing.assert_array_equal(seen[0][1], np.asarray(graph_mod.knn_query(X[tr], X[va], 7).indices))
 
 
+def test_select_splits_a_one_column_y_as_the_labels_fit_reads_it_as():
+    """fit reads a one-column y as 1-D labels; select split it as multilabel
+    (unstratified), so its scores and fit(k="auto")'s k differed."""
+    X, y = _data(m=200, seed=7)
+    kwargs = dict(ks=(3, 8), losses=("logistic",), passes=(1,))
+    with pytest.warns(UserWarning, match=r"shape \(m, 1\): read as 1-D labels"):
+        column = jaxnn.select(X, y[:, None], **kwargs)
+    assert column.scores == jaxnn.select(X, y, **kwargs).scores
+
+
 def test_select_ties_go_to_smaller_k_then_fewer_passes_then_the_earlier_loss():
     rng = np.random.default_rng(0)
     y = np.repeat([0, 1], 40)

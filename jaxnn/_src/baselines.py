@@ -41,6 +41,7 @@ import optax
 
 from jaxnn._src.checks import check_bool, check_integer, check_points, check_real, check_whole_labels
 from jaxnn._src.graph import _as_float, first_rows, float32_origin, neighbor_sum, padded_query, padded_rows, query_rows, shift_points
+from jaxnn._src.model import without_float64
 
 __all__ = [
     "SGDModel",
@@ -642,6 +643,7 @@ def _knn_votes(model: KNNModel, X, output: str) -> jax.Array:
 def _padded_knn_votes(model: KNNModel, X, output: str):
     """((:func:`_votes` of X's rows padded to :func:`graph.query_rows`,), n):
     batches of nearby sizes share the compiled search and count."""
+    model = without_float64(model)  # fit under jax_enable_x64, used after it: float32, its points centred
     X = _check_features(model, X, device=False)
     idx, _, n = padded_query(model.X, X, model.k)
     return (_votes(model.labels, idx, len(model.classes), output, np.dtype(model.X.dtype)),), n
@@ -685,6 +687,7 @@ def _linear_points(model, X):
 @decision_function.register(SGDModel)
 @decision_function.register(SVMModel)
 def _(model, X) -> jax.Array:
+    model = without_float64(model)
     X, n = _linear_points(model, X)
     return first_rows((_linear_scores(model.W, model.b, X),), n)[0]
 
@@ -731,12 +734,14 @@ def _no_options(model, options: dict) -> None:
 @predict_proba.register(SGDModel)
 def _(model, X, **options) -> jax.Array:
     _no_options(model, options)
+    model = without_float64(model)
     X, n = _linear_points(model, X)
     return first_rows((_ovr_logistic_proba(model.W, model.b, X),), n)[0]
 
 
 @predict_proba.register(SVMModel)
 def _(model, X, *, normalize: bool = True) -> jax.Array:
+    model = without_float64(model)
     X, n = _linear_points(model, X)
     normalize = check_bool(normalize, "normalize")
     return first_rows((_platt_proba(model.W, model.b, model.platt_a, model.platt_b, X, normalize),), n)[0]
@@ -759,6 +764,7 @@ def predict(model, X) -> np.ndarray:
     if isinstance(model, KNNModel):
         (scores,), n = _padded_knn_votes(model, X, "counts")
     else:
+        model = without_float64(model)
         X, n = _linear_points(model, X)
         scores = _linear_scores(model.W, model.b, X)
     # the padding dropped on the host: nothing compiles per n

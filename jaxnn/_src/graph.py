@@ -325,6 +325,7 @@ def float32_origin(X) -> np.ndarray | None:
     shift: callers subtract it from the training and the query points alike
     (:func:`shift_points`), in float64, before the cast.
     """
+    X = _wide_on_host(X)
     if not isinstance(X, np.ndarray) or X.dtype.kind not in "fiu" or X.dtype.itemsize < (8 if X.dtype.kind == "f" else 4):
         return None
     mean = X.mean(axis=0, dtype=np.float64)
@@ -335,14 +336,33 @@ def float32_origin(X) -> np.ndarray | None:
     return np.where(far, mean.astype(np.float32), 0.0).astype(np.float64)
 
 
+def _wide_on_host(X):
+    """A concrete JAX array of 32- or 64-bit integers as NumPy (values such
+    as int32 timestamps need centring before a cast to float32, which only
+    the host does exactly); anything else as it is."""
+    if isinstance(X, jax.Array) and not isinstance(X, jax.core.Tracer) and X.dtype.kind in "iu" and X.dtype.itemsize >= 4:
+        return np.asarray(X)
+    return X
+
+
 def shift_points(X, origin):
-    """X − origin: in float64 for host points (before any cast to float32),
-    in X's floating dtype for JAX arrays (under ``jax.jit`` too); X itself
-    when origin is None."""
+    """X − origin: in float64 for host points (before any cast to float32;
+    JAX arrays of 32/64-bit integers go to the host for it); for host points
+    and a traced origin (a model passed into ``jax.jit``), as float32 parts
+    hi + lo of X, hi − origin being exact for points near the origin; else in
+    X's floating dtype (JAX arrays, under ``jax.jit`` too).  X itself when
+    origin is None."""
     if origin is None:
         return X
-    if isinstance(X, np.ndarray) and not isinstance(origin, jax.core.Tracer):
-        return X.astype(np.float64) - np.asarray(origin, np.float64)
+    X = _wide_on_host(X)
+    if isinstance(X, np.ndarray):
+        if not isinstance(origin, jax.core.Tracer):
+            return X.astype(np.float64) - np.asarray(origin, np.float64)
+        hi = X.astype(origin.dtype)  # the float32 cast alone loses what lo keeps
+        lo = (X.astype(np.float64) - hi).astype(origin.dtype)
+        # the barrier keeps XLA from folding the two constants first, (hi + lo) − origin,
+        # which rounds hi + lo back to hi (it did for 120 × 4 points at 10⁸)
+        return jax.lax.optimization_barrier(jnp.asarray(hi) - origin) + jnp.asarray(lo)
     Xf = _as_float(X)
     return Xf - jnp.asarray(origin, Xf.dtype)
 
@@ -679,6 +699,8 @@ def subgraph(X, neighbors, keep) -> np.ndarray:
         raise ValueError(f"keep must hold more than k={k} distinct indices into X, got {n} ({np.unique(keep).size} distinct)")
     pos = np.full(m, -1, np.int32)
     pos[keep] = np.arange(n, dtype=np.int32)
+    if not jax.config.jax_enable_x64:  # float64 points far from 0 keep their digits in float32, as in knn_graph
+        X = shift_points(X, float32_origin(X))
     Xj, nbj, posj = _as_float(X), jnp.asarray(nb), jnp.asarray(pos)
     block = max(1, min(SUBGRAPH_BLOCK, n, SUBGRAPH_ELEMENTS // ((k + k * k) * Xj.shape[1])))
     padded = np.concatenate([keep, np.full(-n % block, keep[0])]).astype(np.int32)

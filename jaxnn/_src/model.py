@@ -149,6 +149,14 @@ def _points_of_parts(Xa, dtype, *rows):
     return tuple(np.asarray(shift_points(Xa[r], origin), dtype) for r in rows)
 
 
+def label_rows(y) -> np.ndarray:
+    """y as a NumPy array of per-example labels for splitting and scoring:
+    a one-column y as 1-D, as :func:`encode_labels` reads it (its warning is
+    encode_labels' to give)."""
+    y_arr = np.asarray(y)
+    return y_arr[:, 0] if y_arr.ndim == 2 and y_arr.shape[1] == 1 else y_arr
+
+
 def encode_labels(y, m: int):
     """Labels → (classes tuple, Y (m, C) in {−1, +1}, multilabel flag)."""
     if y is None or isinstance(y, (str, bytes, dict, set)):
@@ -539,9 +547,7 @@ def _choose_posterior_mix(X, y, *, k, loss, algorithm, rounds, chooser, seed, gr
     perm = np.random.default_rng(seed).permutation(m)
     val, tr = perm[:n_val], perm[n_val:]
     val = val[:MAX_SCORED]  # perm is random: its first entries are a random subset
-    y_arr = np.asarray(y)
-    if y_arr.ndim == 2 and y_arr.shape[1] == 1:  # a column of labels (encode_labels reads it so)
-        y_arr = y_arr[:, 0]
+    y_arr = label_rows(y)
     if y_arr.ndim == 1:
         classes = np.unique(y_arr)
         if np.unique(y_arr[tr]).size != classes.size:
@@ -594,13 +600,18 @@ def _check_model(model) -> Model:
     return without_float64(model)
 
 
-def without_float64(model):
+def without_float64(model, points32=None):
     """``model`` itself — or, when it holds float64 arrays (fit under
     ``jax_enable_x64``) and x64 is off now, a copy in float32, with a warning.
 
     Fitting float64 data inside ``with jax.enable_x64(True):`` and predicting
     after it would otherwise ask for float64 in every operation, which JAX
-    truncates to float32 with a warning each (a dozen a call)."""
+    truncates to float32 with a warning each (a dozen a call).  The stored
+    points ``model.X`` (with ``model.origin`` None: nothing was centred in
+    float64) become what a float32 fit stores: ``points32(X)`` → (X in
+    float32, origin or None), by default :func:`_training_points` of (m, d)
+    points — features far from 0 centred first (cast as stored, points at
+    10⁸ ± 1 became one and predicted at chance)."""
     if jax.config.jax_enable_x64:
         return model
     wide = [a for a in jax.tree_util.tree_leaves(model) if getattr(a, "dtype", None) == jnp.float64]
@@ -608,7 +619,12 @@ def without_float64(model):
         return model
     warnings.warn(f"this {type(model).__name__} was fit in float64 (under jax_enable_x64), which is off now: it "
                   "predicts in float32; predict inside `with jax.enable_x64(True):` for float64", UserWarning, stacklevel=4)
-    return jax.tree_util.tree_map(lambda a: a.astype(jnp.float32) if getattr(a, "dtype", None) == jnp.float64 else a, model)
+    narrow = jax.tree_util.tree_map(lambda a: a.astype(jnp.float32) if getattr(a, "dtype", None) == jnp.float64 else a, model)
+    X = getattr(model, "X", None)
+    if getattr(X, "dtype", None) == jnp.float64 and getattr(model, "origin", 0) is None:
+        X32, origin = (points32 or (lambda a: _training_points(a, jnp.float32)))(np.asarray(X))
+        narrow = dataclasses.replace(narrow, X=X32, origin=origin)
+    return narrow
 
 
 @jax.jit

@@ -146,11 +146,11 @@ def select(
     Returns:
       :class:`Selection`.
     """
-    from jaxnn._src.model import _as_points, _compute_dtype, _points_of_parts, _scores, auto_chooser, encode_labels  # local: model imports this module
+    from jaxnn._src.model import _as_points, _compute_dtype, _points_of_parts, _scores, auto_chooser, encode_labels, label_rows  # local: model imports this module
 
     Xa = _as_points(X)
     classes, Y_all, multilabel = encode_labels(y, Xa.shape[0])
-    y_arr = np.asarray(y)
+    y_arr = label_rows(y)  # a one-column y split as the 1-D labels fit reads it as
     holdout = check_real(holdout, "holdout", low=0.0, high=1.0, low_open=True, high_open=True)
     seed = check_integer(seed, "seed", low=0)
     ks = [check_integer(k, "each of ks", low=1) for k in _candidates(ks, "ks")]
