@@ -567,6 +567,26 @@ def test_svm_platt_folds_above_m_explain_the_cross_fit():
     assert BL.svm_fit(X4, y4, platt_folds=4).platt_a.shape == (2,)
 
 
+def test_svm_platt_cross_fit_refuses_classes_with_one_example():
+    # a class with a single example: the fold holding it trained with no positive of the class, so
+    # its out-of-fold score said nothing and Platt's slope came out inverted (platt_a > 0: P(class)
+    # falling as its SVM score rises) for 41 of 51 such classes at C = 100, m = 300 — refuse, as
+    # scikit-learn's CalibratedClassifierCV does, and name the fix
+    rng = np.random.default_rng(0)
+    y = np.r_[np.arange(6), rng.integers(0, 3, 30)]  # classes 3, 4, 5 have one example each
+    X = rng.normal(size=(y.size, 2)) + 3 * np.c_[np.cos(y), np.sin(y)]
+    for folds in (5, 2):
+        with pytest.raises(ValueError) as info:
+            BL.svm_fit(X, y, platt_folds=folds)
+        message = str(info.value)
+        assert f"Platt scaling's {folds}-fold cross-fit" in message and "at least 2 training examples of every class" in message
+        assert "3 of 6 classes have a single example (3, 4, 5)" in message and "platt_folds=None" in message
+    model = BL.svm_fit(X, y, platt_folds=None)  # the fix the message offers works: training-score sigmoids
+    assert np.all(np.asarray(model.platt_a) < 0)
+    two = np.r_[y, 3, 4, 5]  # two examples of every class: each fold trains on a positive of each
+    assert BL.svm_fit(np.r_[X, X[3:6] + 0.1], two).platt_a.shape == (6,)
+
+
 def test_baselines_refuse_overflowing_data_diverged_training_and_stray_options():
     for fit in (BL.sgd_fit, BL.svm_fit, BL.knn_fit):
         with pytest.raises(ValueError, match="float32 range"):

@@ -630,3 +630,31 @@ def test_check_points_reads_a_cpu_jax_array_in_place():
             with pytest.raises(ValueError, match="Xb contains NaN or infinite values"):
                 check_points(X.at[2, 3].set(bad).astype(dtype), "Xb")
     assert check_points(jnp.arange(6).reshape(3, 2)).shape == (3, 2)  # integers: finite by their dtype
+
+
+def test_float64_features_too_small_for_float32_are_refused_by_name():
+    """float64 points whose coordinates all lie near 1e-39 became float32
+    subnormals, which XLA flushes to zero: every point one, the graph in index
+    order, predictions constant (0.550 accuracy for 0.985) — silently.  Such a
+    varying feature is refused with the fixes; constant tiny features, tiny
+    values beside larger ones, 1e-30 and float64 under x64 are fine."""
+    import jax
+
+    import jaxnn
+    from jaxnn._src.checks import check_points
+
+    rng = np.random.default_rng(0)
+    U = rng.uniform(-1, 1, size=(200, 2))
+    y = (U[:, 0] > U[:, 1]).astype(int)
+    for call in (lambda X: jaxnn.fit(X, y, k=5), lambda X: jaxnn.knn_graph(X, 5), lambda X: check_points(X)):
+        with pytest.raises(ValueError, match=r"feature 0 \(and 1 more\) holds values no larger than 9.9\de-40"):
+            call(U * 1e-39)
+    with pytest.raises(ValueError, match=r"X's feature 1 \(and 0 more\).*rescale it.*enable_x64"):
+        check_points(np.c_[U[:, 0], U[:, 1] * 1e-36])
+    fine = [U * 1e-30, np.c_[U[:, 0], np.full(200, 1e-40)], np.c_[U[:, 0], U[:, 1] * 1e-39 + 1.0], U[:, :1] * 1e-39 + U[:, 1:]]
+    for X in fine:
+        check_points(X)
+    model = jaxnn.fit(U * 1e-30, y, k=5, posterior="votes")
+    assert np.mean(jaxnn.predict(model, U * 1e-30) == y) > 0.9
+    with jax.enable_x64(True):
+        check_points(U * 1e-39)

@@ -549,6 +549,23 @@ def test_predict_breaks_ties_toward_the_first_class_and_zero_is_negative():
     assert int(jax.jit(jaxnn.predict)(flat, X[:7]).sum()) == 0
 
 
+@pytest.mark.parametrize("labels", [np.array([3, 2**40]), np.array([1, 2**64 - 1], np.uint64),
+                                    np.array([0.0, 2.0**24 + 1]), np.array([-1.0, 1e300])])
+def test_predict_under_jit_refuses_labels_jax_cannot_hold(labels):
+    """jax.jit(predict) answers in JAX's 32-bit dtypes: labels they cannot hold
+    came back wrong without a word (2**40 → 0, 2**24 + 1 → 2**24, 1e300 → inf);
+    they are refused by name, and labels that fit still predict as eagerly."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 2))
+    side = (X[:, 0] > 0).astype(int)
+    model = jaxnn.fit(X, labels[side], k=3, posterior="link")
+    with pytest.raises(TypeError, match="cannot hold every class label"):
+        jax.jit(jaxnn.predict)(model, X[:6])
+    fits = np.array([3, 7] if labels.dtype.kind in "iu" else [-1.0, 2.0**24], labels.dtype)
+    model = jaxnn.fit(X, fits[side], k=3, posterior="link")
+    np.testing.assert_array_equal(np.asarray(jax.jit(jaxnn.predict)(model, X[:6])), jaxnn.predict(model, X[:6]))
+
+
 def test_prediction_under_jit_equals_eager():
     X, y = _blobs(m=120, seed=3)
     model = jaxnn.fit(X, y, k=5, posterior="votes")

@@ -228,20 +228,31 @@ def _brute_force(X, Q=None, k=5):
     return idx, np.sqrt(np.take_along_axis(d2, idx, 1))
 
 
-@pytest.mark.parametrize("transform", ["offset 1e3", "offset 1e4", "constant column 1e4", "scale 1e19", "scale 1e-20"])
+@pytest.mark.parametrize("transform", ["offset 1e3", "offset 1e4", "constant column 1e4", "scale 1e19", "scale 1e-20",
+                                       "positive 1e37", "uniform 1e38"])
 def test_search_is_exact_for_offset_and_scaled_points(transform):
     # ‖q‖² + ‖x‖² − 2q·x cancels under an offset (float32 +10³: 84 % of rows
     # wrong, +10⁴: all) and overflows / underflows for scaled points (NaN
-    # distances at 10¹⁹, zeros at 10⁻²⁰); the search conditions the points first
+    # distances at 10¹⁹, zeros at 10⁻²⁰); the search conditions the points first —
+    # scaled to below 1 before the mean is summed (near 10³⁷ it overflowed: 0.4 % of
+    # the graph right) and spread 2¹²⁷ and more (its power of two was inf)
     rng = np.random.default_rng(0)
     X0 = rng.normal(size=(300, 4)).astype(np.float32)
     X = {"offset 1e3": X0 + np.float32(1e3), "offset 1e4": X0 + np.float32(1e4),
          "constant column 1e4": np.c_[X0, np.full(300, 1e4, np.float32)],
-         "scale 1e19": X0 * np.float32(1e19), "scale 1e-20": X0 * np.float32(1e-20)}[transform]
+         "scale 1e19": X0 * np.float32(1e19), "scale 1e-20": X0 * np.float32(1e-20),
+         "positive 1e37": np.abs(X0) * np.float32(1e37),
+         "uniform 1e38": (rng.uniform(-1, 1, (300, 4)) * 3e38).astype(np.float32)}[transform]
+    if transform == "uniform 1e38":  # distances beyond float32: the neighbours are exact, the distances inf
+        np.testing.assert_array_equal(np.asarray(jaxnn.knn_graph(X, 5).indices), _brute_force(X)[0])
+        return
     nb = jaxnn.knn_graph(X, 5)
     ref_idx, ref_dist = _brute_force(X)
     np.testing.assert_array_equal(np.asarray(nb.indices), ref_idx)
-    np.testing.assert_allclose(np.asarray(nb.distances, np.float64), ref_dist, rtol=1e-5)
+    # all-positive points: the nearest distances are small beside the spread, so the
+    # expansion's float32 rounding shows (as for np.abs(X0) itself)
+    rtol = 1e-4 if transform == "positive 1e37" else 1e-5
+    np.testing.assert_allclose(np.asarray(nb.distances, np.float64), ref_dist, rtol=rtol)
     q = np.asarray(jaxnn.knn_query(X, X[:40] * np.float32(1.0001), 3).indices)  # queries shifted alike
     np.testing.assert_array_equal(q, _brute_force(X, X[:40] * np.float32(1.0001), 3)[0])
 

@@ -504,6 +504,25 @@ def _check_platt_folds(platt_folds, m: int) -> int:
     return platt_folds
 
 
+def _check_platt_classes(labels: np.ndarray, classes: tuple, n_folds: int) -> None:
+    """A ValueError when a class has a single training example: the fold that
+    holds it is fitted with no positive of that class, so its one out-of-fold
+    score says nothing and the class's sigmoid can come out inverted (a_c > 0).
+    Two examples suffice: :func:`_stratified_folds` deals a class's members to
+    distinct folds, so every fold that holds one trains on another."""
+    counts = np.bincount(labels, minlength=len(classes))
+    lone = np.flatnonzero(counts < 2)
+    if lone.size:
+        shown = ", ".join(repr(np.asarray(classes[c]).item()) for c in lone[:5]) + (", ..." if lone.size > 5 else "")
+        raise ValueError(
+            f"Platt scaling's {n_folds}-fold cross-fit (platt_folds={n_folds}) needs at least 2 training examples "
+            f"of every class (each fold's SVMs must train on a positive of every class they score), but "
+            f"{lone.size} of {len(classes)} classes have a single example ({shown}): pass platt_folds=None to fit "
+            f"the Platt sigmoids on the training scores instead (no cross-fit), or drop or merge those classes "
+            f"(a smaller platt_folds does not help)"
+        )
+
+
 def _stratified_folds(labels: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
     """(m,) fold ids: a seeded shuffle, then classes dealt round-robin over folds."""
     rng = np.random.default_rng(seed)
@@ -561,7 +580,9 @@ def svm_fit(
       learning_rate: initial Adam step size > 0 (hinge loss only); None → 1/√d.
       platt_folds: cross-validation folds for Platt scaling, 2 ≤ folds ≤ m, or
         None (no cross-fit: sigmoids fitted on the training scores; needed
-        below 5 training examples unless a smaller ``platt_folds`` is given).
+        below 5 training examples unless a smaller ``platt_folds`` is given,
+        and whenever a class has a single training example: the cross-fit
+        refuses it, as its fold would train with no positive of the class).
       seed: integer seed of the fold assignment, 0 ≤ seed < 2³².
 
     Returns:
@@ -581,6 +602,7 @@ def svm_fit(
     seed = _check_int(seed, "seed", low=0, high=2**32 - 1)
     if platt_folds is not None:
         platt_folds = _check_platt_folds(platt_folds, m)
+        _check_platt_classes(labels, classes, platt_folds)
 
     if platt_folds is None:
         n_folds, folds = 0, np.zeros(m, np.int32)

@@ -70,15 +70,30 @@ def did_you_mean(value, choices) -> str:
     return f" — did you mean {lowered[close[0]]!r}?" if close else ""
 
 
+#: a varying feature whose values all lie below this in magnitude keeps under
+#: 12 of float32's 24 bits: XLA flushes float32 values (and differences)
+#: below the smallest normal, 1.18e-38, to zero — at 1e-39 every point became one
+SMALLEST_FLOAT32_FEATURE = float(np.finfo(np.float32).tiny) * 2.0**12
+
+
 def check_float32_range(X, name: str) -> None:
-    """ValueError if finite float64 data would overflow to ±inf in float32,
-    the computation dtype unless ``jax_enable_x64`` is on."""
+    """ValueError if finite float64 data would overflow to ±inf in float32, the
+    computation dtype unless ``jax_enable_x64`` is on, or holds a varying
+    feature too small for float32 (:data:`SMALLEST_FLOAT32_FEATURE`)."""
     if jax.config.jax_enable_x64 or not isinstance(X, np.ndarray) or X.dtype != np.float64 or X.size == 0:
         return
-    biggest = float(np.max(np.abs(X)))
+    largest = np.max(np.abs(X), axis=0)  # (d,) per feature
+    biggest = float(largest.max())
     if biggest > float(np.finfo(np.float32).max):
         raise ValueError(f"{name} holds values beyond the float32 range (|x| up to {biggest:.3g}): rescale it, "
                          "or compute in float64 inside `with jax.enable_x64(True):`")
+    small = (largest > 0) & (largest < SMALLEST_FLOAT32_FEATURE) & (np.max(X, axis=0) != np.min(X, axis=0))
+    if small.any():
+        j = int(np.argmax(small))
+        raise ValueError(f"{name}'s feature {j} (and {int(small.sum()) - 1} more) holds values no larger than "
+                         f"{float(largest[j]):.3g}: float32 flushes values below 1.18e-38 to zero, so its differences would "
+                         "be lost; rescale it (e.g. X / np.abs(X).max(axis=0)), or compute in float64 inside "
+                         "`with jax.enable_x64(True):`")
 
 
 def _on_cpu(X) -> bool:

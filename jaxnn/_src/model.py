@@ -839,4 +839,14 @@ def _traced_predict(model: Model, H) -> jax.Array:
             "take jnp.argmax(jaxnn.decision_function(model, X), axis=1) for class indices "
             "into model.classes instead"
         )
-    return jnp.asarray(classes)[jnp.argmax(H, axis=1)]
+    held = jax.dtypes.canonicalize_dtype(classes.dtype)  # int64 → int32 etc. without x64
+    with np.errstate(over="ignore", invalid="ignore"):
+        as_held = classes.astype(held)
+    if held != classes.dtype and not np.array_equal(as_held.astype(classes.dtype), classes):
+        raise TypeError(
+            f"predict under jax.jit answers in JAX's {held}, which cannot hold every class label "
+            f"({classes.dtype} labels {classes.tolist()} would come back as {as_held.tolist()}); "
+            "enable x64, predict outside jax.jit, or take jnp.argmax(jaxnn.decision_function(model, X), axis=1) "
+            "for class indices into model.classes"
+        )
+    return jnp.asarray(as_held)[jnp.argmax(H, axis=1)]
