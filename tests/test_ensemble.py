@@ -2,6 +2,7 @@
 equality with jaxnn.fit for one block, the vmapped path against a loop of
 fits, and that splitting helps when blocks carry independent evidence."""
 
+import dataclasses
 import math
 
 import jax
@@ -387,6 +388,83 @@ def test_split_model_is_a_pytree(sm3, data):
     np.testing.assert_array_equal(ens.predict_split(back, Xq), ens.predict_split(sm3, Xq))
 
 
+
+# ------------------------------------------------- saturated and underflowed posteriors
+
+
+def _saturating(n_splits, sep, seed):
+    """Overlapping classes boosted long by UNN without smoothing (m = 120,
+    d = 10, k = 5, 30 query rows): large |H|, so that float32 link
+    posteriors saturate at 1 (ties) or underflow to 0 on some query rows."""
+    rng = np.random.default_rng(seed)
+    m = 120
+    y = rng.integers(0, 3, m)
+    X = (rng.normal(size=(m, 10)) + sep * np.eye(3, 10)[y]).astype(np.float32)
+    Xq = (rng.normal(size=(30, 10)) * 1.5).astype(np.float32)
+    kw = dict(k=5, algorithm=jaxnn.unn(smoothing=False), rounds=10 * m)
+    return X, y, Xq, kw, ens.fit_split(X, y, n_splits=n_splits, norm=None, **kw)
+
+
+def test_one_block_predicts_as_fit_where_posteriors_saturate_or_underflow():
+    """fit_split's promise (n_splits=1, norm=None ≡ fit, labels included) where
+    two classes' posteriors both round to 1 (predict_split took the first,
+    jaxnn.predict the larger H) or all underflow (the 1e-12 floor made every
+    class tie: a uniform posterior and class 0)."""
+    X, y, Xq, kw, sm = _saturating(1, 0.5, 0)
+    ref = jaxnn.fit(X, y, posterior="link", **kw)
+    B = np.asarray(ens.block_posteriors(sm, Xq))[0]
+    assert np.sum((B == 1).sum(1) > 1) >= 1 and np.sum(B.max(1) == 0) >= 1  # both cases occur
+    np.testing.assert_array_equal(ens.predict_split(sm, Xq), jaxnn.predict(ref, Xq))
+    np.testing.assert_array_equal(np.asarray(ens.predict_proba_split(sm, Xq)), np.asarray(jaxnn.predict_proba(ref, Xq)))
+
+
+def test_split_ties_in_the_combined_posterior_go_to_the_summed_scores():
+    """Several blocks: where the combined posterior ties, the label is the tied
+    class of largest Σ_b H^b; a row whose posteriors are all at or below the
+    floor puts its mass on the largest Σ_b H^b (not uniform)."""
+    _, _, Xq, _, sm = _saturating(3, 2.0, 2)
+    S = np.asarray(ens.decision_function_split(sm, Xq)).sum(0)
+    B = np.asarray(ens.block_posteriors(sm, Xq))
+    low = np.all(B <= 1e-12, axis=(0, 2))
+    assert low.sum() >= 1
+    for mean in ["geometric", "arithmetic", "harmonic", -3.0]:
+        R = np.asarray(ens.predict_proba_split(sm, Xq, mean=mean, normalize=False))
+        top = R == R.max(1, keepdims=True)
+        assert np.sum(top.sum(1) > 1) >= 5
+        np.testing.assert_array_equal(ens.predict_split(sm, Xq, mean=mean), np.argmax(np.where(top, S, -np.inf), axis=1))
+        P = np.asarray(ens.predict_proba_split(sm, Xq, mean=mean))
+        if mean == "arithmetic":  # no floor: the exact mean of the tiny posteriors, normalised
+            np.testing.assert_allclose(P[low], R[low] / R[low].sum(1, keepdims=True), rtol=1e-6)
+        else:  # floored: every class 1e-12, a tie
+            np.testing.assert_array_equal(P[low], (S[low] == S[low].max(1, keepdims=True)).astype(np.float32))
+
+
+def test_one_block_multilabel_predicts_as_fit_at_one_half(data):
+    """Tiny scores: link(H) rounds to exactly 1/2; the label is H > 0, as jaxnn.predict's."""
+    X, _, Xq = data
+    Yind = (X[:, :3] > 0).astype(int)
+    sm = ens.fit_split(X, Yind, n_splits=1, norm=None, k=5)
+    ref = jaxnn.fit(X, Yind, posterior="link", k=5)
+    sm = dataclasses.replace(sm, alpha=sm.alpha * 1e-9)
+    ref = dataclasses.replace(ref, alpha=ref.alpha * 1e-9)
+    np.testing.assert_array_equal(np.asarray(ens.predict_proba_split(sm, Xq)), 0.5)
+    pred = jaxnn.predict(ref, Xq)
+    assert 0 < pred.sum() < pred.size
+    np.testing.assert_array_equal(ens.predict_split(sm, Xq), pred)
+
+
+def test_generalized_mean_floors_only_two_or_more_entries_of_means_that_need_it():
+    # one entry: clipped to [0, 1], not floored (one block's posteriors are its model's)
+    for kind in ["arithmetic", "geometric", "harmonic", 0.5, -3.0]:
+        assert float(ens.generalized_mean(np.array([1e-30], np.float32), kind)) == np.float32(1e-30)
+        assert float(ens.generalized_mean(np.array([0.0]), kind)) == 0.0
+    # the arithmetic mean needs no floor; the others keep it (a 0 does not zero them)
+    assert float(ens.generalized_mean(np.array([0.0, 0.0]), "arithmetic")) == 0.0
+    assert float(ens.generalized_mean(np.array([2e-20, 0.0], np.float32), "arithmetic")) == np.float32(1e-20)
+    assert float(ens.generalized_mean(np.array([0.0, 0.0]), "geometric")) == pytest.approx(1e-12, rel=1e-5)
+    assert float(ens.generalized_mean(np.array([0.0, 1.0]), -3.0)) == pytest.approx(1e-12 * 2 ** (1 / 3), rel=1e-4)
+
+
 # ---------------------------------------------------------------- splitting helps
 
 
@@ -503,11 +581,11 @@ def test_split_batches_of_other_sizes_share_the_compiled_prediction(n_splits):
     post_all = np.asarray(ens.block_posteriors(sm, Xq))
     labels_all = ens.predict_split(sm, Xq)
     watched = ens_src._scores_blocks if n_splits > 1 else jaxnn._src.model._scores
-    before = (watched._cache_size(), ens_src._combine._cache_size())
+    before = (watched._cache_size(), ens_src._combine._cache_size(), ens_src._split_labels._cache_size())
     for n in (1, 9, 127):
         np.testing.assert_allclose(np.asarray(ens.predict_proba_split(sm, Xq[:n])), p_all[:n], rtol=1e-6, atol=1e-7)
         np.testing.assert_allclose(np.asarray(ens.decision_function_split(sm, Xq[:n])), H_all[:, :n], rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(np.asarray(ens.block_posteriors(sm, Xq[:n])), post_all[:, :n], rtol=1e-6, atol=1e-7)
         np.testing.assert_array_equal(ens.predict_split(sm, Xq[:n]), labels_all[:n])
         assert ens.split_features(sm, Xq[:n]).shape[1] == n
-    assert (watched._cache_size(), ens_src._combine._cache_size()) == before
+    assert (watched._cache_size(), ens_src._combine._cache_size(), ens_src._split_labels._cache_size()) == before

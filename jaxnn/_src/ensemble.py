@@ -137,9 +137,10 @@ def generalized_mean(P, kind="arithmetic", axis: int = 0) -> jax.Array:
 
     Args:
       P: array of probabilities, finite and in [0, 1] (ValueError otherwise;
-        a traced P under jit is not checked); values are clipped to
-        [1e-12, 1] first (so the geometric and harmonic means of a 0 are
-        finite).
+        a traced P under jit is not checked); values are clipped to [0, 1],
+        and, for every mean but the arithmetic one over two or more entries,
+        floored at 1e-12 (so a 0 does not zero the geometric, harmonic or a
+        power mean: the other entries still rank the classes).
       kind: ``"arithmetic"`` (f = id), ``"geometric"`` (f = log),
         ``"harmonic"`` (f = 1/x), or a finite real number q: the power mean
         f = x^q (q = 1, 0, −1 are the three named means).  Power means are
@@ -150,15 +151,17 @@ def generalized_mean(P, kind="arithmetic", axis: int = 0) -> jax.Array:
         non-empty.
 
     Examples: for [0.2, 0.8] the arithmetic, geometric and harmonic means are
-    0.5, 0.4 and 0.32.  A mean over a single entry returns it (clipped).
+    0.5, 0.4 and 0.32.  A mean over a single entry returns it, clipped to
+    [0, 1] only (not floored: one block's posteriors are its model's).
     """
     kind = _check_mean(kind, "kind")
     P, axis = _check_probabilities(P, axis)
-    P = jnp.clip(P, _P_MIN, 1.0)
+    P = jnp.clip(P, 0.0, 1.0)
     if P.shape[axis] == 1:
         return jnp.squeeze(P, axis=axis)
-    if kind == "arithmetic":
+    if kind == "arithmetic":  # well defined with zeros: no floor
         return jnp.mean(P, axis=axis)
+    P = jnp.maximum(P, _P_MIN)
     if kind == "harmonic":
         return 1.0 / jnp.mean(1.0 / P, axis=axis)
     L = jnp.log(P)
@@ -442,13 +445,46 @@ def _scores_blocks(alpha, Y, X, Q, k: int, block: int):
     return jax.vmap(_scores, in_axes=(0, None, 0))(alpha, Y, idx)
 
 
+def _floored(kind, n_splits: int) -> bool:
+    """Whether :func:`generalized_mean` floors the posteriors at _P_MIN."""
+    return n_splits > 1 and kind != "arithmetic"
+
+
 @functools.partial(jax.jit, static_argnames=("loss", "algorithm", "multilabel", "kind", "normalize"))
 def _combine(H, *, loss, algorithm, multilabel: bool, kind, normalize: bool):
     """Per-block scores (n, rows, C) → combined posteriors (rows, C); rows
     normalised as :func:`jaxnn.predict_proba`'s (all-underflowed rows: the
-    mass on the classes of largest Σ_b H^b; NaN propagates)."""
+    mass on the classes of largest Σ_b H^b; NaN propagates).  With one block
+    this is the block model's :func:`jaxnn.predict_proba` exactly."""
+    raw = _link_posterior(loss, algorithm, multilabel, H)
+    p = generalized_mean(raw, kind, axis=0)
+    if not normalize:
+        return p
+    if _floored(kind, H.shape[0]):
+        # every posterior at or below the floor: the floored mean is one value
+        # for all classes; the row counts as underflowed (0), as it would unfloored
+        empty = jnp.all(raw <= _P_MIN, axis=(0, 2))
+        p = jnp.where(empty[:, None], 0.0, p)
+    return _normalise_rows(p, jnp.sum(H, axis=0))
+
+
+@functools.partial(jax.jit, static_argnames=("loss", "algorithm", "multilabel", "kind"))
+def _split_labels(H, *, loss, algorithm, multilabel: bool, kind):
+    """Per-block scores (n, rows, C) → :func:`predict_split`'s class indices
+    (rows,), or multilabel (rows, C) 0/1 indicators: the combined posterior
+    decides, and where it ties (posteriors saturated at 1, underflowed to 0,
+    or floored) the summed scores S = Σ_b H^b do.  With one block, links
+    being non-decreasing in H, this is argmax H (ties → first class) and
+    H > 0: :func:`jaxnn.predict` exactly."""
     p = generalized_mean(_link_posterior(loss, algorithm, multilabel, H), kind, axis=0)
-    return _normalise_rows(p, jnp.sum(H, axis=0)) if normalize else p
+    S = jnp.sum(H, axis=0)
+    if multilabel:
+        return ((p > 0.5) | ((p == 0.5) & (S > 0))).astype(jnp.int32)
+    top = p == jnp.max(p, axis=1, keepdims=True)
+    i = jnp.argmax(jnp.where(top, S, -jnp.inf), axis=1)
+    ok = jnp.take_along_axis(top, i[:, None], axis=1)[:, 0]
+    # a tied class of S = −inf (or a NaN row, no class on top): the first class of largest p
+    return jnp.where(ok, i, jnp.argmax(p, axis=1))
 
 
 def _rows_per_tile(m: int, n: int) -> int:
@@ -649,8 +685,12 @@ _jitted_link_posterior = jax.jit(_link_posterior, static_argnums=(0, 1, 2))
 def predict_proba_split(model: SplitModel, X, *, mean=None, normalize: Optional[bool] = None) -> jax.Array:
     """Combined posteriors (rows, C): the generalised mean over blocks of the
     per-block posteriors link(H^b), then (single-label, ``normalize=True``,
-    the default) rows normalised to sum to 1; multilabel models return the
-    combined one-vs-rest posteriors as they are.
+    the default) rows normalised to sum to 1 (rows whose posteriors all
+    underflow, or all sit at or below the floor of :func:`generalized_mean`,
+    put their mass on the classes of largest Σ_b H^b, as
+    :func:`jaxnn.predict_proba` on H); multilabel models return the
+    combined one-vs-rest posteriors as they are.  With one block: the block
+    model's :func:`jaxnn.predict_proba`.
 
     ``mean`` overrides the model's mean (no refit needed to compare means).
     ``normalize`` is None (the default above) or a bool.
@@ -670,12 +710,15 @@ def _padded_combined(model: SplitModel, X, kind, normalize: bool):
 
 
 def predict_split(model: SplitModel, X, *, mean=None) -> np.ndarray:
-    """Labels (rows,): argmax of the combined posteriors (ties → first class);
-    multilabel: (rows, C) 0/1 indicators, combined posterior > 1/2."""
+    """Labels (rows,): argmax of the combined posteriors, ties (e.g. posteriors
+    saturated at 1 or underflowed to 0) broken by the summed scores Σ_b H^b,
+    then by the first class; multilabel: (rows, C) 0/1 indicators, combined
+    posterior > 1/2 (= 1/2: Σ_b H^b > 0).  With one block: :func:`jaxnn.predict`."""
     model = _check_split_model(model)
     kind = model.mean if mean is None else _check_mean(mean, "mean")
-    p, n = _padded_combined(model, X, kind, False)
-    p = np.asarray(p)[:n]  # the padding dropped on the host: nothing compiles per n
+    H, n = _padded_split_scores(model, X)
+    out = _split_labels(H, loss=model.loss, algorithm=model.algorithm, multilabel=model.multilabel, kind=kind)
+    out = np.asarray(out)[:n]  # the padding dropped on the host: nothing compiles per n
     if model.multilabel:
-        return (p > 0.5).astype(np.int64)
-    return np.asarray(model.classes)[np.argmax(p, axis=1)]
+        return out.astype(np.int64)
+    return np.asarray(model.classes)[out]
