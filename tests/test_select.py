@@ -113,7 +113,7 @@ def test_select_on_devices_equals_the_default_device():
 
 @pytest.mark.parametrize(
     "kwargs, match",
-    [(dict(holdout=1.5), "holdout"), (dict(ks=(500,)), "no candidate k"), (dict(passes=(0,)), "passes"), (dict(ks=()), "at least one"),
+    [(dict(holdout=1.5), "holdout"), (dict(ks=(500,)), r"no candidate k of \(500,\) is in \[1, 44\] for a training part of 45 points"), (dict(passes=(0,)), "passes"), (dict(ks=()), "at least one"),
      (dict(chooser="fifo"), "unknown chooser"), (dict(graph_method="kdtree"), "unknown graph_method"),
      (dict(devices=99), "device")],
 )

@@ -172,9 +172,10 @@ def select(
     platform = sharding.platform(devices)  # checks devices too
     if chooser == "auto":
         chooser = auto_chooser(m, m, platform, Y_all.shape[1])
-    ks = sorted({int(k) for k in ks if 1 <= int(k) < m})
+    given_ks, ks = ks, sorted({int(k) for k in ks if 1 <= int(k) < m})
     if not ks:
-        raise ValueError(f"no candidate k is in [1, {m - 1}] for a training part of {m} points")
+        raise ValueError(f"no candidate k of {tuple(int(k) for k in given_ks)} is in [1, {m - 1}] for a training part "
+                         f"of {m} points (fit(k='auto') tries {DEFAULT_KS}): give smaller ks, or a k")
     algo = algos.get(algorithm, epsilon=epsilon)
     loss_objs = []
     for loss in (losses_mod.get(name) for name in losses):
