@@ -214,6 +214,28 @@ def test_multilabel_prune_warns_when_a_label_keeps_only_positives(caplog):
     assert "only positive or only negative examples of label(s) 0," in record.getMessage()
 
 
+@pytest.mark.parametrize("multilabel", [False, True], ids=["class", "label"])
+def test_knn_subsample_warns_when_its_sample_loses_a_class(caplog, multilabel):
+    """As prune does: a uniform sample of 15 from 300 points with 3 of a
+    minority class held none of them on 5 seeds of 5, silently (the model
+    still listed the class and predicted it nowhere)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2)).astype(np.float32)
+    y = np.r_[np.zeros(297, int), np.ones(3, int)]
+    if multilabel:
+        y = np.stack([np.arange(300) < 150, y], axis=1).astype(int)
+    with caplog.at_level("WARNING", logger="jaxnn"):
+        jaxnn.knn_subsample(X, y, 1.0, k=5)
+    assert not caplog.records
+    with caplog.at_level("WARNING", logger="jaxnn"):
+        model = jaxnn.knn_subsample(X, y, 0.05, seed=0, k=5)
+    assert np.all(np.asarray(model.Y)[:, 1] < 0)
+    (record,) = caplog.records
+    named = "only positive or only negative examples of label(s) 1" if multilabel else "no example of class(es) 1"
+    assert record.getMessage().startswith("knn_subsample: the sample of 15 holds") and named in record.getMessage()
+    assert "another seed" in record.getMessage()
+
+
 def test_knn_subsample_draws_without_replacement():
     X = np.arange(500, dtype=np.float32).reshape(250, 2)  # 250 distinct rows
     y = np.arange(250) % 2

@@ -99,19 +99,27 @@ def prune(model: Model, theta) -> Model:
             f"raise theta to at least {model.k / m:.3g}"
         )
     # a class (a label's positives or negatives) may lose every prototype: |α| is ranked over all examples
-    kept = np.asarray(model.Y)[idx] > 0
-    if not model.multilabel:
-        lost = [np.asarray(model.classes)[c].item() for c in np.flatnonzero(~kept.any(axis=0))]  # plain values to print
-        if lost:
-            logger.warning("prune: theta=%s keeps no example of class(es) %s, which the pruned model can no longer "
-                           "predict; raise theta", theta, ", ".join(map(repr, lost)))
-    else:
-        one_sided = np.flatnonzero(kept.all(axis=0) | ~kept.any(axis=0))
-        if one_sided.size:
-            logger.warning("prune: theta=%s keeps only positive or only negative examples of label(s) %s, whose "
-                           "votes then all have one sign; raise theta", theta, ", ".join(map(str, one_sided)))
+    _warn_if_classes_lost(np.asarray(model.Y)[idx] > 0, model.classes, model.multilabel,
+                          f"prune: theta={theta} keeps", "raise theta")
     alpha, X, Y = _take_rows((model.alpha, model.X, model.Y), jnp.asarray(idx, jnp.int32))
     return dataclasses.replace(model, alpha=alpha, X=X, Y=Y)
+
+
+def _warn_if_classes_lost(kept: np.ndarray, classes: tuple, multilabel: bool, what: str, fix: str) -> None:
+    """Warn (``jaxnn`` logger) when the kept examples' (n, C) positive flags
+    ``kept`` hold no example of a class — or, multilabel, only positive or
+    only negative examples of a label — which the smaller model then cannot
+    predict (or only votes one way on)."""
+    if not multilabel:
+        lost = [np.asarray(classes)[c].item() for c in np.flatnonzero(~kept.any(axis=0))]  # plain values to print
+        if lost:
+            logger.warning("%s no example of class(es) %s, which the model can no longer predict; %s",
+                           what, ", ".join(map(repr, lost)), fix)
+        return
+    one_sided = np.flatnonzero(kept.all(axis=0) | ~kept.any(axis=0))
+    if one_sided.size:
+        logger.warning("%s only positive or only negative examples of label(s) %s, whose votes then all have one "
+                       "sign; %s", what, ", ".join(map(str, one_sided)), fix)
 
 
 @jax.jit
@@ -150,6 +158,8 @@ def knn_subsample(X, y, theta, seed: int = 0, *, k: int = 10, size=None, loss="l
     if n < k:
         raise ValueError(f"the sample holds {n} examples, fewer than k={k}")
     idx = np.sort(np.random.default_rng(seed).choice(m, size=n, replace=False))
+    _warn_if_classes_lost(Y_np[idx] > 0, classes, multilabel, f"knn_subsample: the sample of {n} holds",
+                          "draw a larger sample (theta or size) or another seed")
     dtype = _compute_dtype(Xa)
     Y = jnp.asarray(Y_np[idx], dtype=dtype)
     Xj, origin = _training_points(Xa[idx], dtype)
