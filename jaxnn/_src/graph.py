@@ -496,6 +496,21 @@ def knn_query(X_train, X_query, k: int, *, block_size: int | None = None, device
     return Neighbors(*first_rows((idx, dist), n))
 
 
+def _search_points(X_train, X_query, k, *, exclude_self: bool):
+    """The checks and conditioning shared by the searches of query points among
+    training points: (X_train, X_query) checked and, without x64, shifted by
+    X_train's float32 origin; X_train as the float array searched in; k checked."""
+    X_train = check_points(X_train, "X_train")
+    X_query = check_points(X_query, "X_query")
+    if X_query.shape[1] != X_train.shape[1]:
+        raise ValueError(f"X_query has {X_query.shape[1]} features but X_train has {X_train.shape[1]}")
+    k = _check_k(k, X_train.shape[0], exclude_self=exclude_self)
+    if not jax.config.jax_enable_x64:  # float64 points far from 0 keep their digits in float32
+        origin = float32_origin(X_train)
+        X_train, X_query = shift_points(X_train, origin), shift_points(X_query, origin)
+    return X_train, X_query, _as_float(X_train), k
+
+
 def graph_and_query(X_train, X_query, k: int, *, devices=None):
     """``knn_graph(X_train, k)`` and ``knn_query(X_train, X_query, k)`` by one
     exact search: the rows of X_train and then those of X_query are queried
@@ -513,16 +528,8 @@ def graph_and_query(X_train, X_query, k: int, *, devices=None):
     Returns:
       ((m, k), (n, k)) int32 NumPy indices into X_train, nearest first.
     """
-    X_train = check_points(X_train, "X_train")
-    X_query = check_points(X_query, "X_query")
-    if X_query.shape[1] != X_train.shape[1]:
-        raise ValueError(f"X_query has {X_query.shape[1]} features but X_train has {X_train.shape[1]}")
-    m = X_train.shape[0]
-    k = _check_k(k, m, exclude_self=True)
-    if not jax.config.jax_enable_x64:  # float64 points far from 0 keep their digits in float32
-        origin = float32_origin(X_train)
-        X_train, X_query = shift_points(X_train, origin), shift_points(X_query, origin)
-    Xt = _as_float(X_train)
+    X_train, X_query, Xt, k = _search_points(X_train, X_query, k, exclude_self=True)
+    m = Xt.shape[0]
     if isinstance(X_train, np.ndarray) and isinstance(X_query, np.ndarray):  # stacked on the host: nothing compiles
         Q = jnp.asarray(np.concatenate([np.asarray(X_train, Xt.dtype), np.asarray(X_query, Xt.dtype)]))
     else:
@@ -586,16 +593,8 @@ def padded_query(X_train, X_query, k: int, *, block_size: int | None = None, dev
     are the neighbours of padding points (zeros), to be dropped; callers that
     go on computing (scores, posteriors) do so on all rows and drop them at
     the end, so every step sees the shared shape."""
-    X_train = check_points(X_train, "X_train")
-    X_query = check_points(X_query, "X_query")
-    if X_query.shape[1] != X_train.shape[1]:
-        raise ValueError(f"X_query has {X_query.shape[1]} features but X_train has {X_train.shape[1]}")
-    m, n = X_train.shape[0], X_query.shape[0]
-    k = _check_k(k, m, exclude_self=False)
-    if not jax.config.jax_enable_x64:  # float64 points far from 0 keep their digits in float32
-        origin = float32_origin(X_train)
-        X_train, X_query = shift_points(X_train, origin), shift_points(X_query, origin)
-    Xt = _as_float(X_train)
+    X_train, X_query, Xt, k = _search_points(X_train, X_query, k, exclude_self=False)
+    m, n = Xt.shape[0], X_query.shape[0]
     platform = sharding.platform(devices)
     block = _block_rows(m, block_size, platform)
     rows = n if isinstance(X_query, jax.core.Tracer) else query_rows(n, block)

@@ -135,18 +135,23 @@ def _training_points(Xa, dtype):
     """(X as the model stores it (m, d) in ``dtype``, its origin or None):
     float64 points far from 0 are shifted before the cast to float32
     (:func:`graph.float32_origin`)."""
-    origin = float32_origin(Xa) if dtype == jnp.float32 else None
-    Xj = jnp.asarray(shift_points(Xa, origin), dtype=dtype)
-    return Xj, None if origin is None else jnp.asarray(origin, dtype)
+    (Xp,), origin = _shifted_parts(Xa, dtype, slice(None))
+    return jnp.asarray(Xp), None if origin is None else jnp.asarray(origin, dtype)
+
+
+def _shifted_parts(Xa, dtype, *rows):
+    """(``Xa[r]`` for each index r of ``rows`` as NumPy points in ``dtype``,
+    all shifted by the first part's float32 origin; that origin or None)."""
+    origin = float32_origin(Xa[rows[0]]) if dtype == jnp.float32 else None
+    return tuple(np.asarray(shift_points(Xa[r], origin), dtype) for r in rows), origin
 
 
 def _points_of_parts(Xa, dtype, *rows):
     """``Xa[r]`` for each index array r of ``rows``, as NumPy points in
-    ``dtype``, all shifted by the first part's float32 origin: the points a
-    model fit on ``Xa[rows[0]]`` computes with (:func:`_training_points`) and,
-    for the other parts, its queries as prediction shifts them."""
-    origin = float32_origin(Xa[rows[0]]) if dtype == jnp.float32 else None
-    return tuple(np.asarray(shift_points(Xa[r], origin), dtype) for r in rows)
+    ``dtype``: the points a model fit on ``Xa[rows[0]]`` computes with
+    (:func:`_training_points`) and, for the other parts, its queries as
+    prediction shifts them."""
+    return _shifted_parts(Xa, dtype, *rows)[0]
 
 
 def label_rows(y) -> np.ndarray:
