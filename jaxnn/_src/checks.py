@@ -87,10 +87,12 @@ def check_float32_range(X, name: str) -> None:
     if biggest > float(np.finfo(np.float32).max):
         raise ValueError(f"{name} holds values beyond the float32 range (|x| up to {biggest:.3g}): rescale it, "
                          "or compute in float64 inside `with jax.enable_x64(True):`")
-    small = (largest > 0) & (largest < SMALLEST_FLOAT32_FEATURE) & (np.max(X, axis=0) != np.min(X, axis=0))
-    if small.any():
-        j = int(np.argmax(small))
-        raise ValueError(f"{name}'s feature {j} (and {int(small.sum()) - 1} more) holds values no larger than "
+    tiny = np.flatnonzero((largest > 0) & (largest < SMALLEST_FLOAT32_FEATURE))
+    # rare: only then a pass over those columns, for whether they vary
+    small = tiny[np.max(X[:, tiny], axis=0) != np.min(X[:, tiny], axis=0)] if tiny.size else tiny
+    if small.size:
+        j = int(small[0])
+        raise ValueError(f"{name}'s feature {j} (and {small.size - 1} more) holds values no larger than "
                          f"{float(largest[j]):.3g}: float32 flushes values below 1.18e-38 to zero, so its differences would "
                          "be lost; rescale it (e.g. X / np.abs(X).max(axis=0)), or compute in float64 inside "
                          "`with jax.enable_x64(True):`")
