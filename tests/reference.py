@@ -458,7 +458,9 @@ def unn(Y, NN, loss, *, smoothing=True, order=None, max_delta=50.0):
             w = loss.weight(ei)
             wp = float(np.sum(w[r > 0])) + mass
             wm = float(np.sum(w[r < 0])) + mass
-            return 0.5 * math.log(wp / wm)  # eq. (13)
+            if wp == 0.0 or wm == 0.0:  # one side empty, without smoothing: no finite root
+                return math.copysign(max_delta, wp - wm)
+            return min(max(0.5 * math.log(wp / wm), -max_delta), max_delta)  # eq. (13), clipped
 
         def G(d):
             g = float(np.sum(r * loss.weight(ei + d * r)))

@@ -686,9 +686,36 @@ def test_unn_fast_step_is_accurate_in_float32_when_one_side_dominates(loss, n_pl
     np.testing.assert_allclose(got, min(exact, 50.0), rtol=2e-5)
 
 
+def test_unn_alpha_does_not_depend_on_a_wide_max_delta():
+    """max_delta only bounds the root: where every root lies well inside, a
+    wider bound must give the same α.  The root finder's fixed 50 float32
+    iterations bisected ±max_delta too little: α was off by 4·10⁻⁴ at
+    max_delta = 10¹⁰, by 604 at 10¹⁶ and by 1.6·10¹⁶ at 10³⁰ (float64 by
+    5·10⁷ there), where the float64 reference reaches 7.9."""
+    X, y = _blobs(m=40, C=3, seed=3)
+
+    def fit(smoothing, max_delta):
+        return jaxnn.fit(X, y, k=3, loss="logistic", algorithm=jaxnn.unn(smoothing, max_delta), rounds=120,
+                         chooser="lazy", posterior="link")
+
+    narrow = np.asarray(fit(True, 1e3).alpha)
+    for wide in (1e16, 1e30):
+        np.testing.assert_allclose(np.asarray(fit(True, wide).alpha), narrow, rtol=1e-5, atol=1e-5,
+                                   err_msg=f"max_delta={wide:g}")
+    unsmoothed = fit(False, 1e30)  # one-sided steps are ±10³⁰: α, H and posteriors stay finite
+    assert np.all(np.isfinite(np.asarray(unsmoothed.alpha)))
+    proba = np.asarray(jaxnn.predict_proba(unsmoothed, X))
+    assert np.all((proba >= 0) & (proba <= 1))
+
+
 def test_algorithm_factories_reject_bad_parameters():
     with pytest.raises(ValueError, match="max_delta must be finite"):
         jaxnn.unn(max_delta=float("inf"))
+    for too_wide in (3e38, 1e31):  # α and H would overflow float32 (inf α, NaN posteriors at 3e38)
+        with pytest.raises(ValueError, match=r"max_delta must be finite and lie in \(0, 1e\+30\]"):
+            jaxnn.unn(smoothing=False, max_delta=too_wide)
+        with pytest.raises(ValueError, match="max_delta"):
+            jaxnn.unn_fast(max_delta=too_wide)
     with pytest.raises(ValueError, match="max_delta"):
         jaxnn.unn_fast(max_delta=0.0)
     with pytest.raises(TypeError, match="smoothing must be a bool"):

@@ -140,6 +140,24 @@ def _finite_delta(d, n, max_delta: float):
     return jnp.where(n > 0, jnp.clip(d, -max_delta, max_delta), 0.0)
 
 
+#: the largest max_delta taken: α sums a step's δ over many steps, and k of
+#: them make H, which must stay finite in float32 (3.4·10³⁸; with 3·10³⁸,
+#: unsmoothed UNN gave inf α and NaN posteriors)
+MAX_DELTA_LIMIT = 1e30
+
+
+def _check_max_delta(max_delta) -> float:
+    return check_real(max_delta, "max_delta", low=0.0, high=MAX_DELTA_LIMIT, low_open=True)
+
+
+def _wide_bracket_bisections(max_delta: float) -> int:
+    """Root-finder iterations added for a bracket wider than the default ±50:
+    the bisections that halve ±max_delta down to ±50 (with the default 50
+    float32 iterations, α was off by 4·10⁻⁴ at max_delta = 10¹⁰ and by 600 at
+    10¹⁶, though no root lay beyond ±8)."""
+    return max(0, math.ceil(math.log2(max_delta / 50.0)))
+
+
 def _smoothing_weight(loss: Loss, m: int, dtype):
     """Mass 1/m on each of W⁺ and W⁻ (paper 001 eq. 13), as weight units."""
     return 1.0 / (m * loss.weight(jnp.zeros((), dtype)))
@@ -183,7 +201,7 @@ class UNN:
     name = "unn"
 
     def check(self, loss: Loss) -> None:
-        check_real(self.max_delta, "max_delta", low=0.0, low_open=True)
+        _check_max_delta(self.max_delta)
 
     def init_edges(self, loss: Loss, Y):
         return jnp.zeros(Y.shape, Y.dtype)
@@ -203,7 +221,7 @@ class UNN:
                 return -(g + s * (loss.weight(d) - loss.weight(-d)))
 
             d0 = jnp.zeros(jnp.shape(n), dtype)  # one root per example and class
-            d = increasing_root(minus_g, d0, -bound, bound, d0, _iters(dtype))
+            d = increasing_root(minus_g, d0, -bound, bound, d0, _iters(dtype) + _wide_bracket_bisections(self.max_delta))
         if not self.smoothing:  # the squared loss's G is 0 on a half-line there: any point was returned
             d = _one_sided(d, r, layout, bound)
         return _finite_delta(d, n, self.max_delta)
@@ -247,12 +265,12 @@ def gnnb(epsilon: float = 0.5) -> GNNB:
 
 def unn(smoothing: bool = True, max_delta: float = 50.0) -> UNN:
     """UNN with the exact root of paper 001 eq. (10)."""
-    return UNN(check_bool(smoothing, "smoothing"), check_real(max_delta, "max_delta", low=0.0, low_open=True))
+    return UNN(check_bool(smoothing, "smoothing"), _check_max_delta(max_delta))
 
 
 def unn_fast(smoothing: bool = True, max_delta: float = 50.0) -> UNNFast:
     """UNN with paper 003's fast approximation, eq. (30)."""
-    return UNNFast(check_bool(smoothing, "smoothing"), check_real(max_delta, "max_delta", low=0.0, low_open=True))
+    return UNNFast(check_bool(smoothing, "smoothing"), _check_max_delta(max_delta))
 
 
 def n3() -> N3:

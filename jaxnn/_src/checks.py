@@ -37,11 +37,21 @@ def check_real(value, name: str, *, low: float = -math.inf, high: float = math.i
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
     x = float(value)
-    lo = "(" if low_open else "["
-    hi = ")" if high_open else "]"
     if not math.isfinite(x) or x < low or x > high or (low_open and x == low) or (high_open and x == high):
-        raise ValueError(f"{name} must be finite and lie in {lo}{low:g}, {high:g}{hi}, got {value!r}")
+        raise ValueError(f"{name} must be {_real_range(low, high, low_open, high_open)}, got {value!r}")
     return x
+
+
+def _real_range(low: float, high: float, low_open: bool, high_open: bool) -> str:
+    """The values check_real accepts, in words: "a finite number > 0",
+    "finite and in (0, 1)"."""
+    if math.isinf(low) and math.isinf(high):
+        return "a finite number"
+    if math.isinf(high):
+        return f"a finite number {'>' if low_open else '>='} {low:g}"
+    if math.isinf(low):
+        return f"a number {'<' if high_open else '<='} {high:g}"
+    return f"finite and lie in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
 
 
 def check_integer(value, name: str, *, low: int | None = None, high: int | None = None) -> int:
