@@ -351,6 +351,47 @@ def test_fit_logs_its_stages_and_their_seconds(caplog):
                for msg in messages), messages
 
 
+def test_verbose_fits_in_overlapping_threads_keep_their_lines_and_restore_the_logger(caplog):
+    """verbose=True is per call, also in threads (a threaded grid search):
+    each verbose fit gets all its lines, a plain fit running beside them none,
+    and the logger is as before once all are done.  Saved and restored per
+    call, the short fit's exit dropped the long fit's later lines and left the
+    logger at INFO for good."""
+    import logging
+    import threading
+
+    small, large = _blobs(m=200, C=3, seed=4), _blobs(m=1600, C=3, seed=5)
+    with caplog.at_level("WARNING"):  # logging configured by the app: its handlers print jaxnn's lines
+        jaxnn.fit(*small, k=5, verbose=True)  # compiled; and the lines of one serial verbose fit
+        serial = len(caplog.records)
+        jaxnn.fit(*large, k=5)
+        caplog.clear()
+        jaxnn_logger = logging.getLogger("jaxnn")
+        before = (jaxnn_logger.level, list(jaxnn_logger.handlers), list(jaxnn_logger.filters))
+        start = threading.Barrier(3)
+        idents = {}
+
+        def run(name, data, verbose):
+            start.wait()
+            idents[name] = threading.get_ident()
+            jaxnn.fit(*data, k=5, verbose=verbose)
+
+        threads = [threading.Thread(target=run, args=args) for args in
+                   (("short", small, True), ("long", large, True), ("plain", large, False))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        by_thread = {name: [r for r in caplog.records if r.thread == ident] for name, ident in idents.items()}
+        assert len(by_thread["short"]) == serial and len(by_thread["long"]) == serial, {
+            n: len(v) for n, v in by_thread.items()}
+        assert by_thread["plain"] == []
+        assert (jaxnn_logger.level, jaxnn_logger.handlers, jaxnn_logger.filters) == before
+        caplog.clear()
+        jaxnn.fit(*small, k=5)
+        assert not caplog.records  # nothing left at INFO
+
+
 def test_auto_chooser_runs_colored_on_accelerators_for_whole_passes():
     from jaxnn._src.model import auto_chooser
 

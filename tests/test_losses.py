@@ -413,3 +413,27 @@ def test_a_new_process_compiles_one_program_per_loss_and_no_eager_operations_in_
              "jit(_reduce_all)", "jit(not_equal)", "jit(bitwise_or)"}
     assert not eager & set(fit), fit
     assert "jit(boost)" in fit and len(fit) <= 10, fit
+
+
+def test_threads_asking_for_a_loss_at_once_get_the_one_cached_object():
+    """Concurrent first requests (fits in threads) build one Loss: each thread
+    built its own with a bare lru_cache, and models fit with all but the last
+    one stored raised PicklingError "loss 'logistic' is not one of
+    jaxnn.losses.names()", and compiled again."""
+    import pickle
+    import threading
+
+    name = "phi_mu(0.3712)"  # asked for nowhere else: the first request is in the threads
+    start, got = threading.Barrier(4), []
+
+    def ask():
+        start.wait()
+        got.append(losses.get(name))
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 4 and all(g is losses.get(name) for g in got)
+    assert all(pickle.loads(pickle.dumps(g)) is g for g in got)

@@ -34,6 +34,7 @@ import functools
 import math
 import numbers
 import pickle
+import threading
 from typing import Callable, NamedTuple, Optional
 
 import jax
@@ -545,7 +546,27 @@ def _entropy_phi(p):
     return xlogy(p, p) + xlogy(1.0 - p, 1.0 - p)
 
 
-@functools.lru_cache(maxsize=None)
+_BUILD_LOCK = threading.RLock()
+
+
+def _built_once(factory):
+    """``factory`` cached per argument, built by one thread at a time: each
+    catalogue loss is one object (pickling and the jitted functions' caches go
+    by identity).  A bare ``functools.lru_cache`` let threads that asked at
+    once each build a copy, keeping only the last: models fit with the others
+    would not pickle ("loss 'logistic' is not one of jaxnn.losses.names()")
+    and compiled again."""
+    cached = functools.lru_cache(maxsize=None)(factory)
+
+    @functools.wraps(factory)
+    def once(*args):
+        with _BUILD_LOCK:  # reentrant: a factory may ask for another
+            return cached(*args)
+
+    return once
+
+
+@_built_once
 def squared() -> Loss:
     """Gini φ(p) = p² − p = −p(1 − p); ψ(x) = (1 − x)² on [−1, 1] (Table 1 A)."""
 
@@ -560,7 +581,7 @@ def squared() -> Loss:
     )
 
 
-@functools.lru_cache(maxsize=None)
+@_built_once
 def logistic() -> Loss:
     """Entropy φ (natural log); ψ(x) = log2(1 + e^{−x}) (Table 1 B)."""
     return from_phi(
@@ -571,7 +592,7 @@ def logistic() -> Loss:
     )
 
 
-@functools.lru_cache(maxsize=None)
+@_built_once
 def binary_logistic() -> Loss:
     """Entropy φ in log2; ψ(x) = log2(1 + 2^{−x}) (Table 1 C)."""
     return from_phi(
@@ -616,7 +637,7 @@ def _matsushita_psi(x):
     return 1.0 / (r + s) + (s - x)
 
 
-@functools.lru_cache(maxsize=None)
+@_built_once
 def matsushita() -> Loss:
     """Matsushita φ(p) = −√(p(1 − p)); ψ(x) = −x + √(1 + x²) (Table 1 D)."""
     return from_phi(
@@ -639,7 +660,7 @@ def phi_mu(mu: float) -> Loss:
     return _phi_mu(check_real(mu, "phi_mu's mu", low=0.0, high=1.0, high_open=True))
 
 
-@functools.lru_cache(maxsize=None)
+@_built_once
 def _phi_mu(mu: float) -> Loss:
     a = 1.0 - mu
     return from_phi(
@@ -654,12 +675,12 @@ def phi_power(v: float) -> Loss:
     return _phi_power(check_real(v, "phi_power's v", low=0.0, high=1.0, low_open=True, high_open=True))
 
 
-@functools.lru_cache(maxsize=None)
+@_built_once
 def _phi_power(v: float) -> Loss:
     return from_phi(lambda p: -((p * (1.0 - p)) ** v), name=f"phi_power({_number(v)})")
 
 
-@functools.lru_cache(maxsize=None)
+@_built_once
 def exponential() -> Loss:
     """ψ(x) = e^{−x} (paper 003 Table 1 F; AdaBoost). UNN only (ψ'' unbounded)."""
 
@@ -677,7 +698,7 @@ def amari(alpha: float = 0.5) -> Loss:
     return _amari(check_real(alpha, "amari's alpha", low=-1.0, high=1.0, low_open=True, high_open=True))  # one cached object per α
 
 
-@functools.lru_cache(maxsize=None)
+@_built_once
 def _amari(alpha: float) -> Loss:
     c = (1.0 - alpha * alpha) / 4.0
     power = -(1.0 + alpha) / (1.0 - alpha)
@@ -688,7 +709,7 @@ def _amari(alpha: float) -> Loss:
     )
 
 
-@functools.lru_cache(maxsize=None)
+@_built_once
 def calibrated_hinge() -> Loss:
     """N³'s calibrated hinge (paper 002 Table 1 D), ψ(0) = 1:
 

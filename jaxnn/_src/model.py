@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import functools
 import logging
+import threading
 import time
 import warnings
 from typing import Any, Optional
@@ -38,30 +39,70 @@ __all__ = ["Model", "fit", "decision_function", "predict_proba", "predict", "enc
 logger = logging.getLogger("jaxnn")
 
 
+class _Progress:
+    """The state behind ``fit(verbose=True)``, shared by threads: while any
+    call is verbose the ``jaxnn`` logger is at INFO (with a stderr handler of
+    its own unless logging already has handlers), and a filter passes a record
+    only from a verbose thread or at the level the logger had before.  The
+    first verbose call in saves that level and the last one out restores it:
+    saved and restored per call, overlapping verbose fits in threads (a
+    threaded grid search) lost each other's lines and left the logger at INFO
+    for good, so that every later fit logged and timed its stages."""
+
+    lock = threading.Lock()
+    threads: dict[int, int] = {}  # thread id → its verbose calls in progress
+    level = logging.NOTSET  # the logger's own level before the first verbose call
+    level_before = logging.WARNING  # its effective level then: what non-verbose threads still get
+    handler: Optional[logging.Handler] = None
+
+    @staticmethod
+    def filter(record: logging.LogRecord) -> bool:
+        return record.thread in _Progress.threads or record.levelno >= _Progress.level_before
+
+
 @contextlib.contextmanager
 def _progress_shown():
-    """The ``jaxnn`` logger at INFO level for the duration; with a stderr
-    handler of its own unless logging already has handlers (then theirs
-    print it, once)."""
-    level = logger.level
-    handler = None if logger.hasHandlers() else logging.StreamHandler()
-    if handler is not None:
-        handler.setFormatter(logging.Formatter("jaxnn: %(message)s"))
-        logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
+    """The ``jaxnn`` logger at INFO level for this thread, for the duration
+    (:class:`_Progress`)."""
+    me = threading.get_ident()
+    with _Progress.lock:
+        if not _Progress.threads:
+            _Progress.level, _Progress.level_before = logger.level, logger.getEffectiveLevel()
+            _Progress.handler = None if logger.hasHandlers() else logging.StreamHandler()
+            if _Progress.handler is not None:
+                _Progress.handler.setFormatter(logging.Formatter("jaxnn: %(message)s"))
+                logger.addHandler(_Progress.handler)
+            logger.addFilter(_Progress.filter)
+            logger.setLevel(logging.INFO)
+        _Progress.threads[me] = _Progress.threads.get(me, 0) + 1
     try:
         yield
     finally:
-        logger.setLevel(level)
-        if handler is not None:
-            logger.removeHandler(handler)
+        with _Progress.lock:
+            _Progress.threads[me] -= 1
+            if not _Progress.threads[me]:
+                del _Progress.threads[me]
+            if not _Progress.threads:
+                logger.setLevel(_Progress.level)
+                logger.removeFilter(_Progress.filter)
+                if _Progress.handler is not None:
+                    logger.removeHandler(_Progress.handler)
+
+
+def _progress_wanted() -> bool:
+    """Whether this thread's stages are logged (then timed, blocking on the
+    device): the logger enabled for INFO, by the user or by a verbose call of
+    this thread."""
+    if not logger.isEnabledFor(logging.INFO):
+        return False
+    return not _Progress.threads or threading.get_ident() in _Progress.threads or _Progress.level_before <= logging.INFO
 
 
 def _logged(description: str, work):
-    """``work()``; when the ``jaxnn`` logger is enabled for INFO, logs
-    ``description`` as it starts and its seconds when done (blocking on the
-    result, so the time is the work's, not its dispatch)."""
-    if not logger.isEnabledFor(logging.INFO):
+    """``work()``; when this thread's progress is logged (:func:`_progress_wanted`),
+    logs ``description`` as it starts and its seconds when done (blocking on
+    the result, so the time is the work's, not its dispatch)."""
+    if not _progress_wanted():
         return work()
     logger.info("%s ...", description)
     t0 = time.perf_counter()
@@ -431,7 +472,7 @@ def fit(
         counts = inverse_counts(nbrs, m)  # n_j; the padded members array is not needed
         if chooser == "colored":  # the schedule's edge lists replace the members array
             schedule = color_schedule(nbrs, n_classes=Y.shape[1], platform=platform)
-            if logger.isEnabledFor(logging.INFO):  # n_colors reads all m colours
+            if _progress_wanted():  # n_colors reads all m colours
                 logger.info("fit: %d colours in %d scan steps a pass (instead of %d sequential steps)",
                             schedule.n_colors, schedule.n_steps, m)
             return boost_colored(Y, E0, jnp.asarray(counts), schedule, algorithm=algo, loss=loss_obj,
