@@ -41,7 +41,7 @@ import optax
 
 from jaxnn._src.checks import check_bool, check_integer, check_points, check_real, check_whole_labels
 from jaxnn._src.graph import _as_float, first_rows, float32_origin, neighbor_sum, padded_query, padded_rows, query_rows, shift_points
-from jaxnn._src.model import without_float64
+from jaxnn._src.model import HostPickled, without_float64
 
 __all__ = [
     "SGDModel",
@@ -63,7 +63,7 @@ _SVM_LOSSES = ("squared_hinge", "hinge")
 # --------------------------------------------------------------------------
 @functools.partial(jax.tree_util.register_dataclass, data_fields=["W", "b"], meta_fields=["classes"])
 @dataclasses.dataclass(frozen=True)
-class SGDModel:
+class SGDModel(HostPickled):
     """One-vs-rest linear logistic model f(x) = x W + b.
 
     Attributes:
@@ -83,7 +83,7 @@ class SGDModel:
     meta_fields=["classes", "loss"],
 )
 @dataclasses.dataclass(frozen=True)
-class SVMModel:
+class SVMModel(HostPickled):
     """One-vs-rest linear SVM f(x) = x W + b with per-class Platt sigmoids.
 
     Attributes:
@@ -104,7 +104,7 @@ class SVMModel:
 
 @functools.partial(jax.tree_util.register_dataclass, data_fields=["X", "labels", "origin"], meta_fields=["k", "classes"])
 @dataclasses.dataclass(frozen=True)
-class KNNModel:
+class KNNModel(HostPickled):
     """Plain k-NN rule (all leveraging coefficients α ≡ 1).
 
     Attributes:

@@ -47,8 +47,8 @@ from jaxnn._src.checks import check_bool, check_real, did_you_mean
 from jaxnn._src.boosting import boost, check_chooser, chooser_order
 from jaxnn._src.graph import (_block_rows, _blocked_topk, first_rows, float32_origin, inverse_counts, inverse_neighbors, knn_graph,
                               padded_query, padded_rows, query_rows, shared_width, shift_points)
-from jaxnn._src.model import (Model, _as_points, _check_int, _compute_dtype, _link_posterior, _normalise_rows, _scores,
-                              auto_chooser, encode_labels, logger, without_float64)
+from jaxnn._src.model import (HostPickled, Model, _as_points, _check_int, _compute_dtype, _link_posterior,
+                              _normalise_rows, _scores, auto_chooser, encode_labels, logger, without_float64)
 from jaxnn._src.schedule import boost_colored, color_schedule, stack_schedules
 
 __all__ = [
@@ -183,7 +183,7 @@ def generalized_mean(P, kind="arithmetic", axis: int = 0) -> jax.Array:
 
 
 @dataclasses.dataclass(frozen=True)
-class SplitModel:
+class SplitModel(HostPickled):
     """n leveraged k-NN rules, one per block of features, combined by a mean.
 
     Attributes (arrays are stacked over the block axis, first):
