@@ -658,3 +658,16 @@ def test_float64_features_too_small_for_float32_are_refused_by_name():
     assert np.mean(jaxnn.predict(model, U * 1e-30) == y) > 0.9
     with jax.enable_x64(True):
         check_points(U * 1e-39)
+
+
+@pytest.mark.parametrize("value", [0.1, 0.3, 1 / 3, 1e-3, 123.456, -7.0])
+def test_standardize_only_centres_a_column_of_one_value(value):
+    """A constant training column is centred, not scaled (docstring), for
+    values the float64 mean does not hold exactly too: the mean's rounding
+    left a std of ~1e-17 there, so Z_train was 1 for 0 and a test value of
+    1.1 in a column of 0.1 became 7.2e16."""
+    X_train = np.column_stack([np.full(10, value), np.arange(10.0)])
+    X_test = np.array([[value, 0.0], [value + 1.0, 0.0]])
+    Z_train, Z_test = D.standardize(X_train, X_test)
+    assert np.all(Z_train[:, 0] == 0.0)
+    np.testing.assert_allclose(Z_test[:, 0], [0.0, 1.0], rtol=1e-12)

@@ -711,9 +711,11 @@ def standardize(
     scale = np.ldexp(1.0, exponent - 1)
     mean_s = (X_train / scale).mean(axis=0)
     std_s = (X_train / scale).std(axis=0)
-    constant = std_s == 0
+    # a column of one value is constant, whatever its mean's rounding leaves in std_s
+    # (0.1 in every row gave std ~1e-17: Z_train 1, not 0, and a test 1.1 became 7e16)
+    constant = np.all(X_train == X_train[0], axis=0)
     std_s = np.where(constant, 1.0, std_s)
-    mean = mean_s * scale
+    mean = np.where(constant, X_train[0], mean_s * scale)
 
     def z(X: NDArray[np.float64]) -> NDArray[np.float64]:
         with np.errstate(over="ignore"):

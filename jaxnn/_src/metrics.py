@@ -239,8 +239,11 @@ def top_k_accuracy(
 
     Returns:
         Top-k accuracy in ``[0, 1]``. Ties are broken as in scikit-learn's
-        ``top_k_accuracy_score`` (among equal scores the later column ranks
-        higher), so the two agree exactly.
+        ``top_k_accuracy_score`` for C ≥ 3 (among equal scores the later
+        column ranks higher), so the two agree exactly there.  With C = 2
+        scikit-learn reads one column against a threshold and gives an exact
+        tie (0.5 / 0.5) to the first class; here the later column wins it, as
+        for any C.
     """
     if isinstance(k, bool) or not isinstance(k, numbers.Integral):
         raise TypeError(f"k must be an integer, got {type(k).__name__}")
@@ -398,7 +401,11 @@ def kl_divergence(p_hat: ArrayLike, p_true: ArrayLike, eps: float = _TINY) -> fl
 
     Probabilities are clipped to ``[eps, 1]`` inside the logarithms only to
     keep ``ln 0`` out; terms with ``p_hat_c = 0`` contribute 0.  The default,
-    the smallest normal float64, changes nothing else; a larger ``eps`` caps
+    the smallest normal float64, changes nothing else but where ``p_c = 0``
+    exactly while ``p_hat_c > 0``: the divergence is infinite there (scipy's
+    ``rel_entr``), and the floor reports the finite p_hat_c·ln(p_hat_c/eps)
+    ≤ 708·p_hat_c instead (true posteriors reach 0 in float64 only beyond
+    ~745 nats of evidence, never in the papers' settings); a larger ``eps`` caps
     every term (``eps=1e-12`` caps ln(p_hat/p) at 27.6) and under-reports the
     divergence wherever true posteriors are tiny, e.g. between well-separated
     classes.
