@@ -31,13 +31,23 @@ def test_select_prefix_graph_equals_direct_fit():
     assert sel.scores[(5, "matsushita", 2)] == pytest.approx(acc)
 
 
-@pytest.mark.parametrize("chooser", ["colored", "random", "greedy"])
-def test_select_scores_a_chooser_as_fit_runs_it(chooser):
+@pytest.mark.parametrize("chooser", ["colored", "random", "greedy", "lazy-windowed", "random-windowed"])
+def test_select_scores_a_chooser_as_fit_runs_it(chooser, monkeypatch):
     """Every pass is scored as ``fit`` runs it: the colored schedule in the
     sequential order it equals (it was scored with every step on example 0:
     0.56 on easy data), the random chooser with a new permutation each pass
     (its passes all reused the first: 0.717 / 0.683 scored at 2 / 4 passes
-    on the data below, 0.667 / 0.650 for the fits)."""
+    on the data below, 0.667 / 0.650 for the fits), and a large edge state
+    by fit's windowed scan ("-windowed": the threshold lowered to these data;
+    select ran the plain scan there, 2.8× slower a pass at m = 10⁵)."""
+    from jaxnn._src import window
+
+    if chooser.endswith("-windowed"):
+        chooser = chooser.removesuffix("-windowed")
+        monkeypatch.setattr(window, "WINDOWED_MIN_STATE", 0)
+        calls = []
+        real = window.boost_windowed
+        monkeypatch.setattr(window, "boost_windowed", lambda *a, **kw: calls.append(1) or real(*a, **kw))
     rng = np.random.default_rng(8)
     y = rng.integers(0, 3, size=240)
     X = (rng.normal(size=(240, 4)) + 1.2 * rng.normal(size=(3, 4))[y]).astype(np.float32)
@@ -48,7 +58,8 @@ def test_select_scores_a_chooser_as_fit_runs_it(chooser):
         model = jaxnn.fit(X[tr], y[tr], k=5, neighbors=nb, chooser=chooser, rounds=passes * tr.size, posterior="link")
         acc = float(np.mean(jaxnn.predict(model, X[va]) == y[va]))
         assert sel.scores[(5, "logistic", passes)] == pytest.approx(acc), passes
-
+    if window.WINDOWED_MIN_STATE == 0:
+        assert len(calls) >= 2 * 4 + 3  # select: 2 ks × 4 passes; the fits: 3
 
 def test_fit_auto():
     X, y = _data(seed=2)
