@@ -44,7 +44,7 @@ def check_real(value, name: str, *, low: float = -math.inf, high: float = math.i
 
 def _real_range(low: float, high: float, low_open: bool, high_open: bool) -> str:
     """The values check_real accepts, in words: "a finite number > 0",
-    "finite and in (0, 1)"."""
+    "finite and lie in (0, 1)"."""
     if math.isinf(low) and math.isinf(high):
         return "a finite number"
     if math.isinf(high):
