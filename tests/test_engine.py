@@ -1639,3 +1639,12 @@ def test_refits_on_other_data_of_one_shape_reuse_the_compiled_boosting():
     ref = boost(model.Y, E0, inv.members, inv.counts, jnp.asarray(nb), jnp.arange(200, dtype=jnp.int32),
                 algorithm=algo, loss=model.loss, greedy=False, trace=False)
     np.testing.assert_allclose(np.asarray(model.alpha), np.asarray(ref.alpha), rtol=1e-5, atol=1e-6)
+
+
+def test_a_sliced_graph_of_a_larger_set_is_refused_with_the_reason():
+    """cross_val_score(params={"neighbors": nb}) slices nb's rows per fold but
+    not the indices in them: the error says so (it named only the range)."""
+    X, y = _blobs(m=200, C=3, seed=9)
+    nb = np.asarray(jaxnn.knn_graph(X, 5).indices)
+    with pytest.raises(ValueError, match=r"indices in \[0, 120\).*cross-validation slices the rows"):
+        jaxnn.fit(X[:120], y[:120], k=5, neighbors=nb[:120], posterior="link")

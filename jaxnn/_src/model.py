@@ -328,8 +328,11 @@ def _check_neighbors(neighbors, m: int, k: int, *, rows: int | None = None):
     if isinstance(nb, jax.core.Tracer):
         return nb.astype(jnp.int32)
     if nb.min() < 0 or nb.max() >= m:
+        hint = ("; a graph of a larger set whose rows were taken for a subset (cross-validation slices the "
+                "rows of fit's neighbors= but not the indices in them) needs a graph of the subset itself"
+                if rows is not None and nb.max() >= m else "")
         raise ValueError(f"neighbors must hold indices in [0, {m}) (the training points), "
-                         f"got values in [{nb.min()}, {nb.max()}]")
+                         f"got values in [{nb.min()}, {nb.max()}]{hint}")
     if rows is not None and np.any(nb == np.arange(m)[:, None]):
         raise ValueError("neighbors must exclude each point itself (row i may not contain i)")
     repeats = np.nonzero(np.any(np.diff(np.sort(nb, axis=1), axis=1) == 0, axis=1))[0]
