@@ -1648,3 +1648,19 @@ def test_a_sliced_graph_of_a_larger_set_is_refused_with_the_reason():
     nb = np.asarray(jaxnn.knn_graph(X, 5).indices)
     with pytest.raises(ValueError, match=r"indices in \[0, 120\).*cross-validation slices the rows"):
         jaxnn.fit(X[:120], y[:120], k=5, neighbors=nb[:120], posterior="link")
+
+
+def test_predict_of_a_traced_model_drops_the_padded_query_rows():
+    """A traced model with concrete queries (closed over in a jitted function,
+    or vmap over models): the queries are padded to a shared size, and
+    predict returned the padding too — 128 labels for 50 queries — where
+    decision_function and predict_proba dropped it."""
+    X, y = _blobs(m=200, C=3, seed=12)
+    model = jaxnn.fit(X, y, k=5, posterior="link")
+    Xq, want = X[:50], jaxnn.predict(model, X[:50])
+    closed = jax.jit(lambda mm: jaxnn.predict(mm, Xq))(model)
+    np.testing.assert_array_equal(np.asarray(closed), want)
+    twice = jax.tree.map(lambda a: jnp.stack([a, a]), model)
+    mapped = jax.vmap(lambda mm: jaxnn.predict(mm, Xq))(twice)
+    assert mapped.shape == (2, 50)
+    np.testing.assert_array_equal(np.asarray(mapped[1]), want)

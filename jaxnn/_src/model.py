@@ -885,8 +885,8 @@ def predict(model: Model, X=None, *, neighbors=None) -> np.ndarray:
     model = _check_model(model)
     nb, n = _query_neighbors(model, X, neighbors)
     H = _scores(model.alpha, model.Y, nb)
-    if isinstance(H, jax.core.Tracer):  # under jax.jit: a traced array, not NumPy
-        return _traced_predict(model, H)
+    if isinstance(H, jax.core.Tracer):  # under jax.jit / vmap: a traced array, not NumPy
+        return _traced_predict(model, H[:n])  # a traced model with concrete queries: rows were padded
     H = np.asarray(H)[:n]  # the padding dropped on the host: nothing compiles per n
     return _labels(model, H)
 
