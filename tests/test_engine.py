@@ -1664,3 +1664,25 @@ def test_predict_of_a_traced_model_drops_the_padded_query_rows():
     mapped = jax.vmap(lambda mm: jaxnn.predict(mm, Xq))(twice)
     assert mapped.shape == (2, 50)
     np.testing.assert_array_equal(np.asarray(mapped[1]), want)
+
+
+def test_an_x64_model_far_from_zero_stays_right_under_jit_once_x64_is_off():
+    """fit (as fit_split and knn_fit) centres float64 points far from 0 under
+    x64 too: a model whose float64 leaves JAX casts to float32 — rebuilt from
+    NumPy leaves or unpickled, then traced with x64 off — keeps its points
+    apart.  Stored uncentred, they became one (0.6 agreement, silently)."""
+    X, y = _blobs(m=300, C=3, seed=13, spread=1.2)
+    X = X.astype(np.float64) + 1e8
+    with jax.enable_x64(True):
+        model = jaxnn.fit(X[:200], y[:200], k=10, posterior="link")
+        want = np.asarray(jaxnn.predict(model, X[200:]))
+        knn = jaxnn.baselines.knn_fit(X[:200], y[:200], k=10)
+        want_knn = np.asarray(jaxnn.baselines.predict(knn, X[200:]))
+    assert model.origin is not None and knn.origin is not None
+    leaves, treedef = jax.tree_util.tree_flatten(model)
+    rebuilt = jax.tree_util.tree_unflatten(treedef, [np.asarray(a) for a in leaves])
+    Xq = X[200:]  # float64 NumPy, closed over (a jit argument would be cast to float32 before jaxnn sees it)
+    got = np.asarray(jax.jit(lambda mm: jaxnn.predict(mm, Xq))(rebuilt))
+    np.testing.assert_array_equal(got, want)
+    with pytest.warns(UserWarning, match="fit in float64"):
+        np.testing.assert_array_equal(np.asarray(jaxnn.baselines.predict(knn, Xq)), want_knn)

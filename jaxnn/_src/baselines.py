@@ -643,7 +643,7 @@ def knn_fit(X, y, *, k=10) -> KNNModel:
       :class:`KNNModel` holding ``X`` (m, d), ``labels`` (m,) int32, ``k``.
     """
     Xc = check_points(X, "X")
-    origin = None if jax.config.jax_enable_x64 else float32_origin(Xc)  # float64 points far from 0 keep their digits
+    origin = float32_origin(Xc)  # float64 points far from 0 keep their digits, also once cast from x64
     Xj = _as_float(shift_points(Xc, origin))
     labels, classes = _check_y(y, Xj.shape[0])
     k = _check_int(k, "k", low=1)

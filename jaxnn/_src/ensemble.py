@@ -583,7 +583,7 @@ def fit_split(
     dtype = _compute_dtype(Xa)
     _warn_one_feature_blocks(block_list, norm)
     # without a norm, float64 features far from 0 are centred before float32 (distances are unchanged)
-    origin = float32_origin(Xa) if norm is None and dtype == jnp.float32 else None
+    origin = float32_origin(Xa) if norm is None else None  # under x64 too, as fit
     Xs = _stack_blocks(shift_points(Xa, origin), block_list, norm, dtype)  # (n, m, w)
     _warn_constant_blocks(Xs, block_list, norm)
     Y = jnp.asarray(Y_np, dtype=dtype)

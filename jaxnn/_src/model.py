@@ -215,7 +215,7 @@ def _training_points(Xa, dtype):
 def _shifted_parts(Xa, dtype, *rows):
     """(``Xa[r]`` for each index r of ``rows`` as NumPy points in ``dtype``,
     all shifted by the first part's float32 origin; that origin or None)."""
-    origin = float32_origin(Xa[rows[0]]) if dtype == jnp.float32 else None
+    origin = float32_origin(Xa[rows[0]])  # under x64 too: a float64 model stays right once cast to float32
     return tuple(np.asarray(shift_points(Xa[r], origin), dtype) for r in rows), origin
 
 
