@@ -691,3 +691,16 @@ def test_linear_baselines_batches_of_other_sizes_share_the_compiled_scoring(fit)
         np.testing.assert_allclose(np.asarray(BL.decision_function(model, Xq[:n])), f_all[:n], rtol=1e-6, atol=1e-6)
         np.testing.assert_array_equal(BL.predict(model, Xq[:n]), labels_all[:n])
     assert [f._cache_size() for f in jitted] == before
+
+
+def test_predict_under_jit_is_refused_with_the_traceable_alternative():
+    """baselines.predict answers NumPy labels: under jax.jit it raised JAX's
+    TracerArrayConversionError; now a TypeError naming what works inside."""
+    rng = np.random.default_rng(21)
+    X = rng.normal(size=(60, 3)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(int)
+    for model in (BL.knn_fit(X, y, k=3), BL.sgd_fit(X, y, epochs=2)):
+        with pytest.raises(TypeError, match=r"jnp.argmax\(baselines.decision_function"):
+            jax.jit(lambda m: BL.predict(m, X))(model)
+        inside = jax.jit(lambda m: jnp.argmax(BL.decision_function(m, X), axis=1))(model)
+        np.testing.assert_array_equal(np.asarray(model.classes)[np.asarray(inside)], BL.predict(model, X))

@@ -794,5 +794,9 @@ def predict(model, X) -> np.ndarray:
         model = without_float64(model)
         X, n = _linear_points(model, X)
         scores = _linear_scores(model.W, model.b, X)
+    if isinstance(scores, jax.core.Tracer):  # np.asarray raised JAX's TracerArrayConversionError
+        raise TypeError("baselines.predict returns the labels as NumPy, so it cannot run under jax.jit / vmap: "
+                        "inside, take jnp.argmax(baselines.decision_function(model, X), axis=1) (class indices "
+                        "into model.classes), or call predict outside")
     # the padding dropped on the host: nothing compiles per n
     return _labels_of(model.classes, np.argmax(np.asarray(scores)[:n], axis=1))  # first maximum on ties

@@ -390,8 +390,9 @@ def _query_blocks(model: SplitModel, X, *, pad: bool):
     model = _check_split_model(model)
     Xq = _as_points(X)
     if isinstance(Xq, jax.core.Tracer):
-        raise TypeError("the split model's query blocks are built with NumPy on the host: call split_features, "
-                        "predict_split, predict_proba_split and block_posteriors outside jax.jit")
+        raise TypeError("the split model's query blocks are built with NumPy on the host, so its query points "
+                        "cannot be traced: call split_features, predict_split, predict_proba_split and "
+                        "block_posteriors outside jax.jit, or close over concrete (NumPy) query points")
     if Xq.shape[1] != model.n_features:
         raise ValueError(f"X has {Xq.shape[1]} features but the model was fit on {model.n_features}")
     n = Xq.shape[0]
