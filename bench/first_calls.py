@@ -6,9 +6,14 @@ process.  Compare two versions as the closing notes do, alternating runs::
     PYTHONPATH=/tmp/old python bench/first_calls.py fit-auto 250   # a copy: git archive REV jaxnn | tar -x -C /tmp/old
     python bench/first_calls.py ripley                  # fit + predict + predict_proba on Ripley's data, import included
     python bench/first_calls.py warm 20000 16           # first and three warm fits (posterior="auto")
+    python bench/first_calls.py select 40000            # select: 2 ks × 2 losses × passes 1, 2, 4 (stop 26)
+    python bench/first_calls.py given 30000 50          # fit(neighbors=a given k-NN graph), posterior="auto" (stop 26)
+    python bench/first_calls.py cv 503                  # cross_val_score of the estimator, cv = 5 (uneven folds compile twice)
 
 Modes: ``fit-auto`` / ``fit-link`` M (d = 8, two classes; the first and a
-second fit), ``ripley``, ``warm`` M D (five Gaussian classes).  Prints seconds;
+second fit), ``ripley``, ``warm`` M D (five Gaussian classes), ``select`` M
+(d = 16, ten classes), ``given`` M K (d = 16, four classes), ``cv`` M (d = 16,
+four classes); the last three print a first and a second call.  Prints seconds;
 ``jaxnn.__file__`` is printed too, to show which copy ran.
 """
 
@@ -54,8 +59,32 @@ def main(argv: list[str]) -> None:
         X = (centers[y] + rng.normal(size=(m, d))).astype(np.float32)
         times = [timed(lambda: jaxnn.fit(X, y, k=10, seed=1).alpha) for _ in range(4)]
         print(f"warm m={m} d={d}: first {times[0]:.2f} s, warm " + " ".join(f"{t:.3f}" for t in times[1:]))
+    elif mode == "select":
+        m = int(argv[1]) if len(argv) > 1 else 40000
+        centers = rng.normal(scale=1.5, size=(10, 16))
+        y = rng.integers(0, 10, m)
+        X = (centers[y] + rng.normal(size=(m, 16))).astype(np.float32)
+        times = [timed(lambda: jaxnn.select(X, y, ks=(10, 20), losses=("logistic", "matsushita"),
+                                            passes=(1, 2, 4)).scores) for _ in range(2)]
+        print(f"select m={m}: first {times[0]:.2f} s, second {times[1]:.2f} s")
+    elif mode in ("given", "cv"):
+        m = int(argv[1]) if len(argv) > 1 else 30000
+        X = rng.normal(size=(m, 16)).astype(np.float32)
+        y = (X[:, 0] + X[:, 1] > 0).astype(int) + 2 * (X[:, 2] > 0)
+        if mode == "given":
+            k = int(argv[2]) if len(argv) > 2 else 50
+            nb = jaxnn.knn_graph(X, k)
+            times = [timed(lambda: jaxnn.fit(X, y, k=k, neighbors=nb).alpha) for _ in range(2)]
+            print(f"given m={m} k={k}: first {times[0]:.2f} s, second {times[1]:.2f} s")
+        else:
+            from sklearn.model_selection import cross_val_score
+
+            from jaxnn.sklearn import BoostedKNNClassifier
+
+            times = [timed(lambda: cross_val_score(BoostedKNNClassifier(k=10), X, y, cv=5)) for _ in range(2)]
+            print(f"cv m={m}: first {times[0]:.2f} s, second {times[1]:.2f} s")
     else:
-        raise SystemExit(f"unknown mode {mode!r}: fit-auto, fit-link, ripley or warm")
+        raise SystemExit(f"unknown mode {mode!r}: fit-auto, fit-link, ripley, warm, select, given or cv")
     print(f"(jaxnn from {jaxnn.__file__})")
 
 
