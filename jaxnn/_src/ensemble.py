@@ -633,24 +633,7 @@ def _boost_split(Xs, Y, E0, *, k, algo, loss, chooser, rounds, seed, graph_metho
 def _check_split_model(model) -> SplitModel:
     if not isinstance(model, SplitModel):
         raise TypeError(f"expected a jaxnn SplitModel (from fit_split), got {type(model).__name__}")
-    return without_float64(model, functools.partial(_blocks_in_float32, model))
-
-
-def _blocks_in_float32(model: SplitModel, X: np.ndarray):
-    """(n, m, w) float64 blocks → (blocks in float32, (d,) origin or None) as a
-    float32 fit stores them: with ``norm=None``, features far from 0 centred
-    first (:func:`graph.float32_origin` of the blocks' columns, mapped back
-    to the features; a padding column is 0 and stays); normalised blocks
-    are cast as they are (a norm is not translation invariant)."""
-    n, m, w = X.shape
-    cols = None if model.norm is not None else float32_origin(np.moveaxis(X, 0, 1).reshape(m, n * w))
-    if cols is None:
-        return jnp.asarray(X, jnp.float32), None
-    cols = cols.reshape(n, w)
-    origin = np.zeros(model.n_features)
-    for b, block in enumerate(model.blocks):
-        origin[list(block)] = cols[b, : len(block)]
-    return jnp.asarray(X - cols[:, None, :], jnp.float32), jnp.asarray(origin, jnp.float32)
+    return without_float64(model)
 
 
 def decision_function_split(model: SplitModel, X) -> jax.Array:

@@ -342,6 +342,16 @@ def float32_origin(X) -> np.ndarray | None:
     return np.where(far, mean.astype(np.float32), 0.0).astype(np.float64)
 
 
+def float32_ready(X, *others):
+    """(X, *others) for a search computed in float32: without x64, each shifted
+    by X's :func:`float32_origin`, so float64 points far from 0 keep their
+    digits in the cast; as they are under x64 (float64 keeps them)."""
+    if jax.config.jax_enable_x64:
+        return (X, *others)
+    origin = float32_origin(X)
+    return tuple(shift_points(a, origin) for a in (X, *others))
+
+
 def _wide_on_host(X):
     """A concrete JAX array of 32- or 64-bit integers as NumPy (values such
     as int32 timestamps need centring before a cast to float32, which only
@@ -438,9 +448,7 @@ def knn_graph(
     Returns:
       :class:`Neighbors` with ``indices`` (m, k) int32 and ``distances`` (m, k).
     """
-    X = check_points(X, "X")
-    if not jax.config.jax_enable_x64:  # float64 points far from 0 keep their digits in float32
-        X = shift_points(X, float32_origin(X))
+    (X,) = float32_ready(check_points(X, "X"))
     m = X.shape[0]
     k = _check_k(k, m, exclude_self=True)
     if method not in METHODS:
@@ -505,9 +513,7 @@ def _search_points(X_train, X_query, k, *, exclude_self: bool):
     if X_query.shape[1] != X_train.shape[1]:
         raise ValueError(f"X_query has {X_query.shape[1]} features but X_train has {X_train.shape[1]}")
     k = _check_k(k, X_train.shape[0], exclude_self=exclude_self)
-    if not jax.config.jax_enable_x64:  # float64 points far from 0 keep their digits in float32
-        origin = float32_origin(X_train)
-        X_train, X_query = shift_points(X_train, origin), shift_points(X_query, origin)
+    X_train, X_query = float32_ready(X_train, X_query)
     return X_train, X_query, _as_float(X_train), k
 
 
@@ -713,8 +719,7 @@ def subgraph(X, neighbors, keep) -> np.ndarray:
         return np.asarray(knn_graph(X[keep], k).indices, dtype=np.int32)
     pos = np.full(m, -1, np.int32)
     pos[keep] = np.arange(n, dtype=np.int32)
-    if not jax.config.jax_enable_x64:  # float64 points far from 0 keep their digits in float32, as in knn_graph
-        X = shift_points(X, float32_origin(X))
+    (X,) = float32_ready(X)
     Xj, nbj, posj = _as_float(X), jnp.asarray(nb), jnp.asarray(pos)
     block = max(1, min(SUBGRAPH_BLOCK, n, SUBGRAPH_ELEMENTS // ((k + k * k) * Xj.shape[1])))
     padded = np.concatenate([keep, np.full(-n % block, keep[0])]).astype(np.int32)

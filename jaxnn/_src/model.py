@@ -685,18 +685,15 @@ def _check_model(model) -> Model:
     return without_float64(model)
 
 
-def without_float64(model, points32=None):
+def without_float64(model):
     """``model`` itself — or, when it holds float64 arrays (fit under
     ``jax_enable_x64``) and x64 is off now, a copy in float32, with a warning.
 
     Fitting float64 data inside ``with jax.enable_x64(True):`` and predicting
     after it would otherwise ask for float64 in every operation, which JAX
-    truncates to float32 with a warning each (a dozen a call).  The stored
-    points ``model.X`` (with ``model.origin`` None: nothing was centred in
-    float64) become what a float32 fit stores: ``points32(X)`` → (X in
-    float32, origin or None), by default :func:`_training_points` of (m, d)
-    points — features far from 0 centred first (cast as stored, points at
-    10⁸ ± 1 became one and predicted at chance)."""
+    truncates to float32 with a warning each (a dozen a call).  The cast keeps
+    the points apart: features far from 0 were centred at fit time, under x64
+    too (``model.origin``, :func:`graph.float32_origin`, a float32 number)."""
     if jax.config.jax_enable_x64:
         return model
     wide = [a for a in jax.tree_util.tree_leaves(model) if getattr(a, "dtype", None) == jnp.float64]
@@ -704,12 +701,7 @@ def without_float64(model, points32=None):
         return model
     warnings.warn(f"this {type(model).__name__} was fit in float64 (under jax_enable_x64), which is off now: it "
                   "predicts in float32; predict inside `with jax.enable_x64(True):` for float64", UserWarning, stacklevel=4)
-    narrow = jax.tree_util.tree_map(lambda a: a.astype(jnp.float32) if getattr(a, "dtype", None) == jnp.float64 else a, model)
-    X = getattr(model, "X", None)
-    if getattr(X, "dtype", None) == jnp.float64 and getattr(model, "origin", 0) is None:
-        X32, origin = (points32 or (lambda a: _training_points(a, jnp.float32)))(np.asarray(X))
-        narrow = dataclasses.replace(narrow, X=X32, origin=origin)
-    return narrow
+    return jax.tree_util.tree_map(lambda a: a.astype(jnp.float32) if getattr(a, "dtype", None) == jnp.float64 else a, model)
 
 
 @jax.jit

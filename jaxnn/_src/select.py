@@ -107,14 +107,15 @@ def _pass_runner(chooser: str, nb: np.ndarray, m: int, n_classes: int, algo, see
         # fit's windowed scan for a large edge state (2.8× faster a pass at m = 10⁵, C = 10, k = 10);
         # a layout per distinct pass order, built when first needed (lazy: one for all passes)
         counts = inverse_counts(nb, m)
+        counts_j, max_count = jnp.asarray(counts), int(counts.max())
         steps, layouts = window.window_steps(n_classes, nb.shape[1]), {}
 
         def windowed_pass(Y, edges, loss, p):
             key = p if chooser == "random" else 1  # lazy: every pass the same order
             if key not in layouts:
                 layouts[key] = window.window_layout(nb, orders[p - 1], steps)
-            return window.boost_windowed(Y, edges, jnp.asarray(counts), layouts[key], algorithm=algo, loss=loss,
-                                         trace=False, n_steps=m, max_count=int(counts.max()))
+            return window.boost_windowed(Y, edges, counts_j, layouts[key], algorithm=algo, loss=loss,
+                                         trace=False, n_steps=m, max_count=max_count)
 
         return windowed_pass
     inv = inverse_neighbors(nb, m, width=shared_width(inverse_counts(nb, m).max()))  # other folds' data share it
