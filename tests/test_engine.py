@@ -1235,7 +1235,8 @@ def test_auto_posterior_searches_the_auxiliary_graph_and_the_scored_points_at_on
     (~0.45 s each on 2 CPU cores, the largest part of a first fit's compile)."""
     from jaxnn._src import graph as graph_mod
 
-    X, y = _blobs(m=237, C=3, seed=6)
+    # m = 600 (padded to 768 rows) and the 80 %'s 480 (512): two search shapes
+    X, y = _blobs(m=600, C=3, seed=6)
     X = np.c_[X, X[:, :1] * 0.5]  # a width no other test uses: every search shape is new
     before = graph_mod._conditioned_search._cache_size()
     model = jaxnn.fit(X, y, k=5, seed=2)

@@ -40,7 +40,7 @@ import numpy as np
 import optax
 
 from jaxnn._src.checks import check_bool, check_integer, check_points, check_real, check_whole_labels
-from jaxnn._src.graph import _as_float, first_rows, float32_origin, neighbor_sum, padded_query, padded_rows, query_rows, shift_points
+from jaxnn._src.graph import _as_float, at_shared_rows, first_rows, float32_origin, neighbor_sum, padded_query, padded_rows, query_rows, shift_points
 from jaxnn._src.model import HostPickled, without_float64
 
 __all__ = [
@@ -673,7 +673,8 @@ def _padded_knn_votes(model: KNNModel, X, output: str):
     model = without_float64(model)  # fit under jax_enable_x64, used after it: float32, its points centred
     X = _check_features(model, X, device=False)
     idx, _, n = padded_query(model.X, X, model.k)
-    return (_votes(model.labels, idx, len(model.classes), output, np.dtype(model.X.dtype)),), n
+    (labels,) = at_shared_rows(model.labels)  # as the search pads the points: nearby sizes share _votes
+    return (_votes(labels, idx, len(model.classes), output, np.dtype(model.X.dtype)),), n
 
 
 # --------------------------------------------------------------------------

@@ -140,7 +140,8 @@ def _pad_rows(a, value=0):
 
 
 @functools.partial(jax.jit, static_argnames=("algorithm", "loss", "greedy", "trace"))
-def boost(Y, E0, members, counts, neighbors, order, *, algorithm, loss: Loss, greedy: bool, trace: bool) -> BoostResult:
+def boost(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None, *, algorithm, loss: Loss, greedy: bool,
+          trace: bool) -> BoostResult:
     """Run ``len(order)`` boosting steps on every class.
 
     A step reads the edges of inv(j) at the narrowest of
@@ -160,6 +161,13 @@ def boost(Y, E0, members, counts, neighbors, order, *, algorithm, loss: Loss, gr
       members, counts: inverse neighbourhoods, (m, P) int32 padded with m, (m,).
       neighbors: (m, k) int32 neighbour indices (used by the greedy chooser).
       order: (T,) int32 example sequence (ignored by the greedy chooser).
+      n_points, n_steps: optional int32 scalars (traced: a new value compiles
+        nothing) for a problem padded to shared sizes, as ``fit`` pads small
+        ones (:func:`jaxnn._src.graph.shared_rows`): only the first n_points
+        rows are examples — the others have n_j = 0, y = 0 and appear in no
+        inverse neighbourhood — and only the first n_steps steps run, the
+        rest leaving the state as it is.  The algorithm's m (UNN's smoothing)
+        and the trace's mean are then over the n_points examples.
       algorithm, loss: static; greedy, trace: static flags.
 
     Returns:
@@ -168,13 +176,26 @@ def boost(Y, E0, members, counts, neighbors, order, *, algorithm, loss: Loss, gr
     m, C = Y.shape
     P = members.shape[1]
     widths = step_widths(P, work=order.shape[0] * P * C * (neighbors.shape[1] if greedy else 1))
+    size = m if n_points is None else n_points  # the examples' m (a padded problem: traced)
 
     def risk_change(e_old, e_new, valid):
-        return jnp.sum(jnp.where(valid, loss.psi(e_new) - loss.psi(e_old), 0.0)) / (m * C)
+        return jnp.sum(jnp.where(valid, loss.psi(e_new) - loss.psi(e_old), 0.0)) / (size * C)
+
+    def initial_risk():
+        if n_points is None:
+            return surrogate_risk(loss, E0)
+        return jnp.sum(jnp.where((jnp.arange(m) < n_points)[:, None], loss.psi(E0), 0.0)) / (size * C)
+
+    def running(t, delta, n):
+        """δ and n_j, or 0 and 0 for a padding step t ≥ n_steps (no change)."""
+        if n_steps is None:
+            return delta, n
+        live = t < n_steps
+        return jnp.where(live, delta, 0.0), jnp.where(live, n, 0)
 
     if greedy:
-        return _boost_greedy(Y, E0, members, counts, neighbors, order, widths, risk_change,
-                             algorithm=algorithm, loss=loss, trace=trace)
+        return _boost_greedy(Y, E0, members, counts, neighbors, order, widths, risk_change, size, initial_risk(),
+                             running, algorithm=algorithm, loss=loss, trace=trace)
     Yp = _pad_rows(Y)  # sentinel row m has y = 0, hence r = 0 on padding
     Ep0 = _pad_rows(E0)
     chunk = CHUNK if len(widths) > 1 else P  # one width: update the whole row at once
@@ -197,15 +218,16 @@ def boost(Y, E0, members, counts, neighbors, order, *, algorithm, loss: Loss, gr
         def delta(Ep, j):
             idx = members[j, :w]  # (w,)
             r = Yp[idx] * Y[j][None, :]  # (w, C)
-            return algorithm.delta(loss, Ep[idx], r, jnp.broadcast_to(counts[j], (C,)), m)
+            return algorithm.delta(loss, Ep[idx], r, jnp.broadcast_to(counts[j], (C,)), size)
 
         return delta
 
     delta_fns = [delta_at(w) for w in widths]
 
-    def step(carry, j):
+    def step(carry, tj):
         Ep, alpha, risk = carry
-        delta = narrowest(widths, counts[j], delta_fns, Ep, j)
+        t, j = tj
+        delta, n = running(t, narrowest(widths, counts[j], delta_fns, Ep, j), counts[j])
 
         def update(start, state):
             Ep, risk = state
@@ -216,16 +238,17 @@ def boost(Y, E0, members, counts, neighbors, order, *, algorithm, loss: Loss, gr
                 risk = risk + risk_change(e, e + change, (idx < m)[:, None])
             return Ep.at[idx].add(change), risk
 
-        Ep, risk = chunked(counts[j], update, (Ep, risk))
+        Ep, risk = chunked(n, update, (Ep, risk))
         alpha = alpha.at[j].add(delta)
         return (Ep, alpha, risk), risk
 
-    carry0 = (Ep0, jnp.zeros((m, C), Y.dtype), surrogate_risk(loss, E0))
-    (Ep, alpha, _), risks = jax.lax.scan(step, carry0, order)
+    carry0 = (Ep0, jnp.zeros((m, C), Y.dtype), initial_risk())
+    (Ep, alpha, _), risks = jax.lax.scan(step, carry0, (jnp.arange(order.shape[0], dtype=jnp.int32), order))
     return BoostResult(alpha, Ep[:m], risks if trace else None)
 
 
-def _boost_greedy(Y, E0, members, counts, neighbors, order, widths, risk_change, *, algorithm, loss, trace):
+def _boost_greedy(Y, E0, members, counts, neighbors, order, widths, risk_change, size, risk0, running, *, algorithm,
+                  loss, trace):
     """:func:`boost`'s greedy chooser (traced inside it): per class, the j
     with the largest |η_j|/n_j.
 
@@ -262,7 +285,7 @@ def _boost_greedy(Y, E0, members, counts, neighbors, order, widths, risk_change,
         def delta(Ep, jc):
             idx = members[jc, :w].T.astype(jnp.uint32)  # (w, C)
             r = Yp[idx, cls[None, :]] * Y[jc, cls][None, :]
-            return algorithm.delta(loss, Ep[idx, cls[None, :]], r, counts[jc], m)
+            return algorithm.delta(loss, Ep[idx, cls[None, :]], r, counts[jc], size)
 
         return delta
 
@@ -276,10 +299,9 @@ def _boost_greedy(Y, E0, members, counts, neighbors, order, widths, risk_change,
         # v is updated by adding changes; in float32 their rounding piles up where
         # weights shrink by orders of magnitude (UNN, exponential loss: picks 4.7 %
         # below the best score after 20 passes), so v is recomputed every m steps
-        tree = jax.lax.cond((t > 0) & (t % m == 0), lambda: scores(Ep[:m]), lambda: tree)
+        tree = jax.lax.cond((t > 0) & (t % size == 0), lambda: scores(Ep[:m]), lambda: tree)
         jc = maxtree.argmax(tree)  # (C,) uint32
-        n = counts[jc]  # (C,)
-        delta = narrowest(widths, jnp.max(n), delta_fns, Ep, jc)
+        delta, n = running(t, narrowest(widths, jnp.max(counts[jc]), delta_fns, Ep, jc), counts[jc])  # n: (C,)
         ends = jnp.cumsum(n)  # pair ranks [ends[c] − n[c], ends[c]) are class c's
         yj = Y[jc, cls]  # (C,)
 
@@ -311,6 +333,6 @@ def _boost_greedy(Y, E0, members, counts, neighbors, order, widths, risk_change,
         alpha = alpha.at[jc, cls].add(delta)
         return (Ep, alpha, tree, risk), risk
 
-    carry0 = (Ep0, jnp.zeros((m, C), Y.dtype), scores(E0), surrogate_risk(loss, E0))
+    carry0 = (Ep0, jnp.zeros((m, C), Y.dtype), scores(E0), risk0)
     (Ep, alpha, _, _), risks = jax.lax.scan(step, carry0, jnp.arange(order.shape[0], dtype=jnp.int32))
     return BoostResult(alpha, Ep[:m], risks if trace else None)

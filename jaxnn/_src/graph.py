@@ -162,7 +162,7 @@ def _sharded_search(mesh, kernel, k: int, block: int, exclude_self: bool, per_de
 
 
 @jax.jit
-def _conditioned(Q, X):
+def _conditioned(Q, X, n_valid=None):
     """Q and X shifted and scaled alike for the search's ‖q‖² + ‖x‖² − 2q·x:
     (Q', X', e) with X' = (X − μ)/2^e, Q' = (Q − μ)/2^e and distances
     ‖q' − x'‖·2^e (``jnp.ldexp(d, e)``).
@@ -178,12 +178,18 @@ def _conditioned(Q, X):
     for points on a grid as coarse as 2^e (integers, say), and data centred
     already is only rescaled, by a power of two: exact ties stay ties, broken
     by the lower index.  Jitted: one dispatch per search, not one per
-    operation.
+    operation.  ``n_valid``: only X's first n_valid rows are points, the
+    rest zeros padding them to a shared size (:func:`shared_rows`).
     """
-    _, e0 = jnp.frexp(jnp.max(jnp.abs(X)))  # |X| < 2^e0
+    _, e0 = jnp.frexp(jnp.max(jnp.abs(X)))  # |X| < 2^e0 (zero rows change nothing)
     Q, X = jnp.ldexp(Q, -e0), jnp.ldexp(X, -e0)  # exact (powers of two): |X| < 1
-    mu = jnp.mean(X, axis=0)
-    _, e = jnp.frexp(jnp.max(jnp.abs(X - mu)))
+    if n_valid is None:
+        mu = jnp.mean(X, axis=0)
+        spread = jnp.abs(X - mu)
+    else:  # zero rows add nothing to the sum; they are left out of the spread
+        mu = jnp.sum(X, axis=0) / n_valid.astype(X.dtype)
+        spread = jnp.where((jnp.arange(X.shape[0]) < n_valid)[:, None], jnp.abs(X - mu), 0.0)
+    _, e = jnp.frexp(jnp.max(spread))
     s = jnp.ldexp(jnp.ones((), X.dtype), e)  # 2^e ≥ the spread; 1 for identical points
     shift = jnp.round(mu / s) * s
     return (Q - shift) / s, (X - shift) / s, e + e0
@@ -193,13 +199,24 @@ def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, re
     """Exact kNN of rows of Q among rows of X, a tile of ``block`` query rows
     at a time; with ``devices``, the query rows are split across them; with a
     ``recall_target``, selected by ``lax.approx_min_k``.  Points are first
-    :func:`_conditioned`; the distances returned are those of the given points."""
+    :func:`_conditioned`; the distances returned are those of the given points.
+
+    Returns (indices, distances) of at least Q's n rows, the first n being
+    the answer: on one device, concrete X of at most :data:`SHARED_MAX_ROWS`
+    points is padded on the host to :func:`shared_rows` (the padding never a
+    neighbour) and Q to :func:`query_rows` rows, so that data of nearby
+    sizes — cross-validation folds, a learning curve's steps — share one
+    compiled search (~0.25–0.5 s a new size on 2 CPU cores)."""
     if devices is None:  # one program: conditioning, search and rescaling compile together
         if recall_target is not None:
             kernel, recall_target = _onepass_topk, float(recall_target)
         else:
             kernel = _search_kernel(X.shape[0], X.shape[1], k, sharding.platform())
-        return _conditioned_search(Q, X, kernel=kernel, k=k, block=block, exclude_self=exclude_self,
+        m, n_valid = X.shape[0], None
+        if not isinstance(X, jax.core.Tracer) and not isinstance(Q, jax.core.Tracer) and m <= SHARED_MAX_ROWS:
+            X, n_valid = _host_padded(X, shared_rows(m)), to_device(m, np.int32)
+            Q = _host_padded(Q, query_rows(Q.shape[0], block))
+        return _conditioned_search(Q, X, n_valid, kernel=kernel, k=k, block=block, exclude_self=exclude_self,
                                    recall_target=recall_target)
     Q, X, exponent = _conditioned(Q, X)
     idx, dist = _blocked_topk_conditioned(Q, X, k, block, exclude_self, devices, recall_target)
@@ -207,14 +224,34 @@ def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, re
 
 
 @functools.partial(jax.jit, static_argnames=("kernel", "k", "block", "exclude_self", "recall_target"))
-def _conditioned_search(Q, X, *, kernel, k: int, block: int, exclude_self: bool, recall_target):
+def _conditioned_search(Q, X, n_valid, *, kernel, k: int, block: int, exclude_self: bool, recall_target):
     """:func:`_blocked_topk` on one device, jitted whole: a new shape compiles
     one program, not three (the conditioning and the rescaling of the
-    distances cost ~0.1 s of compilation of their own per query size)."""
-    Q, X, exponent = _conditioned(Q, X)
+    distances cost ~0.1 s of compilation of their own per query size).
+    ``n_valid``: X's rows from n_valid on are padding (None: none are)."""
+    Q, X, exponent = _conditioned(Q, X, n_valid)
     extra = {} if recall_target is None else {"recall_target": recall_target}
-    idx, dist = kernel(Q, X, k, block, exclude_self, **extra)
+    idx, dist = kernel(Q, X, k, block, exclude_self, n_valid=n_valid, **extra)
     return idx, jnp.ldexp(dist, exponent)
+
+
+def to_device(a, dtype=None) -> jax.Array:
+    """A host array (NumPy, or anything ``np.asarray`` takes) on the default
+    device, in ``dtype`` if given (cast on the host), by ``jax.device_put``:
+    ``jnp.asarray`` of a NumPy array compiles a copy program per shape and
+    dtype (JAX 0.10: 6–12 ms each — ~10 of them in a first fit of a new
+    size), ``device_put`` compiles nothing (75 µs for 400 × 16 floats).
+    Dtypes are canonicalised alike (int64 → int32 without x64)."""
+    return jax.device_put(np.asarray(a, dtype))
+
+
+def _host_padded(a, rows: int):
+    """a (n, …) with zero rows appended up to ``rows``, padded on the host (a
+    JAX array of a small problem is copied there and back: nothing compiles
+    per n); a itself when it has ``rows`` rows already."""
+    if a.shape[0] == rows:
+        return a
+    return to_device(padded_rows(np.asarray(a), rows))
 
 
 def _blocked_topk_conditioned(Q, X, k: int, block: int, exclude_self: bool, devices, recall_target):
@@ -236,17 +273,24 @@ def _blocked_topk_conditioned(Q, X, k: int, block: int, exclude_self: bool, devi
     return jax.device_put(idx[:n], home), jax.device_put(dist[:n], home)
 
 
+def _padding_at_infinity(x_sq, cols, n_valid):
+    """‖x‖² (m,) with +inf at the padding columns (from ``n_valid`` on): no
+    query is near them, and a row of d2 stays finite where it has points."""
+    return x_sq if n_valid is None else jnp.where(cols < n_valid, x_sq, jnp.inf)
+
+
 @functools.partial(jax.jit, static_argnames=("k", "block", "exclude_self", "recall_target"))
-def _onepass_topk(Q, X, k: int, block: int, exclude_self: bool, row0=0, recall_target=None):
+def _onepass_topk(Q, X, k: int, block: int, exclude_self: bool, row0=0, recall_target=None, n_valid=None):
     """block × m distance tiles, then :func:`_smallest_k` on each — or, with
     a ``recall_target``, ``lax.approx_min_k`` (TPU-native approximate
     selection; elsewhere XLA computes it exactly).  Query row r is training
-    point ``row0 + r`` when ``exclude_self``."""
+    point ``row0 + r`` when ``exclude_self``.  X's rows from ``n_valid`` on
+    (None: none) are padding, at distance +inf."""
     n, m = Q.shape[0], X.shape[0]
     n_blocks = -(-n // block)
     Qp = jnp.zeros((n_blocks * block, Q.shape[1]), Q.dtype).at[:n].set(Q)
-    x_sq = jnp.sum(X * X, axis=1)
     cols = jnp.arange(m)
+    x_sq = _padding_at_infinity(jnp.sum(X * X, axis=1), cols, n_valid)
 
     def one_block(b):
         start = b * block
@@ -267,7 +311,7 @@ def _onepass_topk(Q, X, k: int, block: int, exclude_self: bool, row0=0, recall_t
 
 
 @functools.partial(jax.jit, static_argnames=("k", "block", "exclude_self"))
-def _chunked_topk(Q, X, k: int, block: int, exclude_self: bool, row0=0):
+def _chunked_topk(Q, X, k: int, block: int, exclude_self: bool, row0=0, n_valid=None):
     """The two-stage selection of :func:`_smallest_k` without a block × m tile.
 
     Stage 1 sweeps the columns in chunks of ``_CHUNK`` and keeps only the
@@ -282,7 +326,8 @@ def _chunked_topk(Q, X, k: int, block: int, exclude_self: bool, row0=0):
     Qp = jnp.zeros((n_blocks * block, Q.shape[1]), Q.dtype).at[:n].set(Q)
     n_chunks = -(-m // _CHUNK)
     Xp = jnp.zeros((n_chunks * _CHUNK, X.shape[1]), X.dtype).at[:m].set(X)
-    x_sq = jnp.full((n_chunks * _CHUNK,), jnp.inf, X.dtype).at[:m].set(jnp.sum(X * X, axis=1))  # padding: never near
+    x_sq = jnp.full((n_chunks * _CHUNK,), jnp.inf, X.dtype).at[:m].set(  # padding: never near
+        _padding_at_infinity(jnp.sum(X * X, axis=1), jnp.arange(m), n_valid))
 
     def one_block(b):
         start = b * block
@@ -394,7 +439,7 @@ def _as_float(X):
     X = np.asarray(X)
     if X.dtype not in (np.float32, np.float64):
         X = X.astype(np.float64 if jax.config.jax_enable_x64 else np.float32)
-    return jnp.asarray(X)
+    return to_device(X)
 
 
 def knn_graph(
@@ -482,7 +527,7 @@ def knn_graph(
     _warn_if_slow(m, m, platform, f"knn_graph of {m} points",
                   "method='nndescent' (fit's graph_method=) is approximate and much faster at this size")
     idx, dist = _blocked_topk(Xf, Xf, k, _block_rows(m, block_size, platform), True, devices, target)
-    return Neighbors(idx, dist)
+    return Neighbors(*_first_rows_of_small(idx, dist, m=m))
 
 
 def knn_query(X_train, X_query, k: int, *, block_size: int | None = None, devices=None) -> Neighbors:
@@ -537,7 +582,7 @@ def graph_and_query(X_train, X_query, k: int, *, devices=None):
     X_train, X_query, Xt, k = _search_points(X_train, X_query, k, exclude_self=True)
     m = Xt.shape[0]
     if isinstance(X_train, np.ndarray) and isinstance(X_query, np.ndarray):  # stacked on the host: nothing compiles
-        Q = jnp.asarray(np.concatenate([np.asarray(X_train, Xt.dtype), np.asarray(X_query, Xt.dtype)]))
+        Q = to_device(np.concatenate([np.asarray(X_train, Xt.dtype), np.asarray(X_query, Xt.dtype)]))
     else:
         Q = jnp.concatenate([Xt, _as_float(X_query).astype(Xt.dtype)])
     platform = sharding.platform(devices)
@@ -545,7 +590,7 @@ def graph_and_query(X_train, X_query, k: int, *, devices=None):
                   "method='nndescent' (fit's graph_method=) is approximate and much faster at this size")
     idx, _ = _blocked_topk(Q, Xt, k, _block_rows(m, None, platform), True, devices)
     idx = np.asarray(idx)
-    return idx[:m], idx[m:]
+    return idx[:m], idx[m:Q.shape[0]]
 
 
 def query_rows(n: int, block: int = 128) -> int:
@@ -559,6 +604,47 @@ def query_rows(n: int, block: int = 128) -> int:
     blocks = -(-int(n) // block)
     step = 1 << max(0, blocks.bit_length() - (2 if blocks <= 64 else 4))
     return -(-blocks // step) * step * block
+
+
+#: training sets of at most this many points are searched (and boosted, by
+#: ``fit``) padded to :func:`shared_rows`: a few compiled programs serve every
+#: size.  Beyond, a new size's compilation (~1 s) weighs less than padded work
+#: would (up to a quarter more rows and steps: half as much search again)
+SHARED_MAX_ROWS = 16384
+
+
+def shared_rows(m: int, block: int = 128) -> int:
+    """The rows a training set of m points is padded to when m ≤
+    :data:`SHARED_MAX_ROWS` (else m): whole blocks of ``block``, their number
+    rounded up to three significant bits (1, 2, …, 8, 10, 12, 14, 16, 20, …,
+    112, 128 blocks: at most a quarter more rows, an eighth on average).
+    Cross-validation folds that differ by a row, and some of a learning
+    curve's steps, then share one compiled search and boosting, where each
+    new m compiled ~1 s of programs (2 CPU cores, ``posterior="auto"``).
+    Coarser than :func:`query_rows` would merge more sizes, but a training
+    set is searched against itself: its padding costs twice over."""
+    m = int(m)
+    return m if m > SHARED_MAX_ROWS else in_blocks(m, block)
+
+
+def in_blocks(n: int, block: int = 128, bits: int = 3) -> int:
+    """n rounded up to whole blocks, their number rounded up to ``bits``
+    significant bits (≥ n; at most 2^(1−bits) more: a quarter for 3)."""
+    blocks = -(-int(n) // block)
+    step = 1 << max(0, blocks.bit_length() - bits)
+    return -(-blocks // step) * step * block
+
+
+def at_shared_rows(*arrays):
+    """Arrays of a training set's m rows (a model's α and labels), padded
+    with zero rows to :func:`shared_rows` (m) on the host when they are
+    concrete and m ≤ :data:`SHARED_MAX_ROWS` — as the search pads the
+    points, so that the scoring of models of nearby sizes compiles once —
+    else (traced, or large) as they are."""
+    m = arrays[0].shape[0]
+    if m > SHARED_MAX_ROWS or any(isinstance(a, jax.core.Tracer) for a in arrays):
+        return arrays
+    return tuple(_host_padded(a, shared_rows(m)) for a in arrays)
 
 
 def padded_rows(a, rows: int):
@@ -593,6 +679,15 @@ def _first_rows(arrays, n: int, axis: int):
     return tuple(jax.lax.slice_in_dim(a, 0, n, axis=axis) for a in arrays)
 
 
+def _first_rows_of_small(*arrays, m: int):
+    """The first m rows of each array: sliced on the host when the arrays were
+    padded to :func:`shared_rows` (small: nothing compiles per m), else by
+    :func:`first_rows`."""
+    if arrays[0].shape[0] != m and arrays[0].shape[0] <= SHARED_MAX_ROWS and not isinstance(arrays[0], jax.core.Tracer):
+        return tuple(to_device(np.asarray(a)[:m]) for a in arrays)
+    return first_rows(arrays, m)
+
+
 def padded_query(X_train, X_query, k: int, *, block_size: int | None = None, devices=None):
     """:func:`knn_query`'s search on the queries padded to :func:`query_rows`
     rows: (indices (rows, k) int32, distances (rows, k), n).  Rows from n on
@@ -605,7 +700,7 @@ def padded_query(X_train, X_query, k: int, *, block_size: int | None = None, dev
     block = _block_rows(m, block_size, platform)
     rows = n if isinstance(X_query, jax.core.Tracer) else query_rows(n, block)
     if isinstance(X_query, np.ndarray):  # the cast and the padding on the host: nothing compiles per n
-        Xq = jnp.asarray(padded_rows(np.asarray(X_query, dtype=Xt.dtype), rows))
+        Xq = to_device(padded_rows(np.asarray(X_query, dtype=Xt.dtype), rows))
     else:
         Xq = padded_rows(_as_float(X_query).astype(Xt.dtype), rows)
     _warn_if_slow(n, m, platform, f"knn_query of {n} points among {m}",
@@ -661,7 +756,7 @@ def _exact_among(Q, X, k: int):
     """The exact k nearest rows of X to each row of Q (a few rows to repair):
     NumPy indices and distances, in the search's own tiles (a fixed 256 rows
     planned 1.06 GB at m = 10⁶ for 5 rows)."""
-    return tuple(np.asarray(a) for a in _blocked_topk(Q, X, k, _block_rows(X.shape[0], None), False))
+    return tuple(np.asarray(a)[: Q.shape[0]] for a in _blocked_topk(Q, X, k, _block_rows(X.shape[0], None), False))
 
 
 def _exact_rows(X, rows: np.ndarray, k: int):
@@ -815,11 +910,11 @@ def inverse_neighbors(indices, m: int | None = None, *, width: int | None = None
     if m * width < DEVICE_MEMBERS_MIN:
         members = np.full((m, width), m, dtype=np.int32)
         members[rows, slot] = sources
-        members = jnp.asarray(members)
+        members = to_device(members)
     else:
         members = _scatter_members(jnp.asarray(rows, jnp.int32), jnp.asarray(slot, jnp.int32),
                                    jnp.asarray(sources, jnp.int32), m=m, width=width)
-    return InverseNeighbors(members, jnp.asarray(counts.astype(np.int32)))
+    return InverseNeighbors(members, to_device(counts, np.int32))
 
 
 def shared_width(P: int) -> int:

@@ -24,11 +24,12 @@ from jaxnn._src import losses as losses_mod
 from jaxnn._src import sharding, window
 from jaxnn._src.checks import check_bool, check_points, check_real, check_whole_labels, did_you_mean
 from jaxnn._src.checks import check_integer as _check_int
-from jaxnn._src.boosting import boost, check_chooser, chooser_order
+from jaxnn._src.boosting import BoostResult, boost, check_chooser, chooser_order
 from jaxnn._src.graph import METHODS as _GRAPH_METHODS
-from jaxnn._src.graph import (Neighbors, first_rows, float32_origin, graph_and_query, inverse_counts, inverse_neighbors,
-                              knn_graph, neighbor_sum, padded_query, padded_rows, query_rows, shared_width, shift_points,
-                              subgraph)
+from jaxnn._src.graph import SHARED_MAX_ROWS
+from jaxnn._src.graph import (Neighbors, at_shared_rows, first_rows, in_blocks, float32_origin, graph_and_query, inverse_counts, inverse_neighbors,
+                              knn_graph, neighbor_sum, padded_query, padded_rows, query_rows, shared_rows, shared_width,
+                              shift_points, subgraph, to_device)
 from jaxnn._src.schedule import boost_colored, color_schedule
 
 __all__ = ["Model", "fit", "decision_function", "predict_proba", "predict", "encode_labels", "auto_chooser"]
@@ -209,7 +210,7 @@ def _training_points(Xa, dtype):
     float64 points far from 0 are shifted before the cast to float32
     (:func:`graph.float32_origin`)."""
     (Xp,), origin = _shifted_parts(Xa, dtype, slice(None))
-    return jnp.asarray(Xp), None if origin is None else jnp.asarray(origin, dtype)
+    return to_device(Xp), None if origin is None else to_device(origin, dtype)
 
 
 def _shifted_parts(Xa, dtype, *rows):
@@ -490,23 +491,28 @@ def fit(
                        lambda: np.asarray(knn_graph(Xj, k, method=graph_method, seed=seed, devices=graph_devices).indices))
     else:
         nbrs = _check_neighbors(neighbors, m, k, rows=m)
-    Y = jnp.asarray(Y_np, dtype=dtype)
-    E0 = algo.init_edges(loss_obj, Y)
+    Y = to_device(Y_np, dtype)  # cast on the host: nothing compiles per m
     n_classes = Y.shape[1]
+    windowed = chooser not in ("greedy", "colored") and devices is None and m * n_classes >= window.WINDOWED_MIN_STATE
+    shared = _boosts_at_shared_size(m, n_classes, chooser, devices)
+    E0 = None if shared else algo.init_edges(loss_obj, Y)
     if devices is not None:
         mesh = sharding.class_mesh(devices)
         n_dev = mesh.devices.size
         Y = sharding.shard_classes(sharding.pad_classes(Y, n_dev), mesh)
         E0 = sharding.shard_classes(sharding.pad_classes(E0, n_dev), mesh)
-    windowed = chooser not in ("greedy", "colored") and devices is None and m * Y.shape[1] >= window.WINDOWED_MIN_STATE
 
     def run_boosting():
         if chooser != "colored" and not windowed:  # the padded (m, P) inverse neighbourhoods
-            inv = inverse_neighbors(nbrs, m, width=shared_width(inverse_counts(nbrs, m).max()))  # refits share it
+            largest = inverse_counts(nbrs, m).max()  # P
+            order = chooser_order(chooser, m, rounds, seed)
+            if shared:
+                return _shared_size_boost(Y_np, nbrs, order, largest, dtype, algorithm=algo, loss=loss_obj,
+                                          greedy=chooser == "greedy", trace=bool(trace))
+            inv = inverse_neighbors(nbrs, m, width=shared_width(largest))  # refits share the width
             if devices is not None:
                 inv = type(inv)(*(sharding.replicate(a, mesh) for a in inv))
-            order = jnp.asarray(chooser_order(chooser, m, rounds, seed))
-            return boost(Y, E0, inv.members, inv.counts, jnp.asarray(nbrs), order,
+            return boost(Y, E0, inv.members, inv.counts, to_device(nbrs), to_device(order),
                          algorithm=algo, loss=loss_obj, greedy=chooser == "greedy", trace=bool(trace))
         counts = inverse_counts(nbrs, m)  # n_j; the padded members array is not needed
         if chooser == "colored":  # the schedule's edge lists replace the members array
@@ -514,12 +520,12 @@ def fit(
             if _progress_wanted():  # n_colors reads all m colours
                 logger.info("fit: %d colours in %d scan steps a pass (instead of %d sequential steps)",
                             schedule.n_colors, schedule.n_steps, m)
-            return boost_colored(Y, E0, jnp.asarray(counts), schedule, algorithm=algo, loss=loss_obj,
+            return boost_colored(Y, E0, to_device(counts), schedule, algorithm=algo, loss=loss_obj,
                                  passes=rounds // m, trace=bool(trace))
         # a large edge state: the sequential steps run in windows on a local copy (jaxnn._src.window)
         order = chooser_order(chooser, m, rounds, seed)
         layout = window.window_layout(nbrs, order, window.window_steps(Y.shape[1], k))
-        return window.boost_windowed(Y, E0, jnp.asarray(counts), layout, algorithm=algo, loss=loss_obj,
+        return window.boost_windowed(Y, E0, to_device(counts), layout, algorithm=algo, loss=loss_obj,
                                      trace=bool(trace), n_steps=rounds, max_count=int(counts.max()))
 
     scan = "colour schedule" if chooser == "colored" else "windowed scan" if windowed else "scan"
@@ -545,6 +551,51 @@ def fit(
                                     graph_method=graph_method, devices=devices,
                                     graph=nbrs if neighbors is not None else None)
     return dataclasses.replace(model, posterior_mix=float(mix))
+
+
+def _boosts_at_shared_size(m: int, n_classes: int, chooser: str, devices) -> bool:
+    """Whether ``fit`` runs its boosting padded to shared sizes
+    (:func:`_shared_size_boost`): the sequential scan (lazy, random, greedy;
+    not windowed: m·C below ``window.WINDOWED_MIN_STATE``) of at most
+    ``SHARED_MAX_ROWS`` examples on one device — where a new size's
+    compilation outweighs the padded steps."""
+    windowed = chooser not in ("greedy", "colored") and m * n_classes >= window.WINDOWED_MIN_STATE
+    return chooser != "colored" and not windowed and devices is None and m <= SHARED_MAX_ROWS
+
+
+def _shared_size_boost(Y_np, nbrs, order, largest: int, dtype, *, algorithm, loss, greedy: bool, trace: bool):
+    """:func:`boost` on a small problem padded to shared sizes: the m examples
+    to M = :func:`graph.shared_rows` (m) rows (y = 0, n_j = 0, no one's
+    neighbour), the T steps to :func:`graph.in_blocks` (T) (no-ops) and the
+    inverse neighbourhoods' width to the power of two ≥ max(P, 8k) (the
+    largest one, P, varies with the data — Gaussian folds of 400 points in
+    16 dimensions, k = 10, gave P = 56–80 — and at such sizes a wider step
+    costs well under a µs), so that fits of nearby sizes — cross-validation
+    folds, a learning curve — reuse one compiled boosting instead of
+    compiling ~0.15–0.3 s each (2 CPU cores).
+    The same steps run on the same edges: the result is that of the
+    unpadded call (α, edges and trace sliced back on the host)."""
+    m = nbrs.shape[0]
+    rows = shared_rows(m)
+    Y = to_device(padded_rows(Y_np, rows), dtype)
+    inv, neighbors = padded_graph(nbrs, rows, largest)
+    result = boost(Y, algorithm.init_edges(loss, Y), inv.members, inv.counts, neighbors,
+                   to_device(padded_rows(order, in_blocks(order.size))), to_device(m, np.int32),
+                   to_device(order.size, np.int32), algorithm=algorithm, loss=loss, greedy=greedy, trace=trace)
+    alpha, edges = (to_device(np.asarray(a)[:m]) for a in (result.alpha, result.edges))
+    return BoostResult(alpha, edges, None if result.trace is None else to_device(np.asarray(result.trace)[: order.size]))
+
+
+def padded_graph(nbrs, rows: int, largest: int):
+    """(inverse neighbourhoods, (rows, k) neighbour indices) of an (m, k)
+    graph padded to ``rows`` examples for :func:`boost`'s ``n_points``: the
+    padding rows are in no one's inv(j) (n_j = 0) and their own neighbours;
+    the members' width is the power of two ≥ max(P, 8k) (see
+    :func:`_shared_size_boost`)."""
+    m, k = nbrs.shape
+    width = 1 << (max(int(largest), 8 * k) - 1).bit_length()
+    ghosts = np.repeat(np.arange(m, rows, dtype=nbrs.dtype)[:, None], k, axis=1)
+    return inverse_neighbors(nbrs, rows, width=width), to_device(np.concatenate([nbrs, ghosts]))
 
 
 def _given_passes(rounds, m: int) -> int:
@@ -725,18 +776,23 @@ def _check_query(model: Model, X):
     return shift_points(Xq, model.origin)
 
 
-def _query_neighbors(model: Model, X, neighbors):
-    """((rows, k) indices of the model's training points nearest each query, n):
-    ``neighbors`` when given (checked against X's rows if X is given too),
-    else the exact search of X among ``model.X``.  rows ≥ n: the queries are
-    padded to :func:`graph.query_rows` (batches of nearby sizes share one
-    compiled search, scoring and posterior; rows from n on are to be
-    dropped); under ``jax.jit`` rows = n."""
+def _query_parts(model: Model, X, neighbors):
+    """(alpha, Y, (rows, k) indices of the model's training points nearest
+    each query, n): the indices are ``neighbors`` when given (checked against
+    X's rows if X is given too), else the exact search of X among
+    ``model.X``.  rows ≥ n: the queries are padded to :func:`graph.query_rows`
+    (batches of nearby sizes share one compiled search, scoring and
+    posterior; rows from n on are to be dropped); under ``jax.jit`` rows = n.
+    alpha and Y are the model's, padded with zero rows to
+    :func:`graph.shared_rows` for a concrete model of at most
+    ``SHARED_MAX_ROWS`` points (as its search is): models of nearby sizes
+    share one compiled scoring."""
+    alpha, Y = at_shared_rows(model.alpha, model.Y)
     if neighbors is None:
         if X is None:
             raise TypeError("give the query points X, or their neighbours among the training points as neighbors=")
         idx, _, n = padded_query(model.X, _check_query(model, X), model.k)
-        return idx, n
+        return alpha, Y, idx, n
     nb = _check_neighbors(neighbors, model.X.shape[0], model.k)
     n = nb.shape[0]
     if X is not None:
@@ -744,8 +800,8 @@ def _query_neighbors(model: Model, X, neighbors):
         if Xq.shape[0] != n:
             raise ValueError(f"X and neighbors have mismatched lengths: {Xq.shape[0]} rows in X, {n} in neighbors")
     if isinstance(nb, jax.core.Tracer):
-        return nb, n
-    return jnp.asarray(padded_rows(nb, query_rows(n))), n  # padding rows name training point 0
+        return alpha, Y, nb, n
+    return alpha, Y, to_device(padded_rows(nb, query_rows(n))), n  # padding rows name training point 0
 
 
 def decision_function(model: Model, X=None, *, neighbors=None) -> jax.Array:
@@ -758,8 +814,8 @@ def decision_function(model: Model, X=None, *, neighbors=None) -> jax.Array:
     left out, and no search is run.
     """
     model = _check_model(model)
-    nb, n = _query_neighbors(model, X, neighbors)
-    return first_rows((_scores(model.alpha, model.Y, nb),), n)[0]
+    alpha, Y, nb, n = _query_parts(model, X, neighbors)
+    return first_rows((_scores(alpha, Y, nb),), n)[0]
 
 
 def _link_posterior(loss, algorithm, multilabel: bool, H):
@@ -816,10 +872,11 @@ def _normalise_rows(p, H):
 
 
 def _posterior_parts(model: Model, X, neighbors=None):
-    """(link posterior, vote fractions), both (n, C) (:func:`_posteriors`)."""
-    nb, n = _query_neighbors(model, X, neighbors)
-    parts = _posteriors(model.alpha, model.Y, nb, loss=model.loss, algorithm=model.algorithm, multilabel=model.multilabel)
-    return first_rows(parts, n)
+    """(link posterior, vote fractions), both (n, C) NumPy arrays (:func:`_posteriors`;
+    the padding dropped on the host: nothing compiles per n)."""
+    alpha, Y, nb, n = _query_parts(model, X, neighbors)
+    parts = _posteriors(alpha, Y, nb, loss=model.loss, algorithm=model.algorithm, multilabel=model.multilabel)
+    return tuple(np.asarray(p)[:n] for p in parts)
 
 
 @functools.partial(jax.jit, static_argnames=("loss", "algorithm", "multilabel"))
@@ -857,8 +914,8 @@ def predict_proba(model: Model, X=None, *, neighbors=None) -> jax.Array:
 
 def _padded_proba(model: Model, X, neighbors):
     """((:func:`predict_proba` on the padded query rows,), n)."""
-    nb, n = _query_neighbors(model, X, neighbors)
-    return (_mixed_posterior(model.alpha, model.Y, nb, loss=model.loss, algorithm=model.algorithm,
+    alpha, Y, nb, n = _query_parts(model, X, neighbors)
+    return (_mixed_posterior(alpha, Y, nb, loss=model.loss, algorithm=model.algorithm,
                              multilabel=model.multilabel, lam=model.posterior_mix),), n
 
 
@@ -875,8 +932,8 @@ def predict(model: Model, X=None, *, neighbors=None) -> np.ndarray:
     array (numeric labels only; a clear TypeError otherwise).  ``neighbors``:
     the query points' training neighbours, as for :func:`decision_function`."""
     model = _check_model(model)
-    nb, n = _query_neighbors(model, X, neighbors)
-    H = _scores(model.alpha, model.Y, nb)
+    alpha, Y, nb, n = _query_parts(model, X, neighbors)
+    H = _scores(alpha, Y, nb)
     if isinstance(H, jax.core.Tracer):  # under jax.jit / vmap: a traced array, not NumPy
         return _traced_predict(model, H[:n])  # a traced model with concrete queries: rows were padded
     H = np.asarray(H)[:n]  # the padding dropped on the host: nothing compiles per n
@@ -887,8 +944,8 @@ def host_scores(model: Model, X) -> np.ndarray:
     """:func:`decision_function` as a NumPy array, the padding dropped on the
     host (no slice compiles per batch size); for callers that want NumPy."""
     model = _check_model(model)
-    nb, n = _query_neighbors(model, X, None)
-    return np.asarray(_scores(model.alpha, model.Y, nb))[:n]
+    alpha, Y, nb, n = _query_parts(model, X, None)
+    return np.asarray(_scores(alpha, Y, nb))[:n]
 
 
 def host_proba(model: Model, X) -> np.ndarray:

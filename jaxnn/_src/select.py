@@ -19,8 +19,9 @@ from jaxnn._src import losses as losses_mod
 from jaxnn._src import sharding, window
 from jaxnn._src.boosting import boost, check_chooser, chooser_order
 from jaxnn._src.checks import check_integer, check_real, did_you_mean
-from jaxnn._src.graph import (METHODS, _nndescent_index, _nndescent_query, graph_and_query, inverse_counts, inverse_neighbors,
-                              knn_graph, knn_query, shared_width)
+from jaxnn._src.graph import (METHODS, _nndescent_index, _nndescent_query, graph_and_query, in_blocks, inverse_counts,
+                              inverse_neighbors, knn_graph, knn_query, padded_rows, query_rows, shared_rows, shared_width,
+                              to_device)
 from jaxnn._src.schedule import boost_colored, color_schedule
 
 __all__ = ["Selection", "select", "DEFAULT_KS", "DEFAULT_LOSSES", "DEFAULT_PASSES"]
@@ -91,12 +92,13 @@ def _holdout(y: np.ndarray, fraction: float, seed: int):
 
 
 def _pass_runner(chooser: str, nb: np.ndarray, m: int, n_classes: int, algo, seed: int, max_passes: int,
-                 mesh=None, platform=None):
+                 mesh=None, platform=None, rows=None):
     """``(Y, edges, loss, p) → BoostResult`` of pass p (1-based) on the graph
     ``nb`` as ``fit`` runs it: the colored schedule, or the scan — windowed
     for a large edge state — over pass p's slice of ``fit``'s sequence (the
     random chooser draws a new permutation each pass); with a class ``mesh``,
-    on its devices."""
+    on its devices.  ``rows`` > m: the scan on a problem padded to ``rows``
+    examples, as ``fit`` pads a small one (Y and the edges have ``rows`` rows)."""
     if chooser == "colored":
         schedule = color_schedule(nb, n_classes=n_classes, platform=platform)
         counts = jnp.asarray(inverse_counts(nb, m))
@@ -118,6 +120,15 @@ def _pass_runner(chooser: str, nb: np.ndarray, m: int, n_classes: int, algo, see
                                          trace=False, n_steps=m, max_count=max_count)
 
         return windowed_pass
+    if rows is not None and rows > m:  # padded: sizes near m share the compiled scan (model._shared_size_boost)
+        from jaxnn._src.model import padded_graph
+
+        inv, neighbors = padded_graph(nb, rows, inverse_counts(nb, m).max())
+        sizes = to_device(m, np.int32)
+        orders = padded_rows(orders.T, in_blocks(m)).T  # (passes, steps): no-op steps after the m
+        return lambda Y, edges, loss, p: boost(Y, edges, inv.members, inv.counts, neighbors, to_device(orders[p - 1]),
+                                               sizes, sizes, algorithm=algo, loss=loss, greedy=chooser == "greedy",
+                                               trace=False)
     inv = inverse_neighbors(nb, m, width=shared_width(inverse_counts(nb, m).max()))  # other folds' data share it
     if mesh is not None:
         inv = type(inv)(*(sharding.replicate(a, mesh) for a in inv))
@@ -163,7 +174,8 @@ def select(
     Returns:
       :class:`Selection`.
     """
-    from jaxnn._src.model import _as_points, _compute_dtype, _points_of_parts, _scores, auto_chooser, encode_labels, label_rows  # local: model imports this module
+    from jaxnn._src.model import (_as_points, _boosts_at_shared_size, _compute_dtype, _points_of_parts,  # local: model
+                                  _scores, auto_chooser, encode_labels, label_rows)  # imports this module
 
     Xa = _as_points(X)
     classes, Y_all, multilabel = encode_labels(y, Xa.shape[0])
@@ -220,9 +232,13 @@ def select(
         graph = knn_graph(X_tr, k_max, method=graph_method, seed=seed, devices=devices).indices
         query = knn_query(X_tr, X_va, k_max, devices=devices).indices
     graph, query = np.asarray(graph), np.asarray(query)
-    Y = jnp.asarray(Y_all[tr], dtype)
+    n_classes = Y_all.shape[1]
+    # a small problem is boosted and scored padded to shared sizes, as fit pads it
+    rows = shared_rows(m) if _boosts_at_shared_size(m, n_classes, chooser, devices) else m
+    Y = to_device(padded_rows(Y_all[tr], rows), dtype)
     Y_va = Y_all[va]
-    n_classes = Y.shape[1]
+    n_val = Y_va.shape[0]
+    query = padded_rows(query, query_rows(n_val))  # the scoring compiled once for nearby sizes too
     max_passes = max(int(p) for p in passes)
     mesh = None if devices is None else sharding.class_mesh(devices)
 
@@ -233,8 +249,8 @@ def select(
     scores = {}
     for k in ks:
         nb = graph[:, :k]
-        run_pass = _pass_runner(chooser, nb, m, n_classes, algo, seed, max_passes, mesh, platform)
-        q = jnp.asarray(query[:, :k])
+        run_pass = _pass_runner(chooser, nb, m, n_classes, algo, seed, max_passes, mesh, platform, rows)
+        q = to_device(query[:, :k])
         for loss in loss_objs:
             edges = on_mesh(algo.init_edges(loss, Y))
             alpha = jnp.zeros(Y_run.shape, Y.dtype)
@@ -242,7 +258,7 @@ def select(
                 res = run_pass(Y_run, edges, loss, p)
                 edges, alpha = res.edges, alpha + res.alpha
                 if p in passes:
-                    H = np.asarray(_scores(alpha[:, :n_classes], Y, q))
+                    H = np.asarray(_scores(alpha[:, :n_classes], Y, q))[:n_val]
                     if multilabel:
                         acc = float(np.mean((H > 0) == (Y_va > 0)))
                     else:

@@ -1,0 +1,129 @@
+"""Small problems are searched, boosted and scored padded to shared sizes
+(graph.shared_rows): nearby sizes reuse the compiled programs, and the
+padding changes no result."""
+
+import numpy as np
+import pytest
+
+import jaxnn
+from jaxnn._src import graph as graph_mod
+from jaxnn._src import model as model_mod
+from jaxnn._src.boosting import boost
+
+
+def _blobs(m, C=3, d=5, seed=0):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(scale=2.0, size=(C, d))
+    y = rng.integers(0, C, m)
+    return (centres[y] + rng.normal(size=(m, d))).astype(np.float32), y
+
+
+def test_shared_rows_buckets():
+    assert [graph_mod.shared_rows(m) for m in (1, 128, 129, 400, 403, 640, 1200, 4097, 5000)] == [
+        128, 128, 256, 512, 512, 640, 1280, 5120, 5120]
+    assert graph_mod.shared_rows(graph_mod.SHARED_MAX_ROWS) == graph_mod.SHARED_MAX_ROWS
+    assert graph_mod.shared_rows(graph_mod.SHARED_MAX_ROWS + 1) == graph_mod.SHARED_MAX_ROWS + 1  # large: never padded
+
+
+def test_fits_of_nearby_sizes_share_the_compiled_programs():
+    """Cross-validation folds differ by a row: the second size compiles no
+    search, boosting or scoring (each new m compiled ~1.2 s of programs)."""
+    watched = (graph_mod._conditioned_search, boost, model_mod._posteriors, model_mod._scores,
+               model_mod._mixed_posterior)
+    X, y = _blobs(403, d=7, seed=11)  # a width no other test uses
+    model = jaxnn.fit(X[:400], y[:400], k=6)
+    jaxnn.predict(model, X[:50]), jaxnn.predict_proba(model, X[:50])
+    before = [f._cache_size() for f in watched]
+    model = jaxnn.fit(X, y, k=6)
+    jaxnn.predict(model, X[:50]), jaxnn.predict_proba(model, X[:50])
+    assert [f._cache_size() for f in watched] == before
+    assert model.alpha.shape == (403, 3) and model.X.shape == (403, 7) and model.Y.shape == (403, 3)
+
+
+@pytest.mark.parametrize("algorithm", ["gnnb", "unn", "unn_fast", "n3"])
+@pytest.mark.parametrize("chooser", ["lazy", "random", "greedy"])
+def test_padded_fit_equals_the_unpadded_fit(algorithm, chooser, monkeypatch):
+    X, y = _blobs(300, seed=3)
+    fits = []
+    for limit in (graph_mod.SHARED_MAX_ROWS, 0):
+        monkeypatch.setattr(graph_mod, "SHARED_MAX_ROWS", limit)
+        monkeypatch.setattr(model_mod, "SHARED_MAX_ROWS", limit)
+        model = jaxnn.fit(X, y, k=7, algorithm=algorithm, chooser=chooser, rounds=2 * 300 + 17, trace=True,
+                          posterior="link", seed=4)
+        fits.append((model, np.asarray(jaxnn.predict_proba(model, X[:60] + 0.05)), jaxnn.predict(model, X[:60] + 0.05)))
+    (padded, p_padded, y_padded), (plain, p_plain, y_plain) = fits
+    assert padded.alpha.shape == plain.alpha.shape == (300, 3)
+    assert padded.trace.shape == plain.trace.shape == (617,)
+    np.testing.assert_allclose(np.asarray(padded.alpha), np.asarray(plain.alpha), rtol=1e-5, atol=1e-6)
+    # the trace sums float32 changes (its start a masked mean): equal to ~10⁻⁶ of the starting risk
+    np.testing.assert_allclose(np.asarray(padded.trace), np.asarray(plain.trace), rtol=0, atol=2e-6 * float(plain.trace[0]))
+    np.testing.assert_allclose(p_padded, p_plain, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(y_padded, y_plain)
+
+
+def test_padded_auto_posterior_choice_equals_the_unpadded(monkeypatch):
+    X, y = _blobs(260, seed=5)
+    fits = []
+    for limit in (graph_mod.SHARED_MAX_ROWS, 0):
+        monkeypatch.setattr(graph_mod, "SHARED_MAX_ROWS", limit)
+        monkeypatch.setattr(model_mod, "SHARED_MAX_ROWS", limit)
+        fits.append(jaxnn.fit(X, y, k=5, seed=1))
+    padded, plain = fits
+    assert padded.posterior_mix == plain.posterior_mix
+    np.testing.assert_allclose(np.asarray(padded.alpha), np.asarray(plain.alpha), rtol=1e-6, atol=1e-7)
+
+
+def _brute_force(Q, X, k, exclude_self):
+    """Exact neighbours in float64, ties to the lower index (stable sort)."""
+    d2 = ((Q[:, None, :].astype(np.float64) - X[None, :, :]) ** 2).sum(-1)
+    if exclude_self:
+        np.fill_diagonal(d2, np.inf)
+    return np.argsort(d2, axis=1, kind="stable")[:, :k]
+
+
+@pytest.mark.parametrize("offset", [0.0, 1000.0])
+def test_padded_search_is_exact_with_ties_and_offsets(offset):
+    """Integer points (many exact ties, broken by the lower index) far from
+    the origin or not: the padding rows (zeros, at the origin) are never
+    neighbours and do not move the search's conditioning."""
+    rng = np.random.default_rng(8)
+    X = (rng.integers(0, 4, size=(300, 3)) + offset).astype(np.float32)
+    Q = (rng.integers(0, 4, size=(70, 3)) + offset).astype(np.float32)
+    assert graph_mod.shared_rows(300) > 300
+    np.testing.assert_array_equal(np.asarray(jaxnn.knn_graph(X, 6).indices), _brute_force(X, X, 6, True))
+    np.testing.assert_array_equal(np.asarray(jaxnn.knn_query(X, Q, 6).indices), _brute_force(Q, X, 6, False))
+    tr, q = graph_mod.graph_and_query(X, Q, 6)
+    np.testing.assert_array_equal(tr, _brute_force(X, X, 6, True))
+    np.testing.assert_array_equal(q, _brute_force(Q, X, 6, False))
+
+
+def test_knn_baseline_of_nearby_sizes_shares_its_vote_count():
+    from jaxnn import baselines as BL
+    from jaxnn._src import baselines as bl_src
+
+    X, y = _blobs(330, d=9, seed=2)  # a width no other test uses
+    np.asarray(BL.predict_proba(BL.knn_fit(X[:320], y[:320], k=5), X[:40]))
+    before = (bl_src._votes._cache_size(), graph_mod._conditioned_search._cache_size())
+    model = BL.knn_fit(X, y, k=5)
+    p = np.asarray(BL.predict_proba(model, X[:40]))
+    assert (bl_src._votes._cache_size(), graph_mod._conditioned_search._cache_size()) == before
+    idx = _brute_force(X[:40], X, 5, False)
+    classes = np.unique(y)
+    np.testing.assert_allclose(p, (y[idx][:, :, None] == classes).mean(axis=1), atol=1e-6)
+
+
+def test_select_of_nearby_sizes_shares_the_compiled_programs_and_scores_as_unpadded(monkeypatch):
+    watched = (graph_mod._conditioned_search, boost, model_mod._scores)
+    X, y = _blobs(405, d=6, seed=12)  # a width no other test uses
+    kw = dict(ks=(5, 10), losses=("logistic", "matsushita"), passes=(1, 2))
+    jaxnn.select(X[:400], y[:400], **kw)
+    before = [f._cache_size() for f in watched]
+    padded = jaxnn.select(X, y, **kw)
+    assert [f._cache_size() for f in watched] == before
+    for chooser in ("auto", "greedy"):
+        monkeypatch.setattr(graph_mod, "SHARED_MAX_ROWS", 16384)
+        monkeypatch.setattr(model_mod, "SHARED_MAX_ROWS", 16384)
+        padded = jaxnn.select(X, y, chooser=chooser, **kw)
+        monkeypatch.setattr(graph_mod, "SHARED_MAX_ROWS", 0)
+        monkeypatch.setattr(model_mod, "SHARED_MAX_ROWS", 0)
+        assert jaxnn.select(X, y, chooser=chooser, **kw) == padded
