@@ -246,11 +246,15 @@ def to_device(a, dtype=None) -> jax.Array:
 
 
 def _host_padded(a, rows: int):
-    """a (n, …) with zero rows appended up to ``rows``, padded on the host (a
-    JAX array of a small problem is copied there and back: nothing compiles
-    per n); a itself when it has ``rows`` rows already."""
+    """a (n, …) with zero rows appended up to ``rows`` (a itself when it has
+    ``rows`` rows): padded on the host for NumPy arrays and CPU arrays (a
+    small problem's copy there and back compiles nothing per n), by a jitted
+    pad on an accelerator (no round trip over the bus; a small program per
+    shape)."""
     if a.shape[0] == rows:
         return a
+    if isinstance(a, jax.Array) and next(iter(a.devices())).platform != "cpu":
+        return _pad_rows(a, rows)
     return to_device(padded_rows(np.asarray(a), rows))
 
 

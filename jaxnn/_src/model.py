@@ -567,12 +567,13 @@ def _shared_size_boost(Y_np, nbrs, order, largest: int, dtype, *, algorithm, los
     """:func:`boost` on a small problem padded to shared sizes: the m examples
     to M = :func:`graph.shared_rows` (m) rows (y = 0, n_j = 0, no one's
     neighbour), the T steps to :func:`graph.in_blocks` (T) (no-ops) and the
-    inverse neighbourhoods' width to the power of two ≥ max(P, 8k) (the
-    largest one, P, varies with the data — Gaussian folds of 400 points in
-    16 dimensions, k = 10, gave P = 56–80 — and at such sizes a wider step
-    costs well under a µs), so that fits of nearby sizes — cross-validation
-    folds, a learning curve — reuse one compiled boosting instead of
-    compiling ~0.15–0.3 s each (2 CPU cores).
+    inverse neighbourhoods' width to :func:`graph.shared_width` (max(P, 8k))
+    (the largest one, P, varies with the data — Gaussian folds of 400
+    points in 16 dimensions, k = 10, gave P = 56–80, all under the floor 8k
+    = 80; a power of two, coarser, made a step at m = 12 000 read 256
+    members instead of 160: 12 % slower warm), so that fits of nearby sizes
+    — cross-validation folds, a learning curve — reuse one compiled boosting
+    instead of compiling ~0.15–0.3 s each (2 CPU cores).
     The same steps run on the same edges: the result is that of the
     unpadded call (α, edges and trace sliced back on the host)."""
     m = nbrs.shape[0]
@@ -590,10 +591,10 @@ def padded_graph(nbrs, rows: int, largest: int):
     """(inverse neighbourhoods, (rows, k) neighbour indices) of an (m, k)
     graph padded to ``rows`` examples for :func:`boost`'s ``n_points``: the
     padding rows are in no one's inv(j) (n_j = 0) and their own neighbours;
-    the members' width is the power of two ≥ max(P, 8k) (see
+    the members' width is :func:`graph.shared_width` (max(P, 8k)) (see
     :func:`_shared_size_boost`)."""
     m, k = nbrs.shape
-    width = 1 << (max(int(largest), 8 * k) - 1).bit_length()
+    width = shared_width(max(int(largest), 8 * k))
     ghosts = np.repeat(np.arange(m, rows, dtype=nbrs.dtype)[:, None], k, axis=1)
     return inverse_neighbors(nbrs, rows, width=width), to_device(np.concatenate([nbrs, ghosts]))
 
