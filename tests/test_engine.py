@@ -1202,45 +1202,49 @@ def test_auto_posterior_with_given_neighbors_derives_the_auxiliary_graph(monkeyp
     searches = []
     monkeypatch.setattr(model_mod, "knn_graph", lambda *a, **kw: searches.append(a) or graph_mod.knn_graph(*a, **kw))
     given, rounds = [], []
-    real_fit = model_mod.fit
+    real_fit = model_mod._fit_checked  # the checked fit: the main one, then the auxiliary one
 
-    def spy_fit(X, y, **kw):
+    def spy_fit(*args, **kw):
         given.append(kw.get("neighbors"))
         rounds.append(kw.get("rounds"))
-        return real_fit(X, y, **kw)
+        return real_fit(*args, **kw)
 
-    monkeypatch.setattr(model_mod, "fit", spy_fit)
+    monkeypatch.setattr(model_mod, "_fit_checked", spy_fit)
     X, y = _blobs(m=200, C=3, seed=4)
     nb = np.asarray(graph_mod.knn_graph(X, 5).indices)
     with caplog.at_level("INFO", logger="jaxnn"):
         model = jaxnn.fit(X, y, k=5, neighbors=nb, seed=3)
     assert not searches and 0.0 <= model.posterior_mix <= 1.0
     tr = np.random.default_rng(3).permutation(200)[40:]
-    assert len(given) == 1 and rounds == [160]  # the rounds scale with the 80 %: one pass each
-    np.testing.assert_array_equal(given[0], graph_mod.subgraph(X, nb, tr))
+    assert len(given) == 2 and rounds == [200, 160]  # the rounds scale with the 80 %: one pass each
+    np.testing.assert_array_equal(given[1], graph_mod.subgraph(X, nb, tr))
     assert any(r.getMessage().startswith("fit: posterior='auto': 5-NN graph of the 160 points from the full graph (two hops)")
                for r in caplog.records)
     # without given neighbours the 80 % fit's graph is an exact search of the 80 %
     # (done with the scored points' query: graph.graph_and_query)
     given.clear()
     jaxnn.fit(X, y, k=5, seed=3)
-    assert len(given) == 1 and len(searches) == 1  # knn_graph: the full fit's graph only
-    np.testing.assert_array_equal(given[0], np.asarray(graph_mod.knn_graph(X[tr], 5).indices))
+    assert len(given) == 2 and given[0] is None and len(searches) == 1  # knn_graph: the full fit's graph only
+    np.testing.assert_array_equal(given[1], np.asarray(graph_mod.knn_graph(X[tr], 5).indices))
 
 
 def test_auto_posterior_searches_the_auxiliary_graph_and_the_scored_points_at_once():
-    """A fit of new shapes with posterior="auto" compiles two exact searches:
-    the graph of all m points and one for the 80 %'s graph with the scored
-    points' neighbours (graph.graph_and_query) — not a third for the query
-    (~0.45 s each on 2 CPU cores, the largest part of a first fit's compile)."""
+    """A fit of new shapes with posterior="auto" compiles one exact search:
+    the 80 %'s graph and the scored points' neighbours come from one search
+    (graph.graph_and_query) — not a third for the query — padded to the
+    shapes of the search of all m points, whose program serves both (~0.25 s
+    each on 2 CPU cores; three programs in stop 25, two in stop 26); and one
+    boosting, the auxiliary fit padded to the main fit's shapes."""
+    from jaxnn._src import boosting
     from jaxnn._src import graph as graph_mod
 
-    # m = 600 (padded to 768 rows) and the 80 %'s 480 (512): two search shapes
-    X, y = _blobs(m=600, C=3, seed=6)
+    # m = 600 (640 rows) and the 80 %'s 480 (512 rows alone): the auxiliary search takes the main one's
+    X, y = _blobs(m=600, C=7, seed=6)  # 7 classes: a boosting shape no other test uses
     X = np.c_[X, X[:, :1] * 0.5]  # a width no other test uses: every search shape is new
-    before = graph_mod._conditioned_search._cache_size()
+    before = graph_mod._conditioned_search._cache_size(), boosting.boost._cache_size()
     model = jaxnn.fit(X, y, k=5, seed=2)
-    assert graph_mod._conditioned_search._cache_size() - before == 2
+    after = graph_mod._conditioned_search._cache_size(), boosting.boost._cache_size()
+    assert (after[0] - before[0], after[1] - before[1]) == (1, 1)
     assert model.posterior_mix in (0.0, 1.0)
 
 
@@ -1598,9 +1602,9 @@ def test_auto_posterior_from_given_neighbors_centres_points_far_from_zero():
     from jaxnn._src import model as model_mod
 
     given = []
-    real_fit = model_mod.fit
+    real_fit = model_mod._fit_checked  # each fit's checked part: the main fit, then the auxiliary one
     monkeypatch = pytest.MonkeyPatch()
-    monkeypatch.setattr(model_mod, "fit", lambda X, y, **kw: given.append(kw["neighbors"]) or real_fit(X, y, **kw))
+    monkeypatch.setattr(model_mod, "_fit_checked", lambda *a, **kw: given.append(kw["neighbors"]) or real_fit(*a, **kw))
     X, y = _blobs(m=300, C=3, seed=8, spread=1.2)
     nb = np.asarray(jaxnn.knn_graph(X, 10).indices)
     try:
@@ -1608,8 +1612,8 @@ def test_auto_posterior_from_given_neighbors_centres_points_far_from_zero():
         far = jaxnn.fit(X.astype(np.float64) + 1e8, y, k=10, neighbors=nb, seed=4)
     finally:
         monkeypatch.undo()
-    assert len(given) == 2
-    np.testing.assert_array_equal(given[1], given[0])  # the 80 %'s graph (97 % of its entries differed before)
+    assert len(given) == 4
+    np.testing.assert_array_equal(given[3], given[1])  # the 80 %'s graph (97 % of its entries differed before)
     assert far.posterior_mix == near.posterior_mix
     np.testing.assert_allclose(np.asarray(jaxnn.predict_proba(far, X.astype(np.float64) + 1e8)),
                                np.asarray(jaxnn.predict_proba(near, X)), atol=1e-5)

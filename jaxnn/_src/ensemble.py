@@ -608,9 +608,9 @@ def _boost_split(Xs, Y, E0, *, k, algo, loss, chooser, rounds, seed, graph_metho
             res = boost_colored(Y, E0, jnp.asarray(inverse_counts(nbrs, m)), color_schedule(nbrs, n_classes=C),
                                 algorithm=algo, loss=loss, passes=passes, trace=trace)
         elif _boosts_at_shared_size(m, C, chooser, None):  # padded as fit pads it
-            res = _shared_size_boost(np.asarray(Y), nbrs, chooser_order(chooser, m, rounds, seed),
-                                     inverse_counts(nbrs, m).max(), Y.dtype, algorithm=algo, loss=loss,
-                                     greedy=chooser == "greedy", trace=trace)
+            res, _ = _shared_size_boost(np.asarray(Y), nbrs, chooser_order(chooser, m, rounds, seed),
+                                        inverse_counts(nbrs, m).max(), Y.dtype, algorithm=algo, loss=loss,
+                                        greedy=chooser == "greedy", trace=trace)
         else:
             inv = inverse_neighbors(nbrs, m, width=shared_width(inverse_counts(nbrs, m).max()))
             order = jnp.asarray(chooser_order(chooser, m, rounds, seed))

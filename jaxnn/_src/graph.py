@@ -195,7 +195,7 @@ def _conditioned(Q, X, n_valid=None):
     return (Q - shift) / s, (X - shift) / s, e + e0
 
 
-def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, recall_target=None):
+def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, recall_target=None, rows=None):
     """Exact kNN of rows of Q among rows of X, a tile of ``block`` query rows
     at a time; with ``devices``, the query rows are split across them; with a
     ``recall_target``, selected by ``lax.approx_min_k``.  Points are first
@@ -206,7 +206,9 @@ def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, re
     points is padded on the host to :func:`shared_rows` (the padding never a
     neighbour) and Q to :func:`query_rows` rows, so that data of nearby
     sizes — cross-validation folds, a learning curve's steps — share one
-    compiled search (~0.25–0.5 s a new size on 2 CPU cores)."""
+    compiled search (~0.25–0.5 s a new size on 2 CPU cores).  ``rows``: pad
+    such X to at least this many rows (another search's, to share its
+    compilation)."""
     if devices is None:  # one program: conditioning, search and rescaling compile together
         if recall_target is not None:
             kernel, recall_target = _onepass_topk, float(recall_target)
@@ -214,7 +216,7 @@ def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, re
             kernel = _search_kernel(X.shape[0], X.shape[1], k, sharding.platform())
         m, n_valid = X.shape[0], None
         if not isinstance(X, jax.core.Tracer) and not isinstance(Q, jax.core.Tracer) and m <= SHARED_MAX_ROWS:
-            X, n_valid = _host_padded(X, shared_rows(m)), to_device(m, np.int32)
+            X, n_valid = _host_padded(X, max(shared_rows(m), rows or 0)), to_device(m, np.int32)
             Q = _host_padded(Q, query_rows(Q.shape[0], block))
         return _conditioned_search(Q, X, n_valid, kernel=kernel, k=k, block=block, exclude_self=exclude_self,
                                    recall_target=recall_target)
@@ -566,7 +568,7 @@ def _search_points(X_train, X_query, k, *, exclude_self: bool):
     return X_train, X_query, _as_float(X_train), k
 
 
-def graph_and_query(X_train, X_query, k: int, *, devices=None):
+def graph_and_query(X_train, X_query, k: int, *, devices=None, rows=None):
     """``knn_graph(X_train, k)`` and ``knn_query(X_train, X_query, k)`` by one
     exact search: the rows of X_train and then those of X_query are queried
     together among X_train (the first m excluding themselves; a query row has
@@ -579,6 +581,8 @@ def graph_and_query(X_train, X_query, k: int, *, devices=None):
     Args:
       X_train: (m, d) points.  X_query: (n, d) points.  1 ≤ k < m.
       devices: as for :func:`knn_graph`.
+      rows: a small X_train is padded to at least this many rows (a larger
+        search's :func:`shared_rows`, whose compiled program then serves).
 
     Returns:
       ((m, k), (n, k)) int32 NumPy indices into X_train, nearest first.
@@ -592,7 +596,7 @@ def graph_and_query(X_train, X_query, k: int, *, devices=None):
     platform = sharding.platform(devices)
     _warn_if_slow(Q.shape[0], m, platform, f"knn_graph of {m} points and knn_query of {X_query.shape[0]}",
                   "method='nndescent' (fit's graph_method=) is approximate and much faster at this size")
-    idx, _ = _blocked_topk(Q, Xt, k, _block_rows(m, None, platform), True, devices)
+    idx, _ = _blocked_topk(Q, Xt, k, _block_rows(m, None, platform), True, devices, rows=rows)
     idx = np.asarray(idx)
     return idx[:m], idx[m:Q.shape[0]]
 

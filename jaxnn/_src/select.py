@@ -123,7 +123,7 @@ def _pass_runner(chooser: str, nb: np.ndarray, m: int, n_classes: int, algo, see
     if rows is not None and rows > m:  # padded: sizes near m share the compiled scan (model._shared_size_boost)
         from jaxnn._src.model import padded_graph
 
-        inv, neighbors = padded_graph(nb, rows, inverse_counts(nb, m).max())
+        inv, neighbors = padded_graph(nb, rows, shared_width(max(int(inverse_counts(nb, m).max()), 8 * nb.shape[1])))
         sizes = to_device(m, np.int32)
         orders = padded_rows(orders.T, in_blocks(m)).T  # (passes, steps): no-op steps after the m
         return lambda Y, edges, loss, p: boost(Y, edges, inv.members, inv.counts, neighbors, to_device(orders[p - 1]),
