@@ -407,3 +407,35 @@ class ChooserAccuracy(Benchmark):
         return float(np.mean(accuracies))
 
     track_mean_test_accuracy.unit = "accuracy"
+
+
+class NearbySizes(Benchmark):
+    """A fit of a new size after one of a nearby size, as cross-validation
+    folds that differ by a row run them: ``track_nearby_size_seconds`` times
+    ``jaxnn.fit`` (defaults: k = 10, ``posterior="auto"``) on m + 3 points
+    after a fit on m, compilation included — a new process each.  Small
+    problems are searched and boosted padded to shared sizes
+    (``graph.shared_rows``, since stop 27), so the second size compiles
+    nothing: ~0.01 s at m = 2000, where each new size compiled ~1 s before;
+    ``track_first_fit_seconds`` is the first fit's (compile included)."""
+
+    M = 500 if QUICK else 2000
+    timeout = 120
+
+    def setup(self):
+        import jaxnn
+
+        rng = np.random.default_rng(0)
+        X = rng.normal(size=(self.M + 3, 16)).astype(np.float32)
+        y = (X[:, 0] + X[:, 1] > 0).astype(int) + 2 * (X[:, 2] > 0)
+        _, self.first = timed_block(lambda: jaxnn.fit(X[: self.M], y[: self.M]).alpha)
+        self.fit_nearby = lambda: jaxnn.fit(X, y).alpha
+
+    def track_nearby_size_seconds(self):
+        return timed_block(self.fit_nearby)[1]
+
+    def track_first_fit_seconds(self):
+        return self.first
+
+    track_nearby_size_seconds.unit = "seconds"
+    track_first_fit_seconds.unit = "seconds"
