@@ -1113,7 +1113,8 @@ def test_windowed_scan_equals_plain_scan(steps):
     counts = np.bincount(nb.ravel(), minlength=150)
     assert (counts == 0).any()
     chunks = np.asarray(window_layout(nb, chooser_order("random", 150, 407, seed=3), steps).chunks)
-    assert chunks.min() < chunks.max() == 8  # windows copy different numbers of row chunks
+    # windows copy different numbers of row chunks (the widest its real rows: U is rounded up)
+    assert chunks.min() < chunks.max() <= 8
     order = chooser_order("random", 150, 407, seed=3)
     with jax.enable_x64(True):
         model = jaxnn.fit(X.astype(np.float64), y, k=4, rounds=1, neighbors=nb, posterior="link")

@@ -127,3 +127,28 @@ def test_select_of_nearby_sizes_shares_the_compiled_programs_and_scores_as_unpad
         monkeypatch.setattr(graph_mod, "SHARED_MAX_ROWS", 0)
         monkeypatch.setattr(model_mod, "SHARED_MAX_ROWS", 0)
         assert jaxnn.select(X, y, chooser=chooser, **kw) == padded
+
+
+def test_windowed_refits_on_other_data_of_one_size_reuse_the_compiled_scan(monkeypatch):
+    """The windowed scan's layout (rows per window U, members list length) and
+    its max_count depend on the data: each refit on new data of the same size
+    compiled again (~0.3 s at m = 8000, C = 10).  They are rounded to shared
+    sizes now (window.shared_max_count).  Here the same graph relabelled by
+    permutations: the windows gather other rows (U varied: 2768–2792 before
+    the rounding), P stays."""
+    from jaxnn._src import window
+
+    monkeypatch.setattr(window, "WINDOWED_MIN_STATE", 0)  # windowed at any size
+    m = 3000  # three windows of 1024 steps (C = 4, k = 6)
+    X, y = _blobs(m, C=4, d=11, seed=21)  # a width no other test uses
+    nb = np.asarray(jaxnn.knn_graph(X, 6).indices)
+    fits = []
+    for seed in (0, 1, 2):
+        perm = np.random.default_rng(seed).permutation(m)
+        rank = np.argsort(perm)
+        Xp, yp, nbp = X[perm], y[perm], rank[nb[perm]]
+        before = window.boost_windowed._cache_size()
+        jaxnn.fit(Xp, yp, k=6, neighbors=nbp, posterior="link")
+        fits.append(window.boost_windowed._cache_size() - before)
+    assert fits[1:] == [0, 0]  # the first compiled (or found) the program; the refits reuse it
+    assert window.shared_max_count(np.array([0, 30, 7])) == 32 and window.shared_max_count(np.array([28])) == 28

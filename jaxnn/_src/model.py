@@ -544,7 +544,7 @@ def _fit_checked(Xa, y, classes, Y_np, multilabel: bool, *, k: int, loss_obj, al
         order = chooser_order(chooser, m, rounds, seed)
         layout = window.window_layout(nbrs, order, window.window_steps(Y.shape[1], k))
         return window.boost_windowed(Y, E0, to_device(counts), layout, algorithm=algo, loss=loss_obj,
-                                     trace=bool(trace), n_steps=rounds, max_count=int(counts.max()))
+                                     trace=bool(trace), n_steps=rounds, max_count=window.shared_max_count(counts))
 
     scan = "colour schedule" if chooser == "colored" else "windowed scan" if windowed else "scan"
     result = _logged(f"fit: {type(algo).__name__} boosting ({loss_obj.name} loss, {chooser} chooser, {scan}), "

@@ -109,7 +109,7 @@ def _pass_runner(chooser: str, nb: np.ndarray, m: int, n_classes: int, algo, see
         # fit's windowed scan for a large edge state (2.8× faster a pass at m = 10⁵, C = 10, k = 10);
         # a layout per distinct pass order, built when first needed (lazy: one for all passes)
         counts = inverse_counts(nb, m)
-        counts_j, max_count = jnp.asarray(counts), int(counts.max())
+        counts_j, max_count = jnp.asarray(counts), window.shared_max_count(counts)
         steps, layouts = window.window_steps(n_classes, nb.shape[1]), {}
 
         def windowed_pass(Y, edges, loss, p):
