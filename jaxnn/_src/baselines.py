@@ -40,7 +40,8 @@ import numpy as np
 import optax
 
 from jaxnn._src.checks import check_bool, check_integer, check_points, check_real, check_whole_labels
-from jaxnn._src.graph import _as_float, at_shared_rows, first_rows, float32_origin, neighbor_sum, padded_query, padded_rows, query_rows, shift_points
+from jaxnn._src.graph import (_as_float, at_shared_rows, first_rows, float32_origin, neighbor_sum, padded_query,
+                              padded_rows, query_rows, shift_points)
 from jaxnn._src.model import HostPickled, without_float64
 
 __all__ = [

@@ -216,8 +216,8 @@ def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, re
             kernel = _search_kernel(X.shape[0], X.shape[1], k, sharding.platform())
         m, n_valid = X.shape[0], None
         if not isinstance(X, jax.core.Tracer) and not isinstance(Q, jax.core.Tracer) and m <= SHARED_MAX_ROWS:
-            X, n_valid = _host_padded(X, max(shared_rows(m), rows or 0)), to_device(m, np.int32)
-            Q = _host_padded(Q, query_rows(Q.shape[0], block))
+            X, n_valid = padded_rows(X, max(shared_rows(m), rows or 0)), to_device(m, np.int32)
+            Q = padded_rows(Q, query_rows(Q.shape[0], block))
         return _conditioned_search(Q, X, n_valid, kernel=kernel, k=k, block=block, exclude_self=exclude_self,
                                    recall_target=recall_target)
     Q, X, exponent = _conditioned(Q, X)
@@ -245,19 +245,6 @@ def to_device(a, dtype=None) -> jax.Array:
     size), ``device_put`` compiles nothing (75 µs for 400 × 16 floats).
     Dtypes are canonicalised alike (int64 → int32 without x64)."""
     return jax.device_put(np.asarray(a, dtype))
-
-
-def _host_padded(a, rows: int):
-    """a (n, …) with zero rows appended up to ``rows`` (a itself when it has
-    ``rows`` rows): padded on the host for NumPy arrays and CPU arrays (a
-    small problem's copy there and back compiles nothing per n), by a jitted
-    pad on an accelerator (no round trip over the bus; a small program per
-    shape)."""
-    if a.shape[0] == rows:
-        return a
-    if isinstance(a, jax.Array) and next(iter(a.devices())).platform != "cpu":
-        return _pad_rows(a, rows)
-    return to_device(padded_rows(np.asarray(a), rows))
 
 
 def _blocked_topk_conditioned(Q, X, k: int, block: int, exclude_self: bool, devices, recall_target):
@@ -610,8 +597,7 @@ def query_rows(n: int, block: int = 128) -> int:
     hence the coarse steps while batches are small: any batch of ≤ 128
     queries shares one compiled search, and sizes 1 … 10⁴ need 14."""
     blocks = -(-int(n) // block)
-    step = 1 << max(0, blocks.bit_length() - (2 if blocks <= 64 else 4))
-    return -(-blocks // step) * step * block
+    return in_blocks(n, block, bits=2 if blocks <= 64 else 4)
 
 
 #: training sets of at most this many points are searched (and boosted, by
@@ -652,12 +638,15 @@ def at_shared_rows(*arrays):
     m = arrays[0].shape[0]
     if m > SHARED_MAX_ROWS or any(isinstance(a, jax.core.Tracer) for a in arrays):
         return arrays
-    return tuple(_host_padded(a, shared_rows(m)) for a in arrays)
+    return tuple(padded_rows(a, shared_rows(m)) for a in arrays)
 
 
 def padded_rows(a, rows: int):
     """a (n, …) with ``rows − n`` rows of zeros appended (a itself when
-    rows = n): on the host for NumPy arrays, by a jitted pad for JAX ones."""
+    rows = n): on the host for NumPy arrays; for concrete JAX arrays on the
+    CPU too, copied there and back (nothing compiles per n); by a jitted pad
+    for traced arrays and on an accelerator (no round trip over the bus; a
+    small program per shape)."""
     n = a.shape[0]
     if rows == n:
         return a
@@ -665,6 +654,8 @@ def padded_rows(a, rows: int):
         out = np.zeros((rows,) + a.shape[1:], a.dtype)
         out[:n] = a
         return out
+    if not isinstance(a, jax.core.Tracer) and next(iter(a.devices())).platform == "cpu":
+        return to_device(padded_rows(np.asarray(a), rows))
     return _pad_rows(a, rows)
 
 
@@ -934,9 +925,7 @@ def shared_width(P: int) -> int:
     to this shared width: such refits reuse the compiled boosting.  Padding
     is inert up to float rounding (a wider δ sums its zeros in another
     order: α's total moved by 7·10⁻⁸ relative on 2000 points)."""
-    P = max(1, int(P))
-    step = 1 << max(0, P.bit_length() - 3)
-    return -(-P // step) * step
+    return in_blocks(max(1, int(P)), 1)
 
 
 #: members arrays of at least this many entries are built on the device

@@ -26,10 +26,9 @@ from jaxnn._src.checks import check_bool, check_points, check_real, check_whole_
 from jaxnn._src.checks import check_integer as _check_int
 from jaxnn._src.boosting import BoostResult, boost, check_chooser, chooser_order
 from jaxnn._src.graph import METHODS as _GRAPH_METHODS
-from jaxnn._src.graph import SHARED_MAX_ROWS
-from jaxnn._src.graph import (Neighbors, at_shared_rows, first_rows, in_blocks, float32_origin, graph_and_query, inverse_counts, inverse_neighbors,
-                              knn_graph, neighbor_sum, padded_query, padded_rows, query_rows, shared_rows, shared_width,
-                              shift_points, subgraph, to_device)
+from jaxnn._src.graph import (SHARED_MAX_ROWS, Neighbors, at_shared_rows, first_rows, float32_origin, graph_and_query,
+                              in_blocks, inverse_counts, inverse_neighbors, knn_graph, neighbor_sum, padded_query,
+                              padded_rows, query_rows, shared_rows, shared_width, shift_points, subgraph, to_device)
 from jaxnn._src.schedule import boost_colored, color_schedule
 
 __all__ = ["Model", "fit", "decision_function", "predict_proba", "predict", "encode_labels", "auto_chooser"]
@@ -507,7 +506,7 @@ def _fit_checked(Xa, y, classes, Y_np, multilabel: bool, *, k: int, loss_obj, al
         nbrs = _check_neighbors(neighbors, m, k, rows=m)
     Y = to_device(Y_np, dtype)  # cast on the host: nothing compiles per m
     n_classes = Y.shape[1]
-    windowed = chooser not in ("greedy", "colored") and devices is None and m * n_classes >= window.WINDOWED_MIN_STATE
+    windowed = _runs_windowed(m, n_classes, chooser, devices)
     shared = _boosts_at_shared_size(m, n_classes, chooser, devices)
     E0 = None if shared else algo.init_edges(loss_obj, Y)
     if devices is not None:
@@ -571,14 +570,19 @@ def _fit_checked(Xa, y, classes, Y_np, multilabel: bool, *, k: int, loss_obj, al
     return dataclasses.replace(model, posterior_mix=float(mix))
 
 
+def _runs_windowed(m: int, n_classes: int, chooser: str, devices) -> bool:
+    """Whether the sequential steps run in windows (:mod:`window`): the lazy
+    and random choosers on one device from m·C ≥ ``window.WINDOWED_MIN_STATE``."""
+    return chooser not in ("greedy", "colored") and devices is None and m * n_classes >= window.WINDOWED_MIN_STATE
+
+
 def _boosts_at_shared_size(m: int, n_classes: int, chooser: str, devices) -> bool:
     """Whether ``fit`` runs its boosting padded to shared sizes
-    (:func:`_shared_size_boost`): the sequential scan (lazy, random, greedy;
-    not windowed: m·C below ``window.WINDOWED_MIN_STATE``) of at most
-    ``SHARED_MAX_ROWS`` examples on one device — where a new size's
-    compilation outweighs the padded steps."""
-    windowed = chooser not in ("greedy", "colored") and m * n_classes >= window.WINDOWED_MIN_STATE
-    return chooser != "colored" and not windowed and devices is None and m <= SHARED_MAX_ROWS
+    (:func:`_shared_size_boost`): the plain sequential scan (lazy, random,
+    greedy; not windowed) of at most ``SHARED_MAX_ROWS`` examples on one
+    device — where a new size's compilation outweighs the padded steps."""
+    return (chooser != "colored" and devices is None and m <= SHARED_MAX_ROWS
+            and not _runs_windowed(m, n_classes, chooser, devices))
 
 
 class SharedShapes(NamedTuple):
@@ -588,6 +592,13 @@ class SharedShapes(NamedTuple):
     rows: int
     steps: int
     width: int
+
+    @classmethod
+    def of(cls, m: int, steps: int, largest: int, k: int) -> "SharedShapes":
+        """The shapes of m examples, ``steps`` steps and a largest inverse
+        neighbourhood ``largest`` (P) of a k-NN graph: :func:`graph.shared_rows`
+        (m), :func:`graph.in_blocks` (steps), :func:`graph.shared_width` (max(P, 8k))."""
+        return cls(shared_rows(m), in_blocks(steps), shared_width(max(int(largest), 8 * int(k))))
 
 
 def _shared_size_boost(Y_np, nbrs, order, largest: int, dtype, *, algorithm, loss, greedy: bool, trace: bool,
@@ -609,7 +620,7 @@ def _shared_size_boost(Y_np, nbrs, order, largest: int, dtype, *, algorithm, los
     Returns (:class:`BoostResult`, the :class:`SharedShapes` used).
     """
     m, k = nbrs.shape
-    shapes = SharedShapes(shared_rows(m), in_blocks(order.size), shared_width(max(int(largest), 8 * k)))
+    shapes = SharedShapes.of(m, order.size, largest, k)
     if like is not None:
         shapes = SharedShapes(*(max(a, b) for a, b in zip(shapes, like)))
     Y = to_device(padded_rows(Y_np, shapes.rows), dtype)

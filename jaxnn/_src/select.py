@@ -19,7 +19,7 @@ from jaxnn._src import losses as losses_mod
 from jaxnn._src import sharding, window
 from jaxnn._src.boosting import boost, check_chooser, chooser_order
 from jaxnn._src.checks import check_integer, check_real, did_you_mean
-from jaxnn._src.graph import (METHODS, _nndescent_index, _nndescent_query, graph_and_query, in_blocks, inverse_counts,
+from jaxnn._src.graph import (METHODS, _nndescent_index, _nndescent_query, graph_and_query, inverse_counts,
                               inverse_neighbors, knn_graph, knn_query, padded_rows, query_rows, shared_rows, shared_width,
                               to_device)
 from jaxnn._src.schedule import boost_colored, color_schedule
@@ -92,20 +92,23 @@ def _holdout(y: np.ndarray, fraction: float, seed: int):
 
 
 def _pass_runner(chooser: str, nb: np.ndarray, m: int, n_classes: int, algo, seed: int, max_passes: int,
-                 mesh=None, platform=None, rows=None):
+                 mesh=None, platform=None, shared=False):
     """``(Y, edges, loss, p) → BoostResult`` of pass p (1-based) on the graph
     ``nb`` as ``fit`` runs it: the colored schedule, or the scan — windowed
     for a large edge state — over pass p's slice of ``fit``'s sequence (the
     random chooser draws a new permutation each pass); with a class ``mesh``,
-    on its devices.  ``rows`` > m: the scan on a problem padded to ``rows``
-    examples, as ``fit`` pads a small one (Y and the edges have ``rows`` rows)."""
+    on its devices.  ``shared``: the scan on the problem padded to shared
+    sizes, as ``fit`` pads a small one (Y and the edges have
+    ``graph.shared_rows(m)`` rows)."""
+    from jaxnn._src.model import SharedShapes, _runs_windowed, padded_graph  # local: model imports this module
+
     if chooser == "colored":
         schedule = color_schedule(nb, n_classes=n_classes, platform=platform)
         counts = jnp.asarray(inverse_counts(nb, m))
         return lambda Y, edges, loss, p: boost_colored(Y, edges, counts, schedule, algorithm=algo, loss=loss,
                                                        passes=1, trace=False)
     orders = chooser_order(chooser, m, max_passes * m, seed).reshape(max_passes, m)
-    if chooser != "greedy" and mesh is None and m * n_classes >= window.WINDOWED_MIN_STATE:
+    if _runs_windowed(m, n_classes, chooser, mesh):
         # fit's windowed scan for a large edge state (2.8× faster a pass at m = 10⁵, C = 10, k = 10);
         # a layout per distinct pass order, built when first needed (lazy: one for all passes)
         counts = inverse_counts(nb, m)
@@ -120,12 +123,11 @@ def _pass_runner(chooser: str, nb: np.ndarray, m: int, n_classes: int, algo, see
                                          trace=False, n_steps=m, max_count=max_count)
 
         return windowed_pass
-    if rows is not None and rows > m:  # padded: sizes near m share the compiled scan (model._shared_size_boost)
-        from jaxnn._src.model import padded_graph
-
-        inv, neighbors = padded_graph(nb, rows, shared_width(max(int(inverse_counts(nb, m).max()), 8 * nb.shape[1])))
+    if shared:  # padded: sizes near m share the compiled scan (model._shared_size_boost)
+        shapes = SharedShapes.of(m, m, inverse_counts(nb, m).max(), nb.shape[1])
+        inv, neighbors = padded_graph(nb, shapes.rows, shapes.width)
         sizes = to_device(m, np.int32)
-        orders = padded_rows(orders.T, in_blocks(m)).T  # (passes, steps): no-op steps after the m
+        orders = padded_rows(orders.T, shapes.steps).T  # (passes, steps): no-op steps after the m
         return lambda Y, edges, loss, p: boost(Y, edges, inv.members, inv.counts, neighbors, to_device(orders[p - 1]),
                                                sizes, sizes, algorithm=algo, loss=loss, greedy=chooser == "greedy",
                                                trace=False)
@@ -234,8 +236,8 @@ def select(
     graph, query = np.asarray(graph), np.asarray(query)
     n_classes = Y_all.shape[1]
     # a small problem is boosted and scored padded to shared sizes, as fit pads it
-    rows = shared_rows(m) if _boosts_at_shared_size(m, n_classes, chooser, devices) else m
-    Y = to_device(padded_rows(Y_all[tr], rows), dtype)
+    shared = _boosts_at_shared_size(m, n_classes, chooser, devices)
+    Y = to_device(padded_rows(Y_all[tr], shared_rows(m) if shared else m), dtype)
     Y_va = Y_all[va]
     n_val = Y_va.shape[0]
     query = padded_rows(query, query_rows(n_val))  # the scoring compiled once for nearby sizes too
@@ -249,7 +251,7 @@ def select(
     scores = {}
     for k in ks:
         nb = graph[:, :k]
-        run_pass = _pass_runner(chooser, nb, m, n_classes, algo, seed, max_passes, mesh, platform, rows)
+        run_pass = _pass_runner(chooser, nb, m, n_classes, algo, seed, max_passes, mesh, platform, shared)
         q = to_device(query[:, :k])
         for loss in loss_objs:
             edges = on_mesh(algo.init_edges(loss, Y))

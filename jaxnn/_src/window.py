@@ -100,7 +100,7 @@ def window_layout(neighbors, order, steps: int) -> WindowLayout:
     # (three significant bits), so refits on other data of the same size reuse the compiled scan
     U = shared_width(-(-max(rows.shape[1] for rows, _ in pieces) // ROW_CHUNKS)) * ROW_CHUNKS
     rows = np.concatenate([np.pad(r, ((0, 0), (0, U - r.shape[1])), constant_values=m) for r, _ in pieces])
-    pad = shared_width(counts.max(initial=0)) + CHUNK + 1  # a slice of any step width stays in bounds (no clamping)
+    pad = shared_max_count(counts) + CHUNK + 1  # a slice of any step width stays in bounds (no clamping)
     local = np.concatenate([loc for _, loc in pieces])
     local = np.concatenate([local, np.full(in_blocks(local.size + pad) - local.size, U, np.int32)])
     chunk = U // ROW_CHUNKS
