@@ -10,11 +10,13 @@ process.  Compare two versions as the closing notes do, alternating runs::
     python bench/first_calls.py given 30000 50          # fit(neighbors=a given k-NN graph), posterior="auto" (stop 26)
     python bench/first_calls.py cv 503                  # cross_val_score of the estimator, cv = 5 (uneven folds compiled twice before stop 27)
     python bench/first_calls.py curve 400               # learning_curve of the estimator: 5 sizes × 5 folds (stop 27)
+    python bench/first_calls.py grid 500                # GridSearchCV of the estimator over k = 3, 5, 7, 9, 11, 15, cv = 5 (stop 28)
+    python bench/first_calls.py auto-k 2000             # fit(k="auto"): select's 4 ks, then the fit (stop 28)
 
 Modes: ``fit-auto`` / ``fit-link`` M (d = 8, two classes; the first and a
 second fit), ``ripley``, ``warm`` M D (five Gaussian classes), ``select`` M
-(d = 16, ten classes), ``given`` M K (d = 16, four classes), ``cv`` M and ``curve`` M (d = 16,
-four classes); the last four print a first and a second call.  Prints seconds;
+(d = 16, ten classes), ``given`` M K (d = 16, four classes), ``cv`` M, ``curve`` M, ``grid`` M and
+``auto-k`` M (d = 16, four classes); the last six print a first and a second call.  Prints seconds;
 ``jaxnn.__file__`` is printed too, to show which copy ran.
 """
 
@@ -68,7 +70,7 @@ def main(argv: list[str]) -> None:
         times = [timed(lambda: jaxnn.select(X, y, ks=(10, 20), losses=("logistic", "matsushita"),
                                             passes=(1, 2, 4)).scores) for _ in range(2)]
         print(f"select m={m}: first {times[0]:.2f} s, second {times[1]:.2f} s")
-    elif mode in ("given", "cv", "curve"):
+    elif mode in ("given", "cv", "curve", "grid", "auto-k"):
         m = int(argv[1]) if len(argv) > 1 else 30000
         X = rng.normal(size=(m, 16)).astype(np.float32)
         y = (X[:, 0] + X[:, 1] > 0).astype(int) + 2 * (X[:, 2] > 0)
@@ -77,19 +79,25 @@ def main(argv: list[str]) -> None:
             nb = jaxnn.knn_graph(X, k)
             times = [timed(lambda: jaxnn.fit(X, y, k=k, neighbors=nb).alpha) for _ in range(2)]
             print(f"given m={m} k={k}: first {times[0]:.2f} s, second {times[1]:.2f} s")
+        elif mode == "auto-k":
+            times = [timed(lambda: jaxnn.fit(X, y, k="auto").alpha) for _ in range(2)]
+            print(f"auto-k m={m}: first {times[0]:.2f} s, second {times[1]:.2f} s")
         else:
-            from sklearn.model_selection import cross_val_score, learning_curve
+            from sklearn.model_selection import GridSearchCV, cross_val_score, learning_curve
 
             from jaxnn.sklearn import BoostedKNNClassifier
 
             if mode == "cv":
                 call = lambda: cross_val_score(BoostedKNNClassifier(k=10), X, y, cv=5)  # noqa: E731
-            else:  # learning_curve's defaults: 5 sizes (10 % … 100 % of a training fold) × 5 folds
+            elif mode == "curve":  # learning_curve's defaults: 5 sizes (10 % … 100 % of a training fold) × 5 folds
                 call = lambda: learning_curve(BoostedKNNClassifier(k=10), X, y, cv=5)[1]  # noqa: E731
+            else:
+                grid = {"k": [3, 5, 7, 9, 11, 15]}
+                call = lambda: GridSearchCV(BoostedKNNClassifier(), grid, cv=5).fit(X, y).best_score_  # noqa: E731
             times = [timed(call) for _ in range(2)]
             print(f"{mode} m={m}: first {times[0]:.2f} s, second {times[1]:.2f} s")
     else:
-        raise SystemExit(f"unknown mode {mode!r}: fit-auto, fit-link, ripley, warm, select, given, cv or curve")
+        raise SystemExit(f"unknown mode {mode!r}: fit-auto, fit-link, ripley, warm, select, given, cv, curve, grid or auto-k")
     print(f"(jaxnn from {jaxnn.__file__})")
 
 

@@ -1346,7 +1346,8 @@ def test_scoring_makes_no_neighbor_by_class_gather():
     m, n, k, C = 20_000, 100_000, 10, 100
     rows, idx = jax.ShapeDtypeStruct((m, C), jnp.float32), jax.ShapeDtypeStruct((n, k), jnp.int32)
     gather_bytes = n * k * C * 4
-    for fn, args in ((_scores, (rows, rows, idx)), (_vote_fractions, (rows, idx))):
+    count = jax.ShapeDtypeStruct((), jnp.int32)  # the first k columns of more (select's candidates)
+    for fn, args in ((_scores, (rows, rows, idx)), (_scores, (rows, rows, idx, count)), (_vote_fractions, (rows, idx))):
         assert fn.lower(*args).compile().memory_analysis().temp_size_in_bytes < gather_bytes / 10, fn.__name__
     votes = baselines._votes.lower(jax.ShapeDtypeStruct((m,), jnp.int32), idx, C=C, output="counts", dtype=jnp.float32)
     assert votes.compile().memory_analysis().temp_size_in_bytes < gather_bytes / 10

@@ -199,7 +199,7 @@ def test_query_feature_mismatch():
 
 
 def test_two_stage_selection_is_exact_with_ties():
-    """m > 8·k·32 takes the grouped partial selection; it must stay exact,
+    """m > 3·k·32 takes the grouped partial selection; it must stay exact,
     ties by lower index included (every point appears twice)."""
     base = _data(m=1600, d=3, seed=4)
     X = np.concatenate([base, base])  # duplicates: i and i + 1600 coincide
@@ -526,7 +526,7 @@ def test_exact_rows_equal_the_exact_graph_rows_with_duplicates():
 
 
 def test_partial_selections_break_ties_by_lower_index():
-    """Both grouped selections (one pass from m > 8·k·32, column-chunked) keep
+    """Both grouped selections (one pass from m > 3·k·32, column-chunked) keep
     equal distances in index order: query 0 against 0.5 (301), then 1 (0) and
     −1 (300) at the same distance."""
     from jaxnn._src import graph

@@ -152,3 +152,87 @@ def test_windowed_refits_on_other_data_of_one_size_reuse_the_compiled_scan(monke
         fits.append(window.boost_windowed._cache_size() - before)
     assert fits[1:] == [0, 0]  # the first compiled (or found) the program; the refits reuse it
     assert window.shared_max_count(np.array([0, 30, 7])) == 32 and window.shared_max_count(np.array([28])) == 28
+
+
+def test_select_compiles_one_boosting_per_loss_and_one_scoring_for_all_ks():
+    """Every candidate k runs at the largest one's padded shapes (its inverse
+    neighbourhoods hold the smaller ks') and is scored from its neighbours'
+    first k columns: fit(k="auto") compiled a boosting per (k, loss) and a
+    scoring per k (2.5 → 1.5 s for a first fit of 2000 points)."""
+    watched = (boost, model_mod._scores)
+    X, y = _blobs(700, C=5, d=4, seed=31)  # five classes: shapes no other test uses
+    ks, losses = (3, 6, 12), ("logistic", "matsushita")
+    before = [f._cache_size() for f in watched]
+    together = jaxnn.select(X, y, ks=ks, losses=losses, passes=(1, 2))
+    new = [f._cache_size() - b for f, b in zip(watched, before)]
+    assert new[0] <= len(losses) and new[1] <= 1, new  # 6 and 3 before
+    for k in ks:  # the same scores as each k selected alone (at its own width, its own columns)
+        alone = jaxnn.select(X, y, ks=(k,), losses=losses, passes=(1, 2))
+        assert {key: v for key, v in together.scores.items() if key[0] == k} == alone.scores
+
+
+def test_scores_of_the_first_k_columns():
+    """neighbor_sum(…, k) with a traced k sums the first k columns of more:
+    one compiled scoring serves every k."""
+    rng = np.random.default_rng(5)
+    alpha, Y = rng.normal(size=(50, 3)).astype(np.float32), np.sign(rng.normal(size=(50, 3))).astype(np.float32)
+    idx = rng.integers(0, 50, size=(20, 9)).astype(np.int32)
+    for k in (1, 4, 9):
+        want = (alpha * Y)[idx[:, :k]].sum(axis=1)
+        np.testing.assert_allclose(np.asarray(model_mod._scores(alpha, Y, idx, k)), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(model_mod._scores(alpha, Y, idx)), (alpha * Y)[idx].sum(axis=1), rtol=1e-5,
+                               atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kind", ["gauss", "offset 1e3", "grid + 3e4", "scale 1e19", "scale 1e-20", "identical", "zeros"])
+def test_host_conditioning_is_the_jitted_conditioning(kind, dtype):
+    """A small search is conditioned on the host (graph._conditioned_on_host),
+    so that its compiled program is the search alone (~0.2 s of compilation
+    less a shape); it takes the jitted conditioning's steps: same exponent,
+    same points."""
+    import jax
+
+    rng = np.random.default_rng(7)
+    X0 = rng.normal(size=(300, 4))
+    X = {"gauss": X0, "offset 1e3": X0 + 1e3, "grid + 3e4": rng.integers(0, 50, (300, 4)) + 3e4,
+         "scale 1e19": X0 * 1e19, "scale 1e-20": X0 * 1e-20, "identical": np.full((300, 4), 2.5),
+         "zeros": np.zeros((300, 4))}[kind].astype(dtype)
+    Q = (X[:30] * 1.0001 + 0.25).astype(dtype)
+    with jax.enable_x64(dtype == np.float64):
+        Qj, Xj, e = graph_mod._conditioned(Q, X)
+        Qh, Xh, eh = graph_mod._conditioned_on_host(Q, X)
+        assert Qh.dtype == Xh.dtype == dtype and eh == int(e)
+        np.testing.assert_array_equal(Xh, np.asarray(Xj))
+        np.testing.assert_array_equal(Qh, np.asarray(Qj))
+
+
+@pytest.mark.parametrize("k", [4, 10, 16])
+def test_small_searches_conditioned_on_the_host_are_exact(k, monkeypatch):
+    """The host-conditioned, padded search and the jitted one of large
+    problems (SHARED_MAX_ROWS = 0) against float64 brute force, on integer
+    points far from 0 (exact ties, broken by the lower index), on both sides
+    of the two-stage selection's threshold (3·32·k columns: 384–1536 here,
+    against 1200–2560)."""
+    rng = np.random.default_rng(k)
+    for m in (1200, 2500):
+        X = (rng.integers(0, 30, size=(m, 6)) + 5e3).astype(np.float32)
+        Q = X[:77] + np.float32(0.5)
+        want = _brute_force(X, X, k, True), _brute_force(Q, X, k, False)
+        for limit in (graph_mod.SHARED_MAX_ROWS, 0):
+            monkeypatch.setattr(graph_mod, "SHARED_MAX_ROWS", limit)
+            np.testing.assert_array_equal(np.asarray(jaxnn.knn_graph(X, k).indices), want[0])
+            np.testing.assert_array_equal(np.asarray(jaxnn.knn_query(X, Q, k).indices), want[1])
+
+
+def test_query_batches_of_new_sizes_compile_no_slice():
+    """knn_query drops the padded query rows on the host: it compiled a slice
+    per batch size (graph.first_rows)."""
+    X, _ = _blobs(260, d=13, seed=4)  # a width no other test uses
+    jaxnn.knn_query(X, X[:37], 3)
+    before = graph_mod._first_rows._cache_size(), graph_mod._conditioned_search._cache_size()
+    for n in (38, 41, 100):
+        nb = jaxnn.knn_query(X, X[:n] + 0.01, 3)
+        assert nb.indices.shape == nb.distances.shape == (n, 3)
+        np.testing.assert_array_equal(np.asarray(nb.indices), _brute_force(X[:n] + 0.01, X, 3, False))
+    assert (graph_mod._first_rows._cache_size(), graph_mod._conditioned_search._cache_size()) == before

@@ -159,7 +159,8 @@ def boost(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None,
       Y: (m, C) labels in {−1, +1}, float dtype of the computation.
       E0: (m, C) initial edges (``algorithm.init_edges``).
       members, counts: inverse neighbourhoods, (m, P) int32 padded with m, (m,).
-      neighbors: (m, k) int32 neighbour indices (used by the greedy chooser).
+      neighbors: (m, k) int32 neighbour indices, read by the greedy chooser
+        only (None otherwise: nothing compiles per k).
       order: (T,) int32 example sequence (ignored by the greedy chooser).
       n_points, n_steps: optional int32 scalars (traced: a new value compiles
         nothing) for a problem padded to shared sizes, as ``fit`` pads small

@@ -97,6 +97,12 @@ def _block_rows(m: int, block_size: int | None, platform: str | None = None) -> 
 
 
 _GROUP = 32  # columns per group of the two-stage selection
+#: :func:`_smallest_k` selects in two stages from m > 3·32·k columns: its time
+#: over one ``top_k``'s on a 128-row tile (2 CPU cores) was 0.75 / 0.78 / 0.88 /
+#: 0.85 / 0.89 at k = 4 / 8 / 16 / 32 / 64 and m = 4·32k, and 1.10 / 1.16 / 1.07 /
+#: 1.05 / 1.08 at m = 2·32k (the ratio
+#: was 8 until stop 28: two-stage 0.41 against 0.67 ms at m = 2048, k = 10)
+TWO_STAGE_MIN_RATIO = 3
 
 
 def _smallest_k(d2, k: int):
@@ -108,9 +114,10 @@ def _smallest_k(d2, k: int):
     other group's minimum is beaten by k distinct points — so ``top_k`` runs
     on m/32 group minima and on 32·k candidates instead of on m columns.
     Candidate groups are re-sorted by index so ties still favour lower indices.
+    Below :data:`TWO_STAGE_MIN_RATIO`·32·k columns one ``top_k`` is faster.
     """
     B, m = d2.shape
-    if m <= 8 * k * _GROUP:
+    if m <= TWO_STAGE_MIN_RATIO * k * _GROUP:
         neg, idx = jax.lax.top_k(-d2, k)
         return -neg, idx
     n_groups = -(-m // _GROUP)
@@ -162,7 +169,7 @@ def _sharded_search(mesh, kernel, k: int, block: int, exclude_self: bool, per_de
 
 
 @jax.jit
-def _conditioned(Q, X, n_valid=None):
+def _conditioned(Q, X):
     """Q and X shifted and scaled alike for the search's ‖q‖² + ‖x‖² − 2q·x:
     (Q', X', e) with X' = (X − μ)/2^e, Q' = (Q − μ)/2^e and distances
     ‖q' − x'‖·2^e (``jnp.ldexp(d, e)``).
@@ -178,21 +185,33 @@ def _conditioned(Q, X, n_valid=None):
     for points on a grid as coarse as 2^e (integers, say), and data centred
     already is only rescaled, by a power of two: exact ties stay ties, broken
     by the lower index.  Jitted: one dispatch per search, not one per
-    operation.  ``n_valid``: only X's first n_valid rows are points, the
-    rest zeros padding them to a shared size (:func:`shared_rows`).
+    operation.  A small search is conditioned on the host instead
+    (:func:`_conditioned_on_host`).
     """
-    _, e0 = jnp.frexp(jnp.max(jnp.abs(X)))  # |X| < 2^e0 (zero rows change nothing)
+    _, e0 = jnp.frexp(jnp.max(jnp.abs(X)))  # |X| < 2^e0
     Q, X = jnp.ldexp(Q, -e0), jnp.ldexp(X, -e0)  # exact (powers of two): |X| < 1
-    if n_valid is None:
-        mu = jnp.mean(X, axis=0)
-        spread = jnp.abs(X - mu)
-    else:  # zero rows add nothing to the sum; they are left out of the spread
-        mu = jnp.sum(X, axis=0) / n_valid.astype(X.dtype)
-        spread = jnp.where((jnp.arange(X.shape[0]) < n_valid)[:, None], jnp.abs(X - mu), 0.0)
-    _, e = jnp.frexp(jnp.max(spread))
+    mu = jnp.mean(X, axis=0)
+    _, e = jnp.frexp(jnp.max(jnp.abs(X - mu)))
     s = jnp.ldexp(jnp.ones((), X.dtype), e)  # 2^e ≥ the spread; 1 for identical points
     shift = jnp.round(mu / s) * s
     return (Q - shift) / s, (X - shift) / s, e + e0
+
+
+def _conditioned_on_host(Q: np.ndarray, X: np.ndarray):
+    """:func:`_conditioned` in NumPy, in X's dtype — the same steps, the
+    mean's sum in another order (the shift may differ by one 2^e step: an
+    exact shift either way) — for the small searches, so that their
+    compiled program is the search alone: conditioning in it cost ~0.2 s of
+    compilation a shape (2 CPU cores; 0.44–0.65 s → 0.24–0.30 s for a
+    search of 512–768 points), and on the host it costs O((m + n)·d)."""
+    one = X.dtype.type(1)
+    _, e0 = np.frexp(np.max(np.abs(X)))  # |X| < 2^e0
+    Q, X = np.ldexp(Q, -e0).astype(X.dtype, copy=False), np.ldexp(X, -e0).astype(X.dtype, copy=False)  # exact: |X| < 1
+    mu = np.sum(X, axis=0, dtype=X.dtype) / X.dtype.type(X.shape[0])
+    _, e = np.frexp(np.max(np.abs(X - mu)))
+    s = np.ldexp(one, e).astype(X.dtype, copy=False)  # 2^e ≥ the spread; 1 for identical points
+    shift = np.round(mu / s) * s
+    return (Q - shift) / s, (X - shift) / s, int(e) + int(e0)
 
 
 def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, recall_target=None, rows=None):
@@ -203,35 +222,41 @@ def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, re
 
     Returns (indices, distances) of at least Q's n rows, the first n being
     the answer: on one device, concrete X of at most :data:`SHARED_MAX_ROWS`
-    points is padded on the host to :func:`shared_rows` (the padding never a
-    neighbour) and Q to :func:`query_rows` rows, so that data of nearby
-    sizes — cross-validation folds, a learning curve's steps — share one
-    compiled search (~0.25–0.5 s a new size on 2 CPU cores).  ``rows``: pad
-    such X to at least this many rows (another search's, to share its
-    compilation)."""
-    if devices is None:  # one program: conditioning, search and rescaling compile together
+    points is conditioned on the host (:func:`_conditioned_on_host`),
+    padded to :func:`shared_rows` (the padding never a neighbour) and Q to
+    :func:`query_rows` rows, so that data of nearby sizes — cross-validation
+    folds, a learning curve's steps — share one compiled search
+    (~0.1–0.3 s a new size on 2 CPU cores).  ``rows``: pad such X to at
+    least this many rows (another search's, to share its compilation)."""
+    if devices is None:  # one program: (conditioning,) search and rescaling compile together
         if recall_target is not None:
             kernel, recall_target = _onepass_topk, float(recall_target)
         else:
             kernel = _search_kernel(X.shape[0], X.shape[1], k, sharding.platform())
-        m, n_valid = X.shape[0], None
+        m, n_valid, exponent = X.shape[0], None, None
         if not isinstance(X, jax.core.Tracer) and not isinstance(Q, jax.core.Tracer) and m <= SHARED_MAX_ROWS:
-            X, n_valid = padded_rows(X, max(shared_rows(m), rows or 0)), to_device(m, np.int32)
-            Q = padded_rows(Q, query_rows(Q.shape[0], block))
-        return _conditioned_search(Q, X, n_valid, kernel=kernel, k=k, block=block, exclude_self=exclude_self,
-                                   recall_target=recall_target)
+            Q, X, exponent = _conditioned_on_host(np.asarray(Q), np.asarray(X))  # the program: the search alone
+            X, n_valid = to_device(padded_rows(X, max(shared_rows(m), rows or 0))), to_device(m, np.int32)
+            Q, exponent = to_device(padded_rows(Q, query_rows(Q.shape[0], block))), to_device(exponent, np.int32)
+        return _conditioned_search(Q, X, n_valid, exponent, kernel=kernel, k=k, block=block,
+                                   exclude_self=exclude_self, recall_target=recall_target)
     Q, X, exponent = _conditioned(Q, X)
     idx, dist = _blocked_topk_conditioned(Q, X, k, block, exclude_self, devices, recall_target)
     return idx, jnp.ldexp(dist, exponent)
 
 
 @functools.partial(jax.jit, static_argnames=("kernel", "k", "block", "exclude_self", "recall_target"))
-def _conditioned_search(Q, X, n_valid, *, kernel, k: int, block: int, exclude_self: bool, recall_target):
+def _conditioned_search(Q, X, n_valid=None, exponent=None, *, kernel, k: int, block: int, exclude_self: bool,
+                        recall_target):
     """:func:`_blocked_topk` on one device, jitted whole: a new shape compiles
     one program, not three (the conditioning and the rescaling of the
     distances cost ~0.1 s of compilation of their own per query size).
-    ``n_valid``: X's rows from n_valid on are padding (None: none are)."""
-    Q, X, exponent = _conditioned(Q, X, n_valid)
+    ``n_valid``: X's rows from n_valid on are padding (None: none are).
+    ``exponent``: Q and X come conditioned (:func:`_conditioned_on_host`),
+    the distances are to be scaled by 2^exponent; None: they are
+    conditioned here."""
+    if exponent is None:
+        Q, X, exponent = _conditioned(Q, X)
     extra = {} if recall_target is None else {"recall_target": recall_target}
     idx, dist = kernel(Q, X, k, block, exclude_self, n_valid=n_valid, **extra)
     return idx, jnp.ldexp(dist, exponent)
@@ -520,7 +545,7 @@ def knn_graph(
     _warn_if_slow(m, m, platform, f"knn_graph of {m} points",
                   "method='nndescent' (fit's graph_method=) is approximate and much faster at this size")
     idx, dist = _blocked_topk(Xf, Xf, k, _block_rows(m, block_size, platform), True, devices, target)
-    return Neighbors(*_first_rows_of_small(idx, dist, m=m))
+    return Neighbors(*_first_rows_of_small(idx, dist, n=m))
 
 
 def knn_query(X_train, X_query, k: int, *, block_size: int | None = None, devices=None) -> Neighbors:
@@ -539,7 +564,7 @@ def knn_query(X_train, X_query, k: int, *, block_size: int | None = None, device
       :class:`Neighbors` with ``indices`` (n, k) int32 into X_train.
     """
     idx, dist, n = padded_query(X_train, X_query, k, block_size=block_size, devices=devices)
-    return Neighbors(*first_rows((idx, dist), n))
+    return Neighbors(*_first_rows_of_small(idx, dist, n=n))
 
 
 def _search_points(X_train, X_query, k, *, exclude_self: bool):
@@ -678,13 +703,14 @@ def _first_rows(arrays, n: int, axis: int):
     return tuple(jax.lax.slice_in_dim(a, 0, n, axis=axis) for a in arrays)
 
 
-def _first_rows_of_small(*arrays, m: int):
-    """The first m rows of each array: sliced on the host when the arrays were
-    padded to :func:`shared_rows` (small: nothing compiles per m), else by
-    :func:`first_rows`."""
-    if arrays[0].shape[0] != m and arrays[0].shape[0] <= SHARED_MAX_ROWS and not isinstance(arrays[0], jax.core.Tracer):
-        return tuple(to_device(np.asarray(a)[:m]) for a in arrays)
-    return first_rows(arrays, m)
+def _first_rows_of_small(*arrays, n: int):
+    """The first n rows of each array (a search's padded result): sliced on
+    the host when they are at most :data:`SHARED_MAX_ROWS` (nothing compiles
+    per n: ``knn_query`` compiled a slice per batch size until stop 28),
+    else by :func:`first_rows`."""
+    if arrays[0].shape[0] != n and arrays[0].shape[0] <= SHARED_MAX_ROWS and not isinstance(arrays[0], jax.core.Tracer):
+        return tuple(to_device(np.asarray(a)[:n]) for a in arrays)
+    return first_rows(arrays, n)
 
 
 def padded_query(X_train, X_query, k: int, *, block_size: int | None = None, devices=None):
@@ -708,13 +734,19 @@ def padded_query(X_train, X_query, k: int, *, block_size: int | None = None, dev
     return idx, dist, n
 
 
-def neighbor_sum(rows, indices):
-    """Σ_t rows[indices[:, t]] (n, C) for (m, C) rows and (n, k) indices, one
-    neighbour column at a time (in column order), so that no (n, k, C)
-    gather is made: ``jnp.sum(rows[indices], axis=1)`` held 11.7 GB to score
-    10⁶ queries with C = 100 and took 12–16× the time of this."""
+def neighbor_sum(rows, indices, k=None):
+    """Σ_{t<k} rows[indices[:, t]] (n, C) for (m, C) rows, (n, k') indices
+    and k ≤ k' (None: k'; a traced int scalar serves every k with one
+    compiled program — :func:`jaxnn.select`'s candidates, scored from the
+    largest one's neighbours), one neighbour column at a time (in column
+    order), so that no (n, k, C) gather is made:
+    ``jnp.sum(rows[indices], axis=1)`` held 11.7 GB to score 10⁶ queries
+    with C = 100 and took 12–16× the time of this.  Columns from k on are
+    masked, not skipped: the loop keeps its static length."""
     H0 = jnp.zeros((indices.shape[0], rows.shape[1]), rows.dtype)
-    return jax.lax.fori_loop(0, indices.shape[1], lambda t, H: H + rows[indices[:, t]], H0)
+    if k is None or (isinstance(k, int) and k == indices.shape[1]):
+        return jax.lax.fori_loop(0, indices.shape[1], lambda t, H: H + rows[indices[:, t]], H0)
+    return jax.lax.fori_loop(0, indices.shape[1], lambda t, H: jnp.where(t < k, H + rows[indices[:, t]], H), H0)
 
 
 def _nndescent_index(X: np.ndarray, k: int, seed: int, candidates: int, n_jobs: int, **options):

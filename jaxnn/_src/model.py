@@ -529,8 +529,9 @@ def _fit_checked(Xa, y, classes, Y_np, multilabel: bool, *, k: int, loss_obj, al
             inv = inverse_neighbors(nbrs, m, width=shared_width(largest))  # refits share the width
             if devices is not None:
                 inv = type(inv)(*(sharding.replicate(a, mesh) for a in inv))
-            return boost(Y, E0, inv.members, inv.counts, to_device(nbrs), to_device(order),
-                         algorithm=algo, loss=loss_obj, greedy=chooser == "greedy", trace=bool(trace))
+            greedy = chooser == "greedy"  # the only chooser that reads the neighbours
+            return boost(Y, E0, inv.members, inv.counts, to_device(nbrs) if greedy else None, to_device(order),
+                         algorithm=algo, loss=loss_obj, greedy=greedy, trace=bool(trace))
         counts = inverse_counts(nbrs, m)  # n_j; the padded members array is not needed
         if chooser == "colored":  # the schedule's edge lists replace the members array
             schedule = color_schedule(nbrs, n_classes=Y.shape[1], platform=platform)
@@ -624,7 +625,7 @@ def _shared_size_boost(Y_np, nbrs, order, largest: int, dtype, *, algorithm, los
     if like is not None:
         shapes = SharedShapes(*(max(a, b) for a, b in zip(shapes, like)))
     Y = to_device(padded_rows(Y_np, shapes.rows), dtype)
-    inv, neighbors = padded_graph(nbrs, shapes.rows, shapes.width)
+    inv, neighbors = padded_graph(nbrs, shapes.rows, shapes.width, greedy=greedy)
     result = boost(Y, algorithm.init_edges(loss, Y), inv.members, inv.counts, neighbors,
                    to_device(padded_rows(order, shapes.steps)), to_device(m, np.int32),
                    to_device(order.size, np.int32), algorithm=algorithm, loss=loss, greedy=greedy, trace=trace)
@@ -633,12 +634,15 @@ def _shared_size_boost(Y_np, nbrs, order, largest: int, dtype, *, algorithm, los
     return BoostResult(alpha, edges, trace), shapes
 
 
-def padded_graph(nbrs, rows: int, width: int):
+def padded_graph(nbrs, rows: int, width: int, *, greedy: bool):
     """(inverse neighbourhoods ``width`` members wide, (rows, k) neighbour
-    indices) of an (m, k) graph padded to ``rows`` examples for
+    indices or None) of an (m, k) graph padded to ``rows`` examples for
     :func:`boost`'s ``n_points``: the padding rows are in no one's inv(j)
-    (n_j = 0) and their own neighbours."""
+    (n_j = 0) and their own neighbours.  Only the greedy chooser reads the
+    neighbours (the other scans would compile per k for an unused argument)."""
     m, k = nbrs.shape
+    if not greedy:
+        return inverse_neighbors(nbrs, rows, width=width), None
     ghosts = np.repeat(np.arange(m, rows, dtype=nbrs.dtype)[:, None], k, axis=1)
     return inverse_neighbors(nbrs, rows, width=width), to_device(np.concatenate([nbrs, ghosts]))
 
@@ -807,9 +811,12 @@ def without_float64(model):
 
 
 @jax.jit
-def _scores(alpha, Y, indices):
-    """H_c(x) = Σ_{j∈NN_k(x)} α_jc y_jc (eq. 1) for (n, k) neighbour indices → (n, C)."""
-    return neighbor_sum(alpha * Y, indices)
+def _scores(alpha, Y, indices, k=None):
+    """H_c(x) = Σ_{j∈NN_k(x)} α_jc y_jc (eq. 1) → (n, C), for (n, k') neighbour
+    indices, nearest first, of which the first k (traced; None: all k') are
+    NN_k(x): :func:`jaxnn.select` scores every candidate k with one
+    compiled program from the largest k's neighbours."""
+    return neighbor_sum(alpha * Y, indices, k)
 
 
 @jax.jit

@@ -20,7 +20,7 @@ from jaxnn._src import sharding, window
 from jaxnn._src.boosting import boost, check_chooser, chooser_order
 from jaxnn._src.checks import check_integer, check_real, did_you_mean
 from jaxnn._src.graph import (METHODS, _nndescent_index, _nndescent_query, graph_and_query, inverse_counts,
-                              inverse_neighbors, knn_graph, knn_query, padded_rows, query_rows, shared_rows, shared_width,
+                              inverse_neighbors, knn_graph, knn_query, padded_rows, query_rows, shared_width,
                               to_device)
 from jaxnn._src.schedule import boost_colored, color_schedule
 
@@ -92,15 +92,16 @@ def _holdout(y: np.ndarray, fraction: float, seed: int):
 
 
 def _pass_runner(chooser: str, nb: np.ndarray, m: int, n_classes: int, algo, seed: int, max_passes: int,
-                 mesh=None, platform=None, shared=False):
+                 mesh=None, platform=None, shared=None):
     """``(Y, edges, loss, p) → BoostResult`` of pass p (1-based) on the graph
     ``nb`` as ``fit`` runs it: the colored schedule, or the scan — windowed
     for a large edge state — over pass p's slice of ``fit``'s sequence (the
     random chooser draws a new permutation each pass); with a class ``mesh``,
-    on its devices.  ``shared``: the scan on the problem padded to shared
-    sizes, as ``fit`` pads a small one (Y and the edges have
-    ``graph.shared_rows(m)`` rows)."""
-    from jaxnn._src.model import SharedShapes, _runs_windowed, padded_graph  # local: model imports this module
+    on its devices.  ``shared``: None, or the scan on the problem padded to
+    these :class:`model.SharedShapes`, as ``fit`` pads a small one (Y and
+    the edges have ``shared.rows`` rows; the shapes of the largest k serve
+    every k: one compiled scan)."""
+    from jaxnn._src.model import _runs_windowed, padded_graph  # local: model imports this module
 
     if chooser == "colored":
         schedule = color_schedule(nb, n_classes=n_classes, platform=platform)
@@ -123,11 +124,10 @@ def _pass_runner(chooser: str, nb: np.ndarray, m: int, n_classes: int, algo, see
                                          trace=False, n_steps=m, max_count=max_count)
 
         return windowed_pass
-    if shared:  # padded: sizes near m share the compiled scan (model._shared_size_boost)
-        shapes = SharedShapes.of(m, m, inverse_counts(nb, m).max(), nb.shape[1])
-        inv, neighbors = padded_graph(nb, shapes.rows, shapes.width)
+    if shared is not None:  # padded: sizes near m and the ks share the compiled scan (model._shared_size_boost)
+        inv, neighbors = padded_graph(nb, shared.rows, shared.width, greedy=chooser == "greedy")
         sizes = to_device(m, np.int32)
-        orders = padded_rows(orders.T, shapes.steps).T  # (passes, steps): no-op steps after the m
+        orders = padded_rows(orders.T, shared.steps).T  # (passes, steps): no-op steps after the m
         return lambda Y, edges, loss, p: boost(Y, edges, inv.members, inv.counts, neighbors, to_device(orders[p - 1]),
                                                sizes, sizes, algorithm=algo, loss=loss, greedy=chooser == "greedy",
                                                trace=False)
@@ -135,7 +135,7 @@ def _pass_runner(chooser: str, nb: np.ndarray, m: int, n_classes: int, algo, see
     if mesh is not None:
         inv = type(inv)(*(sharding.replicate(a, mesh) for a in inv))
     orders = jnp.asarray(orders)
-    neighbors = jnp.asarray(nb)
+    neighbors = jnp.asarray(nb) if chooser == "greedy" else None
     return lambda Y, edges, loss, p: boost(Y, edges, inv.members, inv.counts, neighbors, orders[p - 1],
                                            algorithm=algo, loss=loss, greedy=chooser == "greedy", trace=False)
 
@@ -176,8 +176,8 @@ def select(
     Returns:
       :class:`Selection`.
     """
-    from jaxnn._src.model import (_as_points, _boosts_at_shared_size, _compute_dtype, _points_of_parts,  # local: model
-                                  _scores, auto_chooser, encode_labels, label_rows)  # imports this module
+    from jaxnn._src.model import (SharedShapes, _as_points, _boosts_at_shared_size, _compute_dtype,  # local: model
+                                  _points_of_parts, _scores, auto_chooser, encode_labels, label_rows)  # imports this module
 
     Xa = _as_points(X)
     classes, Y_all, multilabel = encode_labels(y, Xa.shape[0])
@@ -235,12 +235,16 @@ def select(
         query = knn_query(X_tr, X_va, k_max, devices=devices).indices
     graph, query = np.asarray(graph), np.asarray(query)
     n_classes = Y_all.shape[1]
-    # a small problem is boosted and scored padded to shared sizes, as fit pads it
-    shared = _boosts_at_shared_size(m, n_classes, chooser, devices)
-    Y = to_device(padded_rows(Y_all[tr], shared_rows(m) if shared else m), dtype)
+    # a small problem is boosted and scored padded to shared sizes, as fit pads it; the largest k's
+    # shapes serve every k (its inverse neighbourhoods hold the smaller ks'): one compiled scan
+    shared = None
+    if _boosts_at_shared_size(m, n_classes, chooser, devices):
+        shared = SharedShapes.of(m, m, inverse_counts(graph, m).max(), k_max)
+    Y = to_device(padded_rows(Y_all[tr], m if shared is None else shared.rows), dtype)
     Y_va = Y_all[va]
     n_val = Y_va.shape[0]
-    query = padded_rows(query, query_rows(n_val))  # the scoring compiled once for nearby sizes too
+    # the scoring compiled once for nearby sizes, and for every k: the k_max columns, the first k summed
+    query = to_device(padded_rows(query, query_rows(n_val)))
     max_passes = max(int(p) for p in passes)
     mesh = None if devices is None else sharding.class_mesh(devices)
 
@@ -252,7 +256,6 @@ def select(
     for k in ks:
         nb = graph[:, :k]
         run_pass = _pass_runner(chooser, nb, m, n_classes, algo, seed, max_passes, mesh, platform, shared)
-        q = to_device(query[:, :k])
         for loss in loss_objs:
             edges = on_mesh(algo.init_edges(loss, Y))
             alpha = jnp.zeros(Y_run.shape, Y.dtype)
@@ -260,7 +263,7 @@ def select(
                 res = run_pass(Y_run, edges, loss, p)
                 edges, alpha = res.edges, alpha + res.alpha
                 if p in passes:
-                    H = np.asarray(_scores(alpha[:, :n_classes], Y, q))[:n_val]
+                    H = np.asarray(_scores(alpha[:, :n_classes], Y, query, k))[:n_val]
                     if multilabel:
                         acc = float(np.mean((H > 0) == (Y_va > 0)))
                     else:
