@@ -439,3 +439,35 @@ class NearbySizes(Benchmark):
 
     track_nearby_size_seconds.unit = "seconds"
     track_first_fit_seconds.unit = "seconds"
+
+
+class AutoK(Benchmark):
+    """``jaxnn.fit(k="auto")`` in a new process: ``select`` tries k = 5, 10,
+    20, 50 on a held-out 25 % (defaults), then the chosen k is fit.  Since
+    stop 28 every candidate k runs at the largest one's padded shapes and is
+    scored from its neighbours' first k columns: one compiled boosting and
+    one scoring serve the four, where each k compiled its own (first call at
+    m = 2000: 2.43–2.50 → 1.46–1.52 s on 2 cores).
+    ``track_first_auto_k_seconds``: the first call, compilation included;
+    ``track_auto_k_seconds``: a second call."""
+
+    M = 500 if QUICK else 2000
+    timeout = 120
+
+    def setup(self):
+        import jaxnn
+
+        rng = np.random.default_rng(0)
+        X = rng.normal(size=(self.M, 16)).astype(np.float32)
+        y = (X[:, 0] + X[:, 1] > 0).astype(int) + 2 * (X[:, 2] > 0)
+        self.fit_auto = lambda: jaxnn.fit(X, y, k="auto").alpha
+        _, self.first = timed_block(self.fit_auto)
+
+    def track_first_auto_k_seconds(self):
+        return self.first
+
+    def track_auto_k_seconds(self):
+        return timed_block(self.fit_auto)[1]
+
+    track_first_auto_k_seconds.unit = "seconds"
+    track_auto_k_seconds.unit = "seconds"

@@ -9,13 +9,14 @@ process.  Compare two versions as the closing notes do, alternating runs::
     python bench/first_calls.py select 40000            # select: 2 ks × 2 losses × passes 1, 2, 4 (stop 26)
     python bench/first_calls.py given 30000 50          # fit(neighbors=a given k-NN graph), posterior="auto" (stop 26)
     python bench/first_calls.py cv 503                  # cross_val_score of the estimator, cv = 5 (uneven folds compiled twice before stop 27)
+    python bench/first_calls.py cv 2003 100             # the same on 100 Gaussian classes: the windowed scan (stop 28)
     python bench/first_calls.py curve 400               # learning_curve of the estimator: 5 sizes × 5 folds (stop 27)
     python bench/first_calls.py grid 500                # GridSearchCV of the estimator over k = 3, 5, 7, 9, 11, 15, cv = 5 (stop 28)
     python bench/first_calls.py auto-k 2000             # fit(k="auto"): select's 4 ks, then the fit (stop 28)
 
 Modes: ``fit-auto`` / ``fit-link`` M (d = 8, two classes; the first and a
 second fit), ``ripley``, ``warm`` M D (five Gaussian classes), ``select`` M
-(d = 16, ten classes), ``given`` M K (d = 16, four classes), ``cv`` M, ``curve`` M, ``grid`` M and
+(d = 16, ten classes), ``given`` M K (d = 16, four classes), ``cv`` M [C], ``curve`` M, ``grid`` M and
 ``auto-k`` M (d = 16, four classes); the last six print a first and a second call.  Prints seconds;
 ``jaxnn.__file__`` is printed too, to show which copy ran.
 """
@@ -74,6 +75,10 @@ def main(argv: list[str]) -> None:
         m = int(argv[1]) if len(argv) > 1 else 30000
         X = rng.normal(size=(m, 16)).astype(np.float32)
         y = (X[:, 0] + X[:, 1] > 0).astype(int) + 2 * (X[:, 2] > 0)
+        if mode == "cv" and len(argv) > 2:  # cv M C: C Gaussian classes (C = 100: the windowed scan from m = 656)
+            n_classes = int(argv[2])
+            y = rng.integers(0, n_classes, m)
+            X = (rng.normal(scale=2, size=(n_classes, 16))[y] + rng.normal(size=(m, 16))).astype(np.float32)
         if mode == "given":
             k = int(argv[2]) if len(argv) > 2 else 50
             nb = jaxnn.knn_graph(X, k)

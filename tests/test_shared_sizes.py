@@ -236,3 +236,58 @@ def test_query_batches_of_new_sizes_compile_no_slice():
         assert nb.indices.shape == nb.distances.shape == (n, 3)
         np.testing.assert_array_equal(np.asarray(nb.indices), _brute_force(X[:n] + 0.01, X, 3, False))
     assert (graph_mod._first_rows._cache_size(), graph_mod._conditioned_search._cache_size()) == before
+
+
+@pytest.mark.parametrize("algorithm", ["gnnb", "unn", "n3"])
+@pytest.mark.parametrize("chooser", ["lazy", "random"])
+def test_padded_windowed_fit_equals_the_unpadded_fit(algorithm, chooser, monkeypatch):
+    """The windowed scan (a many-class problem's, m·C ≥ 2¹⁶) padded to shared
+    sizes: rows, windows (empty ones change nothing), m traced."""
+    from jaxnn._src import window
+
+    monkeypatch.setattr(window, "WINDOWED_MIN_STATE", 0)  # windowed at any size
+    X, y = _blobs(300, seed=3)
+    fits = []
+    for limit in (graph_mod.SHARED_MAX_ROWS, 0):
+        monkeypatch.setattr(graph_mod, "SHARED_MAX_ROWS", limit)
+        monkeypatch.setattr(model_mod, "SHARED_MAX_ROWS", limit)
+        model = jaxnn.fit(X, y, k=7, algorithm=algorithm, chooser=chooser, rounds=2 * 300 + 17, trace=True,
+                          posterior="link", seed=4)
+        fits.append((model, np.asarray(jaxnn.predict_proba(model, X[:60] + 0.05))))
+    (padded, p_padded), (plain, p_plain) = fits
+    assert padded.alpha.shape == plain.alpha.shape == (300, 3) and padded.trace.shape == plain.trace.shape == (617,)
+    np.testing.assert_allclose(np.asarray(padded.alpha), np.asarray(plain.alpha), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(padded.trace), np.asarray(plain.trace), rtol=0, atol=2e-6 * float(plain.trace[0]))
+    np.testing.assert_allclose(p_padded, p_plain, rtol=1e-5, atol=1e-6)
+
+
+def test_windowed_fits_of_nearby_sizes_share_the_compiled_scan(monkeypatch):
+    """Cross-validation folds of a many-class problem (windowed from m = 656 at
+    C = 100) compiled the windowed scan per fold size (3 times in 5 folds of
+    1602–1603 points, ~0.26 s each); posterior="auto"'s auxiliary fit runs
+    windowed at the main fit's sizes."""
+    from jaxnn._src import window
+
+    monkeypatch.setattr(window, "WINDOWED_MIN_STATE", 0)
+    X, y = _blobs(709, C=6, d=3, seed=8)  # six classes: shapes no other test uses
+    jaxnn.fit(X[:700], y[:700], k=5)
+    before = window.boost_windowed._cache_size(), graph_mod._conditioned_search._cache_size()
+    for m in (703, 709):
+        model = jaxnn.fit(X[:m], y[:m], k=5)
+        assert model.alpha.shape == (m, 6)
+    assert (window.boost_windowed._cache_size(), graph_mod._conditioned_search._cache_size()) == before
+
+
+@pytest.mark.parametrize("chooser", ["lazy", "random"])
+def test_windowed_select_compiles_one_scan_per_loss_and_scores_as_unpadded(chooser, monkeypatch):
+    from jaxnn._src import window
+
+    monkeypatch.setattr(window, "WINDOWED_MIN_STATE", 0)
+    X, y = _blobs(500, C=7, d=3, seed=9)  # seven classes: shapes no other test uses
+    kw = dict(ks=(3, 6, 12), losses=("logistic",), passes=(1, 2), chooser=chooser)
+    before = window.boost_windowed._cache_size()
+    padded = jaxnn.select(X, y, **kw)
+    assert window.boost_windowed._cache_size() - before <= 1  # one per (k, pass order) before
+    monkeypatch.setattr(graph_mod, "SHARED_MAX_ROWS", 0)
+    monkeypatch.setattr(model_mod, "SHARED_MAX_ROWS", 0)
+    assert jaxnn.select(X, y, **kw) == padded

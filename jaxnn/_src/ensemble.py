@@ -48,8 +48,8 @@ from jaxnn._src.boosting import boost, check_chooser, chooser_order
 from jaxnn._src.graph import (_block_rows, _blocked_topk, first_rows, float32_origin, inverse_counts, inverse_neighbors, knn_graph,
                               padded_query, padded_rows, query_rows, shared_width, shift_points)
 from jaxnn._src.model import (HostPickled, Model, _as_points, _boosts_at_shared_size, _check_int, _compute_dtype,
-                              _link_posterior, _normalise_rows, _scores, _shared_size_boost, auto_chooser, encode_labels,
-                              logger, without_float64)
+                              _link_posterior, _normalise_rows, _runs_windowed, _scores, _shared_size_boost, auto_chooser,
+                              encode_labels, logger, without_float64)
 from jaxnn._src.schedule import boost_colored, color_schedule, stack_schedules
 
 __all__ = [
@@ -608,9 +608,9 @@ def _boost_split(Xs, Y, E0, *, k, algo, loss, chooser, rounds, seed, graph_metho
             res = boost_colored(Y, E0, jnp.asarray(inverse_counts(nbrs, m)), color_schedule(nbrs, n_classes=C),
                                 algorithm=algo, loss=loss, passes=passes, trace=trace)
         elif _boosts_at_shared_size(m, C, chooser, None):  # padded as fit pads it
-            res, _ = _shared_size_boost(np.asarray(Y), nbrs, chooser_order(chooser, m, rounds, seed),
-                                        inverse_counts(nbrs, m).max(), Y.dtype, algorithm=algo, loss=loss,
-                                        greedy=chooser == "greedy", trace=trace)
+            res, _ = _shared_size_boost(np.asarray(Y), nbrs, chooser_order(chooser, m, rounds, seed), Y.dtype,
+                                        algorithm=algo, loss=loss, greedy=chooser == "greedy",
+                                        windowed=_runs_windowed(m, C, chooser, None), trace=trace)
         else:
             inv = inverse_neighbors(nbrs, m, width=shared_width(inverse_counts(nbrs, m).max()))
             order = jnp.asarray(chooser_order(chooser, m, rounds, seed))

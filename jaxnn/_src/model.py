@@ -506,7 +506,8 @@ def _fit_checked(Xa, y, classes, Y_np, multilabel: bool, *, k: int, loss_obj, al
         nbrs = _check_neighbors(neighbors, m, k, rows=m)
     Y = to_device(Y_np, dtype)  # cast on the host: nothing compiles per m
     n_classes = Y.shape[1]
-    windowed = _runs_windowed(m, n_classes, chooser, devices)
+    # posterior="auto"'s auxiliary fit runs windowed when the main fit did, to share its compiled scan
+    windowed = _runs_windowed(m, n_classes, chooser, devices) or isinstance(like, WindowedShapes)
     shared = _boosts_at_shared_size(m, n_classes, chooser, devices)
     E0 = None if shared else algo.init_edges(loss_obj, Y)
     if devices is not None:
@@ -519,13 +520,14 @@ def _fit_checked(Xa, y, classes, Y_np, multilabel: bool, *, k: int, loss_obj, al
 
     def run_boosting():
         nonlocal shapes
+        if shared:  # a small problem: the (windowed) scan padded to shared sizes
+            result, shapes = _shared_size_boost(Y_np, nbrs, chooser_order(chooser, m, rounds, seed), dtype,
+                                                algorithm=algo, loss=loss_obj, greedy=chooser == "greedy",
+                                                windowed=windowed, trace=bool(trace), like=like)
+            return result
         if chooser != "colored" and not windowed:  # the padded (m, P) inverse neighbourhoods
             largest = inverse_counts(nbrs, m).max()  # P
             order = chooser_order(chooser, m, rounds, seed)
-            if shared:
-                result, shapes = _shared_size_boost(Y_np, nbrs, order, largest, dtype, algorithm=algo, loss=loss_obj,
-                                                    greedy=chooser == "greedy", trace=bool(trace), like=like)
-                return result
             inv = inverse_neighbors(nbrs, m, width=shared_width(largest))  # refits share the width
             if devices is not None:
                 inv = type(inv)(*(sharding.replicate(a, mesh) for a in inv))
@@ -579,11 +581,10 @@ def _runs_windowed(m: int, n_classes: int, chooser: str, devices) -> bool:
 
 def _boosts_at_shared_size(m: int, n_classes: int, chooser: str, devices) -> bool:
     """Whether ``fit`` runs its boosting padded to shared sizes
-    (:func:`_shared_size_boost`): the plain sequential scan (lazy, random,
-    greedy; not windowed) of at most ``SHARED_MAX_ROWS`` examples on one
+    (:func:`_shared_size_boost`): the sequential scan, plain or windowed
+    (lazy, random, greedy), of at most ``SHARED_MAX_ROWS`` examples on one
     device — where a new size's compilation outweighs the padded steps."""
-    return (chooser != "colored" and devices is None and m <= SHARED_MAX_ROWS
-            and not _runs_windowed(m, n_classes, chooser, devices))
+    return chooser != "colored" and devices is None and m <= SHARED_MAX_ROWS
 
 
 class SharedShapes(NamedTuple):
@@ -602,8 +603,17 @@ class SharedShapes(NamedTuple):
         return cls(shared_rows(m), in_blocks(steps), shared_width(max(int(largest), 8 * int(k))))
 
 
-def _shared_size_boost(Y_np, nbrs, order, largest: int, dtype, *, algorithm, loss, greedy: bool, trace: bool,
-                       like: SharedShapes | None = None):
+class WindowedShapes(NamedTuple):
+    """The padded sizes of a shared-size windowed scan: examples (rows), the
+    layout's :class:`window.WindowSizes` and the static ``max_count``."""
+
+    rows: int
+    layout: window.WindowSizes
+    max_count: int
+
+
+def _shared_size_boost(Y_np, nbrs, order, dtype, *, algorithm, loss, greedy: bool, windowed: bool, trace: bool,
+                       like: SharedShapes | WindowedShapes | None = None):
     """:func:`boost` on a small problem padded to shared sizes: the m examples
     to M = :func:`graph.shared_rows` (m) rows (y = 0, n_j = 0, no one's
     neighbour), the T steps to :func:`graph.in_blocks` (T) (no-ops) and the
@@ -617,11 +627,16 @@ def _shared_size_boost(Y_np, nbrs, order, largest: int, dtype, *, algorithm, los
     The same steps run on the same edges: the result is that of the
     unpadded call (α, edges and trace sliced back on the host).  ``like``:
     shapes to pad to at least (another fit's, to share its compilation).
+    ``windowed``: the windowed scan (:mod:`window`), its layout padded too
+    (:func:`_shared_size_windowed`).
 
-    Returns (:class:`BoostResult`, the :class:`SharedShapes` used).
+    Returns (:class:`BoostResult`, the :class:`SharedShapes` or
+    :class:`WindowedShapes` used).
     """
+    if windowed:
+        return _shared_size_windowed(Y_np, nbrs, order, dtype, algorithm=algorithm, loss=loss, trace=trace, like=like)
     m, k = nbrs.shape
-    shapes = SharedShapes.of(m, order.size, largest, k)
+    shapes = SharedShapes.of(m, order.size, inverse_counts(nbrs, m).max(), k)
     if like is not None:
         shapes = SharedShapes(*(max(a, b) for a, b in zip(shapes, like)))
     Y = to_device(padded_rows(Y_np, shapes.rows), dtype)
@@ -629,9 +644,43 @@ def _shared_size_boost(Y_np, nbrs, order, largest: int, dtype, *, algorithm, los
     result = boost(Y, algorithm.init_edges(loss, Y), inv.members, inv.counts, neighbors,
                    to_device(padded_rows(order, shapes.steps)), to_device(m, np.int32),
                    to_device(order.size, np.int32), algorithm=algorithm, loss=loss, greedy=greedy, trace=trace)
+    return _first_of(result, m, order.size), shapes
+
+
+def _first_of(result: BoostResult, m: int, steps: int) -> BoostResult:
+    """A padded boosting's result cut to its m examples and steps on the host
+    (nothing compiles per size)."""
     alpha, edges = (to_device(np.asarray(a)[:m]) for a in (result.alpha, result.edges))
-    trace = None if result.trace is None else to_device(np.asarray(result.trace)[: order.size])
-    return BoostResult(alpha, edges, trace), shapes
+    trace = None if result.trace is None else to_device(np.asarray(result.trace)[:steps])
+    return BoostResult(alpha, edges, trace)
+
+
+def _shared_size_windowed(Y_np, nbrs, order, dtype, *, algorithm, loss, trace: bool,
+                          like: WindowedShapes | None = None):
+    """:func:`window.boost_windowed` on a small problem padded to shared sizes:
+    the examples to :func:`graph.shared_rows` (m) rows (y = 0, n_j = 0), the
+    layout's windows to three significant bits (``window_layout(shared=True)``:
+    empty windows change nothing), m traced (``n_points``) and the trace cut
+    on the host — so that cross-validation folds of a many-class problem
+    (m·C ≥ ``window.WINDOWED_MIN_STATE``: from m = 656 at C = 100) share one
+    compiled scan (5 folds of 1602–1603 points, C = 100, compiled it 3 times,
+    ~0.26 s each on 2 CPU cores).  ``like``: another fit's
+    :class:`WindowedShapes`, to pad to at least.
+
+    Returns (:class:`BoostResult`, the :class:`WindowedShapes` used).
+    """
+    m, k = nbrs.shape
+    counts = inverse_counts(nbrs, m)
+    rows, max_count = shared_rows(m), window.shared_max_count(counts)
+    if like is not None:
+        rows, max_count = max(rows, like.rows), max(max_count, like.max_count)
+    layout = window.window_layout(nbrs, order, window.window_steps(Y_np.shape[1], k), shared=True,
+                                  at_least=None if like is None else like.layout)
+    Y = to_device(padded_rows(Y_np, rows), dtype)
+    result = window.boost_windowed(Y, algorithm.init_edges(loss, Y), to_device(padded_rows(counts, rows)), layout,
+                                   to_device(m, np.int32), algorithm=algorithm, loss=loss, trace=trace,
+                                   max_count=max_count)
+    return _first_of(result, m, order.size), WindowedShapes(rows, layout.sizes, max_count)
 
 
 def padded_graph(nbrs, rows: int, width: int, *, greedy: bool):

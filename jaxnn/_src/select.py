@@ -20,7 +20,7 @@ from jaxnn._src import sharding, window
 from jaxnn._src.boosting import boost, check_chooser, chooser_order
 from jaxnn._src.checks import check_integer, check_real, did_you_mean
 from jaxnn._src.graph import (METHODS, _nndescent_index, _nndescent_query, graph_and_query, inverse_counts,
-                              inverse_neighbors, knn_graph, knn_query, padded_rows, query_rows, shared_width,
+                              inverse_neighbors, knn_graph, knn_query, padded_rows, query_rows, shared_rows, shared_width,
                               to_device)
 from jaxnn._src.schedule import boost_colored, color_schedule
 
@@ -92,15 +92,16 @@ def _holdout(y: np.ndarray, fraction: float, seed: int):
 
 
 def _pass_runner(chooser: str, nb: np.ndarray, m: int, n_classes: int, algo, seed: int, max_passes: int,
-                 mesh=None, platform=None, shared=None):
+                 mesh=None, platform=None, shared=None, window_k=None):
     """``(Y, edges, loss, p) → BoostResult`` of pass p (1-based) on the graph
     ``nb`` as ``fit`` runs it: the colored schedule, or the scan — windowed
     for a large edge state — over pass p's slice of ``fit``'s sequence (the
     random chooser draws a new permutation each pass); with a class ``mesh``,
     on its devices.  ``shared``: None, or the scan on the problem padded to
-    these :class:`model.SharedShapes`, as ``fit`` pads a small one (Y and
-    the edges have ``shared.rows`` rows; the shapes of the largest k serve
-    every k: one compiled scan)."""
+    these :class:`model.SharedShapes` (:class:`model.WindowedShapes` for the
+    windowed scan, its windows ``window_k``'s length), as ``fit`` pads a
+    small one (Y and the edges have ``shared.rows`` rows; the shapes of the
+    largest k serve every k: one compiled scan)."""
     from jaxnn._src.model import _runs_windowed, padded_graph  # local: model imports this module
 
     if chooser == "colored":
@@ -113,15 +114,20 @@ def _pass_runner(chooser: str, nb: np.ndarray, m: int, n_classes: int, algo, see
         # fit's windowed scan for a large edge state (2.8× faster a pass at m = 10⁵, C = 10, k = 10);
         # a layout per distinct pass order, built when first needed (lazy: one for all passes)
         counts = inverse_counts(nb, m)
-        counts_j, max_count = jnp.asarray(counts), window.shared_max_count(counts)
-        steps, layouts = window.window_steps(n_classes, nb.shape[1]), {}
+        if shared is None:
+            counts_j, max_count, n_points, at_least = to_device(counts), window.shared_max_count(counts), None, None
+        else:  # padded as fit pads it (model._shared_size_windowed), at the largest k's sizes
+            counts_j, max_count = to_device(padded_rows(counts, shared.rows)), shared.max_count
+            n_points, at_least = to_device(m, np.int32), shared.layout
+        steps, layouts = window.window_steps(n_classes, window_k or nb.shape[1]), {}
 
         def windowed_pass(Y, edges, loss, p):
             key = p if chooser == "random" else 1  # lazy: every pass the same order
             if key not in layouts:
-                layouts[key] = window.window_layout(nb, orders[p - 1], steps)
-            return window.boost_windowed(Y, edges, counts_j, layouts[key], algorithm=algo, loss=loss,
-                                         trace=False, n_steps=m, max_count=max_count)
+                layouts[key] = window.window_layout(nb, orders[p - 1], steps, shared=shared is not None,
+                                                    at_least=at_least)
+            return window.boost_windowed(Y, edges, counts_j, layouts[key], n_points, algorithm=algo, loss=loss,
+                                         trace=False, max_count=max_count)
 
         return windowed_pass
     if shared is not None:  # padded: sizes near m and the ks share the compiled scan (model._shared_size_boost)
@@ -176,8 +182,9 @@ def select(
     Returns:
       :class:`Selection`.
     """
-    from jaxnn._src.model import (SharedShapes, _as_points, _boosts_at_shared_size, _compute_dtype,  # local: model
-                                  _points_of_parts, _scores, auto_chooser, encode_labels, label_rows)  # imports this module
+    from jaxnn._src.model import (SharedShapes, WindowedShapes, _as_points, _boosts_at_shared_size,  # local: model
+                                  _compute_dtype, _points_of_parts, _runs_windowed, _scores, auto_chooser,  # imports
+                                  encode_labels, label_rows)  # this module
 
     Xa = _as_points(X)
     classes, Y_all, multilabel = encode_labels(y, Xa.shape[0])
@@ -235,17 +242,22 @@ def select(
         query = knn_query(X_tr, X_va, k_max, devices=devices).indices
     graph, query = np.asarray(graph), np.asarray(query)
     n_classes = Y_all.shape[1]
+    max_passes = max(int(p) for p in passes)
     # a small problem is boosted and scored padded to shared sizes, as fit pads it; the largest k's
     # shapes serve every k (its inverse neighbourhoods hold the smaller ks'): one compiled scan
     shared = None
     if _boosts_at_shared_size(m, n_classes, chooser, devices):
-        shared = SharedShapes.of(m, m, inverse_counts(graph, m).max(), k_max)
+        if _runs_windowed(m, n_classes, chooser, devices):  # the windows of the largest k's length, for every k
+            first = chooser_order(chooser, m, m, seed)  # pass 1's order
+            layout = window.window_layout(graph, first, window.window_steps(n_classes, k_max), shared=True)
+            shared = WindowedShapes(shared_rows(m), layout.sizes, window.shared_max_count(inverse_counts(graph, m)))
+        else:
+            shared = SharedShapes.of(m, m, inverse_counts(graph, m).max(), k_max)
     Y = to_device(padded_rows(Y_all[tr], m if shared is None else shared.rows), dtype)
     Y_va = Y_all[va]
     n_val = Y_va.shape[0]
     # the scoring compiled once for nearby sizes, and for every k: the k_max columns, the first k summed
     query = to_device(padded_rows(query, query_rows(n_val)))
-    max_passes = max(int(p) for p in passes)
     mesh = None if devices is None else sharding.class_mesh(devices)
 
     def on_mesh(a):  # (m, C) → padded to the devices and split along C, as fit does
@@ -255,7 +267,7 @@ def select(
     scores = {}
     for k in ks:
         nb = graph[:, :k]
-        run_pass = _pass_runner(chooser, nb, m, n_classes, algo, seed, max_passes, mesh, platform, shared)
+        run_pass = _pass_runner(chooser, nb, m, n_classes, algo, seed, max_passes, mesh, platform, shared, k_max)
         for loss in loss_objs:
             edges = on_mesh(algo.init_edges(loss, Y))
             alpha = jnp.zeros(Y_run.shape, Y.dtype)

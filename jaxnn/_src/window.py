@@ -32,7 +32,8 @@ from jaxnn._src.boosting import CHUNK, BoostResult, _pad_rows, narrowest, step_w
 from jaxnn._src.graph import in_blocks, inverse_csr, members_in_order, shared_width
 from jaxnn._src.losses import Loss
 
-__all__ = ["WindowLayout", "window_layout", "boost_windowed", "shared_max_count", "WINDOW_ELEMENTS", "WINDOWED_MIN_STATE"]
+__all__ = ["WindowLayout", "WindowSizes", "window_layout", "boost_windowed", "shared_max_count", "WINDOW_ELEMENTS",
+           "WINDOWED_MIN_STATE"]
 
 #: local edge entries (U·C) a window aims at: S = this / (C·k) steps
 WINDOW_ELEMENTS = 1 << 15
@@ -60,6 +61,21 @@ class WindowLayout(NamedTuple):
     start: jax.Array
     chunks: jax.Array
 
+    @property
+    def sizes(self) -> "WindowSizes":
+        """The layout's data-dependent sizes (what the compiled scan depends on)."""
+        return WindowSizes(*self.rows.shape, self.local.shape[0])
+
+
+class WindowSizes(NamedTuple):
+    """A layout's windows B, rows per window U and ``local`` length L: the
+    least sizes another layout is padded to (:func:`window_layout`'s
+    ``at_least``) so that its scan reuses the first one's compilation."""
+
+    windows: int
+    rows: int
+    length: int
+
 
 #: a window's rows are gathered and scattered back in chunks of U / ROW_CHUNKS,
 #: as many as it has rows: every window was copied at the widest window's U,
@@ -80,16 +96,27 @@ def window_steps(n_classes: int, k: int) -> int:
 LAYOUT_WINDOWS = 512
 
 
-def window_layout(neighbors, order, steps: int) -> WindowLayout:
+def window_layout(neighbors, order, steps: int, *, shared: bool = False,
+                  at_least: WindowSizes | None = None) -> WindowLayout:
     """The windows of the example sequence ``order`` (T,), ``steps`` at a time,
     for the inverse neighbourhoods of the (m, k) ``neighbors``; built
-    :data:`LAYOUT_WINDOWS` windows at a time (the same layout)."""
+    :data:`LAYOUT_WINDOWS` windows at a time (the same layout).
+
+    U and L are always rounded up to shared sizes.  ``shared``: the number
+    of windows B too, the extra windows empty (steps on the sentinel m: no
+    change), so that sequences of nearby lengths share the compiled scan
+    (``fit`` pads small problems so).  ``at_least``: pad B, U and L to at
+    least these (another layout's :attr:`WindowLayout.sizes`)."""
     nbrs = np.asarray(neighbors)
     order = np.asarray(order, np.int64)
     csr = inverse_csr(nbrs)
     counts = csr[0]
     m, T, S = nbrs.shape[0], order.size, int(steps)
     n_windows = max(1, -(-T // S))
+    if shared:
+        n_windows = in_blocks(n_windows, 1)
+    if at_least is not None:
+        n_windows = max(n_windows, at_least.windows)
     examples = np.full(n_windows * S, m, np.int64)
     examples[:T] = order
     lens = np.concatenate([counts, [0]])[examples]  # sentinel m: no members
@@ -99,10 +126,13 @@ def window_layout(neighbors, order, steps: int) -> WindowLayout:
     # U and the length of ``local`` depend on the data: both are rounded up to shared sizes
     # (three significant bits), so refits on other data of the same size reuse the compiled scan
     U = shared_width(-(-max(rows.shape[1] for rows, _ in pieces) // ROW_CHUNKS)) * ROW_CHUNKS
+    if at_least is not None:
+        U = max(U, at_least.rows)
     rows = np.concatenate([np.pad(r, ((0, 0), (0, U - r.shape[1])), constant_values=m) for r, _ in pieces])
     pad = shared_max_count(counts) + CHUNK + 1  # a slice of any step width stays in bounds (no clamping)
     local = np.concatenate([loc for _, loc in pieces])
-    local = np.concatenate([local, np.full(in_blocks(local.size + pad) - local.size, U, np.int32)])
+    length = max(in_blocks(local.size + pad), 0 if at_least is None else at_least.length)
+    local = np.concatenate([local, np.full(length - local.size, U, np.int32)])
     chunk = U // ROW_CHUNKS
     chunks = -(-np.sum(rows < m, axis=1) // chunk)
     as32 = functools.partial(jnp.asarray, dtype=jnp.int32)
@@ -139,19 +169,27 @@ def _window_rows(csr, examples, lens, m: int, S: int):
 
 
 @functools.partial(jax.jit, static_argnames=("algorithm", "loss", "trace", "n_steps", "max_count"))
-def boost_windowed(Y, E0, counts, layout: WindowLayout, *, algorithm, loss: Loss, trace: bool, n_steps: int,
-                   max_count: int) -> BoostResult:
-    """The first ``n_steps`` steps of ``layout`` — the same result as
+def boost_windowed(Y, E0, counts, layout: WindowLayout, n_points=None, *, algorithm, loss: Loss, trace: bool,
+                   n_steps: int | None = None, max_count: int) -> BoostResult:
+    """The steps of ``layout`` — the same result as
     :func:`jaxnn._src.boosting.boost` on its example sequence (tested).
 
     Args:
-      Y: (m, C) labels in {−1, +1}; E0: (m, C) initial edges; counts: (m,) n_j.
-      layout: :func:`window_layout` of the sequence.
-      n_steps: the sequence's length T (the last window is padded).
+      Y: (M, C) labels in {−1, +1}; E0: (M, C) initial edges; counts: (M,) n_j.
+      layout: :func:`window_layout` of the sequence, over a graph of m ≤ M
+        points (its sentinel is m).
+      n_points: None (M = m), or m as a traced int32 scalar for a problem
+        padded to M rows as ``fit`` pads small ones (rows from m on: y = 0,
+        n_j = 0, in no inverse neighbourhood): UNN's m and the trace's
+        mean are over the m examples.  A new m then compiles nothing.
+      n_steps: the sequence's length T, static: the trace is cut to it (the
+        last window is padded); None: the trace of every window's S steps
+        (the steps past T change nothing), for the caller to cut.
       max_count: at least the largest n_j (P), static: the step widths —
         :func:`shared_max_count`, which data of one size share.
     """
-    m, C = Y.shape
+    M, C = Y.shape
+    m = M if n_points is None else n_points  # the examples' m (a padded problem: traced)
     dtype = Y.dtype
     n_windows, U = layout.rows.shape
     S = layout.examples.shape[1]
@@ -163,6 +201,11 @@ def boost_windowed(Y, E0, counts, layout: WindowLayout, *, algorithm, loss: Loss
 
     def risk_change(e_old, e_new, valid):
         return jnp.sum(jnp.where(valid, loss.psi(e_new) - loss.psi(e_old), 0.0)) / (m * C)
+
+    def initial_risk():
+        if n_points is None:
+            return surrogate_risk(loss, E0)
+        return jnp.sum(jnp.where((jnp.arange(M) < n_points)[:, None], loss.psi(E0), 0.0)) / (m * C)
 
     def members(offset, n, width):
         """Local rows of a step's members, ``width`` from ``offset`` (U past n)."""
@@ -223,6 +266,6 @@ def boost_windowed(Y, E0, counts, layout: WindowLayout, *, algorithm, loss: Loss
         return (Ep, alpha, risk, Ew, Yw), risks
 
     local0 = jnp.zeros((U + 1, C), dtype)
-    carry0 = (_pad_rows(E0), jnp.zeros((m + 1, C), dtype), surrogate_risk(loss, E0), local0, local0)
+    carry0 = (_pad_rows(E0), jnp.zeros((M + 1, C), dtype), initial_risk(), local0, local0)
     (Ep, alpha, _, _, _), risks = jax.lax.scan(window, carry0, jnp.arange(n_windows))
-    return BoostResult(alpha[:m], Ep[:m], risks.reshape(-1)[:n_steps] if trace else None)
+    return BoostResult(alpha[:M], Ep[:M], risks.reshape(-1)[:n_steps] if trace else None)
