@@ -185,8 +185,8 @@ def _conditioned(Q, X):
     for points on a grid as coarse as 2^e (integers, say), and data centred
     already is only rescaled, by a power of two: exact ties stay ties, broken
     by the lower index.  Jitted: one dispatch per search, not one per
-    operation.  A small search is conditioned on the host instead
-    (:func:`_conditioned_on_host`).
+    operation.  A small search's training points are conditioned on the
+    host instead (:func:`_conditioning_on_host`).
     """
     _, e0 = jnp.frexp(jnp.max(jnp.abs(X)))  # |X| < 2^e0
     Q, X = jnp.ldexp(Q, -e0), jnp.ldexp(X, -e0)  # exact (powers of two): |X| < 1
@@ -197,21 +197,26 @@ def _conditioned(Q, X):
     return (Q - shift) / s, (X - shift) / s, e + e0
 
 
-def _conditioned_on_host(Q: np.ndarray, X: np.ndarray):
-    """:func:`_conditioned` in NumPy, in X's dtype — the same steps, the
-    mean's sum in another order (the shift may differ by one 2^e step: an
-    exact shift either way) — for the small searches, so that their
-    compiled program is the search alone: conditioning in it cost ~0.2 s of
-    compilation a shape (2 CPU cores; 0.44–0.65 s → 0.24–0.30 s for a
-    search of 512–768 points), and on the host it costs O((m + n)·d)."""
+def _conditioning_on_host(X: np.ndarray):
+    """:func:`_conditioned`'s steps for the training points X on the host, in
+    X's dtype — the mean's sum in another order (the shift may differ by one
+    2^e step: an exact shift either way): (X' (m, d), (e0, shift, s, e)),
+    the queries to be conditioned alike, Q' = (ldexp(Q, −e0) − shift)/s
+    (:func:`_conditioned_search`), the distances scaled back by 2^e.  For
+    the small searches: their compiled program then holds no reduction of
+    X: 0.19–0.21 → 0.15–0.16 s of compilation for a search of 512–768
+    points (2 CPU cores), and on the host it costs O(m·d).  The queries,
+    possibly many, are conditioned in the program as before (on the host
+    too, 0.13–0.14 s, but they held 2.4× their size at the peak of a large
+    prediction, against 1×)."""
     one = X.dtype.type(1)
     _, e0 = np.frexp(np.max(np.abs(X)))  # |X| < 2^e0
-    Q, X = np.ldexp(Q, -e0).astype(X.dtype, copy=False), np.ldexp(X, -e0).astype(X.dtype, copy=False)  # exact: |X| < 1
+    X = np.ldexp(X, -e0).astype(X.dtype, copy=False)  # exact (powers of two): |X| < 1
     mu = np.sum(X, axis=0, dtype=X.dtype) / X.dtype.type(X.shape[0])
     _, e = np.frexp(np.max(np.abs(X - mu)))
     s = np.ldexp(one, e).astype(X.dtype, copy=False)  # 2^e ≥ the spread; 1 for identical points
     shift = np.round(mu / s) * s
-    return (Q - shift) / s, (X - shift) / s, int(e) + int(e0)
+    return (X - shift) / s, (int(e0), shift, s, int(e) + int(e0))
 
 
 def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, recall_target=None, rows=None):
@@ -222,7 +227,7 @@ def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, re
 
     Returns (indices, distances) of at least Q's n rows, the first n being
     the answer: on one device, concrete X of at most :data:`SHARED_MAX_ROWS`
-    points is conditioned on the host (:func:`_conditioned_on_host`),
+    points is conditioned on the host (:func:`_conditioning_on_host`),
     padded to :func:`shared_rows` (the padding never a neighbour) and Q to
     :func:`query_rows` rows, so that data of nearby sizes — cross-validation
     folds, a learning curve's steps — share one compiled search
@@ -233,12 +238,13 @@ def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, re
             kernel, recall_target = _onepass_topk, float(recall_target)
         else:
             kernel = _search_kernel(X.shape[0], X.shape[1], k, sharding.platform())
-        m, n_valid, exponent = X.shape[0], None, None
+        m, n_valid, transform = X.shape[0], None, None
         if not isinstance(X, jax.core.Tracer) and not isinstance(Q, jax.core.Tracer) and m <= SHARED_MAX_ROWS:
-            Q, X, exponent = _conditioned_on_host(np.asarray(Q), np.asarray(X))  # the program: the search alone
+            X, (e0, shift, s, e) = _conditioning_on_host(np.asarray(X))  # no reduction of X in the program
             X, n_valid = to_device(padded_rows(X, max(shared_rows(m), rows or 0))), to_device(m, np.int32)
-            Q, exponent = to_device(padded_rows(Q, query_rows(Q.shape[0], block))), to_device(exponent, np.int32)
-        return _conditioned_search(Q, X, n_valid, exponent, kernel=kernel, k=k, block=block,
+            Q = padded_rows(Q, query_rows(Q.shape[0], block))
+            transform = to_device(e0, np.int32), to_device(shift), to_device(s), to_device(e, np.int32)
+        return _conditioned_search(Q, X, n_valid, transform, kernel=kernel, k=k, block=block,
                                    exclude_self=exclude_self, recall_target=recall_target)
     Q, X, exponent = _conditioned(Q, X)
     idx, dist = _blocked_topk_conditioned(Q, X, k, block, exclude_self, devices, recall_target)
@@ -246,17 +252,20 @@ def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, re
 
 
 @functools.partial(jax.jit, static_argnames=("kernel", "k", "block", "exclude_self", "recall_target"))
-def _conditioned_search(Q, X, n_valid=None, exponent=None, *, kernel, k: int, block: int, exclude_self: bool,
+def _conditioned_search(Q, X, n_valid=None, transform=None, *, kernel, k: int, block: int, exclude_self: bool,
                         recall_target):
     """:func:`_blocked_topk` on one device, jitted whole: a new shape compiles
     one program, not three (the conditioning and the rescaling of the
     distances cost ~0.1 s of compilation of their own per query size).
     ``n_valid``: X's rows from n_valid on are padding (None: none are).
-    ``exponent``: Q and X come conditioned (:func:`_conditioned_on_host`),
-    the distances are to be scaled by 2^exponent; None: they are
-    conditioned here."""
-    if exponent is None:
+    ``transform``: X comes conditioned (:func:`_conditioning_on_host`) and
+    (e0, shift, s, e) condition Q alike and scale the distances back; None:
+    both are conditioned here."""
+    if transform is None:
         Q, X, exponent = _conditioned(Q, X)
+    else:
+        e0, shift, s, exponent = transform
+        Q = (jnp.ldexp(Q, -e0) - shift) / s
     extra = {} if recall_target is None else {"recall_target": recall_target}
     idx, dist = kernel(Q, X, k, block, exclude_self, n_valid=n_valid, **extra)
     return idx, jnp.ldexp(dist, exponent)

@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxnn._src.boosting import CHUNK, BoostResult, _pad_rows, narrowest, step_widths, surrogate_risk
-from jaxnn._src.graph import in_blocks, inverse_csr, members_in_order, shared_width
+from jaxnn._src.graph import in_blocks, inverse_csr, members_in_order, shared_width, to_device
 from jaxnn._src.losses import Loss
 
 __all__ = ["WindowLayout", "WindowSizes", "window_layout", "boost_windowed", "shared_max_count", "WINDOW_ELEMENTS",
@@ -135,7 +135,7 @@ def window_layout(neighbors, order, steps: int, *, shared: bool = False,
     local = np.concatenate([local, np.full(length - local.size, U, np.int32)])
     chunk = U // ROW_CHUNKS
     chunks = -(-np.sum(rows < m, axis=1) // chunk)
-    as32 = functools.partial(jnp.asarray, dtype=jnp.int32)
+    as32 = functools.partial(to_device, dtype=np.int32)  # jnp.asarray would compile a copy per shape
     return WindowLayout(as32(rows), as32(examples.reshape(n_windows, S)), as32(local), as32(offsets.reshape(n_windows, S)),
                         as32(chunks))
 
