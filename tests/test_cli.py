@@ -75,6 +75,28 @@ def test_cli_fills_the_compilation_cache(tmp_path):
     assert any(cache.iterdir())
 
 
+def test_cli_main_in_process_leaves_no_compilation_cache_on(tmp_path):
+    """cli.main turns the persistent cache on for its command only: called
+    in-process (a notebook), it left it on for the rest of the process until
+    stop 28.  A subprocess: the cache is process-wide JAX configuration."""
+    cache = tmp_path / "xla"
+    env = {**os.environ, "JAXNN_CACHE_DIR": str(cache), "JAX_PLATFORMS": "cpu"}
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
+    code = (
+        "import os, jax, jax.numpy as jnp\n"
+        "from jaxnn._src import cli\n"
+        "cli.main(['experiment', 'uci', '--domains', 'iris', '--methods', 'k-NN', '--ks', '3', '--folds', '2',"
+        " '--no-progress'])\n"
+        "during = len(os.listdir(os.environ['JAXNN_CACHE_DIR']))\n"
+        "jax.jit(lambda x: jnp.sin(x) * 3.0 + 17.0)(jnp.ones(7)).block_until_ready()  # a program of its own\n"
+        "print(during, len(os.listdir(os.environ['JAXNN_CACHE_DIR'])), jax.config.jax_compilation_cache_dir)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True,
+                         timeout=600).stdout.split()
+    during, after, setting = int(out[-3]), int(out[-2]), out[-1]
+    assert during > 0 and after == during and setting == "None"
+
+
 def test_demo_refuses_a_k_as_large_as_a_training_set():
     with pytest.raises(ValueError, match="k must lie in"):
         cli.demo(k=1000, quick=True, out=io.StringIO())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
@@ -29,26 +30,51 @@ def compilation_cache_dir(environ=None) -> str | None:
     return os.path.join(base, "jaxnn", "xla")
 
 
-def _use_compilation_cache() -> None:
+_CACHE_SETTINGS = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs",
+                   "jax_persistent_cache_min_entry_size_bytes")
+
+
+def _use_compilation_cache() -> bool:
     """Turn on JAX's persistent compilation cache at :func:`compilation_cache_dir`
     (every program, however quick to compile), unless the user configured one
     (``JAX_COMPILATION_CACHE_DIR``) or the folder cannot be made or written
-    (one that exists but is read-only had JAX warn once per compiled program)."""
+    (one that exists but is read-only had JAX warn once per compiled program).
+    Returns whether it turned the cache on."""
     import jax
 
     path = compilation_cache_dir()
     if path is None or jax.config.jax_compilation_cache_dir:
-        return
+        return False
     try:
         os.makedirs(path, exist_ok=True)
         with tempfile.TemporaryFile(dir=path):  # writable? (os.access says yes to root, even on /proc/sys)
             pass
     except OSError as err:
         print(f"jaxnn: no compilation cache ({err})", file=sys.stderr)
-        return
-    jax.config.update("jax_compilation_cache_dir", path)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+        return False
+    for name, value in zip(_CACHE_SETTINGS, (path, 0.0, 0)):
+        jax.config.update(name, value)
+    return True
+
+
+@contextlib.contextmanager
+def _compilation_cache():
+    """:func:`_use_compilation_cache` for the command's duration: JAX's own
+    settings come back after it, so ``cli.main`` called in-process (a
+    notebook, a test) does not leave the persistent cache on for the rest of
+    the process (it did until stop 28)."""
+    import jax
+    from jax.experimental.compilation_cache import compilation_cache
+
+    before = {name: getattr(jax.config, name) for name in _CACHE_SETTINGS}
+    turned_on = _use_compilation_cache()
+    try:
+        yield
+    finally:
+        if turned_on:
+            for name, value in before.items():
+                jax.config.update(name, value)
+            compilation_cache.reset_cache()  # JAX decides once whether the cache is used: ask it again
 
 
 def _timed(fn: Callable):
@@ -178,16 +204,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["experiment"]:
         from jaxnn._src.experiments import main as experiment_main
 
-        if not {"-h", "--help"} & set(argv):
-            _use_compilation_cache()
-        return experiment_main(argv[1:])
+        if {"-h", "--help"} & set(argv):
+            return experiment_main(argv[1:])
+        with _compilation_cache():
+            return experiment_main(argv[1:])
     args = parser.parse_args(argv)
     if args.command == "demo":
         if args.k < 1:
             p_demo.error("--k must be >= 1")
-        _use_compilation_cache()
         try:
-            demo(k=args.k, quick=args.quick)
+            with _compilation_cache():
+                demo(k=args.k, quick=args.quick)
         except ValueError as err:  # demo's own errors name what is wrong (--k's bound)
             p_demo.error(str(err))
     return 0
