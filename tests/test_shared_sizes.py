@@ -2,6 +2,7 @@
 (graph.shared_rows): nearby sizes reuse the compiled programs, and the
 padding changes no result."""
 
+import jax
 import numpy as np
 import pytest
 
@@ -235,15 +236,25 @@ def test_small_searches_conditioned_on_the_host_are_exact(k, monkeypatch):
 
 
 def test_query_batches_of_new_sizes_compile_no_slice():
-    """knn_query drops the padded query rows on the host: it compiled a slice
-    per batch size (graph.first_rows)."""
-    X, _ = _blobs(260, d=13, seed=4)  # a width no other test uses
-    jaxnn.knn_query(X, X[:37], 3)
+    """knn_query, decision_function and predict_proba drop the padded query
+    rows on the host: each compiled a slice per batch size (graph.first_rows)."""
+    X, y = _blobs(260, d=13, seed=4)  # a width no other test uses
+    model = jaxnn.fit(X, y, k=3, posterior="link")
+    calls = (lambda Q: jaxnn.knn_query(X, Q, 3).indices, lambda Q: jaxnn.decision_function(model, Q),
+             lambda Q: jaxnn.predict_proba(model, Q))
+    for call in calls:
+        call(X[:37])
     before = graph_mod._first_rows._cache_size(), graph_mod._conditioned_search._cache_size()
     for n in (38, 41, 100):
-        nb = jaxnn.knn_query(X, X[:n] + 0.01, 3)
+        Q = X[:n] + 0.01
+        nb = jaxnn.knn_query(X, Q, 3)
         assert nb.indices.shape == nb.distances.shape == (n, 3)
-        np.testing.assert_array_equal(np.asarray(nb.indices), _brute_force(X[:n] + 0.01, X, 3, False))
+        np.testing.assert_array_equal(np.asarray(nb.indices), _brute_force(Q, X, 3, False))
+        H = jaxnn.decision_function(model, Q)
+        assert H.shape == (n, 3) and isinstance(H, jax.Array)
+        np.testing.assert_allclose(np.asarray(H), (np.asarray(model.alpha) * np.asarray(model.Y))[nb.indices].sum(1),
+                                   rtol=1e-5, atol=1e-6)
+        assert jaxnn.predict_proba(model, Q).shape == (n, 3)
     assert (graph_mod._first_rows._cache_size(), graph_mod._conditioned_search._cache_size()) == before
 
 

@@ -97,11 +97,11 @@ def _block_rows(m: int, block_size: int | None, platform: str | None = None) -> 
 
 
 _GROUP = 32  # columns per group of the two-stage selection
-#: :func:`_smallest_k` selects in two stages from m > 3·32·k columns: its time
-#: over one ``top_k``'s on a 128-row tile (2 CPU cores) was 0.75 / 0.78 / 0.88 /
-#: 0.85 / 0.89 at k = 4 / 8 / 16 / 32 / 64 and m = 4·32k, and 1.10 / 1.16 / 1.07 /
-#: 1.05 / 1.08 at m = 2·32k (the ratio
-#: was 8 until stop 28: two-stage 0.41 against 0.67 ms at m = 2048, k = 10)
+#: :func:`_smallest_k` selects in two stages from m > 3·32·k columns. Its time
+#: over one ``top_k``'s on a 128-row tile (2 CPU cores), at k = 4 / 8 / 16 / 32 / 64:
+#: 0.75 / 0.78 / 0.88 / 0.85 / 0.89 at m = 4·32k, 1.10 / 1.16 / 1.07 / 1.05 / 1.08
+#: at m = 2·32k.  The ratio was 8 until stop 28 (at m = 2048, k = 10: 0.67 ms a
+#: tile in one ``top_k``, 0.41 ms in two stages)
 TWO_STAGE_MIN_RATIO = 3
 
 
@@ -700,11 +700,23 @@ def _pad_rows(a, rows: int):
 
 def first_rows(arrays, n: int, axis: int = 0):
     """The first n rows (entries along ``axis``) of each array of the tuple
-    ``arrays`` (padded results): one jitted slice for them all, compiled once
-    per (shapes, n)."""
+    ``arrays`` (padded results): sliced on the host and put back on its
+    device when every array is concrete on one CPU device (nothing compiles
+    per n: ``predict_proba`` and ``decision_function`` compiled a slice for
+    each batch size, ~0.02 s, until stop 28); else one jitted slice for them
+    all, compiled once per (shapes, n)."""
     if all(a.shape[axis] == n for a in arrays):
         return tuple(arrays)
+    if all(_on_one_cpu(a) for a in arrays):
+        cut = (slice(None),) * axis + (slice(0, n),)
+        return tuple(jax.device_put(np.asarray(a)[cut], next(iter(a.devices()))) for a in arrays)
     return _first_rows(tuple(arrays), n, axis)
+
+
+def _on_one_cpu(a) -> bool:
+    """Whether a is a concrete JAX array on a single CPU device."""
+    return isinstance(a, jax.Array) and not isinstance(a, jax.core.Tracer) and len(a.devices()) == 1 and next(
+        iter(a.devices())).platform == "cpu"
 
 
 @functools.partial(jax.jit, static_argnames=("n", "axis"))
