@@ -200,8 +200,6 @@ def test_host_conditioning_is_the_jitted_conditioning(kind, dtype):
     (graph._conditioning_on_host), so that its compiled program holds no
     reduction of them (~0.04 s of compilation less a shape); it takes the
     jitted conditioning's steps: same exponent, same points."""
-    import jax
-
     rng = np.random.default_rng(7)
     X0 = rng.normal(size=(300, 4))
     X = {"gauss": X0, "offset 1e3": X0 + 1e3, "grid + 3e4": rng.integers(0, 50, (300, 4)) + 3e4,
