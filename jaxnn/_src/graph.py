@@ -554,7 +554,7 @@ def knn_graph(
     _warn_if_slow(m, m, platform, f"knn_graph of {m} points",
                   "method='nndescent' (fit's graph_method=) is approximate and much faster at this size")
     idx, dist = _blocked_topk(Xf, Xf, k, _block_rows(m, block_size, platform), True, devices, target)
-    return Neighbors(*_first_rows_of_small(idx, dist, n=m))
+    return Neighbors(*first_rows((idx, dist), m))
 
 
 def knn_query(X_train, X_query, k: int, *, block_size: int | None = None, devices=None) -> Neighbors:
@@ -573,7 +573,7 @@ def knn_query(X_train, X_query, k: int, *, block_size: int | None = None, device
       :class:`Neighbors` with ``indices`` (n, k) int32 into X_train.
     """
     idx, dist, n = padded_query(X_train, X_query, k, block_size=block_size, devices=devices)
-    return Neighbors(*_first_rows_of_small(idx, dist, n=n))
+    return Neighbors(*first_rows((idx, dist), n))
 
 
 def _search_points(X_train, X_query, k, *, exclude_self: bool):
@@ -701,37 +701,30 @@ def _pad_rows(a, rows: int):
 def first_rows(arrays, n: int, axis: int = 0):
     """The first n rows (entries along ``axis``) of each array of the tuple
     ``arrays`` (padded results): sliced on the host and put back on its
-    device when every array is concrete on one CPU device (nothing compiles
-    per n: ``predict_proba`` and ``decision_function`` compiled a slice for
-    each batch size, ~0.02 s, until stop 28); else one jitted slice for them
-    all, compiled once per (shapes, n)."""
+    device when every array is concrete on one device — a CPU, or any device
+    for at most :data:`SHARED_MAX_ROWS` rows (a short round trip) — so that
+    nothing compiles per n (``predict_proba``, ``decision_function`` and
+    ``knn_query`` compiled a slice for each batch size, ~0.02 s, until stop
+    28); else one jitted slice for them all, compiled once per (shapes, n)."""
     if all(a.shape[axis] == n for a in arrays):
         return tuple(arrays)
-    if all(_on_one_cpu(a) for a in arrays):
+    if all(_host_sliceable(a, axis) for a in arrays):
         cut = (slice(None),) * axis + (slice(0, n),)
         return tuple(jax.device_put(np.asarray(a)[cut], next(iter(a.devices()))) for a in arrays)
     return _first_rows(tuple(arrays), n, axis)
 
 
-def _on_one_cpu(a) -> bool:
-    """Whether a is a concrete JAX array on a single CPU device."""
-    return isinstance(a, jax.Array) and not isinstance(a, jax.core.Tracer) and len(a.devices()) == 1 and next(
-        iter(a.devices())).platform == "cpu"
+def _host_sliceable(a, axis: int) -> bool:
+    """Whether :func:`first_rows` slices a on the host: a concrete JAX array
+    on one device, a CPU or a small array."""
+    if not isinstance(a, jax.Array) or isinstance(a, jax.core.Tracer) or len(a.devices()) != 1:
+        return False
+    return next(iter(a.devices())).platform == "cpu" or a.shape[axis] <= SHARED_MAX_ROWS
 
 
 @functools.partial(jax.jit, static_argnames=("n", "axis"))
 def _first_rows(arrays, n: int, axis: int):
     return tuple(jax.lax.slice_in_dim(a, 0, n, axis=axis) for a in arrays)
-
-
-def _first_rows_of_small(*arrays, n: int):
-    """The first n rows of each array (a search's padded result): sliced on
-    the host when they are at most :data:`SHARED_MAX_ROWS` (nothing compiles
-    per n: ``knn_query`` compiled a slice per batch size until stop 28),
-    else by :func:`first_rows`."""
-    if arrays[0].shape[0] != n and arrays[0].shape[0] <= SHARED_MAX_ROWS and not isinstance(arrays[0], jax.core.Tracer):
-        return tuple(to_device(np.asarray(a)[:n]) for a in arrays)
-    return first_rows(arrays, n)
 
 
 def padded_query(X_train, X_query, k: int, *, block_size: int | None = None, devices=None):
@@ -765,7 +758,7 @@ def neighbor_sum(rows, indices, k=None):
     with C = 100 and took 12–16× the time of this.  Columns from k on are
     masked, not skipped: the loop keeps its static length."""
     H0 = jnp.zeros((indices.shape[0], rows.shape[1]), rows.dtype)
-    if k is None or (isinstance(k, int) and k == indices.shape[1]):
+    if k is None:
         return jax.lax.fori_loop(0, indices.shape[1], lambda t, H: H + rows[indices[:, t]], H0)
     return jax.lax.fori_loop(0, indices.shape[1], lambda t, H: jnp.where(t < k, H + rows[indices[:, t]], H), H0)
 

@@ -670,17 +670,25 @@ def _shared_size_windowed(Y_np, nbrs, order, dtype, *, algorithm, loss, trace: b
     Returns (:class:`BoostResult`, the :class:`WindowedShapes` used).
     """
     m, k = nbrs.shape
-    counts = inverse_counts(nbrs, m)
-    rows, max_count = shared_rows(m), window.shared_max_count(counts)
+    layout, shapes = _windowed_layout(nbrs, order, window.window_steps(Y_np.shape[1], k), like=like)
+    Y = to_device(padded_rows(Y_np, shapes.rows), dtype)
+    counts = to_device(padded_rows(inverse_counts(nbrs, m), shapes.rows))
+    result = window.boost_windowed(Y, algorithm.init_edges(loss, Y), counts, layout, to_device(m, np.int32),
+                                   algorithm=algorithm, loss=loss, trace=trace, max_count=shapes.max_count)
+    return _first_of(result, m, order.size), shapes
+
+
+def _windowed_layout(nbrs, order, steps: int, like: WindowedShapes | None = None):
+    """(the :func:`window.window_layout` of ``order``, ``steps`` a window,
+    padded to shared sizes; its :class:`WindowedShapes`): rows
+    :func:`graph.shared_rows` (m), ``max_count`` :func:`window.shared_max_count`,
+    each at least ``like``'s."""
+    m = nbrs.shape[0]
+    rows, max_count = shared_rows(m), window.shared_max_count(inverse_counts(nbrs, m))
     if like is not None:
         rows, max_count = max(rows, like.rows), max(max_count, like.max_count)
-    layout = window.window_layout(nbrs, order, window.window_steps(Y_np.shape[1], k), shared=True,
-                                  at_least=None if like is None else like.layout)
-    Y = to_device(padded_rows(Y_np, rows), dtype)
-    result = window.boost_windowed(Y, algorithm.init_edges(loss, Y), to_device(padded_rows(counts, rows)), layout,
-                                   to_device(m, np.int32), algorithm=algorithm, loss=loss, trace=trace,
-                                   max_count=max_count)
-    return _first_of(result, m, order.size), WindowedShapes(rows, layout.sizes, max_count)
+    layout = window.window_layout(nbrs, order, steps, shared=True, at_least=None if like is None else like.layout)
+    return layout, WindowedShapes(rows, layout.sizes, max_count)
 
 
 def padded_graph(nbrs, rows: int, width: int, *, greedy: bool):

@@ -20,7 +20,7 @@ from jaxnn._src import sharding, window
 from jaxnn._src.boosting import boost, check_chooser, chooser_order
 from jaxnn._src.checks import check_integer, check_real, did_you_mean
 from jaxnn._src.graph import (METHODS, _nndescent_index, _nndescent_query, graph_and_query, inverse_counts,
-                              inverse_neighbors, knn_graph, knn_query, padded_rows, query_rows, shared_rows, shared_width,
+                              inverse_neighbors, knn_graph, knn_query, padded_rows, query_rows, shared_width,
                               to_device)
 from jaxnn._src.schedule import boost_colored, color_schedule
 
@@ -182,8 +182,8 @@ def select(
     Returns:
       :class:`Selection`.
     """
-    from jaxnn._src.model import (SharedShapes, WindowedShapes, _as_points, _boosts_at_shared_size,  # local: model
-                                  _compute_dtype, _points_of_parts, _runs_windowed, _scores, auto_chooser,  # imports
+    from jaxnn._src.model import (SharedShapes, _as_points, _boosts_at_shared_size, _compute_dtype,  # local: model
+                                  _points_of_parts, _runs_windowed, _scores, _windowed_layout, auto_chooser,  # imports
                                   encode_labels, label_rows)  # this module
 
     Xa = _as_points(X)
@@ -249,8 +249,7 @@ def select(
     if _boosts_at_shared_size(m, n_classes, chooser, devices):
         if _runs_windowed(m, n_classes, chooser, devices):  # the windows of the largest k's length, for every k
             first = chooser_order(chooser, m, m, seed)  # pass 1's order
-            layout = window.window_layout(graph, first, window.window_steps(n_classes, k_max), shared=True)
-            shared = WindowedShapes(shared_rows(m), layout.sizes, window.shared_max_count(inverse_counts(graph, m)))
+            _, shared = _windowed_layout(graph, first, window.window_steps(n_classes, k_max))
         else:
             shared = SharedShapes.of(m, m, inverse_counts(graph, m).max(), k_max)
     Y = to_device(padded_rows(Y_all[tr], m if shared is None else shared.rows), dtype)
