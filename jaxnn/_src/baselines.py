@@ -40,8 +40,9 @@ import numpy as np
 import optax
 
 from jaxnn._src.checks import check_bool, check_integer, check_points, check_real, check_whole_labels
-from jaxnn._src.graph import (_as_float, at_shared_rows, first_rows, float32_origin, neighbor_sum, padded_query,
-                              padded_rows, query_rows, shift_points)
+from jaxnn._src.graph import (SHARED_MAX_ROWS, _as_float, at_shared_rows, first_rows, float32_origin, in_blocks,
+                              neighbor_sum, padded_query, padded_rows, query_rows, shared_rows, shift_points,
+                              to_device)
 from jaxnn._src.model import HostPickled, without_float64
 
 __all__ = [
@@ -128,13 +129,6 @@ class KNNModel(HostPickled):
 # --------------------------------------------------------------------------
 # Validation
 # --------------------------------------------------------------------------
-def _check_X(X, name: str = "X") -> jax.Array:
-    """(n, d) finite numeric array (:func:`checks.check_points`) → floating
-    JAX array (float32, or float64 as given under ``jax_enable_x64``; see
-    :func:`graph._as_float`)."""
-    return _as_float(check_points(X, name))
-
-
 def _check_y(y, m: int) -> tuple[np.ndarray, tuple]:
     """Labels → (int32 class indices (m,), sorted classes tuple)."""
     if y is None or isinstance(y, (str, bytes, dict, set)) or isinstance(y, numbers.Number):
@@ -164,12 +158,6 @@ def _check_int(value, name: str, *, low: int | None = 1, high: int | None = None
 
 def _check_positive(value, name: str) -> float:
     return check_real(value, name, low=0.0, low_open=True)
-
-
-def _check_trained(params, what: str) -> None:
-    """ValueError if training diverged (a step size too large for the data)."""
-    if not all(bool(jnp.all(jnp.isfinite(p))) for p in params):
-        raise ValueError(f"{what} diverged (non-finite weights): lower learning_rate or rescale X")
 
 
 def _default_rate(learning_rate, d: int) -> float:
@@ -203,24 +191,97 @@ def _labels_of(classes: tuple, idx) -> np.ndarray:
 # --------------------------------------------------------------------------
 # SGD: one-vs-rest logistic regression
 # --------------------------------------------------------------------------
+def shared_features(d: int) -> int:
+    """The features a small training set is padded to: whole blocks of 8,
+    their number rounded up to three significant bits (8, 16, …, 64, 80, 96,
+    112, 128, 160, …: at most a quarter more).  Zero features leave a linear
+    model's fit unchanged (their weights get no gradient and stay 0)."""
+    return in_blocks(d, 8)
+
+
+def _shared_training(X, labels: np.ndarray):
+    """A linear baseline's training set at shared sizes, so that trainings of
+    nearby sizes — cross-validation folds, data sets of a few features —
+    share one compiled program (each new (m, d) compiled ~1 s of SGD, SVM and
+    Platt programs on 2 CPU cores).
+
+    X (m, d) checked points, labels (m,) int32 → (X (M, d') on the device,
+    labels (M,) int32 on the device, m, d): at most
+    :data:`graph.SHARED_MAX_ROWS` rows are padded with zero rows to
+    :func:`graph.shared_rows` (m) and the features with zero columns to
+    :func:`shared_features` (d), on the host; larger sets, and traced X, as
+    they are (M = m, d' = d).  Padded rows carry zero weight in every loss."""
+    m, d = X.shape
+    if isinstance(X, jax.core.Tracer) or m > SHARED_MAX_ROWS:
+        return _as_float(X), jnp.asarray(labels), m, d
+    host = np.asarray(X)
+    if host.dtype not in (np.float32, np.float64):
+        host = host.astype(np.float64 if jax.config.jax_enable_x64 else np.float32)
+    padded = np.zeros((shared_rows(m), shared_features(d)), host.dtype)
+    padded[:m, :d] = host
+    return to_device(padded), to_device(padded_rows(labels, padded.shape[0])), m, d
+
+
+def _real_rows(rows: int, n, dtype) -> jax.Array:
+    """(rows,) 1 for the first n (traced) rows, 0 for the padding."""
+    return (jnp.arange(rows) < n).astype(dtype)
+
+
+def _trained(params, d: int, what: str):
+    """The trained (W (d', C), b, …) on the host: a ValueError if training
+    diverged (a step size too large for the data), else the arrays back on
+    the device with W cut to the d real features (checked and cut on the
+    host: eagerly, each shape compiled its own small programs)."""
+    host = [np.asarray(p) for p in params]
+    if not all(np.all(np.isfinite(p)) for p in host):
+        raise ValueError(f"{what} diverged (non-finite weights): lower learning_rate or rescale X")
+    host[0] = host[0][:d]
+    return tuple(to_device(p) for p in host)
+
+
+def _shuffled_rows(key, n, rows: int) -> jax.Array:
+    """(rows,) a permutation of the first n (traced) rows followed by the
+    padding rows: the real rows sorted by their 32 random bits,
+    ``jax.random.bits(key, (rows,), uint32)``
+    (stable, so ties keep their order), the padding last.  JAX's default
+    (partitionable) Threefry draws an entry's bits from its index alone, so
+    the order of the real rows is the same at every padded size."""
+    bits = jax.random.bits(key, (rows,), jnp.uint32)  # (uint64 under x64 by default: another order)
+    last = jnp.array(np.iinfo(bits.dtype).max, bits.dtype)
+    return jnp.argsort(jnp.where(jnp.arange(rows) < n, bits, last), stable=True)
+
+
+def _cosine_decay(init_value, steps):
+    """optax's ``cosine_decay_schedule(init_value, steps)`` with a traced
+    number of steps (optax checks it on the host)."""
+
+    def schedule(count):
+        return init_value * 0.5 * (1.0 + jnp.cos(jnp.pi * jnp.minimum(count, steps) / steps))
+
+    return schedule
+
+
 @functools.partial(jax.jit, static_argnames=("n_classes", "epochs", "batch_size"))
-def _sgd_train(X, labels, seed, alpha, learning_rate, *, n_classes: int, epochs: int, batch_size: int):
+def _sgd_train(X, labels, n, seed, alpha, learning_rate, *, n_classes: int, epochs: int, batch_size: int):
     """Minibatch Adam on mean_i Σ_c log(1 + exp(−Y_ic f_ic)) + alpha/2 ‖W‖².
 
-    X (m, d), labels (m,) int32 → W (d, C), b (C,).  Each epoch visits a
-    fresh permutation of ``jax.random.key(seed)`` folded with the epoch; the
-    ragged last batch is padded with masked (zero-weight) rows.
+    X (M, d), labels (M,) int32 of which the first n (traced) rows are real
+    (:func:`_shared_training`) → W (d, C), b (C,).  Each epoch visits the
+    real rows in a fresh order (:func:`_shuffled_rows` of
+    ``jax.random.key(seed)`` folded with the epoch), ``batch_size`` at a time;
+    the ragged last batch is padded with masked (zero-weight) rows and the
+    batches holding only padding are skipped (no step: Adam's count and the
+    schedule see the ⌈n / batch_size⌉ real batches of an epoch).
     """
-    m, d = X.shape
+    M, d = X.shape
     C = n_classes
     Y = _signs(labels, C, X.dtype)
     key = jax.random.key(seed)
-    n_batches = -(-m // batch_size)
-    pad = n_batches * batch_size - m
-    steps = epochs * n_batches
-    opt = optax.adam(optax.cosine_decay_schedule(learning_rate, steps))
+    n_batches = -(-M // batch_size)
+    slots = n_batches * batch_size
+    opt = optax.adam(_cosine_decay(learning_rate, epochs * ((n + batch_size - 1) // batch_size)))
     params = (jnp.zeros((d, C), X.dtype), jnp.zeros((C,), X.dtype))
-    mask = (jnp.arange(n_batches * batch_size) < m).astype(X.dtype).reshape(n_batches, batch_size)
+    mask = _real_rows(slots, n, X.dtype).reshape(n_batches, batch_size)
 
     def batch_loss(p, idx, w):
         W, b = p
@@ -229,15 +290,18 @@ def _sgd_train(X, labels, seed, alpha, learning_rate, *, n_classes: int, epochs:
         return jnp.sum(w * per_example) / jnp.sum(w) + 0.5 * alpha * jnp.sum(W * W)
 
     def batch_step(carry, xs):
-        p, s = carry
+        def step(carry):
+            p, s = carry
+            g = jax.grad(batch_loss)(p, idx, w)
+            u, s = opt.update(g, s, p)
+            return optax.apply_updates(p, u), s
+
         idx, w = xs
-        g = jax.grad(batch_loss)(p, idx, w)
-        u, s = opt.update(g, s, p)
-        return (optax.apply_updates(p, u), s), None
+        return jax.lax.cond(w[0] > 0, step, lambda carry: carry, carry), None
 
     def epoch_step(carry, e):
-        perm = jax.random.permutation(jax.random.fold_in(key, e), m)
-        perm = jnp.concatenate([perm, jnp.zeros((pad,), perm.dtype)]).reshape(n_batches, batch_size)
+        perm = _shuffled_rows(jax.random.fold_in(key, e), n, M)
+        perm = jnp.concatenate([perm, jnp.zeros((slots - M,), perm.dtype)]).reshape(n_batches, batch_size)
         carry, _ = jax.lax.scan(batch_step, carry, (perm, mask))
         return carry, None
 
@@ -285,18 +349,20 @@ def sgd_fit(X, y, *, alpha=1e-4, epochs=20, batch_size=64, learning_rate=None, s
     Returns:
       :class:`SGDModel` with ``W`` (d, C), ``b`` (C,).
     """
-    Xj = _check_X(X)
-    labels, classes = _check_y(y, Xj.shape[0])
+    X = check_points(X, "X")
+    labels, classes = _check_y(y, X.shape[0])
     alpha = _check_positive(alpha, "alpha")
-    learning_rate = _default_rate(learning_rate, Xj.shape[1])
+    learning_rate = _default_rate(learning_rate, X.shape[1])
     epochs = _check_int(epochs, "epochs")
-    batch_size = min(_check_int(batch_size, "batch_size"), Xj.shape[0])
+    batch_size = _check_int(batch_size, "batch_size")
     seed = _check_int(seed, "seed", low=0, high=2**32 - 1)
+    Xj, labels, m, d = _shared_training(X, labels)
     W, b = _sgd_train(
-        Xj, jnp.asarray(labels), jnp.asarray(seed, jnp.uint32), jnp.asarray(alpha, Xj.dtype),
-        jnp.asarray(learning_rate, Xj.dtype), n_classes=len(classes), epochs=epochs, batch_size=batch_size,
+        Xj, labels, m, jnp.asarray(seed, jnp.uint32), jnp.asarray(alpha, Xj.dtype),
+        jnp.asarray(learning_rate, Xj.dtype), n_classes=len(classes), epochs=epochs,
+        batch_size=min(batch_size, Xj.shape[0]),
     )
-    _check_trained((W, b), "SGD training")
+    W, b = _trained((W, b), d, "SGD training")
     return SGDModel(W=W, b=b, classes=classes)
 
 
@@ -410,11 +476,12 @@ def _svm_train(X, Y, weights, lam, learning_rate, *, epochs: int, squared: bool)
 _PLATT_ITERS = 50
 
 
-def _platt_fit(f, y):
+def _platt_fit(f, y, w=None):
     """Platt's sigmoid for every class, by safeguarded Newton (Lin, Lin & Weng 2007).
 
-    f (m, C) out-of-fold decision values, y (m, C) in {−1,+1}.  Minimises
-    Σ_i −t_i log p_i − (1 − t_i) log(1 − p_i) over (a, b), with
+    f (m, C) out-of-fold decision values, y (m, C) in {−1,+1}, w None or
+    (m,) 0/1 row weights (0: a padding row, left out).  Minimises
+    Σ_i w_i (−t_i log p_i − (1 − t_i) log(1 − p_i)) over (a, b), with
     p_i = 1 / (1 + exp(a f_i + b)) and Platt's smoothed targets
     t = (N+ + 1)/(N+ + 2) for positives and 1/(N− + 2) for negatives.
     Each Newton step (2×2 system, closed form, Levenberg-damped) is halved
@@ -422,21 +489,22 @@ def _platt_fit(f, y):
     skipped).  Returns a (C,), b (C,).
     """
     halvings = 2.0 ** -jnp.arange(30, dtype=f.dtype)
+    w = jnp.ones(f.shape[:1], f.dtype) if w is None else w
 
     def one(f, y):
-        n_pos = jnp.sum(y > 0).astype(f.dtype)
-        n_neg = jnp.sum(y < 0).astype(f.dtype)
+        n_pos = jnp.sum(w * (y > 0))
+        n_neg = jnp.sum(w * (y < 0))
         t = jnp.where(y > 0, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
 
         def nll(a, b):
             z = a * f + b
-            return jnp.sum(t * jax.nn.softplus(z) + (1.0 - t) * jax.nn.softplus(-z))
+            return jnp.sum(w * (t * jax.nn.softplus(z) + (1.0 - t) * jax.nn.softplus(-z)))
 
         def newton(ab, _):
             a, b = ab
             p = jax.nn.sigmoid(-(a * f + b))
-            r = t - p  # d nll / dz
-            h = p * (1.0 - p)  # d² nll / dz²
+            r = w * (t - p)  # d nll / dz
+            h = w * p * (1.0 - p)  # d² nll / dz²
             ga, gb = jnp.sum(r * f), jnp.sum(r)
             haa, hab, hbb = jnp.sum(h * f * f), jnp.sum(h * f), jnp.sum(h)
             damp = 1e-12 + 1e-7 * (haa + hbb)
@@ -458,17 +526,21 @@ def _platt_fit(f, y):
 
 
 @functools.partial(jax.jit, static_argnames=("n_classes", "n_folds", "epochs", "squared"))
-def _svm_fit_jit(X, labels, folds, C, learning_rate, *, n_classes: int, n_folds: int, epochs: int, squared: bool):
+def _svm_fit_jit(X, labels, folds, n, C, learning_rate, *, n_classes: int, n_folds: int, epochs: int,
+                 squared: bool):
     """SVMs on all data and on each training fold; scores for Platt scaling.
 
     X (m, d), labels (m,) int32, folds (m,) int32 fold ids (ignored when
-    n_folds = 0: the training scores are returned instead).  Returns W (d, C),
-    b (C,), out-of-fold scores (m, C).
+    n_folds = 0: the training scores are returned instead), of which the
+    first n (traced) rows are real (:func:`_shared_training`; the padding
+    weighs nothing in any fit).  Returns W (d, C), b (C,), out-of-fold
+    scores (m, C).
     """
     m = X.shape[0]
     Y = _signs(labels, n_classes, X.dtype)
+    real = _real_rows(m, n, X.dtype)
     held_out = folds[None, :] == jnp.arange(n_folds)[:, None]  # (F, m)
-    weights = jnp.concatenate([jnp.ones((1, m), X.dtype), (~held_out).astype(X.dtype)], axis=0)
+    weights = jnp.concatenate([real[None], (~held_out).astype(X.dtype) * real], axis=0)
     # mean loss + lam/2 ‖w‖² has the minimiser of 1/2 ‖w‖² + C Σ loss when lam = 1 / (C m_train).
     lam = 1.0 / (C * jnp.sum(weights, axis=1))
     Wf, bf = _svm_train(X, Y, weights, lam, learning_rate, epochs=epochs, squared=squared)
@@ -485,9 +557,10 @@ def _svm_fit_jit(X, labels, folds, C, learning_rate, *, n_classes: int, n_folds:
 
 
 @functools.partial(jax.jit, static_argnames=("n_classes",))
-def _platt_jit(f, labels, *, n_classes: int):
-    """(m, C) scores, (m,) class indices → Platt (a, b), each (C,)."""
-    return _platt_fit(f, _signs(labels, n_classes, f.dtype))
+def _platt_jit(f, labels, n, *, n_classes: int):
+    """(m, C) scores, (m,) class indices of which the first n (traced) are
+    real → Platt (a, b), each (C,)."""
+    return _platt_fit(f, _signs(labels, n_classes, f.dtype), _real_rows(f.shape[0], n, f.dtype))
 
 
 def _check_platt_folds(platt_folds, m: int) -> int:
@@ -594,8 +667,8 @@ def svm_fit(
     Returns:
       :class:`SVMModel` with ``W`` (d, C), ``b`` (C,), ``platt_a`` (C,), ``platt_b`` (C,).
     """
-    Xj = _check_X(X)
-    m = Xj.shape[0]
+    X = check_points(X, "X")
+    m = X.shape[0]
     labels, classes = _check_y(y, m)
     C_reg = _check_positive(C, "C")
     if not isinstance(loss, str):
@@ -604,7 +677,7 @@ def svm_fit(
         raise ValueError(f"unknown SVM loss {loss!r}; use one of {_SVM_LOSSES}")
     squared = loss == "squared_hinge"
     epochs = (100 if squared else 1000) if epochs is None else _check_int(epochs, "epochs")
-    learning_rate = _default_rate(learning_rate, Xj.shape[1])
+    learning_rate = _default_rate(learning_rate, X.shape[1])
     seed = _check_int(seed, "seed", low=0, high=2**32 - 1)
     if platt_folds is not None:
         platt_folds = _check_platt_folds(platt_folds, m)
@@ -614,13 +687,14 @@ def svm_fit(
         n_folds, folds = 0, np.zeros(m, np.int32)
     else:
         n_folds, folds = platt_folds, _stratified_folds(labels, platt_folds, seed)
-    labels = jnp.asarray(labels)
+    Xj, labels, m, d = _shared_training(X, labels)
+    folds = to_device(np.concatenate([folds, np.full(Xj.shape[0] - m, -1, np.int32)]))  # padding: in no fold
     W, b, f_oof = _svm_fit_jit(
-        Xj, labels, jnp.asarray(folds), jnp.asarray(C_reg, Xj.dtype),
-        jnp.asarray(learning_rate, Xj.dtype), n_classes=len(classes), n_folds=n_folds, epochs=epochs, squared=squared,
+        Xj, labels, folds, m, jnp.asarray(C_reg, Xj.dtype), jnp.asarray(learning_rate, Xj.dtype),
+        n_classes=len(classes), n_folds=n_folds, epochs=epochs, squared=squared,
     )
-    platt_a, platt_b = _platt_jit(f_oof, labels, n_classes=len(classes))
-    _check_trained((W, b, platt_a, platt_b), "SVM training")
+    platt_a, platt_b = _platt_jit(f_oof, labels, m, n_classes=len(classes))
+    W, b, platt_a, platt_b = _trained((W, b, platt_a, platt_b), d, "SVM training")
     return SVMModel(W=W, b=b, platt_a=platt_a, platt_b=platt_b, classes=classes, loss=loss)
 
 

@@ -44,7 +44,7 @@ from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src import sharding
 from jaxnn._src.checks import check_bool, check_real, did_you_mean
-from jaxnn._src.boosting import boost, check_chooser, chooser_order
+from jaxnn._src.boosting import boost, check_chooser, chooser_order, initial_edges
 from jaxnn._src.graph import (_block_rows, _blocked_topk, first_rows, float32_origin, inverse_counts, inverse_neighbors, knn_graph,
                               padded_query, padded_rows, query_rows, shared_width, shift_points)
 from jaxnn._src.model import (HostPickled, Model, _as_points, _boosts_at_shared_size, _check_int, _compute_dtype,
@@ -589,7 +589,7 @@ def fit_split(
     Xs = _stack_blocks(shift_points(Xa, origin), block_list, norm, dtype)  # (n, m, w)
     _warn_constant_blocks(Xs, block_list, norm)
     Y = jnp.asarray(Y_np, dtype=dtype)
-    E0 = algo.init_edges(loss_obj, Y)
+    E0 = initial_edges(Y, algorithm=algo, loss=loss_obj)
     res = _boost_split(Xs, Y, E0, k=k, algo=algo, loss=loss_obj, chooser=chooser, rounds=rounds, seed=seed,
                        graph_method=graph_method, trace=trace)
     return SplitModel(res.alpha, Xs, Y, res.trace, block_list, norm, mean, d, classes, k, loss_obj, algo, multilabel, rounds,

@@ -24,7 +24,7 @@ from jaxnn._src import losses as losses_mod
 from jaxnn._src import sharding, window
 from jaxnn._src.checks import check_bool, check_points, check_real, check_whole_labels, did_you_mean
 from jaxnn._src.checks import check_integer as _check_int
-from jaxnn._src.boosting import BoostResult, boost, check_chooser, chooser_order
+from jaxnn._src.boosting import BoostResult, boost, check_chooser, chooser_order, initial_edges
 from jaxnn._src.graph import METHODS as _GRAPH_METHODS
 from jaxnn._src.graph import (SHARED_MAX_ROWS, Neighbors, at_shared_rows, first_rows, float32_origin, graph_and_query,
                               in_blocks, inverse_counts, inverse_neighbors, knn_graph, neighbor_sum, padded_query,
@@ -509,7 +509,7 @@ def _fit_checked(Xa, y, classes, Y_np, multilabel: bool, *, k: int, loss_obj, al
     # posterior="auto"'s auxiliary fit runs windowed when the main fit did, to share its compiled scan
     windowed = _runs_windowed(m, n_classes, chooser, devices) or isinstance(like, WindowedShapes)
     shared = _boosts_at_shared_size(m, n_classes, chooser, devices)
-    E0 = None if shared else algo.init_edges(loss_obj, Y)
+    E0 = None if shared else initial_edges(Y, algorithm=algo, loss=loss_obj)
     if devices is not None:
         mesh = sharding.class_mesh(devices)
         n_dev = mesh.devices.size
@@ -641,7 +641,7 @@ def _shared_size_boost(Y_np, nbrs, order, dtype, *, algorithm, loss, greedy: boo
         shapes = SharedShapes(*(max(a, b) for a, b in zip(shapes, like)))
     Y = to_device(padded_rows(Y_np, shapes.rows), dtype)
     inv, neighbors = padded_graph(nbrs, shapes.rows, shapes.width, greedy=greedy)
-    result = boost(Y, algorithm.init_edges(loss, Y), inv.members, inv.counts, neighbors,
+    result = boost(Y, None, inv.members, inv.counts, neighbors,  # E0 = init_edges(Y) in the program
                    to_device(padded_rows(order, shapes.steps)), to_device(m, np.int32),
                    to_device(order.size, np.int32), algorithm=algorithm, loss=loss, greedy=greedy, trace=trace)
     return _first_of(result, m, order.size), shapes
@@ -673,7 +673,7 @@ def _shared_size_windowed(Y_np, nbrs, order, dtype, *, algorithm, loss, trace: b
     layout, shapes = _windowed_layout(nbrs, order, window.window_steps(Y_np.shape[1], k), like=like)
     Y = to_device(padded_rows(Y_np, shapes.rows), dtype)
     counts = to_device(padded_rows(inverse_counts(nbrs, m), shapes.rows))
-    result = window.boost_windowed(Y, algorithm.init_edges(loss, Y), counts, layout, to_device(m, np.int32),
+    result = window.boost_windowed(Y, None, counts, layout, to_device(m, np.int32),  # E0 in the program
                                    algorithm=algorithm, loss=loss, trace=trace, max_count=shapes.max_count)
     return _first_of(result, m, order.size), shapes
 

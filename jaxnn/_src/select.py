@@ -17,7 +17,7 @@ import numpy as np
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src import sharding, window
-from jaxnn._src.boosting import boost, check_chooser, chooser_order
+from jaxnn._src.boosting import boost, check_chooser, chooser_order, initial_edges
 from jaxnn._src.checks import check_integer, check_real, did_you_mean
 from jaxnn._src.graph import (METHODS, _nndescent_index, _nndescent_query, graph_and_query, inverse_counts,
                               inverse_neighbors, knn_graph, knn_query, padded_rows, query_rows, shared_width,
@@ -268,7 +268,7 @@ def select(
         nb = graph[:, :k]
         run_pass = _pass_runner(chooser, nb, m, n_classes, algo, seed, max_passes, mesh, platform, shared, k_max)
         for loss in loss_objs:
-            edges = on_mesh(algo.init_edges(loss, Y))
+            edges = on_mesh(initial_edges(Y, algorithm=algo, loss=loss))
             alpha = jnp.zeros(Y_run.shape, Y.dtype)
             for p in range(1, max_passes + 1):
                 res = run_pass(Y_run, edges, loss, p)

@@ -175,7 +175,9 @@ def boost_windowed(Y, E0, counts, layout: WindowLayout, n_points=None, *, algori
     :func:`jaxnn._src.boosting.boost` on its example sequence (tested).
 
     Args:
-      Y: (M, C) labels in {−1, +1}; E0: (M, C) initial edges; counts: (M,) n_j.
+      Y: (M, C) labels in {−1, +1}; E0: (M, C) initial edges, or None for
+        ``algorithm.init_edges(loss, Y)`` computed inside the program;
+        counts: (M,) n_j.
       layout: :func:`window_layout` of the sequence, over a graph of m ≤ M
         points (its sentinel is m).
       n_points: None (M = m), or m as a traced int32 scalar for a problem
@@ -189,6 +191,7 @@ def boost_windowed(Y, E0, counts, layout: WindowLayout, n_points=None, *, algori
         :func:`shared_max_count`, which data of one size share.
     """
     M, C = Y.shape
+    E0 = algorithm.init_edges(loss, Y) if E0 is None else E0
     m = M if n_points is None else n_points  # the examples' m (a padded problem: traced)
     dtype = Y.dtype
     n_windows, U = layout.rows.shape
