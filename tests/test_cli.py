@@ -28,7 +28,7 @@ def test_demo_help_describes_the_run(capsys):
     assert exit_info.value.code == 0
     text = " ".join(capsys.readouterr().out.split())  # join the description's wrapped lines
     for fact in ("GNNB", "UNN", "N3", "k-NN", "SGD", "linear SVM", "250 training / 1000 test", "70/30",
-                 "bupa, ionosphere, pima, wdbc, segment", "40-80 s", "15 s", "~/.cache/jaxnn/xla", "$JAXNN_CACHE_DIR",
+                 "bupa, ionosphere, pima, wdbc, segment", "15-35 s", "6 s", "~/.cache/jaxnn/xla", "$JAXNN_CACHE_DIR",
                  "empty for no cache", "error rate"):
         assert fact in text, fact
 
@@ -36,7 +36,7 @@ def test_demo_help_describes_the_run(capsys):
 def test_demo_intro_names_what_runs():
     full, quick = cli.demo_intro(k=10), cli.demo_intro(k=7, quick=True)
     assert full.startswith("jaxnn demo: k-NN, GNNB, UNN, N3, SGD, linear SVM (k=10) on Ripley (250 train / 1000 test)")
-    assert "5 UCI sets (bupa, ionosphere, pima, wdbc, segment; 70/30 split)" in full and "~40-80 s" in full
+    assert "5 UCI sets (bupa, ionosphere, pima, wdbc, segment; 70/30 split)" in full and "~15-35 s" in full
     assert "(k=7)" in quick and "2 UCI sets (ionosphere, wdbc;" in quick
 
 

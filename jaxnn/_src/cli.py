@@ -100,9 +100,9 @@ test accuracy (fit seconds, compilation included), the mean accuracy of each
 method, and the Monte-Carlo Bayes *error rate* of Ripley's problem (1 minus it
 is the best expected accuracy there).
 
-Time: about 40-80 s the first time on 2 CPU cores (mostly XLA compilation),
-about 15 s once the compiled programs are cached (--quick: about 20-40 s and
-7 s).  The cache lives in $JAXNN_CACHE_DIR (set it empty for no cache), else
+Time: about 15-35 s the first time on 2 CPU cores (mostly XLA compilation;
+16-18 s on a quiet machine), about 6 s once the compiled programs are cached
+(--quick: about 10-20 s and 3-4 s).  The cache lives in $JAXNN_CACHE_DIR (set it empty for no cache), else
 $XDG_CACHE_HOME/jaxnn/xla, else ~/.cache/jaxnn/xla; a JAX_COMPILATION_CACHE_DIR
 you set takes precedence.
 """
@@ -113,8 +113,8 @@ def demo_intro(*, k: int = 10, quick: bool = False) -> str:
     uci = _DEMO_UCI_QUICK if quick else _DEMO_UCI
     return (f"jaxnn demo: k-NN, GNNB, UNN, N3, SGD, linear SVM (k={k}) on Ripley (250 train / 1000 test) + "
             f"{len(uci)} UCI sets ({', '.join(uci)}; 70/30 split); test accuracy (fit seconds) per domain; "
-            f"{'~20-40 s' if quick else '~40-80 s'} on 2 CPU cores when compiling, "
-            f"{'~7 s' if quick else '~15 s'} with cached compiled programs")
+            f"{'~10-20 s' if quick else '~15-35 s'} on 2 CPU cores when compiling, "
+            f"{'~3-4 s' if quick else '~6 s'} with cached compiled programs")
 
 
 def _demo_domains(quick: bool):
@@ -159,7 +159,7 @@ def demo(*, k: int = 10, quick: bool = False, out=sys.stdout) -> dict:
     returns {(domain, method): (accuracy, fit_seconds)}.  The last line is
     Ripley's Bayes error rate (not an accuracy).
     """
-    print(demo_intro(k=k, quick=quick), file=out, flush=True)  # at once: the first row takes ~10 s cold
+    print(demo_intro(k=k, quick=quick), file=out, flush=True)  # at once: the first row takes ~5 s cold
     import jax
 
     domains = list(_demo_domains(quick))
