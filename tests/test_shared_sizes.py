@@ -306,3 +306,59 @@ def test_a_new_size_compiles_only_the_search_and_the_boosting(algorithm, windowe
         jaxnn.fit(X, y, k=5, algorithm=algorithm, posterior="link")
     compiled = {r.getMessage().split()[4] for r in caplog.records if "Finished XLA compilation" in r.getMessage()}
     assert compiled <= {"jit(_conditioned_search)", "jit(boost_windowed)" if windowed else "jit(boost)"}, compiled
+
+
+@pytest.mark.parametrize("algorithm", ["gnnb", "unn", "unn_fast", "n3"])
+def test_padded_colored_fit_equals_the_unpadded_fit(algorithm, monkeypatch):
+    """The colored schedule padded to shared sizes (since stop 29: rows, no-op
+    steps, edges and examples a step; m traced) gives the unpadded schedule's
+    α, trace and posteriors: the same colouring, the same steps."""
+    X, y = _blobs(300, seed=8)
+    fits = []
+    for limit in (graph_mod.SHARED_MAX_ROWS, 0):
+        monkeypatch.setattr(graph_mod, "SHARED_MAX_ROWS", limit)
+        monkeypatch.setattr(model_mod, "SHARED_MAX_ROWS", limit)
+        model = jaxnn.fit(X, y, k=7, algorithm=algorithm, chooser="colored", rounds=2 * 300, trace=True,
+                          posterior="link")
+        fits.append((model, np.asarray(jaxnn.predict_proba(model, X[:60] + 0.05))))
+    (padded, p_padded), (plain, p_plain) = fits
+    assert padded.alpha.shape == plain.alpha.shape == (300, 3)
+    assert padded.trace.shape == plain.trace.shape  # two passes of the real steps
+    np.testing.assert_allclose(np.asarray(padded.alpha), np.asarray(plain.alpha), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(padded.trace), np.asarray(plain.trace), rtol=0, atol=2e-6 * float(plain.trace[0]))
+    np.testing.assert_allclose(p_padded, p_plain, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("batch_elements", [1, 64, 4096])
+def test_colouring_padded_vertices_change_no_colour(batch_elements):
+    """fit's shared sizes colour the conflict graph on arrays padded to more
+    vertices, which are never queued: the colours of the unpadded call, for
+    the sequential greedy colouring (batches of 1) and speculative batches."""
+    from jaxnn._src import schedule
+
+    rng = np.random.default_rng(batch_elements)
+    nbrs = np.stack([rng.choice(np.delete(np.arange(300), i), 6, replace=False) for i in range(300)]).astype(np.int32)
+    hubs = rng.random((300, 6)) < 0.3
+    nbrs = np.where(hubs & (np.arange(300)[:, None] != 0), 0, nbrs)  # a hub: a wider top tier
+    csr = graph_mod.inverse_csr(nbrs)
+    plain = schedule._colour(nbrs, csr, batch_elements)
+    for rows in (300, 384, 1024):
+        np.testing.assert_array_equal(schedule._colour(nbrs, csr, batch_elements, rows=rows), plain)
+
+
+def test_colored_fits_of_nearby_sizes_share_the_compiled_programs():
+    """Cross-validation folds of the colored schedule (chooser="auto"'s choice
+    on a GPU or TPU at every size) reuse one compiled colouring and scan:
+    each fold's data-dependent shapes compiled both (~0.9 s on 2 CPU cores).
+    With posterior="auto" the auxiliary fit is padded to the main fit's."""
+    from jaxnn._src import schedule
+
+    watched = (schedule._batched_colors, schedule.boost_colored)
+    X, y = _blobs(1030, d=6, seed=12)
+    jaxnn.fit(X[:1000], y[:1000], k=6, chooser="colored")
+    before = [f._cache_size() for f in watched]
+    for m, seed in ((1001, 13), (990, 14), (1020, 15)):  # 15–17 steps a pass: all padded to 32, run 15–17
+        X, y = _blobs(m, d=6, seed=seed)
+        model = jaxnn.fit(X, y, k=6, chooser="colored")
+        assert model.alpha.shape == (m, 3)
+    assert [f._cache_size() for f in watched] == before

@@ -72,6 +72,16 @@ def surrogate_risk(loss: Loss | str, edges) -> jax.Array:
     return jnp.mean(loss.psi(edges))
 
 
+def initial_risk(loss: Loss, E0, n_points=None) -> jax.Array:
+    """The engines' starting trace value: :func:`surrogate_risk` of E0, or,
+    for a problem padded to shared sizes, its mean over the first
+    ``n_points`` (traced) rows only."""
+    if n_points is None:
+        return surrogate_risk(loss, E0)
+    m, C = E0.shape
+    return jnp.sum(jnp.where((jnp.arange(m) < n_points)[:, None], loss.psi(E0), 0.0)) / (n_points * C)
+
+
 def check_chooser(chooser) -> None:
     """ValueError unless ``chooser`` is ``"auto"`` or one of :data:`CHOOSERS`."""
     if not isinstance(chooser, str):
@@ -194,11 +204,6 @@ def boost(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None,
     def risk_change(e_old, e_new, valid):
         return jnp.sum(jnp.where(valid, loss.psi(e_new) - loss.psi(e_old), 0.0)) / (size * C)
 
-    def initial_risk():
-        if n_points is None:
-            return surrogate_risk(loss, E0)
-        return jnp.sum(jnp.where((jnp.arange(m) < n_points)[:, None], loss.psi(E0), 0.0)) / (size * C)
-
     def running(t, delta, n):
         """δ and n_j, or 0 and 0 for a padding step t ≥ n_steps (no change)."""
         if n_steps is None:
@@ -207,7 +212,8 @@ def boost(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None,
         return jnp.where(live, delta, 0.0), jnp.where(live, n, 0)
 
     if greedy:
-        return _boost_greedy(Y, E0, members, counts, neighbors, order, widths, risk_change, size, initial_risk(),
+        return _boost_greedy(Y, E0, members, counts, neighbors, order, widths, risk_change, size,
+                             initial_risk(loss, E0, n_points),
                              running, algorithm=algorithm, loss=loss, trace=trace)
     Yp = _pad_rows(Y)  # sentinel row m has y = 0, hence r = 0 on padding
     Ep0 = _pad_rows(E0)
@@ -255,7 +261,7 @@ def boost(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None,
         alpha = alpha.at[j].add(delta)
         return (Ep, alpha, risk), risk
 
-    carry0 = (Ep0, jnp.zeros((m, C), Y.dtype), initial_risk())
+    carry0 = (Ep0, jnp.zeros((m, C), Y.dtype), initial_risk(loss, E0, n_points))
     (Ep, alpha, _), risks = jax.lax.scan(step, carry0, (jnp.arange(order.shape[0], dtype=jnp.int32), order))
     return BoostResult(alpha, Ep[:m], risks if trace else None)
 

@@ -48,7 +48,8 @@ from jaxnn._src.boosting import boost, check_chooser, chooser_order, initial_edg
 from jaxnn._src.graph import (_block_rows, _blocked_topk, first_rows, float32_origin, inverse_counts, inverse_neighbors, knn_graph,
                               padded_query, padded_rows, query_rows, shared_width, shift_points)
 from jaxnn._src.model import (HostPickled, Model, _as_points, _boosts_at_shared_size, _check_int, _compute_dtype,
-                              _link_posterior, _normalise_rows, _runs_windowed, _scores, _shared_size_boost, auto_chooser,
+                              _link_posterior, _normalise_rows, _runs_windowed, _scores, _shared_size_boost,
+                              _shared_size_colored, auto_chooser,
                               encode_labels, logger, without_float64)
 from jaxnn._src.schedule import boost_colored, color_schedule, stack_schedules
 
@@ -604,7 +605,10 @@ def _boost_split(Xs, Y, E0, *, k, algo, loss, chooser, rounds, seed, graph_metho
     passes = rounds // m
     if n == 1:  # the unbatched path of jaxnn.fit, op for op
         nbrs = np.asarray(knn_graph(Xs[0], k, method=graph_method, seed=seed).indices)
-        if chooser == "colored":
+        if _boosts_at_shared_size(m, C, chooser, None) and chooser == "colored":  # padded as fit pads it
+            res, _ = _shared_size_colored(np.asarray(Y), nbrs, Y.dtype, algorithm=algo, loss=loss, passes=passes,
+                                          trace=trace, platform=sharding.platform())
+        elif chooser == "colored":
             res = boost_colored(Y, E0, jnp.asarray(inverse_counts(nbrs, m)), color_schedule(nbrs, n_classes=C),
                                 algorithm=algo, loss=loss, passes=passes, trace=trace)
         elif _boosts_at_shared_size(m, C, chooser, None):  # padded as fit pads it

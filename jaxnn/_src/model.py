@@ -29,7 +29,7 @@ from jaxnn._src.graph import METHODS as _GRAPH_METHODS
 from jaxnn._src.graph import (SHARED_MAX_ROWS, Neighbors, at_shared_rows, first_rows, float32_origin, graph_and_query,
                               in_blocks, inverse_counts, inverse_neighbors, knn_graph, neighbor_sum, padded_query,
                               padded_rows, query_rows, shared_rows, shared_width, shift_points, subgraph, to_device)
-from jaxnn._src.schedule import boost_colored, color_schedule
+from jaxnn._src.schedule import ScheduleSizes, boost_colored, color_schedule
 
 __all__ = ["Model", "fit", "decision_function", "predict_proba", "predict", "encode_labels", "auto_chooser"]
 
@@ -520,6 +520,10 @@ def _fit_checked(Xa, y, classes, Y_np, multilabel: bool, *, k: int, loss_obj, al
 
     def run_boosting():
         nonlocal shapes
+        if shared and chooser == "colored":  # a small problem: the schedule padded to shared sizes
+            result, shapes = _shared_size_colored(Y_np, nbrs, dtype, algorithm=algo, loss=loss_obj, passes=rounds // m,
+                                                  trace=bool(trace), platform=platform, like=like)
+            return result
         if shared:  # a small problem: the (windowed) scan padded to shared sizes
             result, shapes = _shared_size_boost(Y_np, nbrs, chooser_order(chooser, m, rounds, seed), dtype,
                                                 algorithm=algo, loss=loss_obj, greedy=chooser == "greedy",
@@ -581,10 +585,11 @@ def _runs_windowed(m: int, n_classes: int, chooser: str, devices) -> bool:
 
 def _boosts_at_shared_size(m: int, n_classes: int, chooser: str, devices) -> bool:
     """Whether ``fit`` runs its boosting padded to shared sizes
-    (:func:`_shared_size_boost`): the sequential scan, plain or windowed
-    (lazy, random, greedy), of at most ``SHARED_MAX_ROWS`` examples on one
+    (:func:`_shared_size_boost`, :func:`_shared_size_colored`): the
+    sequential scan, plain or windowed (lazy, random, greedy), or the colored
+    schedule (since stop 29), of at most ``SHARED_MAX_ROWS`` examples on one
     device — where a new size's compilation outweighs the padded steps."""
-    return chooser != "colored" and devices is None and m <= SHARED_MAX_ROWS
+    return devices is None and m <= SHARED_MAX_ROWS
 
 
 class SharedShapes(NamedTuple):
@@ -676,6 +681,41 @@ def _shared_size_windowed(Y_np, nbrs, order, dtype, *, algorithm, loss, trace: b
     result = window.boost_windowed(Y, None, counts, layout, to_device(m, np.int32),  # E0 in the program
                                    algorithm=algorithm, loss=loss, trace=trace, max_count=shapes.max_count)
     return _first_of(result, m, order.size), shapes
+
+
+def _shared_size_colored(Y_np, nbrs, dtype, *, algorithm, loss, passes: int, trace: bool, platform: str,
+                         like: ScheduleSizes | None = None):
+    """:func:`schedule.boost_colored` on a small problem padded to shared
+    sizes: the examples to :func:`graph.shared_rows` (m) rows (y = 0, n_j = 0,
+    in no step), the edges and examples a step to three significant bits and
+    the steps to a power of two ≥ 4k (``color_schedule(pad_to=)``), m and
+    the steps that run traced
+    (``n_points``, ``n_steps``: the padding steps do not run) and the trace
+    cut on the host — so that cross-validation folds share one compiled
+    colouring and schedule, where each fold's data-dependent shapes compiled
+    both (~0.9 s on 2 CPU cores; on a GPU or TPU ``chooser="auto"`` runs
+    the colored schedule at every size).  ``like``: another fit's
+    :class:`schedule.ScheduleSizes`, to pad to at least.
+
+    Returns (:class:`BoostResult`, the :class:`schedule.ScheduleSizes` used).
+    """
+    m = nbrs.shape[0]
+    pad_to = ScheduleSizes(shared_rows(m), 0, 0, 0)  # the steps: a power of two ≥ 4k, never run
+    if isinstance(like, ScheduleSizes):
+        pad_to = ScheduleSizes(*(max(a, b) for a, b in zip(pad_to, like)))
+    schedule = color_schedule(nbrs, n_classes=Y_np.shape[1], platform=platform, pad_to=pad_to)
+    rows = pad_to.rows
+    real_steps = int(np.any(np.asarray(schedule.examples) < m, axis=1).sum())  # the padding steps come last
+    if _progress_wanted():  # n_colors reads all m colours
+        logger.info("fit: %d colours in %d scan steps a pass (instead of %d sequential steps)", schedule.n_colors,
+                    real_steps, m)
+    Y = to_device(padded_rows(Y_np, rows), dtype)
+    counts = to_device(padded_rows(inverse_counts(nbrs, m), rows))
+    # E0 computed in the program; the (m,) colours, which the scan does not read, left out of its arguments
+    result = boost_colored(Y, None, counts, schedule._replace(colors=None), to_device(m, np.int32),
+                           to_device(real_steps, np.int32), algorithm=algorithm, loss=loss, passes=passes, trace=trace)
+    sizes = ScheduleSizes(rows, schedule.n_steps, int(schedule.edge_member.shape[1]), int(schedule.examples.shape[1]))
+    return _first_of(result, m, passes * real_steps), sizes
 
 
 def _windowed_layout(nbrs, order, steps: int, like: WindowedShapes | None = None):

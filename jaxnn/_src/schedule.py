@@ -22,12 +22,12 @@ import numpy as np
 
 from jaxnn._src import sharding
 from jaxnn._src.algorithms import Segments
-from jaxnn._src.boosting import BoostResult, _pad_rows, surrogate_risk
-from jaxnn._src.graph import inverse_csr, members_in_order
+from jaxnn._src.boosting import BoostResult, _pad_rows, initial_risk
+from jaxnn._src.graph import in_blocks, inverse_csr, members_in_order, to_device
 from jaxnn._src.maxtree import round_up
 from jaxnn._src.losses import Loss
 
-__all__ = ["ColorSchedule", "color_conflict_graph", "color_schedule", "stack_schedules", "boost_colored", "colored_order"]
+__all__ = ["ColorSchedule", "ScheduleSizes", "color_conflict_graph", "color_schedule", "stack_schedules", "boost_colored", "colored_order"]
 
 
 #: inverse-neighbourhood sizes bounding the colouring's tiers below the top
@@ -91,7 +91,7 @@ def _batched_colors(order, bounds, counts, starts, sources, widths: tuple, batch
     representable: such a vertex gets 32·``words`` and the caller retries
     with more words.
     """
-    m = counts.shape[0]
+    m = counts.shape[0]  # padded (fit's shared sizes): vertices past bounds[-1] are never queued
     none = jnp.int32(32 * words)
     idle = jnp.iinfo(jnp.int32).max
     colors = jnp.full(m + 1, none, jnp.int32)
@@ -149,23 +149,34 @@ def color_conflict_graph(neighbors, *, batch_elements: int | None = None) -> np.
     return _colour(nbrs, inverse_csr(nbrs), batch_elements)
 
 
-def _colour(neighbors: np.ndarray, csr, batch_elements: int) -> np.ndarray:
+def _colour(neighbors: np.ndarray, csr, batch_elements: int, rows: int | None = None) -> np.ndarray:
+    """:func:`color_conflict_graph` from the compressed inverse neighbourhoods
+    ``csr``.  ``rows`` (≥ m): run :func:`_batched_colors` on arrays padded to
+    that many vertices (fit's shared sizes: one compiled colouring serves
+    nearby m); the padding vertices are never queued, so the colours are
+    those of the unpadded call."""
     if isinstance(batch_elements, bool) or not isinstance(batch_elements, (int, np.integer)) or batch_elements < 1:
         raise ValueError(f"batch_elements must be a positive integer, got {batch_elements!r}")
     counts, starts, sources = csr
     m, k = counts.size, neighbors.shape[1]
+    rows = m if rows is None else int(rows)
     order = np.lexsort((np.arange(m), -counts)).astype(np.int32)
-    # the top tier's width rounded up to a power of two: fewer shapes to compile
-    top = 1 << max(0, int(counts.max(initial=1)) - 1).bit_length()
+    # the top tier's width: the largest n_j, at least 4k, rounded up to a power of two —
+    # fewer shapes to compile (graphs of one size and k mostly share it: the largest n_j
+    # of 1000 Gaussian points at k = 6 varied 15–30, which took 16 or 32)
+    top = 1 << max(0, max(int(counts.max(initial=1)), 4 * k) - 1).bit_length()
     widths = (top,) + tuple(w for w in TIER_WIDTHS if w < top)
     # tier t: sorted counts in (widths[t+1], widths[t]]; the last tier takes the rest
     bounds = np.searchsorted(-counts[order], [-w for w in widths[1:]], side="left")
     bounds = np.concatenate([[0], bounds, [m]]).astype(np.int32)
     batches = tuple(max(1, int(batch_elements) // w) for w in widths)
     words = max(2, -(-5 * k // 32))  # room for 5k colours (k = 10: 64; greedy needs ~45–55)
-    args = [jnp.asarray(a, jnp.int32) for a in (order, bounds, counts, starts, sources)]
+    pad = rows - m
+    padded = (np.pad(order, (0, pad)), bounds, np.pad(counts, (0, pad)), np.pad(starts, (0, pad)),
+              np.pad(sources, (0, pad * k)))
+    args = [to_device(a, np.int32) for a in padded]
     while True:
-        colors = np.asarray(_batched_colors(*args, widths, batches, words))
+        colors = np.asarray(_batched_colors(*args, widths, batches, words))[:m]
         if colors.size == 0 or colors.max() < 32 * words:
             return colors
         words *= 2
@@ -201,8 +212,20 @@ class ColorSchedule(NamedTuple):
 
     @property
     def n_steps(self) -> int:
-        """Scan steps of one pass."""
+        """Scan steps of one pass (padding steps included, for a schedule
+        built with ``shared=True``)."""
         return int(self.examples.shape[0])
+
+
+class ScheduleSizes(NamedTuple):
+    """The padded shapes of a schedule built with ``color_schedule(shared=True)``:
+    ``rows`` the examples it indexes (its padding's sentinel), ``steps`` T,
+    ``length`` L (edges a step) and ``width`` S (examples a step)."""
+
+    rows: int
+    steps: int
+    length: int
+    width: int
 
 
 #: edge × class updates per scan step of the colored schedule by default.
@@ -222,7 +245,8 @@ STEP_ELEMENTS_ACCELERATOR = 1 << 23
 ALIGN = 256
 
 
-def color_schedule(neighbors, *, chunk: int | None = None, n_classes: int = 1, platform: str | None = None) -> ColorSchedule:
+def color_schedule(neighbors, *, chunk: int | None = None, n_classes: int = 1, platform: str | None = None,
+                   pad_to: ScheduleSizes | None = None) -> ColorSchedule:
     """Colour the conflict graph of an (m, k) neighbour array and lay the
     colours out as flat edge lists,
     cut into scan steps of about ``chunk`` units (see :class:`ColorSchedule`);
@@ -240,7 +264,18 @@ def color_schedule(neighbors, *, chunk: int | None = None, n_classes: int = 1, p
     0.9221, the colours in random orders 0.9218).  The first colour of a
     largest-first colouring holds the hubs and a maximal independent set
     around them; leveraging it first left the 10⁵-point set 0.5 points
-    behind the sequential orders."""
+    behind the sequential orders.
+
+    ``pad_to`` (``fit`` on at most ``graph.SHARED_MAX_ROWS`` examples) pads
+    the schedule to shapes that nearby sizes share, so that one compiled
+    colouring and :func:`boost_colored` serve cross-validation folds (each
+    fold's data-dependent shapes compiled ~0.9 s on 2 CPU cores): the
+    examples to ``pad_to.rows`` ≥ m (the padding's sentinel is that, not m,
+    for :func:`boost_colored` on Y padded alike), the steps to a power of two
+    ≥ 4k (padding steps hold only padding; :func:`boost_colored` skips them
+    given ``n_steps``: a fold's colour count varied 14–17 at m = 824, k = 6)
+    and L and S to three significant bits of ``ALIGN`` blocks, each at least
+    ``pad_to``'s.  The colours and the steps that run are unchanged."""
     if chunk is None:
         elements = STEP_ELEMENTS if (platform or sharding.platform()) == "cpu" else STEP_ELEMENTS_ACCELERATOR
         chunk = max(256, elements // max(int(n_classes), 1))
@@ -250,9 +285,18 @@ def color_schedule(neighbors, *, chunk: int | None = None, n_classes: int = 1, p
     csr = inverse_csr(nbrs)
     counts_np = csr[0]
     m = nbrs.shape[0]
+    rows = m if pad_to is None else max(int(pad_to.rows), m)  # the padding's sentinel
+    least = pad_to or ScheduleSizes(m, 0, 0, 0)
+
+    def shape(n: int, align: int, at_least: int) -> int:
+        return round_up(n, align) if pad_to is None else max(in_blocks(n, align), at_least)
+
+    def padded_steps(n: int) -> int:  # never run (boost_colored's n_steps): as coarse as memory allows
+        return n if pad_to is None else max(1 << max(0, max(n, 4 * nbrs.shape[1]) - 1).bit_length(), least.steps)
+
     # run from the last colour of the largest-first colouring to the first
     # (see the docstring): relabelled so that colour 0 goes first
-    colors = _colour(nbrs, csr, color_batch_elements(m))
+    colors = _colour(nbrs, csr, color_batch_elements(m), rows=rows)
     colors = (colors.max(initial=0) - colors).astype(np.int32)
     order = np.lexsort((np.arange(m), colors))  # examples grouped by colour, by index within
     lens = counts_np[order]
@@ -266,14 +310,15 @@ def color_schedule(neighbors, *, chunk: int | None = None, n_classes: int = 1, p
     n_steps = int(step[-1]) + 1 if m else 0
     step_start = np.flatnonzero(new_step)
     slot = np.arange(m) - step_start[step]
-    width = round_up(int(slot.max()) + 1 if m else 1, ALIGN)
-    examples = np.full((n_steps, width), m, np.int32)
+    width = shape(int(slot.max()) + 1 if m else 1, ALIGN, least.width)
+    steps = padded_steps(n_steps)  # ≥ n_steps: the padding steps hold only padding
+    examples = np.full((steps, width), rows, np.int32)
     examples[step, slot] = order
     # edges: for each example j (in this order) its n_j members
     edge_counts = np.bincount(step, weights=lens, minlength=n_steps).astype(np.int64)
-    length = round_up(max(1, int(edge_counts.max()) if n_steps else 1), ALIGN)
-    edge_member = np.full((n_steps, length), m, np.int32)
-    edge_segment = np.full((n_steps, length), width, np.int32)
+    length = shape(max(1, int(edge_counts.max()) if n_steps else 1), ALIGN, least.length)
+    edge_member = np.full((steps, length), rows, np.int32)
+    edge_segment = np.full((steps, length), width, np.int32)
     # the members of each example, in this order (inv(j) from the compressed arrays)
     flat_member = members_in_order(csr, order).astype(np.int32)
     flat_segment = np.repeat(slot.astype(np.int32), lens)
@@ -284,7 +329,7 @@ def color_schedule(neighbors, *, chunk: int | None = None, n_classes: int = 1, p
         a, b = bounds[t], bounds[t + 1]
         edge_member[t, : b - a] = flat_member[a:b]
         edge_segment[t, : b - a] = flat_segment[a:b]
-    return ColorSchedule(jnp.asarray(edge_member), jnp.asarray(edge_segment), jnp.asarray(examples), colors)
+    return ColorSchedule(to_device(edge_member), to_device(edge_segment), to_device(examples), colors)
 
 
 def stack_schedules(schedules) -> ColorSchedule:
@@ -332,18 +377,37 @@ def colored_order(schedule: ColorSchedule) -> np.ndarray:
 
 
 @functools.partial(jax.jit, static_argnames=("algorithm", "loss", "passes", "trace"))
-def boost_colored(Y, E0, counts, schedule: ColorSchedule, *, algorithm, loss: Loss, passes: int, trace: bool) -> BoostResult:
+def boost_colored(Y, E0, counts, schedule: ColorSchedule, n_points=None, n_steps=None, *, algorithm, loss: Loss,
+                  passes: int, trace: bool) -> BoostResult:
     """``passes`` passes of the coloured schedule: one scan step per part of a colour.
 
     Equals :func:`jaxnn._src.boosting.boost` run in :func:`colored_order`
     (tests check it).  ``trace`` holds the total surrogate risk after each step.
+
+    Args:
+      Y: (M, C) labels in {−1, +1}; E0: (M, C) initial edges, or None for
+        ``algorithm.init_edges(loss, Y)`` computed inside the program;
+        counts: (M,) n_j.
+      schedule: its padding's sentinel is M (``color_schedule(shared=True)``
+        for a padded problem).
+      n_points: None (M = m), or m as a traced int32 scalar for a problem
+        padded to M rows as ``fit`` pads small ones (rows from m on: y = 0,
+        n_j = 0, in no step): UNN's m and the trace's mean are over the m
+        examples, and a new m compiles nothing.
+      n_steps: None (every step of the schedule runs), or the schedule's
+        first T' steps that hold examples, a traced int32 scalar: a pass runs
+        those only (a ``fori_loop`` of passes·T' steps instead of a scan of
+        passes·T), so a schedule padded to many steps costs none of them.
+        The trace then holds the passes·T' risks first, then zeros.
     """
     m, C = Y.shape
+    E0 = algorithm.init_edges(loss, Y) if E0 is None else E0
+    size = m if n_points is None else n_points  # the examples' m (a padded problem: traced)
     dtype = Y.dtype
     Yp = _pad_rows(Y)
     counts_p = _pad_rows(counts.astype(jnp.int32))
     S = schedule.examples.shape[1]
-    n_steps = schedule.examples.shape[0]
+    T = schedule.examples.shape[0]
 
     def step(carry, c):
         Ep, alpha, risk = carry
@@ -355,17 +419,26 @@ def boost_colored(Y, E0, counts, schedule: ColorSchedule, *, algorithm, loss: Lo
         r = Yp[ei] * Yp[ex_p[seg]]  # (L, C), 0 on padding
         e = jax.lax.optimization_barrier(Ep[ei])  # keeps the gather out of the vectorised w(e) loop
         n = jnp.broadcast_to(counts_p[ex_p][:, None], (S + 1, C))
-        delta = algorithm.delta(loss, e, r, n, m, layout)  # (S+1, C)
+        delta = algorithm.delta(loss, e, r, n, size, layout)  # (S+1, C)
         delta = jnp.where((ex_p < m)[:, None], delta, 0.0)
         step_edges = delta[seg] * r
         Ep = Ep.at[ei].add(step_edges)
         alpha = alpha.at[ex_p].add(delta)
         if trace:
             valid = (ei < m)[:, None]
-            risk = risk + jnp.sum(jnp.where(valid, loss.psi(e + step_edges) - loss.psi(e), 0.0)) / (m * C)
+            risk = risk + jnp.sum(jnp.where(valid, loss.psi(e + step_edges) - loss.psi(e), 0.0)) / (size * C)
         return (Ep, alpha, risk), risk
 
-    carry0 = (_pad_rows(E0), jnp.zeros((m + 1, C), dtype), surrogate_risk(loss, E0))
-    xs = jnp.tile(jnp.arange(n_steps), passes)
-    (Ep, alpha, _), risks = jax.lax.scan(step, carry0, xs)
+    carry0 = (_pad_rows(E0), jnp.zeros((m + 1, C), dtype), initial_risk(loss, E0, n_points))
+    if n_steps is None:
+        (Ep, alpha, _), risks = jax.lax.scan(step, carry0, jnp.tile(jnp.arange(T), passes))
+        return BoostResult(alpha[:m], Ep[:m], risks if trace else None)
+
+    def run(i, state):
+        carry, risks = state
+        carry, risk = step(carry, i % n_steps)
+        return carry, (risks.at[i].set(risk) if trace else risks)
+
+    risks0 = jnp.zeros((passes * T,) if trace else (0,), dtype)
+    (Ep, alpha, _), risks = jax.lax.fori_loop(0, passes * n_steps, run, (carry0, risks0))
     return BoostResult(alpha[:m], Ep[:m], risks if trace else None)

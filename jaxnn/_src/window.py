@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxnn._src.boosting import CHUNK, BoostResult, _pad_rows, narrowest, step_widths, surrogate_risk
+from jaxnn._src.boosting import CHUNK, BoostResult, _pad_rows, initial_risk, narrowest, step_widths
 from jaxnn._src.graph import in_blocks, inverse_csr, members_in_order, shared_width, to_device
 from jaxnn._src.losses import Loss
 
@@ -205,11 +205,6 @@ def boost_windowed(Y, E0, counts, layout: WindowLayout, n_points=None, *, algori
     def risk_change(e_old, e_new, valid):
         return jnp.sum(jnp.where(valid, loss.psi(e_new) - loss.psi(e_old), 0.0)) / (m * C)
 
-    def initial_risk():
-        if n_points is None:
-            return surrogate_risk(loss, E0)
-        return jnp.sum(jnp.where((jnp.arange(M) < n_points)[:, None], loss.psi(E0), 0.0)) / (m * C)
-
     def members(offset, n, width):
         """Local rows of a step's members, ``width`` from ``offset`` (U past n)."""
         idx = jax.lax.dynamic_slice(layout.local, (offset,), (width,))
@@ -269,6 +264,6 @@ def boost_windowed(Y, E0, counts, layout: WindowLayout, n_points=None, *, algori
         return (Ep, alpha, risk, Ew, Yw), risks
 
     local0 = jnp.zeros((U + 1, C), dtype)
-    carry0 = (_pad_rows(E0), jnp.zeros((M + 1, C), dtype), initial_risk(), local0, local0)
+    carry0 = (_pad_rows(E0), jnp.zeros((M + 1, C), dtype), initial_risk(loss, E0, n_points), local0, local0)
     (Ep, alpha, _, _, _), risks = jax.lax.scan(window, carry0, jnp.arange(n_windows))
     return BoostResult(alpha[:M], Ep[:M], risks.reshape(-1)[:n_steps] if trace else None)
