@@ -213,12 +213,12 @@ class ColorSchedule(NamedTuple):
     @property
     def n_steps(self) -> int:
         """Scan steps of one pass (padding steps included, for a schedule
-        built with ``shared=True``)."""
+        built with ``pad_to``)."""
         return int(self.examples.shape[0])
 
 
 class ScheduleSizes(NamedTuple):
-    """The padded shapes of a schedule built with ``color_schedule(shared=True)``:
+    """The padded shapes of a schedule built with ``color_schedule(pad_to=)``:
     ``rows`` the examples it indexes (its padding's sentinel), ``steps`` T,
     ``length`` L (edges a step) and ``width`` S (examples a step)."""
 

@@ -246,7 +246,8 @@ def select(
     # a small problem is boosted and scored padded to shared sizes, as fit pads it; the largest k's
     # shapes serve every k (its inverse neighbourhoods hold the smaller ks'): one compiled scan
     shared = None
-    if _boosts_at_shared_size(m, n_classes, chooser, devices):
+    # (the colored schedule runs unpadded here: fit pads it since stop 29, select not yet)
+    if _boosts_at_shared_size(m, n_classes, chooser, devices) and chooser != "colored":
         if _runs_windowed(m, n_classes, chooser, devices):  # the windows of the largest k's length, for every k
             first = chooser_order(chooser, m, m, seed)  # pass 1's order
             _, shared = _windowed_layout(graph, first, window.window_steps(n_classes, k_max))
