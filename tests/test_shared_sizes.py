@@ -362,3 +362,21 @@ def test_colored_fits_of_nearby_sizes_share_the_compiled_programs():
         model = jaxnn.fit(X, y, k=6, chooser="colored")
         assert model.alpha.shape == (m, 3)
     assert [f._cache_size() for f in watched] == before
+
+
+def test_select_runs_colored_candidates_padded_and_scores_as_unpadded(monkeypatch):
+    """select's colored candidates (chooser="auto"'s choice on a GPU or TPU)
+    run at the largest k's padded schedule sizes: one compiled scan per loss
+    for all ks (since stop 29; a scan per (k, loss) before), the scores those
+    of the unpadded schedule."""
+    from jaxnn._src import schedule
+
+    X, y = _blobs(350, C=4, d=5, seed=33)  # four classes: shapes no other test uses
+    kw = dict(ks=(3, 6, 9), losses=("logistic", "matsushita"), passes=(1, 2), chooser="colored")
+    before = schedule.boost_colored._cache_size()
+    padded = jaxnn.select(X, y, **kw)
+    assert schedule.boost_colored._cache_size() - before <= 2  # one per loss
+    monkeypatch.setattr(graph_mod, "SHARED_MAX_ROWS", 0)
+    monkeypatch.setattr(model_mod, "SHARED_MAX_ROWS", 0)
+    plain = jaxnn.select(X, y, **kw)
+    assert plain.scores == padded.scores and plain.k == padded.k

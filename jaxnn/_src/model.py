@@ -29,7 +29,7 @@ from jaxnn._src.graph import METHODS as _GRAPH_METHODS
 from jaxnn._src.graph import (SHARED_MAX_ROWS, Neighbors, at_shared_rows, first_rows, float32_origin, graph_and_query,
                               in_blocks, inverse_counts, inverse_neighbors, knn_graph, neighbor_sum, padded_query,
                               padded_rows, query_rows, shared_rows, shared_width, shift_points, subgraph, to_device)
-from jaxnn._src.schedule import ScheduleSizes, boost_colored, color_schedule
+from jaxnn._src.schedule import ScheduleSizes, boost_colored, color_schedule, padded_schedule
 
 __all__ = ["Model", "fit", "decision_function", "predict_proba", "predict", "encode_labels", "auto_chooser"]
 
@@ -703,18 +703,15 @@ def _shared_size_colored(Y_np, nbrs, dtype, *, algorithm, loss, passes: int, tra
     pad_to = ScheduleSizes(shared_rows(m), 0, 0, 0)  # the steps: a power of two ≥ 4k, never run
     if isinstance(like, ScheduleSizes):
         pad_to = ScheduleSizes(*(max(a, b) for a, b in zip(pad_to, like)))
-    schedule = color_schedule(nbrs, n_classes=Y_np.shape[1], platform=platform, pad_to=pad_to)
-    rows = pad_to.rows
-    real_steps = int(np.any(np.asarray(schedule.examples) < m, axis=1).sum())  # the padding steps come last
+    schedule, real_steps, sizes = padded_schedule(nbrs, n_classes=Y_np.shape[1], platform=platform, pad_to=pad_to)
     if _progress_wanted():  # n_colors reads all m colours
         logger.info("fit: %d colours in %d scan steps a pass (instead of %d sequential steps)", schedule.n_colors,
                     real_steps, m)
-    Y = to_device(padded_rows(Y_np, rows), dtype)
-    counts = to_device(padded_rows(inverse_counts(nbrs, m), rows))
+    Y = to_device(padded_rows(Y_np, sizes.rows), dtype)
+    counts = to_device(padded_rows(inverse_counts(nbrs, m), sizes.rows))
     # E0 computed in the program; the (m,) colours, which the scan does not read, left out of its arguments
     result = boost_colored(Y, None, counts, schedule._replace(colors=None), to_device(m, np.int32),
                            to_device(real_steps, np.int32), algorithm=algorithm, loss=loss, passes=passes, trace=trace)
-    sizes = ScheduleSizes(rows, schedule.n_steps, int(schedule.edge_member.shape[1]), int(schedule.examples.shape[1]))
     return _first_of(result, m, passes * real_steps), sizes
 
 

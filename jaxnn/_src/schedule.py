@@ -27,7 +27,8 @@ from jaxnn._src.graph import in_blocks, inverse_csr, members_in_order, to_device
 from jaxnn._src.maxtree import round_up
 from jaxnn._src.losses import Loss
 
-__all__ = ["ColorSchedule", "ScheduleSizes", "color_conflict_graph", "color_schedule", "stack_schedules", "boost_colored", "colored_order"]
+__all__ = ["ColorSchedule", "ScheduleSizes", "color_conflict_graph", "color_schedule", "padded_schedule",
+           "stack_schedules", "boost_colored", "colored_order"]
 
 
 #: inverse-neighbourhood sizes bounding the colouring's tiers below the top
@@ -330,6 +331,19 @@ def color_schedule(neighbors, *, chunk: int | None = None, n_classes: int = 1, p
         edge_member[t, : b - a] = flat_member[a:b]
         edge_segment[t, : b - a] = flat_segment[a:b]
     return ColorSchedule(to_device(edge_member), to_device(edge_segment), to_device(examples), colors)
+
+
+def padded_schedule(neighbors, *, n_classes: int, platform: str | None, pad_to: ScheduleSizes):
+    """:func:`color_schedule` padded to at least ``pad_to`` (``fit``'s and
+    ``select``'s shared sizes), with what :func:`boost_colored` needs to run
+    it: (the schedule, the number of its steps that hold examples — the
+    padding steps come last — and its :class:`ScheduleSizes`)."""
+    schedule = color_schedule(neighbors, n_classes=n_classes, platform=platform, pad_to=pad_to)
+    m = np.asarray(neighbors).shape[0]
+    examples = np.asarray(schedule.examples)
+    real_steps = int(np.any(examples < m, axis=1).sum())
+    sizes = ScheduleSizes(max(int(pad_to.rows), m), *schedule.edge_member.shape, examples.shape[1])
+    return schedule, real_steps, sizes
 
 
 def stack_schedules(schedules) -> ColorSchedule:

@@ -20,9 +20,9 @@ from jaxnn._src import sharding, window
 from jaxnn._src.boosting import boost, check_chooser, chooser_order, initial_edges
 from jaxnn._src.checks import check_integer, check_real, did_you_mean
 from jaxnn._src.graph import (METHODS, _nndescent_index, _nndescent_query, graph_and_query, inverse_counts,
-                              inverse_neighbors, knn_graph, knn_query, padded_rows, query_rows, shared_width,
+                              inverse_neighbors, knn_graph, knn_query, padded_rows, query_rows, shared_rows, shared_width,
                               to_device)
-from jaxnn._src.schedule import boost_colored, color_schedule
+from jaxnn._src.schedule import ScheduleSizes, boost_colored, color_schedule, padded_schedule
 
 __all__ = ["Selection", "select", "DEFAULT_KS", "DEFAULT_LOSSES", "DEFAULT_PASSES"]
 
@@ -99,11 +99,19 @@ def _pass_runner(chooser: str, nb: np.ndarray, m: int, n_classes: int, algo, see
     random chooser draws a new permutation each pass); with a class ``mesh``,
     on its devices.  ``shared``: None, or the scan on the problem padded to
     these :class:`model.SharedShapes` (:class:`model.WindowedShapes` for the
-    windowed scan, its windows ``window_k``'s length), as ``fit`` pads a
+    windowed scan, its windows ``window_k``'s length;
+    :class:`schedule.ScheduleSizes` for the colored schedule), as ``fit`` pads a
     small one (Y and the edges have ``shared.rows`` rows; the shapes of the
     largest k serve every k: one compiled scan)."""
     from jaxnn._src.model import _runs_windowed, padded_graph  # local: model imports this module
 
+    if chooser == "colored" and shared is not None:  # padded as fit pads it (model._shared_size_colored)
+        schedule, real_steps, _ = padded_schedule(nb, n_classes=n_classes, platform=platform, pad_to=shared)
+        schedule = schedule._replace(colors=None)  # not read: its (m,) shape would compile per size
+        counts = to_device(padded_rows(inverse_counts(nb, m), shared.rows))
+        n_points, n_steps = to_device(m, np.int32), to_device(real_steps, np.int32)
+        return lambda Y, edges, loss, p: boost_colored(Y, edges, counts, schedule, n_points, n_steps, algorithm=algo,
+                                                       loss=loss, passes=1, trace=False)
     if chooser == "colored":
         schedule = color_schedule(nb, n_classes=n_classes, platform=platform)
         counts = jnp.asarray(inverse_counts(nb, m))
@@ -246,9 +254,11 @@ def select(
     # a small problem is boosted and scored padded to shared sizes, as fit pads it; the largest k's
     # shapes serve every k (its inverse neighbourhoods hold the smaller ks'): one compiled scan
     shared = None
-    # (the colored schedule runs unpadded here: fit pads it since stop 29, select not yet)
-    if _boosts_at_shared_size(m, n_classes, chooser, devices) and chooser != "colored":
-        if _runs_windowed(m, n_classes, chooser, devices):  # the windows of the largest k's length, for every k
+    if _boosts_at_shared_size(m, n_classes, chooser, devices):
+        if chooser == "colored":  # the largest k's schedule sizes (steps, edges, examples a step), for every k
+            _, _, shared = padded_schedule(graph, n_classes=n_classes, platform=platform,
+                                           pad_to=ScheduleSizes(shared_rows(m), 0, 0, 0))
+        elif _runs_windowed(m, n_classes, chooser, devices):  # the windows of the largest k's length, for every k
             first = chooser_order(chooser, m, m, seed)  # pass 1's order
             _, shared = _windowed_layout(graph, first, window.window_steps(n_classes, k_max))
         else:
