@@ -380,3 +380,23 @@ def test_select_runs_colored_candidates_padded_and_scores_as_unpadded(monkeypatc
     monkeypatch.setattr(model_mod, "SHARED_MAX_ROWS", 0)
     plain = jaxnn.select(X, y, **kw)
     assert plain.scores == padded.scores and plain.k == padded.k
+
+
+def test_predict_proba_of_any_posterior_mix_shares_one_program():
+    """posterior="auto" picks λ = 0 (link) or 1 (votes) per fit, and λ was a
+    static argument: folds that chose differently compiled the posteriors
+    twice per shape.  λ is traced now; the mixture is unchanged."""
+    import dataclasses
+
+    X, y = _blobs(300, d=8, seed=41)  # a width no other test uses
+    model = jaxnn.fit(X, y, k=5, posterior="link")
+    Xq = X[:50] + 0.1
+    p_link = np.asarray(jaxnn.predict_proba(model, Xq))
+    before = model_mod._mixed_posterior._cache_size()
+    mixes = {lam: np.asarray(jaxnn.predict_proba(dataclasses.replace(model, posterior_mix=lam), Xq))
+             for lam in (1.0, 0.25)}
+    assert model_mod._mixed_posterior._cache_size() == before
+    link, votes = model_mod._posterior_parts(model, Xq)  # the separate link and vote fractions
+    np.testing.assert_allclose(p_link, link, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(mixes[1.0], votes, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(mixes[0.25], 0.75 * link + 0.25 * votes, rtol=1e-5, atol=1e-6)

@@ -1042,12 +1042,15 @@ def _posteriors(alpha, Y, nb, *, loss, algorithm, multilabel: bool):
     largest H; NaN propagates).  Vote fractions: v_c(x) = #{j ∈ NN_k(x) :
     y_jc = +1}/k.
     """
+    p_link = _normalised_link(alpha, Y, nb, loss=loss, algorithm=algorithm, multilabel=multilabel)
+    return p_link, _vote_fractions(Y, nb).astype(p_link.dtype)
+
+
+def _normalised_link(alpha, Y, nb, *, loss, algorithm, multilabel: bool):
+    """:func:`_posteriors`' link posterior (n, C), traced in the caller's program."""
     H = _scores(alpha, Y, nb)
     p_link = _link_posterior(loss, algorithm, multilabel, H)
-    p_votes = _vote_fractions(Y, nb).astype(p_link.dtype)
-    if not multilabel:
-        p_link = _normalise_rows(p_link, H)
-    return p_link, p_votes
+    return p_link if multilabel else _normalise_rows(p_link, H)
 
 
 def predict_proba(model: Model, X=None, *, neighbors=None) -> jax.Array:
@@ -1067,15 +1070,23 @@ def predict_proba(model: Model, X=None, *, neighbors=None) -> jax.Array:
 def _padded_proba(model: Model, X, neighbors):
     """((:func:`predict_proba` on the padded query rows,), n)."""
     alpha, Y, nb, n = _query_parts(model, X, neighbors)
-    return (_mixed_posterior(alpha, Y, nb, loss=model.loss, algorithm=model.algorithm,
-                             multilabel=model.multilabel, lam=model.posterior_mix),), n
+    return (_mixed_posterior(alpha, Y, nb, model.posterior_mix, loss=model.loss, algorithm=model.algorithm,
+                             multilabel=model.multilabel),), n
 
 
-@functools.partial(jax.jit, static_argnames=("loss", "algorithm", "multilabel", "lam"))
-def _mixed_posterior(alpha, Y, nb, *, loss, algorithm, multilabel: bool, lam: float):
-    """(1 − λ)·link + λ·votes (:func:`_posteriors`), (n, C)."""
-    p_link, p_votes = _posteriors(alpha, Y, nb, loss=loss, algorithm=algorithm, multilabel=multilabel)
-    return p_link if lam == 0.0 else (1.0 - lam) * p_link + lam * p_votes
+@functools.partial(jax.jit, static_argnames=("loss", "algorithm", "multilabel"))
+def _mixed_posterior(alpha, Y, nb, lam, *, loss, algorithm, multilabel: bool):
+    """(1 − λ)·link + λ·votes (:func:`_posteriors`), (n, C).  λ is traced:
+    one program serves the link (λ = 0) and the votes (λ = 1) of
+    ``posterior="auto"``, where a static λ compiled one each (folds of a
+    cross-validation choose either); the votes are computed where λ ≠ 0 only
+    (a ``lax.cond``)."""
+    p_link = _normalised_link(alpha, Y, nb, loss=loss, algorithm=algorithm, multilabel=multilabel)
+
+    def mixed(p_link):
+        return (1.0 - lam) * p_link + lam * _vote_fractions(Y, nb).astype(p_link.dtype)
+
+    return jax.lax.cond(lam == 0.0, lambda p: p, mixed, p_link)
 
 
 def predict(model: Model, X=None, *, neighbors=None) -> np.ndarray:
