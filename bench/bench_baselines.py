@@ -35,6 +35,8 @@ each baseline's (``track_gnnb_fit_ratio_vs_*``; < 1: GNNB fits faster).
 
 from __future__ import annotations
 
+import numpy as np
+
 from .common import (
     DATASETS,
     K,
@@ -232,3 +234,41 @@ if not QUICK:
             return cache[name]["fast_over_linearsvc"]
 
         track_fast_gnnb_fit_ratio_vs_sklearn_linearsvc.unit = "ratio"
+
+
+class BaselineFolds(Benchmark):
+    """Five cross-validation folds of ``baselines.sgd_fit`` and ``svm_fit``
+    (Platt's 5-fold cross-fit included) in a new process.  Since stop 29 a
+    training set of at most 16384 rows trains padded to shared sizes (rows
+    of zero weight, zero feature columns): the folds, a row apart, share one
+    compiled SGD, SVM and Platt program, where each fold size compiled them
+    (~1.3 s together on 2 cores).  ``track_first_baseline_folds_seconds``:
+    the first call, compilation included; ``track_baseline_folds_seconds``:
+    a second call."""
+
+    M = 503 if QUICK else 2003
+    timeout = 180
+
+    def setup(self):
+        if B is None:
+            raise NotImplementedError("this commit has no jaxnn._src.baselines")
+        rng = np.random.default_rng(0)
+        X = rng.normal(size=(self.M, 16)).astype(np.float32)
+        y = (X[:, 0] + X[:, 1] > 0).astype(int) + 2 * (X[:, 2] > 0)
+        folds = np.arange(self.M) % 5
+
+        def run_folds():
+            return [(B.sgd_fit(X[folds != f], y[folds != f]).W, B.svm_fit(X[folds != f], y[folds != f]).W)
+                    for f in range(5)]
+
+        self.run_folds = run_folds
+        _, self.first = timed_block(run_folds)
+
+    def track_first_baseline_folds_seconds(self):
+        return self.first
+
+    def track_baseline_folds_seconds(self):
+        return timed_block(self.run_folds)[1]
+
+    track_first_baseline_folds_seconds.unit = "seconds"
+    track_baseline_folds_seconds.unit = "seconds"

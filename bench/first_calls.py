@@ -13,11 +13,14 @@ process.  Compare two versions as the closing notes do, alternating runs::
     python bench/first_calls.py curve 400               # learning_curve of the estimator: 5 sizes × 5 folds (stop 27)
     python bench/first_calls.py grid 500                # GridSearchCV of the estimator over k = 3, 5, 7, 9, 11, 15, cv = 5 (stop 28)
     python bench/first_calls.py auto-k 2000             # fit(k="auto"): select's 4 ks, then the fit (stop 28)
+    python bench/first_calls.py folds-colored 2003      # 5 folds of fit(chooser="colored"), as on a GPU (stop 29)
+    python bench/first_calls.py folds-baselines 2003    # 5 folds of baselines.sgd_fit and svm_fit (stop 29)
 
 Modes: ``fit-auto`` / ``fit-link`` M (d = 8, two classes; the first and a
 second fit), ``ripley``, ``warm`` M D (five Gaussian classes), ``select`` M
 (d = 16, ten classes), ``given`` M K (d = 16, four classes), ``cv`` M [C], ``curve`` M, ``grid`` M and
-``auto-k`` M (d = 16, four classes); the last six print a first and a second call.  Prints seconds;
+``auto-k`` M (d = 16, four classes), ``folds-colored`` M and ``folds-baselines`` M (the
+same data, five folds by index mod 5); the last eight print a first and a second call.  Prints seconds;
 ``jaxnn.__file__`` is printed too, to show which copy ran.
 """
 
@@ -71,7 +74,7 @@ def main(argv: list[str]) -> None:
         times = [timed(lambda: jaxnn.select(X, y, ks=(10, 20), losses=("logistic", "matsushita"),
                                             passes=(1, 2, 4)).scores) for _ in range(2)]
         print(f"select m={m}: first {times[0]:.2f} s, second {times[1]:.2f} s")
-    elif mode in ("given", "cv", "curve", "grid", "auto-k"):
+    elif mode in ("given", "cv", "curve", "grid", "auto-k", "folds-colored", "folds-baselines"):
         m = int(argv[1]) if len(argv) > 1 else 30000
         X = rng.normal(size=(m, 16)).astype(np.float32)
         y = (X[:, 0] + X[:, 1] > 0).astype(int) + 2 * (X[:, 2] > 0)
@@ -87,6 +90,18 @@ def main(argv: list[str]) -> None:
         elif mode == "auto-k":
             times = [timed(lambda: jaxnn.fit(X, y, k="auto").alpha) for _ in range(2)]
             print(f"auto-k m={m}: first {times[0]:.2f} s, second {times[1]:.2f} s")
+        elif mode.startswith("folds-"):
+            from jaxnn import baselines
+
+            folds = np.arange(m) % 5
+
+            def fit(Xf, yf):
+                if mode == "folds-colored":
+                    return jaxnn.fit(Xf, yf, chooser="colored").alpha
+                return baselines.sgd_fit(Xf, yf).W, baselines.svm_fit(Xf, yf).W
+
+            times = [timed(lambda: [fit(X[folds != f], y[folds != f]) for f in range(5)]) for _ in range(2)]
+            print(f"{mode} m={m}: first {times[0]:.2f} s, second {times[1]:.2f} s")
         else:
             from sklearn.model_selection import GridSearchCV, cross_val_score, learning_curve
 
@@ -102,7 +117,8 @@ def main(argv: list[str]) -> None:
             times = [timed(call) for _ in range(2)]
             print(f"{mode} m={m}: first {times[0]:.2f} s, second {times[1]:.2f} s")
     else:
-        raise SystemExit(f"unknown mode {mode!r}: fit-auto, fit-link, ripley, warm, select, given, cv, curve, grid or auto-k")
+        raise SystemExit(f"unknown mode {mode!r}: fit-auto, fit-link, ripley, warm, select, given, cv, curve, grid, "
+                         "auto-k, folds-colored or folds-baselines")
     print(f"(jaxnn from {jaxnn.__file__})")
 
 
