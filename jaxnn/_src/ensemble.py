@@ -605,16 +605,17 @@ def _boost_split(Xs, Y, E0, *, k, algo, loss, chooser, rounds, seed, graph_metho
     passes = rounds // m
     if n == 1:  # the unbatched path of jaxnn.fit, op for op
         nbrs = np.asarray(knn_graph(Xs[0], k, method=graph_method, seed=seed).indices)
-        if _boosts_at_shared_size(m, C, chooser, None) and chooser == "colored":  # padded as fit pads it
-            res, _ = _shared_size_colored(np.asarray(Y), nbrs, Y.dtype, algorithm=algo, loss=loss, passes=passes,
-                                          trace=trace, platform=sharding.platform())
+        if _boosts_at_shared_size(m, C, chooser, None):  # padded as fit pads it
+            if chooser == "colored":
+                res, _ = _shared_size_colored(np.asarray(Y), nbrs, Y.dtype, algorithm=algo, loss=loss, passes=passes,
+                                              trace=trace, platform=sharding.platform())
+            else:
+                res, _ = _shared_size_boost(np.asarray(Y), nbrs, chooser_order(chooser, m, rounds, seed), Y.dtype,
+                                            algorithm=algo, loss=loss, greedy=chooser == "greedy",
+                                            windowed=_runs_windowed(m, C, chooser, None), trace=trace)
         elif chooser == "colored":
             res = boost_colored(Y, E0, jnp.asarray(inverse_counts(nbrs, m)), color_schedule(nbrs, n_classes=C),
                                 algorithm=algo, loss=loss, passes=passes, trace=trace)
-        elif _boosts_at_shared_size(m, C, chooser, None):  # padded as fit pads it
-            res, _ = _shared_size_boost(np.asarray(Y), nbrs, chooser_order(chooser, m, rounds, seed), Y.dtype,
-                                        algorithm=algo, loss=loss, greedy=chooser == "greedy",
-                                        windowed=_runs_windowed(m, C, chooser, None), trace=trace)
         else:
             inv = inverse_neighbors(nbrs, m, width=shared_width(inverse_counts(nbrs, m).max()))
             order = jnp.asarray(chooser_order(chooser, m, rounds, seed))

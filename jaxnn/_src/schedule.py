@@ -277,6 +277,13 @@ def color_schedule(neighbors, *, chunk: int | None = None, n_classes: int = 1, p
     given ``n_steps``: a fold's colour count varied 14–17 at m = 824, k = 6)
     and L and S to three significant bits of ``ALIGN`` blocks, each at least
     ``pad_to``'s.  The colours and the steps that run are unchanged."""
+    schedule, _ = _host_schedule(neighbors, chunk, n_classes, platform, pad_to)
+    return ColorSchedule(*(to_device(a) for a in schedule[:3]), schedule.colors)
+
+
+def _host_schedule(neighbors, chunk, n_classes: int, platform, pad_to):
+    """:func:`color_schedule`'s arrays on the host, and the number of its
+    steps that hold examples (the padding steps come last)."""
     if chunk is None:
         elements = STEP_ELEMENTS if (platform or sharding.platform()) == "cpu" else STEP_ELEMENTS_ACCELERATOR
         chunk = max(256, elements // max(int(n_classes), 1))
@@ -330,7 +337,7 @@ def color_schedule(neighbors, *, chunk: int | None = None, n_classes: int = 1, p
         a, b = bounds[t], bounds[t + 1]
         edge_member[t, : b - a] = flat_member[a:b]
         edge_segment[t, : b - a] = flat_segment[a:b]
-    return ColorSchedule(to_device(edge_member), to_device(edge_segment), to_device(examples), colors)
+    return ColorSchedule(edge_member, edge_segment, examples, colors), n_steps
 
 
 def padded_schedule(neighbors, *, n_classes: int, platform: str | None, pad_to: ScheduleSizes):
@@ -338,12 +345,10 @@ def padded_schedule(neighbors, *, n_classes: int, platform: str | None, pad_to: 
     ``select``'s shared sizes), with what :func:`boost_colored` needs to run
     it: (the schedule, the number of its steps that hold examples — the
     padding steps come last — and its :class:`ScheduleSizes`)."""
-    schedule = color_schedule(neighbors, n_classes=n_classes, platform=platform, pad_to=pad_to)
-    m = np.asarray(neighbors).shape[0]
-    examples = np.asarray(schedule.examples)
-    real_steps = int(np.any(examples < m, axis=1).sum())
-    sizes = ScheduleSizes(max(int(pad_to.rows), m), *schedule.edge_member.shape, examples.shape[1])
-    return schedule, real_steps, sizes
+    schedule, real_steps = _host_schedule(neighbors, None, n_classes, platform, pad_to)
+    sizes = ScheduleSizes(max(int(pad_to.rows), schedule.colors.size), *schedule.edge_member.shape,
+                          schedule.examples.shape[1])
+    return ColorSchedule(*(to_device(a) for a in schedule[:3]), schedule.colors), real_steps, sizes
 
 
 def stack_schedules(schedules) -> ColorSchedule:
