@@ -290,3 +290,36 @@ def test_select_refuses_two_losses_of_one_name_and_hands_back_a_custom_loss():
     sel = jaxnn.select(X, y, ks=(5,), losses=(mine,), passes=(1,))
     assert sel.loss is mine and set(sel.scores) == {(5, "mine", 1)}
     assert jaxnn.fit(X, y, k=sel.k, loss=sel.loss, posterior="link").loss is mine
+
+
+@pytest.mark.parametrize("chooser", ["lazy", "lazy-windowed"])
+def test_select_weighs_narrow_steps_against_all_its_passes(chooser, monkeypatch):
+    """select runs one compiled scan for every candidate k, loss and pass, at
+    the largest k's width: whether its steps are narrowed to n_j
+    (``boosting.step_widths``) is weighed against the work of all those runs
+    (weighed per call, small folds ran every step at full width: optdigits'
+    select 4–5× slower).  The scan compiles once per loss."""
+    from jaxnn._src import boosting, window
+
+    if chooser == "lazy-windowed":
+        monkeypatch.setattr(window, "WINDOWED_MIN_STATE", 1)
+    seen = []
+    real = boosting.step_widths
+    monkeypatch.setattr(window, "step_widths", lambda P, work=None: seen.append((P, work)) or real(P, work))
+    monkeypatch.setattr(boosting, "step_widths", lambda P, work=None: seen.append((P, work)) or real(P, work))
+    boosting.boost.clear_cache()
+    window.boost_windowed.clear_cache()
+    X, y = _data(m=200, seed=2)
+    try:
+        jaxnn.select(X, y, ks=(3, 6, 9), losses=("logistic", "matsushita"), passes=(1, 3), chooser="lazy")
+        single = list(seen)
+        seen.clear()
+        boosting.boost.clear_cache()
+        window.boost_windowed.clear_cache()
+        jaxnn.select(X, y, ks=(9,), losses=("logistic",), passes=(1,), chooser="lazy")  # one run
+    finally:
+        boosting.boost.clear_cache()
+        window.boost_windowed.clear_cache()
+    assert len(single) == 2 and len(seen) == 1  # one trace per loss
+    # 3 ks × 2 losses × 3 passes run the program that one run compiles: 18 times its work
+    assert single[0] == (seen[0][0], 18 * seen[0][1])

@@ -115,9 +115,10 @@ CHUNK = 16
 #: iteration for the ~100 pairs of a random graph's step at k = C = 10 (64,
 #: 128 and 256 measured alike there and on the 10⁵-point set's hubs)
 GREEDY_PAIRS = 128
-#: padded work (steps × P × C, × k for greedy) from which narrowing pays for
-#: its compilation: at P = 502, C = 10 it compiles in 0.66 s instead of 0.30 s
-#: (lazy) and 2.1 s instead of 1.2 s (greedy), while a padded edge costs 5–10 ns
+#: padded work (steps × P × C, × k for greedy, × the calls of one compiled
+#: program) from which narrowing pays for its compilation: at P = 502, C = 10
+#: it compiles in 0.66 s instead of 0.30 s (lazy) and 2.1 s instead of 1.2 s
+#: (greedy), while a padded edge costs 5–10 ns
 NARROW_MIN_WORK = 1 << 24
 
 
@@ -158,9 +159,9 @@ def initial_edges(Y, *, algorithm, loss: Loss) -> jax.Array:
     return algorithm.init_edges(loss, Y)
 
 
-@functools.partial(jax.jit, static_argnames=("algorithm", "loss", "greedy", "trace"))
+@functools.partial(jax.jit, static_argnames=("algorithm", "loss", "greedy", "trace", "calls"))
 def boost(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None, *, algorithm, loss: Loss, greedy: bool,
-          trace: bool) -> BoostResult:
+          trace: bool, calls: int = 1) -> BoostResult:
     """Run ``len(order)`` boosting steps on every class.
 
     A step reads the edges of inv(j) at the narrowest of
@@ -191,6 +192,10 @@ def boost(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None,
         rest leaving the state as it is.  The algorithm's m (UNN's smoothing)
         and the trace's mean are then over the n_points examples.
       algorithm, loss: static; greedy, trace: static flags.
+      calls: static, how many times the caller runs this compiled program
+        (``select``: once per candidate k, loss and pass): narrowing the
+        steps (:func:`step_widths`) is weighed against the padded work of
+        them all, not of one call.
 
     Returns:
       :class:`BoostResult`.
@@ -198,7 +203,7 @@ def boost(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None,
     m, C = Y.shape
     E0 = algorithm.init_edges(loss, Y) if E0 is None else E0
     P = members.shape[1]
-    widths = step_widths(P, work=order.shape[0] * P * C * (neighbors.shape[1] if greedy else 1))
+    widths = step_widths(P, work=calls * order.shape[0] * P * C * (neighbors.shape[1] if greedy else 1))
     size = m if n_points is None else n_points  # the examples' m (a padded problem: traced)
 
     def risk_change(e_old, e_new, valid):

@@ -92,7 +92,7 @@ def _holdout(y: np.ndarray, fraction: float, seed: int):
 
 
 def _pass_runner(chooser: str, nb: np.ndarray, m: int, n_classes: int, algo, seed: int, max_passes: int,
-                 mesh=None, platform=None, shared=None, window_k=None):
+                 mesh=None, platform=None, shared=None, window_k=None, calls: int = 1):
     """``(Y, edges, loss, p) → BoostResult`` of pass p (1-based) on the graph
     ``nb`` as ``fit`` runs it: the colored schedule, or the scan — windowed
     for a large edge state — over pass p's slice of ``fit``'s sequence (the
@@ -102,7 +102,11 @@ def _pass_runner(chooser: str, nb: np.ndarray, m: int, n_classes: int, algo, see
     windowed scan, its windows ``window_k``'s length;
     :class:`schedule.ScheduleSizes` for the colored schedule), as ``fit`` pads a
     small one (Y and the edges have ``shared.rows`` rows; the shapes of the
-    largest k serve every k: one compiled scan)."""
+    largest k serve every k: one compiled scan).  ``calls``: the runs of
+    that compiled scan the caller makes (every k's, loss's and pass's): its
+    steps are narrowed to n_j when their padded work pays for the
+    compilation (:func:`boosting.step_widths`) — at the largest k's width,
+    select's 32 passes at full width took 4–5× longer (optdigits)."""
     from jaxnn._src.model import _runs_windowed, padded_graph  # local: model imports this module
 
     if chooser == "colored" and shared is not None:  # padded as fit pads it (model._shared_size_colored)
@@ -135,7 +139,7 @@ def _pass_runner(chooser: str, nb: np.ndarray, m: int, n_classes: int, algo, see
                 layouts[key] = window.window_layout(nb, orders[p - 1], steps, shared=shared is not None,
                                                     at_least=at_least)
             return window.boost_windowed(Y, edges, counts_j, layouts[key], n_points, algorithm=algo, loss=loss,
-                                         trace=False, max_count=max_count)
+                                         trace=False, max_count=max_count, calls=calls)
 
         return windowed_pass
     if shared is not None:  # padded: sizes near m and the ks share the compiled scan (model._shared_size_boost)
@@ -144,14 +148,15 @@ def _pass_runner(chooser: str, nb: np.ndarray, m: int, n_classes: int, algo, see
         orders = padded_rows(orders.T, shared.steps).T  # (passes, steps): no-op steps after the m
         return lambda Y, edges, loss, p: boost(Y, edges, inv.members, inv.counts, neighbors, to_device(orders[p - 1]),
                                                sizes, sizes, algorithm=algo, loss=loss, greedy=chooser == "greedy",
-                                               trace=False)
+                                               trace=False, calls=calls)
     inv = inverse_neighbors(nb, m, width=shared_width(inverse_counts(nb, m).max()))  # other folds' data share it
     if mesh is not None:
         inv = type(inv)(*(sharding.replicate(a, mesh) for a in inv))
     orders = jnp.asarray(orders)
     neighbors = jnp.asarray(nb) if chooser == "greedy" else None
     return lambda Y, edges, loss, p: boost(Y, edges, inv.members, inv.counts, neighbors, orders[p - 1],
-                                           algorithm=algo, loss=loss, greedy=chooser == "greedy", trace=False)
+                                           algorithm=algo, loss=loss, greedy=chooser == "greedy", trace=False,
+                                           calls=calls)
 
 
 def select(
@@ -275,9 +280,11 @@ def select(
 
     Y_run = on_mesh(Y)
     scores = {}
+    calls = len(loss_objs) * max_passes * (len(ks) if shared is not None else 1)  # of one compiled scan
     for k in ks:
         nb = graph[:, :k]
-        run_pass = _pass_runner(chooser, nb, m, n_classes, algo, seed, max_passes, mesh, platform, shared, k_max)
+        run_pass = _pass_runner(chooser, nb, m, n_classes, algo, seed, max_passes, mesh, platform, shared, k_max,
+                                calls)
         for loss in loss_objs:
             edges = on_mesh(initial_edges(Y, algorithm=algo, loss=loss))
             alpha = jnp.zeros(Y_run.shape, Y.dtype)

@@ -168,9 +168,9 @@ def _window_rows(csr, examples, lens, m: int, S: int):
     return rows, local
 
 
-@functools.partial(jax.jit, static_argnames=("algorithm", "loss", "trace", "n_steps", "max_count"))
+@functools.partial(jax.jit, static_argnames=("algorithm", "loss", "trace", "n_steps", "max_count", "calls"))
 def boost_windowed(Y, E0, counts, layout: WindowLayout, n_points=None, *, algorithm, loss: Loss, trace: bool,
-                   n_steps: int | None = None, max_count: int) -> BoostResult:
+                   n_steps: int | None = None, max_count: int, calls: int = 1) -> BoostResult:
     """The steps of ``layout`` — the same result as
     :func:`jaxnn._src.boosting.boost` on its example sequence (tested).
 
@@ -189,6 +189,8 @@ def boost_windowed(Y, E0, counts, layout: WindowLayout, n_points=None, *, algori
         (the steps past T change nothing), for the caller to cut.
       max_count: at least the largest n_j (P), static: the step widths —
         :func:`shared_max_count`, which data of one size share.
+      calls: static, the caller's runs of this compiled program, as for
+        :func:`jaxnn._src.boosting.boost`.
     """
     M, C = Y.shape
     E0 = algorithm.init_edges(loss, Y) if E0 is None else E0
@@ -199,7 +201,7 @@ def boost_windowed(Y, E0, counts, layout: WindowLayout, n_points=None, *, algori
     Yp = _pad_rows(Y)
     counts_p = _pad_rows(counts.astype(jnp.int32))
     P = max(int(max_count), 1)
-    widths = step_widths(P, work=n_windows * S * P * C)
+    widths = step_widths(P, work=calls * n_windows * S * P * C)
     chunk = CHUNK if len(widths) > 1 else P
 
     def risk_change(e_old, e_new, valid):
