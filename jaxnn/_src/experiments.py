@@ -607,8 +607,8 @@ def uci(
         'fit of posterior="auto", which only affects predict_proba); one boosting pass unless auto.'
     )
     notes.append(
-        "Times are wall-clock seconds on the run's machine and include JIT compilation whenever a "
-        "fold brings new array shapes (training size, inverse-neighbourhood width), i.e. on most folds."
+        "Times are wall-clock seconds on the run's machine and include JIT compilation (none with a warm "
+        "JAXNN_CACHE_DIR), which falls mostly on a domain's first fold: folds of nearby sizes share compiled programs."
     )
     out = result(D)
     if save:
