@@ -254,6 +254,29 @@ def test_vmapped_blocks_equal_a_loop_of_fits(data, chooser, check_blocks):
         np.testing.assert_array_equal(jaxnn.predict(sm.models[b], Q[b][:, : len(block)]), jaxnn.predict(ref, _l1(Xq[:, block])))
 
 
+
+def test_blocks_weigh_narrow_steps_against_all_blocks(data, monkeypatch):
+    """``_boost_blocks`` runs ``boost``'s body once per block: whether its
+    steps are narrowed to n_j is weighed against the n blocks' work (weighed
+    per block, spambase's 8 blocks, P = 2560, ran every step full width:
+    3.1 s instead of 0.64 s warm)."""
+    from jaxnn._src import boosting
+    from jaxnn._src import ensemble as ens_src
+
+    X, y, _ = data
+    seen = []
+    real = boosting.step_widths
+    monkeypatch.setattr(boosting, "step_widths", lambda P, work=None: seen.append((P, work)) or real(P, work))
+    ens_src._boost_blocks.clear_cache()
+    boosting.boost.clear_cache()
+    try:
+        ens.fit_split(X, y, n_splits=3, norm="l1", k=5, rounds=2 * X.shape[0])
+    finally:
+        ens_src._boost_blocks.clear_cache()
+        boosting.boost.clear_cache()
+    (P, work), = seen
+    assert work == 3 * (2 * X.shape[0]) * P * 3  # blocks × steps × width × classes
+
 # ---------------------------------------------------------------- posteriors
 
 
