@@ -15,12 +15,15 @@ process.  Compare two versions as the closing notes do, alternating runs::
     python bench/first_calls.py auto-k 2000             # fit(k="auto"): select's 4 ks, then the fit (stop 28)
     python bench/first_calls.py folds-colored 2003      # 5 folds of fit(chooser="colored"), as on a GPU (stop 29)
     python bench/first_calls.py folds-baselines 2003    # 5 folds of baselines.sgd_fit and svm_fit (stop 29)
+    python bench/first_calls.py auto-uci optdigits      # fit(k, loss, rounds="auto") on a random 2/3 of a UCI set (stop 30)
+    python bench/first_calls.py split-uci spambase 8    # fit_split(n_splits=8, norm="l2") on the same (stop 30)
 
 Modes: ``fit-auto`` / ``fit-link`` M (d = 8, two classes; the first and a
 second fit), ``ripley``, ``warm`` M D (five Gaussian classes), ``select`` M
 (d = 16, ten classes), ``given`` M K (d = 16, four classes), ``cv`` M [C], ``curve`` M, ``grid`` M and
 ``auto-k`` M (d = 16, four classes), ``folds-colored`` M and ``folds-baselines`` M (the
-same data, five folds by index mod 5); the last eight print a first and a second call.  Prints seconds;
+same data, five folds by index mod 5), ``auto-uci`` NAME and ``split-uci`` NAME N (a bundled UCI set,
+a random 2/3 of it, standardised); the last ten print a first and a second call.  Prints seconds;
 ``jaxnn.__file__`` is printed too, to show which copy ran.
 """
 
@@ -74,6 +77,18 @@ def main(argv: list[str]) -> None:
         times = [timed(lambda: jaxnn.select(X, y, ks=(10, 20), losses=("logistic", "matsushita"),
                                             passes=(1, 2, 4)).scores) for _ in range(2)]
         print(f"select m={m}: first {times[0]:.2f} s, second {times[1]:.2f} s")
+    elif mode in ("auto-uci", "split-uci"):
+        name = argv[1] if len(argv) > 1 else "optdigits"
+        X, y = jaxnn.datasets.load(name)
+        rows = np.sort(rng.permutation(len(y))[: 2 * len(y) // 3])
+        X, y = jaxnn.datasets.standardize(X[rows], X[rows][:1])[0].astype(np.float32), y[rows]
+        if mode == "auto-uci":
+            call = lambda: jaxnn.fit(X, y, k="auto", loss="auto", rounds="auto", posterior="link")  # noqa: E731
+        else:
+            n = int(argv[2]) if len(argv) > 2 else 8
+            call = lambda: jaxnn.ensemble.fit_split(X, y, n_splits=n, norm="l2", k=10).alpha  # noqa: E731
+        times = [timed(call) for _ in range(2)]
+        print(f"{mode} {name} m={len(y)}: first {times[0]:.2f} s, second {times[1]:.2f} s")
     elif mode in ("given", "cv", "curve", "grid", "auto-k", "folds-colored", "folds-baselines"):
         m = int(argv[1]) if len(argv) > 1 else 30000
         X = rng.normal(size=(m, 16)).astype(np.float32)
@@ -118,7 +133,7 @@ def main(argv: list[str]) -> None:
             print(f"{mode} m={m}: first {times[0]:.2f} s, second {times[1]:.2f} s")
     else:
         raise SystemExit(f"unknown mode {mode!r}: fit-auto, fit-link, ripley, warm, select, given, cv, curve, grid, "
-                         "auto-k, folds-colored or folds-baselines")
+                         "auto-k, folds-colored, folds-baselines, auto-uci or split-uci")
     print(f"(jaxnn from {jaxnn.__file__})")
 
 
