@@ -418,7 +418,7 @@ class AutoOnUCI(Benchmark):
     ``jaxnn.fit(k="auto", loss="auto", rounds="auto", posterior="link")``,
     ``select``'s 4 ks × 2 losses × 4 passes then the refit (optdigits: 2.04 →
     0.59 s at stop 30, when ``select``'s one compiled scan began narrowing its
-    steps as the work of all 32 runs pays for it) — and ``time_fit_split``,
+    steps as the work of all its 16 runs pays for it) — and ``time_fit_split``,
     ``ensemble.fit_split(n_splits=8)`` on spambase (3.0 → 0.56 s at stop 30:
     its 8 blocks' program weighed narrowing alike; the duplicate points'
     hubs make P = 2560).  Quick runs: 900 points of segment and spambase."""

@@ -102,11 +102,11 @@ def _pass_runner(chooser: str, nb: np.ndarray, m: int, n_classes: int, algo, see
     windowed scan, its windows ``window_k``'s length;
     :class:`schedule.ScheduleSizes` for the colored schedule), as ``fit`` pads a
     small one (Y and the edges have ``shared.rows`` rows; the shapes of the
-    largest k serve every k: one compiled scan).  ``calls``: the runs of
-    that compiled scan the caller makes (every k's, loss's and pass's): its
+    largest k serve every k: one compiled scan per loss).  ``calls``: the
+    runs of that compiled scan the caller makes (every k's and pass's): its
     steps are narrowed to n_j when their padded work pays for the
     compilation (:func:`boosting.step_widths`) — at the largest k's width,
-    select's 32 passes at full width took 4–5× longer (optdigits)."""
+    select's passes at full width took 4–5× longer (optdigits)."""
     from jaxnn._src.model import _runs_windowed, padded_graph  # local: model imports this module
 
     if chooser == "colored" and shared is not None:  # padded as fit pads it (model._shared_size_colored)
@@ -280,7 +280,7 @@ def select(
 
     Y_run = on_mesh(Y)
     scores = {}
-    calls = len(loss_objs) * max_passes * (len(ks) if shared is not None else 1)  # of one compiled scan
+    calls = max_passes * (len(ks) if shared is not None else 1)  # runs of one loss's compiled scan
     for k in ks:
         nb = graph[:, :k]
         run_pass = _pass_runner(chooser, nb, m, n_classes, algo, seed, max_passes, mesh, platform, shared, k_max,
