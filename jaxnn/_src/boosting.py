@@ -195,7 +195,8 @@ def boost(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None,
       calls: static, how many times the caller runs this compiled program
         (``select``: once per candidate k, loss and pass): narrowing the
         steps (:func:`step_widths`) is weighed against the padded work of
-        them all, not of one call.
+        them all, not of one call.  Static, so part of the compiled
+        program's key: callers that share a program pass the same value.
 
     Returns:
       :class:`BoostResult`.
