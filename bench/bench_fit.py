@@ -411,14 +411,13 @@ class ChooserAccuracy(Benchmark):
     track_mean_test_accuracy.unit = "accuracy"
 
 
-
 class AutoOnUCI(Benchmark):
     """Warm model selection and split fits on bundled UCI sets (a random 2/3,
-    standardised; compiled in ``setup``): ``time_fit_auto`` —
+    standardised; compiled in ``setup``), ``time_fit``: ``what="fit_auto"`` —
     ``jaxnn.fit(k="auto", loss="auto", rounds="auto", posterior="link")``,
     ``select``'s 4 ks × 2 losses × 4 passes then the refit (optdigits: 2.04 →
-    0.59 s at stop 30, when ``select``'s one compiled scan began narrowing its
-    steps as the work of all its 16 runs pays for it) — and ``time_fit_split``,
+    0.59 s at stop 30, when each loss's compiled scan in ``select`` began narrowing its
+    steps as the work of all its 16 runs pays for it) — and ``"fit_split"``,
     ``ensemble.fit_split(n_splits=8)`` on spambase (3.0 → 0.56 s at stop 30:
     its 8 blocks' program weighed narrowing alike; the duplicate points'
     hubs make P = 2560).  Quick runs: 900 points of segment and spambase."""
@@ -443,6 +442,7 @@ class AutoOnUCI(Benchmark):
 
     def time_fit(self, what):
         block(self.call())
+
 
 class NearbySizes(Benchmark):
     """A fit of a new size after one of a nearby size, as cross-validation

@@ -254,7 +254,6 @@ def test_vmapped_blocks_equal_a_loop_of_fits(data, chooser, check_blocks):
         np.testing.assert_array_equal(jaxnn.predict(sm.models[b], Q[b][:, : len(block)]), jaxnn.predict(ref, _l1(Xq[:, block])))
 
 
-
 def test_blocks_weigh_narrow_steps_against_all_blocks(data, monkeypatch):
     """``_boost_blocks`` runs ``boost``'s body once per block: whether its
     steps are narrowed to n_j is weighed against the n blocks' work (weighed
@@ -276,6 +275,7 @@ def test_blocks_weigh_narrow_steps_against_all_blocks(data, monkeypatch):
         boosting.boost.clear_cache()
     (P, work), = seen
     assert work == 3 * (2 * X.shape[0]) * P * 3  # blocks × steps × width × classes
+
 
 # ---------------------------------------------------------------- posteriors
 
