@@ -400,3 +400,59 @@ def test_predict_proba_of_any_posterior_mix_shares_one_program():
     np.testing.assert_allclose(p_link, link, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(mixes[1.0], votes, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(mixes[0.25], 0.75 * link + 0.25 * votes, rtol=1e-5, atol=1e-6)
+
+
+def test_shared_k_buckets():
+    assert [graph_mod.shared_k(k, 500) for k in (1, 3, 8, 9, 15, 16, 17, 50)] == [8, 8, 8, 16, 16, 16, 32, 64]
+    assert graph_mod.shared_k(10, graph_mod.SHARED_K_MAX_ROWS) == 16
+    assert graph_mod.shared_k(10, graph_mod.SHARED_K_MAX_ROWS + 1) == 10  # larger searches find k
+
+
+@pytest.mark.parametrize("k", [1, 3, 7, 9, 15])
+def test_searches_at_a_shared_k_keep_the_exact_first_k(k):
+    """A small search finds shared_k(k) neighbours and keeps the first k: on
+    integer points (many exact ties, broken by the lower index) they are the
+    brute-force k-NN, for the graph, the queries and both at once — also on
+    6 points, where shared_k exceeds the points (the padding, never a
+    neighbour, fills the columns past them)."""
+    rng = np.random.default_rng(30 + k)
+    X = rng.integers(0, 4, size=(300, 3)).astype(np.float32)
+    Q = rng.integers(0, 4, size=(50, 3)).astype(np.float32)
+    assert graph_mod.shared_k(k, 300) > k or k == 8
+    graph = jaxnn.knn_graph(X, k)
+    assert graph.indices.shape == graph.distances.shape == (300, k)
+    np.testing.assert_array_equal(np.asarray(graph.indices), _brute_force(X, X, k, True))
+    np.testing.assert_array_equal(np.asarray(jaxnn.knn_query(X, Q, k).indices), _brute_force(Q, X, k, False))
+    tr, q = graph_mod.graph_and_query(X, Q, k)
+    np.testing.assert_array_equal(tr, _brute_force(X, X, k, True))
+    np.testing.assert_array_equal(q, _brute_force(Q, X, k, False))
+    small = min(k, 5)
+    np.testing.assert_array_equal(np.asarray(jaxnn.knn_graph(X[:6], small).indices), _brute_force(X[:6], X[:6], small, True))
+
+
+def test_fits_of_nearby_ks_share_the_compiled_programs_and_equal_unshared_fits(monkeypatch):
+    """A grid over k (3, 5, 7: 8 neighbours searched, width 64): after the
+    first k the others compile no search, boosting or scoring (each k
+    compiled ~0.5 s of them, 2 CPU cores), and every fit, its scores,
+    posteriors and labels equal those of the fit without shared ks
+    (SHARED_K_MAX_ROWS = 0: the search finds k, the width floor is 8k)."""
+    watched = (graph_mod._conditioned_search, boost, model_mod._scores, model_mod._mixed_posterior)
+    X, y = _blobs(350, d=6, seed=21)  # a width no other test uses
+    Q = X[:70] + np.float32(0.1)
+
+    def fit_and_predict(k):
+        model = jaxnn.fit(X, y, k=k, posterior="link")
+        return (np.asarray(model.alpha), np.asarray(jaxnn.decision_function(model, Q)),
+                np.asarray(jaxnn.predict_proba(model, Q)), jaxnn.predict(model, Q))
+
+    fit_and_predict(3)
+    before = [f._cache_size() for f in watched]
+    shared = {k: fit_and_predict(k) for k in (5, 7)}
+    assert [f._cache_size() for f in watched] == before
+    monkeypatch.setattr(graph_mod, "SHARED_K_MAX_ROWS", 0)
+    for k in (5, 7):
+        alpha, H, p, labels = fit_and_predict(k)
+        np.testing.assert_allclose(shared[k][0], alpha, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(shared[k][1], H, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(shared[k][2], p, rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(shared[k][3], labels)

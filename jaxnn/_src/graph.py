@@ -96,6 +96,26 @@ def _block_rows(m: int, block_size: int | None, platform: str | None = None) -> 
     return int(block_size)
 
 
+#: exact searches of at most this many training points find the neighbours of
+#: a shared k (:func:`shared_k`) and keep the first k
+SHARED_K_MAX_ROWS = 2048
+
+
+def shared_k(k: int, m: int) -> int:
+    """The neighbours a concrete exact search of m training points finds to
+    answer for k: for m ≤ :data:`SHARED_K_MAX_ROWS`, the power of two ≥
+    max(k, 8) — 8, 16, 32, … — else k.  The search returns them nearest
+    first, exact ties to the lower index, so its first k columns are the
+    k-NN; a grid of ks (3, 5, 7 → 8; 9, 11, 15 → 16) then shares one
+    compiled search, and :func:`fit` one boosting width, where each k
+    compiled its own (~0.2 s of search and ~0.2 s of boosting on 2 CPU
+    cores).  Searching more neighbours costs little at this size (m = 2000,
+    d = 16, warm: 17 ms at k = 10, 21 ms at 16) and more above it (m = 4000:
+    24 → 34 ms), where a compile weighs less against the search."""
+    k = int(k)
+    return k if m > SHARED_K_MAX_ROWS else max(8, 1 << (k - 1).bit_length())
+
+
 _GROUP = 32  # columns per group of the two-stage selection
 #: :func:`_smallest_k` selects in two stages from m > 3·32·k columns. Its time
 #: over one ``top_k``'s on a 128-row tile (2 CPU cores), at k = 4 / 8 / 16 / 32 / 64:
@@ -219,7 +239,8 @@ def _conditioning_on_host(X: np.ndarray):
     return (X - shift) / s, (int(e0), shift, s, int(e) + int(e0))
 
 
-def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, recall_target=None, rows=None):
+def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, recall_target=None, rows=None,
+                  cut: bool = True):
     """Exact kNN of rows of Q among rows of X, a tile of ``block`` query rows
     at a time; with ``devices``, the query rows are split across them; with a
     ``recall_target``, selected by ``lax.approx_min_k``.  Points are first
@@ -232,20 +253,26 @@ def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, re
     :func:`query_rows` rows, so that data of nearby sizes — cross-validation
     folds, a learning curve's steps — share one compiled search
     (~0.1–0.3 s a new size on 2 CPU cores).  ``rows``: pad such X to at
-    least this many rows (another search's, to share its compilation)."""
+    least this many rows (another search's, to share its compilation).  Such
+    a search of at most :data:`SHARED_K_MAX_ROWS` points finds
+    :func:`shared_k` (k) neighbours (at most X's padded rows) and keeps the
+    first k — or all of them when not ``cut``."""
     if devices is None:  # one program: (conditioning,) search and rescaling compile together
         if recall_target is not None:
             kernel, recall_target = _onepass_topk, float(recall_target)
         else:
             kernel = _search_kernel(X.shape[0], X.shape[1], k, sharding.platform())
-        m, n_valid, transform = X.shape[0], None, None
+        m, n_valid, transform, found = X.shape[0], None, None, k
         if not isinstance(X, jax.core.Tracer) and not isinstance(Q, jax.core.Tracer) and m <= SHARED_MAX_ROWS:
             X, (e0, shift, s, e) = _conditioning_on_host(np.asarray(X))  # no reduction of X in the program
             X, n_valid = to_device(padded_rows(X, max(shared_rows(m), rows or 0))), to_device(m, np.int32)
             Q = padded_rows(Q, query_rows(Q.shape[0], block))
             transform = to_device(e0, np.int32), to_device(shift), to_device(s), to_device(e, np.int32)
-        return _conditioned_search(Q, X, n_valid, transform, kernel=kernel, k=k, block=block,
-                                   exclude_self=exclude_self, recall_target=recall_target)
+            if recall_target is None:  # a few ks share the program; the padding columns sort last
+                found = min(shared_k(k, m), X.shape[0])
+        idx, dist = _conditioned_search(Q, X, n_valid, transform, kernel=kernel, k=found, block=block,
+                                        exclude_self=exclude_self, recall_target=recall_target)
+        return first_rows((idx, dist), k, axis=1) if cut else (idx, dist)  # nearest first: cut on the host
     Q, X, exponent = _conditioned(Q, X)
     idx, dist = _blocked_topk_conditioned(Q, X, k, block, exclude_self, devices, recall_target)
     return idx, jnp.ldexp(dist, exponent)
@@ -727,12 +754,15 @@ def _first_rows(arrays, n: int, axis: int):
     return tuple(jax.lax.slice_in_dim(a, 0, n, axis=axis) for a in arrays)
 
 
-def padded_query(X_train, X_query, k: int, *, block_size: int | None = None, devices=None):
+def padded_query(X_train, X_query, k: int, *, block_size: int | None = None, devices=None, cut: bool = True):
     """:func:`knn_query`'s search on the queries padded to :func:`query_rows`
-    rows: (indices (rows, k) int32, distances (rows, k), n).  Rows from n on
+    rows: (indices (rows, k') int32, distances (rows, k'), n).  Rows from n on
     are the neighbours of padding points (zeros), to be dropped; callers that
     go on computing (scores, posteriors) do so on all rows and drop them at
-    the end, so every step sees the shared shape."""
+    the end, so every step sees the shared shape.  k' = k, or when not
+    ``cut`` all the neighbours found, nearest first (a small search's
+    :func:`shared_k`: callers that sum the first k of them, a traced count,
+    share one compiled program across ks)."""
     X_train, X_query, Xt, k = _search_points(X_train, X_query, k, exclude_self=False)
     m, n = Xt.shape[0], X_query.shape[0]
     platform = sharding.platform(devices)
@@ -744,7 +774,7 @@ def padded_query(X_train, X_query, k: int, *, block_size: int | None = None, dev
         Xq = padded_rows(_as_float(X_query).astype(Xt.dtype), rows)
     _warn_if_slow(n, m, platform, f"knn_query of {n} points among {m}",
                   "an approximate index can find the neighbours instead (predict's neighbors=, README)")
-    idx, dist = _blocked_topk(Xq, Xt, k, block, False, devices)
+    idx, dist = _blocked_topk(Xq, Xt, k, block, False, devices, cut=cut)
     return idx, dist, n
 
 

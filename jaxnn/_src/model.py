@@ -28,7 +28,8 @@ from jaxnn._src.boosting import BoostResult, boost, check_chooser, chooser_order
 from jaxnn._src.graph import METHODS as _GRAPH_METHODS
 from jaxnn._src.graph import (SHARED_MAX_ROWS, Neighbors, at_shared_rows, first_rows, float32_origin, graph_and_query,
                               in_blocks, inverse_counts, inverse_neighbors, knn_graph, neighbor_sum, padded_query,
-                              padded_rows, query_rows, shared_rows, shared_width, shift_points, subgraph, to_device)
+                              padded_rows, query_rows, shared_k, shared_rows, shared_width, shift_points, subgraph,
+                              to_device)
 from jaxnn._src.schedule import ScheduleSizes, boost_colored, color_schedule, padded_schedule
 
 __all__ = ["Model", "fit", "decision_function", "predict_proba", "predict", "encode_labels", "auto_chooser"]
@@ -604,8 +605,10 @@ class SharedShapes(NamedTuple):
     def of(cls, m: int, steps: int, largest: int, k: int) -> "SharedShapes":
         """The shapes of m examples, ``steps`` steps and a largest inverse
         neighbourhood ``largest`` (P) of a k-NN graph: :func:`graph.shared_rows`
-        (m), :func:`graph.in_blocks` (steps), :func:`graph.shared_width` (max(P, 8k))."""
-        return cls(shared_rows(m), in_blocks(steps), shared_width(max(int(largest), 8 * int(k))))
+        (m), :func:`graph.in_blocks` (steps), :func:`graph.shared_width`
+        (max(P, 8·:func:`graph.shared_k` (k, m))): the ks that share a search
+        share a width."""
+        return cls(shared_rows(m), in_blocks(steps), shared_width(max(int(largest), 8 * shared_k(k, m))))
 
 
 class WindowedShapes(NamedTuple):
@@ -622,7 +625,7 @@ def _shared_size_boost(Y_np, nbrs, order, dtype, *, algorithm, loss, greedy: boo
     """:func:`boost` on a small problem padded to shared sizes: the m examples
     to M = :func:`graph.shared_rows` (m) rows (y = 0, n_j = 0, no one's
     neighbour), the T steps to :func:`graph.in_blocks` (T) (no-ops) and the
-    inverse neighbourhoods' width to :func:`graph.shared_width` (max(P, 8k))
+    inverse neighbourhoods' width to :func:`graph.shared_width` (max(P, 8K), K = :func:`graph.shared_k` (k, m))
     (the largest one, P, varies with the data — Gaussian folds of 400
     points in 16 dimensions, k = 10, gave P = 56–80, all under the floor 8k
     = 80; a power of two, coarser, made a step at m = 12 000 read 256
@@ -675,7 +678,7 @@ def _shared_size_windowed(Y_np, nbrs, order, dtype, *, algorithm, loss, trace: b
     Returns (:class:`BoostResult`, the :class:`WindowedShapes` used).
     """
     m, k = nbrs.shape
-    layout, shapes = _windowed_layout(nbrs, order, window.window_steps(Y_np.shape[1], k), like=like)
+    layout, shapes = _windowed_layout(nbrs, order, window.window_steps(Y_np.shape[1], shared_k(k, m)), like=like)
     Y = to_device(padded_rows(Y_np, shapes.rows), dtype)
     counts = to_device(padded_rows(inverse_counts(nbrs, m), shapes.rows))
     result = window.boost_windowed(Y, None, counts, layout, to_device(m, np.int32),  # E0 in the program
@@ -914,9 +917,10 @@ def _scores(alpha, Y, indices, k=None):
 
 
 @jax.jit
-def _vote_fractions(Y, indices):
-    """v_c(x) = #{j ∈ NN_k(x) : y_jc > 0}/k for (n, k) neighbour indices → (n, C)."""
-    return neighbor_sum((Y > 0).astype(Y.dtype), indices) / indices.shape[1]
+def _vote_fractions(Y, indices, k=None):
+    """v_c(x) = #{j ∈ NN_k(x) : y_jc > 0}/k for (n, k') neighbour indices, of
+    which the first k (traced; None: all k') are NN_k(x) → (n, C)."""
+    return neighbor_sum((Y > 0).astype(Y.dtype), indices, k) / (indices.shape[1] if k is None else k)
 
 
 def _check_query(model: Model, X):
@@ -929,10 +933,13 @@ def _check_query(model: Model, X):
 
 
 def _query_parts(model: Model, X, neighbors):
-    """(alpha, Y, (rows, k) indices of the model's training points nearest
-    each query, n): the indices are ``neighbors`` when given (checked against
-    X's rows if X is given too), else the exact search of X among
-    ``model.X``.  rows ≥ n: the queries are padded to :func:`graph.query_rows`
+    """(alpha, Y, (rows, k') indices of the model's training points nearest
+    each query, k, n): the indices are ``neighbors`` when given (checked
+    against X's rows if X is given too; k' = k = ``model.k``, k passed as
+    None), else the exact search of X among ``model.X`` — for a small model
+    all the :func:`graph.shared_k` neighbours it finds, with k as a traced
+    count of them to sum (None where k' = k), so that models of nearby ks
+    share one compiled scoring and posterior.  rows ≥ n: the queries are padded to :func:`graph.query_rows`
     (batches of nearby sizes share one compiled search, scoring and
     posterior; rows from n on are to be dropped); under ``jax.jit`` rows = n.
     alpha and Y are the model's, padded with zero rows to
@@ -943,8 +950,8 @@ def _query_parts(model: Model, X, neighbors):
     if neighbors is None:
         if X is None:
             raise TypeError("give the query points X, or their neighbours among the training points as neighbors=")
-        idx, _, n = padded_query(model.X, _check_query(model, X), model.k)
-        return alpha, Y, idx, n
+        idx, _, n = padded_query(model.X, _check_query(model, X), model.k, cut=False)
+        return alpha, Y, idx, None if idx.shape[1] == model.k else np.int32(model.k), n
     nb = _check_neighbors(neighbors, model.X.shape[0], model.k)
     n = nb.shape[0]
     if X is not None:
@@ -952,8 +959,8 @@ def _query_parts(model: Model, X, neighbors):
         if Xq.shape[0] != n:
             raise ValueError(f"X and neighbors have mismatched lengths: {Xq.shape[0]} rows in X, {n} in neighbors")
     if isinstance(nb, jax.core.Tracer):
-        return alpha, Y, nb, n
-    return alpha, Y, to_device(padded_rows(nb, query_rows(n))), n  # padding rows name training point 0
+        return alpha, Y, nb, None, n
+    return alpha, Y, to_device(padded_rows(nb, query_rows(n))), None, n  # padding rows name training point 0
 
 
 def decision_function(model: Model, X=None, *, neighbors=None) -> jax.Array:
@@ -966,8 +973,8 @@ def decision_function(model: Model, X=None, *, neighbors=None) -> jax.Array:
     left out, and no search is run.
     """
     model = _check_model(model)
-    alpha, Y, nb, n = _query_parts(model, X, neighbors)
-    return first_rows((_scores(alpha, Y, nb),), n)[0]
+    alpha, Y, nb, k, n = _query_parts(model, X, neighbors)
+    return first_rows((_scores(alpha, Y, nb, k),), n)[0]
 
 
 def _link_posterior(loss, algorithm, multilabel: bool, H):
@@ -1026,15 +1033,16 @@ def _normalise_rows(p, H):
 def _posterior_parts(model: Model, X, neighbors=None):
     """(link posterior, vote fractions), both (n, C) NumPy arrays (:func:`_posteriors`;
     the padding dropped on the host: nothing compiles per n)."""
-    alpha, Y, nb, n = _query_parts(model, X, neighbors)
-    parts = _posteriors(alpha, Y, nb, loss=model.loss, algorithm=model.algorithm, multilabel=model.multilabel)
+    alpha, Y, nb, k, n = _query_parts(model, X, neighbors)
+    parts = _posteriors(alpha, Y, nb, k, loss=model.loss, algorithm=model.algorithm, multilabel=model.multilabel)
     return tuple(np.asarray(p)[:n] for p in parts)
 
 
 @functools.partial(jax.jit, static_argnames=("loss", "algorithm", "multilabel"))
-def _posteriors(alpha, Y, nb, *, loss, algorithm, multilabel: bool):
-    """(link posterior, vote fractions), both (n, C), for (n, k) neighbour
-    indices nb; one compiled function per (loss, algorithm, shapes).
+def _posteriors(alpha, Y, nb, k=None, *, loss, algorithm, multilabel: bool):
+    """(link posterior, vote fractions), both (n, C), for (n, k') neighbour
+    indices nb of which the first k (traced; None: all) are NN_k; one
+    compiled function per (loss, algorithm, shapes).
 
     The link posterior is p̂_c = link(H_c(x)) (:func:`_link_posterior`); for
     single-label models it is normalised over classes (:func:`_normalise_rows`:
@@ -1042,13 +1050,13 @@ def _posteriors(alpha, Y, nb, *, loss, algorithm, multilabel: bool):
     largest H; NaN propagates).  Vote fractions: v_c(x) = #{j ∈ NN_k(x) :
     y_jc = +1}/k.
     """
-    p_link = _normalised_link(alpha, Y, nb, loss=loss, algorithm=algorithm, multilabel=multilabel)
-    return p_link, _vote_fractions(Y, nb).astype(p_link.dtype)
+    p_link = _normalised_link(alpha, Y, nb, k, loss=loss, algorithm=algorithm, multilabel=multilabel)
+    return p_link, _vote_fractions(Y, nb, k).astype(p_link.dtype)
 
 
-def _normalised_link(alpha, Y, nb, *, loss, algorithm, multilabel: bool):
+def _normalised_link(alpha, Y, nb, k, *, loss, algorithm, multilabel: bool):
     """:func:`_posteriors`' link posterior (n, C), traced in the caller's program."""
-    H = _scores(alpha, Y, nb)
+    H = _scores(alpha, Y, nb, k)
     p_link = _link_posterior(loss, algorithm, multilabel, H)
     return p_link if multilabel else _normalise_rows(p_link, H)
 
@@ -1069,22 +1077,22 @@ def predict_proba(model: Model, X=None, *, neighbors=None) -> jax.Array:
 
 def _padded_proba(model: Model, X, neighbors):
     """((:func:`predict_proba` on the padded query rows,), n)."""
-    alpha, Y, nb, n = _query_parts(model, X, neighbors)
-    return (_mixed_posterior(alpha, Y, nb, model.posterior_mix, loss=model.loss, algorithm=model.algorithm,
+    alpha, Y, nb, k, n = _query_parts(model, X, neighbors)
+    return (_mixed_posterior(alpha, Y, nb, model.posterior_mix, k, loss=model.loss, algorithm=model.algorithm,
                              multilabel=model.multilabel),), n
 
 
 @functools.partial(jax.jit, static_argnames=("loss", "algorithm", "multilabel"))
-def _mixed_posterior(alpha, Y, nb, lam, *, loss, algorithm, multilabel: bool):
+def _mixed_posterior(alpha, Y, nb, lam, k=None, *, loss, algorithm, multilabel: bool):
     """(1 − λ)·link + λ·votes (:func:`_posteriors`), (n, C).  λ is traced:
     one program serves the link (λ = 0) and the votes (λ = 1) of
     ``posterior="auto"``, where a static λ compiled one each (folds of a
     cross-validation choose either); the votes are computed where λ ≠ 0 only
     (a ``lax.cond``)."""
-    p_link = _normalised_link(alpha, Y, nb, loss=loss, algorithm=algorithm, multilabel=multilabel)
+    p_link = _normalised_link(alpha, Y, nb, k, loss=loss, algorithm=algorithm, multilabel=multilabel)
 
     def mixed(p_link):
-        return (1.0 - lam) * p_link + lam * _vote_fractions(Y, nb).astype(p_link.dtype)
+        return (1.0 - lam) * p_link + lam * _vote_fractions(Y, nb, k).astype(p_link.dtype)
 
     return jax.lax.cond(lam == 0.0, lambda p: p, mixed, p_link)
 
@@ -1095,8 +1103,8 @@ def predict(model: Model, X=None, *, neighbors=None) -> np.ndarray:
     array (numeric labels only; a clear TypeError otherwise).  ``neighbors``:
     the query points' training neighbours, as for :func:`decision_function`."""
     model = _check_model(model)
-    alpha, Y, nb, n = _query_parts(model, X, neighbors)
-    H = _scores(alpha, Y, nb)
+    alpha, Y, nb, k, n = _query_parts(model, X, neighbors)
+    H = _scores(alpha, Y, nb, k)
     if isinstance(H, jax.core.Tracer):  # under jax.jit / vmap: a traced array, not NumPy
         return _traced_predict(model, H[:n])  # a traced model with concrete queries: rows were padded
     H = np.asarray(H)[:n]  # the padding dropped on the host: nothing compiles per n
@@ -1107,8 +1115,8 @@ def host_scores(model: Model, X) -> np.ndarray:
     """:func:`decision_function` as a NumPy array, the padding dropped on the
     host (no slice compiles per batch size); for callers that want NumPy."""
     model = _check_model(model)
-    alpha, Y, nb, n = _query_parts(model, X, None)
-    return np.asarray(_scores(alpha, Y, nb))[:n]
+    alpha, Y, nb, k, n = _query_parts(model, X, None)
+    return np.asarray(_scores(alpha, Y, nb, k))[:n]
 
 
 def host_proba(model: Model, X) -> np.ndarray:
