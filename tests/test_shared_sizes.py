@@ -430,20 +430,23 @@ def test_searches_at_a_shared_k_keep_the_exact_first_k(k):
     np.testing.assert_array_equal(np.asarray(jaxnn.knn_graph(X[:6], small).indices), _brute_force(X[:6], X[:6], small, True))
 
 
-def test_fits_of_nearby_ks_share_the_compiled_programs_and_equal_unshared_fits(monkeypatch):
+@pytest.mark.parametrize("posterior", ["link", "auto"])
+def test_fits_of_nearby_ks_share_the_compiled_programs_and_equal_unshared_fits(posterior, monkeypatch):
     """A grid over k (3, 5, 7: 8 neighbours searched, width 64): after the
-    first k the others compile no search, boosting or scoring (each k
-    compiled ~0.5 s of them, 2 CPU cores), and every fit, its scores,
-    posteriors and labels equal those of the fit without shared ks
+    first k the others compile no search, boosting, scoring or posterior —
+    with ``posterior="auto"`` the auxiliary fit's neither (each k compiled
+    ~0.5–0.9 s of them, 2 CPU cores) — and every fit, its scores, posteriors,
+    labels and posterior choice equal those of the fit without shared ks
     (SHARED_K_MAX_ROWS = 0: the search finds k, the width floor is 8k)."""
-    watched = (graph_mod._conditioned_search, boost, model_mod._scores, model_mod._mixed_posterior)
-    X, y = _blobs(350, d=6, seed=21)  # a width no other test uses
+    watched = (graph_mod._conditioned_search, boost, model_mod._scores, model_mod._mixed_posterior,
+               model_mod._posteriors)
+    X, y = _blobs(350 if posterior == "link" else 330, d=6, seed=21)  # widths no other test uses
     Q = X[:70] + np.float32(0.1)
 
     def fit_and_predict(k):
-        model = jaxnn.fit(X, y, k=k, posterior="link")
+        model = jaxnn.fit(X, y, k=k, posterior=posterior)
         return (np.asarray(model.alpha), np.asarray(jaxnn.decision_function(model, Q)),
-                np.asarray(jaxnn.predict_proba(model, Q)), jaxnn.predict(model, Q))
+                np.asarray(jaxnn.predict_proba(model, Q)), jaxnn.predict(model, Q), model.posterior_mix)
 
     fit_and_predict(3)
     before = [f._cache_size() for f in watched]
@@ -451,8 +454,9 @@ def test_fits_of_nearby_ks_share_the_compiled_programs_and_equal_unshared_fits(m
     assert [f._cache_size() for f in watched] == before
     monkeypatch.setattr(graph_mod, "SHARED_K_MAX_ROWS", 0)
     for k in (5, 7):
-        alpha, H, p, labels = fit_and_predict(k)
+        alpha, H, p, labels, mix = fit_and_predict(k)
         np.testing.assert_allclose(shared[k][0], alpha, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(shared[k][1], H, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(shared[k][2], p, rtol=1e-5, atol=1e-6)
         np.testing.assert_array_equal(shared[k][3], labels)
+        assert shared[k][4] == mix

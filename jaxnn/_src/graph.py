@@ -616,7 +616,7 @@ def _search_points(X_train, X_query, k, *, exclude_self: bool):
     return X_train, X_query, _as_float(X_train), k
 
 
-def graph_and_query(X_train, X_query, k: int, *, devices=None, rows=None):
+def graph_and_query(X_train, X_query, k: int, *, devices=None, rows=None, cut_queries: bool = True):
     """``knn_graph(X_train, k)`` and ``knn_query(X_train, X_query, k)`` by one
     exact search: the rows of X_train and then those of X_query are queried
     together among X_train (the first m excluding themselves; a query row has
@@ -631,6 +631,8 @@ def graph_and_query(X_train, X_query, k: int, *, devices=None, rows=None):
       devices: as for :func:`knn_graph`.
       rows: a small X_train is padded to at least this many rows (a larger
         search's :func:`shared_rows`, whose compiled program then serves).
+      cut_queries: False: the queries' rows keep all the neighbours found
+        (a small search's :func:`shared_k`, nearest first).
 
     Returns:
       ((m, k), (n, k)) int32 NumPy indices into X_train, nearest first.
@@ -644,9 +646,9 @@ def graph_and_query(X_train, X_query, k: int, *, devices=None, rows=None):
     platform = sharding.platform(devices)
     _warn_if_slow(Q.shape[0], m, platform, f"knn_graph of {m} points and knn_query of {X_query.shape[0]}",
                   "method='nndescent' (fit's graph_method=) is approximate and much faster at this size")
-    idx, _ = _blocked_topk(Q, Xt, k, _block_rows(m, None, platform), True, devices, rows=rows)
+    idx, _ = _blocked_topk(Q, Xt, k, _block_rows(m, None, platform), True, devices, rows=rows, cut=False)
     idx = np.asarray(idx)
-    return idx[:m], idx[m:Q.shape[0]]
+    return idx[:m, :k], idx[m:Q.shape[0], :k] if cut_queries else idx[m:Q.shape[0]]
 
 
 def query_rows(n: int, block: int = 128) -> int:

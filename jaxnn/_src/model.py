@@ -855,11 +855,12 @@ def _choose_posterior_mix(X, y, *, k, loss, algorithm, rounds, chooser, seed, gr
         aux_graph, val_neighbors = _logged(
             f"fit: posterior='auto': exact {k}-NN graph of the {tr.size} points and of the {val.size} scored among them",
             lambda: graph_and_query(*_points_of_parts(X, _compute_dtype(X), tr, val), k, devices=devices,
-                                    rows=None if like is None else like.rows))
+                                    rows=None if like is None else like.rows, cut_queries=False))
     aux = _fit_checked(X[tr], y_arr[tr], *encode_labels(y_arr[tr], tr.size), k=k, loss_obj=loss, algo=algorithm,
                        rounds=aux_rounds, chooser=chooser, seed=seed, graph_method=graph_method, trace=False,
                        posterior="link", devices=devices, neighbors=aux_graph, like=like)
-    p_link, p_votes = (np.asarray(p, float) for p in _posterior_parts(aux, X[val], neighbors=val_neighbors))
+    queries = {"X": X[val]} if val_neighbors is None else {"X": None, "found": val_neighbors}
+    p_link, p_votes = (np.asarray(p, float) for p in _posterior_parts(aux, **queries))
     # per-example Brier score of every blend: (scored points, len(grid))
     blends = (1 - _MIX_GRID)[None, :, None] * p_link[:, None, :] + _MIX_GRID[None, :, None] * p_votes[:, None, :]
     brier = np.sum((blends - target[:, None, :]) ** 2, axis=2)
@@ -1030,10 +1031,20 @@ def _normalise_rows(p, H):
     return jnp.where(empty, top, p / jnp.where(empty, 1.0, total))
 
 
-def _posterior_parts(model: Model, X, neighbors=None):
+def _posterior_parts(model: Model, X, neighbors=None, found=None):
     """(link posterior, vote fractions), both (n, C) NumPy arrays (:func:`_posteriors`;
-    the padding dropped on the host: nothing compiles per n)."""
-    alpha, Y, nb, k, n = _query_parts(model, X, neighbors)
+    the padding dropped on the host: nothing compiles per n).  ``found``:
+    instead of X or ``neighbors``, the (n, k') host indices of the queries'
+    k' ≥ k nearest training points, nearest first, from a search at
+    :func:`graph.shared_k` (k') — all of them passed on, with k traced, so
+    that nearby ks share one compiled program."""
+    if found is None:
+        alpha, Y, nb, k, n = _query_parts(model, X, neighbors)
+    else:
+        alpha, Y = at_shared_rows(model.alpha, model.Y)
+        n = found.shape[0]
+        nb = to_device(padded_rows(found, query_rows(n)))
+        k = None if found.shape[1] == model.k else np.int32(model.k)
     parts = _posteriors(alpha, Y, nb, k, loss=model.loss, algorithm=model.algorithm, multilabel=model.multilabel)
     return tuple(np.asarray(p)[:n] for p in parts)
 
