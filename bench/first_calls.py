@@ -13,6 +13,7 @@ process.  Compare two versions as the closing notes do, alternating runs::
     python bench/first_calls.py curve 400               # learning_curve of the estimator: 5 sizes × 5 folds (stop 27)
     python bench/first_calls.py grid 500                # GridSearchCV of the estimator over k = 3, 5, 7, 9, 11, 15, cv = 5 (stop 28)
     python bench/first_calls.py auto-k 2000             # fit(k="auto"): select's 4 ks, then the fit (stop 28)
+    python bench/first_calls.py ks 500                  # fit and predict_proba at k = 3, 5, 7, 9, 11, 15 (stop 31)
     python bench/first_calls.py folds-colored 2003      # 5 folds of fit(chooser="colored"), as on a GPU (stop 29)
     python bench/first_calls.py folds-baselines 2003    # 5 folds of baselines.sgd_fit and svm_fit (stop 29)
     python bench/first_calls.py auto-uci optdigits      # fit(k, loss, rounds="auto") on a random 2/3 of a UCI set (stop 30)
@@ -21,9 +22,9 @@ process.  Compare two versions as the closing notes do, alternating runs::
 Modes: ``fit-auto`` / ``fit-link`` M (d = 8, two classes; the first and a
 second fit), ``ripley``, ``warm`` M D (five Gaussian classes), ``select`` M
 (d = 16, ten classes), ``given`` M K (d = 16, four classes), ``cv`` M [C], ``curve`` M, ``grid`` M and
-``auto-k`` M (d = 16, four classes), ``folds-colored`` M and ``folds-baselines`` M (the
+``auto-k`` M and ``ks`` M (d = 16, four classes), ``folds-colored`` M and ``folds-baselines`` M (the
 same data, five folds by index mod 5), ``auto-uci`` NAME and ``split-uci`` NAME N (a bundled UCI set,
-a random 2/3 of it, standardised); the last ten print a first and a second call.  Prints seconds;
+a random 2/3 of it, standardised); the last eleven print a first and a second call.  Prints seconds;
 ``jaxnn.__file__`` is printed too, to show which copy ran.
 """
 
@@ -89,7 +90,7 @@ def main(argv: list[str]) -> None:
             call = lambda: jaxnn.ensemble.fit_split(X, y, n_splits=n, norm="l2", k=10).alpha  # noqa: E731
         times = [timed(call) for _ in range(2)]
         print(f"{mode} {name} m={len(y)}: first {times[0]:.2f} s, second {times[1]:.2f} s")
-    elif mode in ("given", "cv", "curve", "grid", "auto-k", "folds-colored", "folds-baselines"):
+    elif mode in ("given", "cv", "curve", "grid", "auto-k", "ks", "folds-colored", "folds-baselines"):
         m = int(argv[1]) if len(argv) > 1 else 30000
         X = rng.normal(size=(m, 16)).astype(np.float32)
         y = (X[:, 0] + X[:, 1] > 0).astype(int) + 2 * (X[:, 2] > 0)
@@ -105,6 +106,12 @@ def main(argv: list[str]) -> None:
         elif mode == "auto-k":
             times = [timed(lambda: jaxnn.fit(X, y, k="auto").alpha) for _ in range(2)]
             print(f"auto-k m={m}: first {times[0]:.2f} s, second {times[1]:.2f} s")
+        elif mode == "ks":  # fit's defaults (posterior="auto") at six ks, each model's posteriors of 200 points
+            def fits():
+                return [np.asarray(jaxnn.predict_proba(jaxnn.fit(X, y, k=k), X[:200])) for k in (3, 5, 7, 9, 11, 15)]
+
+            times = [timed(fits) for _ in range(2)]
+            print(f"ks m={m}: first {times[0]:.2f} s, second {times[1]:.2f} s")
         elif mode.startswith("folds-"):
             from jaxnn import baselines
 
@@ -133,7 +140,7 @@ def main(argv: list[str]) -> None:
             print(f"{mode} m={m}: first {times[0]:.2f} s, second {times[1]:.2f} s")
     else:
         raise SystemExit(f"unknown mode {mode!r}: fit-auto, fit-link, ripley, warm, select, given, cv, curve, grid, "
-                         "auto-k, folds-colored, folds-baselines, auto-uci or split-uci")
+                         "auto-k, ks, folds-colored, folds-baselines, auto-uci or split-uci")
     print(f"(jaxnn from {jaxnn.__file__})")
 
 
