@@ -109,9 +109,10 @@ def shared_k(k: int, m: int) -> int:
     k-NN; a grid of ks (3, 5, 7 → 8; 9, 11, 15 → 16) then shares one
     compiled search, and :func:`fit` one boosting width, where each k
     compiled its own (~0.2 s of search and ~0.2 s of boosting on 2 CPU
-    cores).  Searching more neighbours costs little at this size (m = 2000,
-    d = 16, warm: 17 ms at k = 10, 21 ms at 16) and more above it (m = 4000:
-    24 → 34 ms), where a compile weighs less against the search."""
+    cores).  The search's time grows about linearly with the neighbours it
+    finds (m = 2000, d = 16, warm: 10.7 ms at k = 10, 15.1 ms at 16), a few
+    ms at this size against ~0.5 s of compilation for each new k; above it
+    the search costs more (m = 4000: 24 → 34 ms) and a compile weighs less."""
     k = int(k)
     return k if m > SHARED_K_MAX_ROWS else max(8, 1 << (k - 1).bit_length())
 
@@ -635,7 +636,8 @@ def graph_and_query(X_train, X_query, k: int, *, devices=None, rows=None, cut_qu
         (a small search's :func:`shared_k`, nearest first).
 
     Returns:
-      ((m, k), (n, k)) int32 NumPy indices into X_train, nearest first.
+      ((m, k), (n, k)) int32 NumPy indices into X_train, nearest first
+      ((n, k') with ``cut_queries=False``).
     """
     X_train, X_query, Xt, k = _search_points(X_train, X_query, k, exclude_self=True)
     m = Xt.shape[0]

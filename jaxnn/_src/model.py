@@ -625,10 +625,10 @@ def _shared_size_boost(Y_np, nbrs, order, dtype, *, algorithm, loss, greedy: boo
     """:func:`boost` on a small problem padded to shared sizes: the m examples
     to M = :func:`graph.shared_rows` (m) rows (y = 0, n_j = 0, no one's
     neighbour), the T steps to :func:`graph.in_blocks` (T) (no-ops) and the
-    inverse neighbourhoods' width to :func:`graph.shared_width` (max(P, 8K), K = :func:`graph.shared_k` (k, m))
-    (the largest one, P, varies with the data — Gaussian folds of 400
-    points in 16 dimensions, k = 10, gave P = 56–80, all under the floor 8k
-    = 80; a power of two, coarser, made a step at m = 12 000 read 256
+    inverse neighbourhoods' width to :func:`graph.shared_width` (max(P, 8K)),
+    K = :func:`graph.shared_k` (k, m) (the largest one, P, varies with the
+    data — Gaussian folds of 400 points in 16 dimensions, k = 10, gave P =
+    56–80, all under the floor 8k = 80 at stop 27; a power of two, coarser, made a step at m = 12 000 read 256
     members instead of 160: 12 % slower warm), so that fits of nearby sizes
     — cross-validation folds, a learning curve — reuse one compiled boosting
     instead of compiling ~0.15–0.3 s each (2 CPU cores).
@@ -940,9 +940,10 @@ def _query_parts(model: Model, X, neighbors):
     None), else the exact search of X among ``model.X`` — for a small model
     all the :func:`graph.shared_k` neighbours it finds, with k as a traced
     count of them to sum (None where k' = k), so that models of nearby ks
-    share one compiled scoring and posterior.  rows ≥ n: the queries are padded to :func:`graph.query_rows`
-    (batches of nearby sizes share one compiled search, scoring and
-    posterior; rows from n on are to be dropped); under ``jax.jit`` rows = n.
+    share one compiled scoring and posterior.  rows ≥ n: the queries are
+    padded to :func:`graph.query_rows` (batches of nearby sizes share one
+    compiled search, scoring and posterior; rows from n on are to be
+    dropped); under ``jax.jit`` rows = n.
     alpha and Y are the model's, padded with zero rows to
     :func:`graph.shared_rows` for a concrete model of at most
     ``SHARED_MAX_ROWS`` points (as its search is): models of nearby sizes
