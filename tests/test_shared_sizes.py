@@ -460,3 +460,22 @@ def test_fits_of_nearby_ks_share_the_compiled_programs_and_equal_unshared_fits(p
         np.testing.assert_allclose(shared[k][2], p, rtol=1e-5, atol=1e-6)
         np.testing.assert_array_equal(shared[k][3], labels)
         assert shared[k][4] == mix
+
+
+def test_knn_baselines_of_nearby_ks_share_the_search_and_vote_count():
+    """The k-NN baseline at k = 3, 5, 7 (8 neighbours searched): one compiled
+    search and vote count, and each k's posteriors are its brute-force vote
+    fractions."""
+    from jaxnn import baselines as BL
+    from jaxnn._src import baselines as bl_src
+
+    X, y = _blobs(310, d=9, seed=4)  # a width no other test uses
+    classes = np.unique(y)
+    watched = (bl_src._votes, graph_mod._conditioned_search)
+    for k in (3, 5, 7):
+        p = np.asarray(BL.predict_proba(BL.knn_fit(X, y, k=k), X[:40]))
+        if k == 3:
+            before = [f._cache_size() for f in watched]
+        idx = _brute_force(X[:40], X, k, False)
+        np.testing.assert_allclose(p, (y[idx][:, :, None] == classes).mean(axis=1), atol=1e-6)
+    assert [f._cache_size() for f in watched] == before

@@ -40,9 +40,9 @@ import numpy as np
 import optax
 
 from jaxnn._src.checks import check_bool, check_integer, check_points, check_real, check_whole_labels
-from jaxnn._src.graph import (SHARED_MAX_ROWS, _as_float, at_shared_rows, first_rows, float32_origin, in_blocks,
-                              neighbor_sum, padded_query, padded_rows, query_rows, shared_rows, shift_points,
-                              to_device)
+from jaxnn._src.graph import (SHARED_MAX_ROWS, _as_float, at_shared_rows, first_k, first_rows, float32_origin,
+                              in_blocks, neighbor_sum, padded_query, padded_rows, query_rows, shared_rows,
+                              shift_points, to_device)
 from jaxnn._src.model import HostPickled, without_float64
 
 __all__ = [
@@ -729,10 +729,11 @@ def knn_fit(X, y, *, k=10) -> KNNModel:
 
 
 @functools.partial(jax.jit, static_argnames=("C", "output", "dtype"))
-def _votes(labels, idx, C: int, output: str, dtype):
-    """Neighbour labels (via idx (n, k)) → counts (n, C) int32, H = 2·counts − k, or counts / k."""
-    k = idx.shape[1]
-    counts = neighbor_sum(jax.nn.one_hot(labels, C, dtype=jnp.int32), idx)  # no (n, k, C) one-hot
+def _votes(labels, idx, C: int, output: str, dtype, k=None):
+    """Neighbour labels (via idx (n, k'), of which the first k — traced; None:
+    all k' — are the k-NN) → counts (n, C) int32, H = 2·counts − k, or counts / k."""
+    counts = neighbor_sum(jax.nn.one_hot(labels, C, dtype=jnp.int32), idx, k)  # no (n, k, C) one-hot
+    k = idx.shape[1] if k is None else k
     if output == "counts":
         return counts
     return (2 * counts - k).astype(dtype) if output == "scores" else counts.astype(dtype) / k
@@ -747,9 +748,9 @@ def _padded_knn_votes(model: KNNModel, X, output: str):
     batches of nearby sizes share the compiled search and count."""
     model = without_float64(model)  # fit under jax_enable_x64, used after it: float32, its points centred
     X = _check_features(model, X, device=False)
-    idx, _, n = padded_query(model.X, X, model.k)
+    idx, _, n = padded_query(model.X, X, model.k, cut=False)  # nearby ks share the search and _votes
     (labels,) = at_shared_rows(model.labels)  # as the search pads the points: nearby sizes share _votes
-    return (_votes(labels, idx, len(model.classes), output, np.dtype(model.X.dtype)),), n
+    return (_votes(labels, idx, len(model.classes), output, np.dtype(model.X.dtype), first_k(idx, model.k)),), n
 
 
 # --------------------------------------------------------------------------

@@ -782,6 +782,15 @@ def padded_query(X_train, X_query, k: int, *, block_size: int | None = None, dev
     return idx, dist, n
 
 
+def first_k(indices, k: int):
+    """The count of ``indices``'s first columns to sum for k neighbours
+    (:func:`neighbor_sum`'s ``k``): None where it holds exactly k columns,
+    else k as an int32 — traced by a jitted caller, so that one compiled
+    program serves every k whose search found the same :func:`shared_k`
+    columns."""
+    return None if indices.shape[1] == k else np.int32(k)
+
+
 def neighbor_sum(rows, indices, k=None):
     """Σ_{t<k} rows[indices[:, t]] (n, C) for (m, C) rows, (n, k') indices
     and k ≤ k' (None: k'; a traced int scalar serves every k with one

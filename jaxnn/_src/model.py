@@ -26,10 +26,10 @@ from jaxnn._src.checks import check_bool, check_points, check_real, check_whole_
 from jaxnn._src.checks import check_integer as _check_int
 from jaxnn._src.boosting import BoostResult, boost, check_chooser, chooser_order, initial_edges
 from jaxnn._src.graph import METHODS as _GRAPH_METHODS
-from jaxnn._src.graph import (SHARED_MAX_ROWS, Neighbors, at_shared_rows, first_rows, float32_origin, graph_and_query,
-                              in_blocks, inverse_counts, inverse_neighbors, knn_graph, neighbor_sum, padded_query,
-                              padded_rows, query_rows, shared_k, shared_rows, shared_width, shift_points, subgraph,
-                              to_device)
+from jaxnn._src.graph import (SHARED_MAX_ROWS, Neighbors, at_shared_rows, first_k, first_rows, float32_origin,
+                              graph_and_query, in_blocks, inverse_counts, inverse_neighbors, knn_graph, neighbor_sum,
+                              padded_query, padded_rows, query_rows, shared_k, shared_rows, shared_width, shift_points,
+                              subgraph, to_device)
 from jaxnn._src.schedule import ScheduleSizes, boost_colored, color_schedule, padded_schedule
 
 __all__ = ["Model", "fit", "decision_function", "predict_proba", "predict", "encode_labels", "auto_chooser"]
@@ -859,8 +859,7 @@ def _choose_posterior_mix(X, y, *, k, loss, algorithm, rounds, chooser, seed, gr
     aux = _fit_checked(X[tr], y_arr[tr], *encode_labels(y_arr[tr], tr.size), k=k, loss_obj=loss, algo=algorithm,
                        rounds=aux_rounds, chooser=chooser, seed=seed, graph_method=graph_method, trace=False,
                        posterior="link", devices=devices, neighbors=aux_graph, like=like)
-    queries = {"X": X[val]} if val_neighbors is None else {"X": None, "found": val_neighbors}
-    p_link, p_votes = (np.asarray(p, float) for p in _posterior_parts(aux, **queries))
+    p_link, p_votes = (np.asarray(p, float) for p in _posterior_parts(aux, X[val], found=val_neighbors))
     # per-example Brier score of every blend: (scored points, len(grid))
     blends = (1 - _MIX_GRID)[None, :, None] * p_link[:, None, :] + _MIX_GRID[None, :, None] * p_votes[:, None, :]
     brier = np.sum((blends - target[:, None, :]) ** 2, axis=2)
@@ -953,7 +952,7 @@ def _query_parts(model: Model, X, neighbors):
         if X is None:
             raise TypeError("give the query points X, or their neighbours among the training points as neighbors=")
         idx, _, n = padded_query(model.X, _check_query(model, X), model.k, cut=False)
-        return alpha, Y, idx, None if idx.shape[1] == model.k else np.int32(model.k), n
+        return alpha, Y, idx, first_k(idx, model.k), n
     nb = _check_neighbors(neighbors, model.X.shape[0], model.k)
     n = nb.shape[0]
     if X is not None:
@@ -1035,17 +1034,19 @@ def _normalise_rows(p, H):
 def _posterior_parts(model: Model, X, neighbors=None, found=None):
     """(link posterior, vote fractions), both (n, C) NumPy arrays (:func:`_posteriors`;
     the padding dropped on the host: nothing compiles per n).  ``found``:
-    instead of X or ``neighbors``, the (n, k') host indices of the queries'
-    k' ≥ k nearest training points, nearest first, from a search at
-    :func:`graph.shared_k` (k') — all of them passed on, with k traced, so
-    that nearby ks share one compiled program."""
+    instead of ``neighbors``, the (n, k') host indices of X's k' ≥ k nearest
+    training points, nearest first, from a search at :func:`graph.shared_k`
+    (k') — all of them passed on, with k traced, so that nearby ks share one
+    compiled program."""
     if found is None:
         alpha, Y, nb, k, n = _query_parts(model, X, neighbors)
     else:
         alpha, Y = at_shared_rows(model.alpha, model.Y)
         n = found.shape[0]
+        if X.shape[0] != n:
+            raise ValueError(f"X and found have mismatched lengths: {X.shape[0]} rows in X, {n} in found")
         nb = to_device(padded_rows(found, query_rows(n)))
-        k = None if found.shape[1] == model.k else np.int32(model.k)
+        k = first_k(found, model.k)
     parts = _posteriors(alpha, Y, nb, k, loss=model.loss, algorithm=model.algorithm, multilabel=model.multilabel)
     return tuple(np.asarray(p)[:n] for p in parts)
 
