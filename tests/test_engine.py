@@ -1153,9 +1153,9 @@ def test_auto_posterior_scores_at_most_max_scored_held_out_points(monkeypatch, c
     seen = []
     real = model_mod._posterior_parts
 
-    def spy(model, X, neighbors=None, found=None):
+    def spy(model, X, **how):
         seen.append((model.X.shape[0], np.asarray(X)))
-        return real(model, X, neighbors=neighbors, found=found)
+        return real(model, X, **how)
 
     monkeypatch.setattr(model_mod, "_posterior_parts", spy)
     monkeypatch.setattr(model_mod, "MAX_SCORED", 25)

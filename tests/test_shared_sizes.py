@@ -29,8 +29,7 @@ def test_shared_rows_buckets():
 def test_fits_of_nearby_sizes_share_the_compiled_programs():
     """Cross-validation folds differ by a row: the second size compiles no
     search, boosting or scoring (each new m compiled ~1.2 s of programs)."""
-    watched = (graph_mod._conditioned_search, boost, model_mod._posteriors, model_mod._scores,
-               model_mod._mixed_posterior)
+    watched = (graph_mod._conditioned_search, boost, model_mod._scores, model_mod._mixed_posterior)
     X, y = _blobs(403, d=7, seed=11)  # a width no other test uses
     model = jaxnn.fit(X[:400], y[:400], k=6)
     jaxnn.predict(model, X[:50]), jaxnn.predict_proba(model, X[:50])
@@ -438,8 +437,7 @@ def test_fits_of_nearby_ks_share_the_compiled_programs_and_equal_unshared_fits(p
     ~0.5–0.9 s of them, 2 CPU cores) — and every fit, its scores, posteriors,
     labels and posterior choice equal those of the fit without shared ks
     (SHARED_K_MAX_ROWS = 0: the search finds k, the width floor is 8k)."""
-    watched = (graph_mod._conditioned_search, boost, model_mod._scores, model_mod._mixed_posterior,
-               model_mod._posteriors)
+    watched = (graph_mod._conditioned_search, boost, model_mod._scores, model_mod._mixed_posterior)
     X, y = _blobs(350 if posterior == "link" else 330, d=6, seed=21)  # widths no other test uses
     Q = X[:70] + np.float32(0.1)
 
@@ -479,3 +477,21 @@ def test_knn_baselines_of_nearby_ks_share_the_search_and_vote_count():
         idx = _brute_force(X[:40], X, k, False)
         np.testing.assert_allclose(p, (y[idx][:, :, None] == classes).mean(axis=1), atol=1e-6)
     assert [f._cache_size() for f in watched] == before
+
+
+@pytest.mark.parametrize("m", [400, 500])
+def test_auto_posterior_choice_compiles_only_predict_probas_program(m):
+    """posterior="auto" scores its held-out points with predict_proba's
+    program (λ = 0, then 1), the auxiliary model padded to the main fit's
+    rows: a first fit and its predict_proba of a batch of the held-out size
+    compile one posterior program, where they compiled two (~0.1 s each on
+    2 CPU cores) — also where the 80 % and the whole round to different
+    shared sizes (m = 400: 384 and 512 rows)."""
+    X, y = _blobs(m, C=5, seed=12)
+    before = model_mod._mixed_posterior._cache_size()
+    model = jaxnn.fit(X, y, k=6)
+    after_fit = model_mod._mixed_posterior._cache_size()
+    assert after_fit <= before + 1  # one program for both λ (none if an earlier test compiled these shapes)
+    p = np.asarray(jaxnn.predict_proba(model, X[:90]))  # 90 rows, as the 80–100 scored: 128 query rows
+    assert model_mod._mixed_posterior._cache_size() == after_fit
+    np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-5)

@@ -694,16 +694,16 @@ def in_blocks(n: int, block: int = 128, bits: int = 3) -> int:
     return -(-blocks // step) * step * block
 
 
-def at_shared_rows(*arrays):
+def at_shared_rows(*arrays, rows: int | None = None):
     """Arrays of a training set's m rows (a model's α and labels), padded
-    with zero rows to :func:`shared_rows` (m) on the host when they are
-    concrete and m ≤ :data:`SHARED_MAX_ROWS` — as the search pads the
-    points, so that the scoring of models of nearby sizes compiles once —
-    else (traced, or large) as they are."""
+    with zero rows to :func:`shared_rows` (m) — at least ``rows`` — on the
+    host when they are concrete and m ≤ :data:`SHARED_MAX_ROWS` — as the
+    search pads the points, so that the scoring of models of nearby sizes
+    compiles once — else (traced, or large) as they are."""
     m = arrays[0].shape[0]
     if m > SHARED_MAX_ROWS or any(isinstance(a, jax.core.Tracer) for a in arrays):
         return arrays
-    return tuple(padded_rows(a, shared_rows(m)) for a in arrays)
+    return tuple(padded_rows(a, max(shared_rows(m), rows or 0)) for a in arrays)
 
 
 def padded_rows(a, rows: int):

@@ -859,7 +859,8 @@ def _choose_posterior_mix(X, y, *, k, loss, algorithm, rounds, chooser, seed, gr
     aux = _fit_checked(X[tr], y_arr[tr], *encode_labels(y_arr[tr], tr.size), k=k, loss_obj=loss, algo=algorithm,
                        rounds=aux_rounds, chooser=chooser, seed=seed, graph_method=graph_method, trace=False,
                        posterior="link", devices=devices, neighbors=aux_graph, like=like)
-    p_link, p_votes = (np.asarray(p, float) for p in _posterior_parts(aux, X[val], found=val_neighbors))
+    p_link, p_votes = (np.asarray(p, float) for p in _posterior_parts(aux, X[val], found=val_neighbors,
+                                                                      rows=None if like is None else like.rows))
     # per-example Brier score of every blend: (scored points, len(grid))
     blends = (1 - _MIX_GRID)[None, :, None] * p_link[:, None, :] + _MIX_GRID[None, :, None] * p_votes[:, None, :]
     brier = np.sum((blends - target[:, None, :]) ** 2, axis=2)
@@ -1031,44 +1032,39 @@ def _normalise_rows(p, H):
     return jnp.where(empty, top, p / jnp.where(empty, 1.0, total))
 
 
-def _posterior_parts(model: Model, X, neighbors=None, found=None):
-    """(link posterior, vote fractions), both (n, C) NumPy arrays (:func:`_posteriors`;
-    the padding dropped on the host: nothing compiles per n).  ``found``:
-    instead of ``neighbors``, the (n, k') host indices of X's k' ≥ k nearest
-    training points, nearest first, from a search at :func:`graph.shared_k`
-    (k') — all of them passed on, with k traced, so that nearby ks share one
-    compiled program."""
+def _posterior_parts(model: Model, X, neighbors=None, found=None, rows=None):
+    """(link posterior, vote fractions), both (n, C) NumPy arrays: the
+    program of :func:`predict_proba` (:func:`_mixed_posterior`) at λ = 0 and
+    λ = 1, so that ``posterior="auto"``'s choice compiles nothing that the
+    fitted model's ``predict_proba`` does not use (a program of its own took
+    ~0.1 s of a first fit's ~1 s on 2 CPU cores); the padding dropped on the
+    host: nothing compiles per n.  ``found``: instead of ``neighbors``, the
+    (n, k') host indices of X's k' ≥ k nearest training points, nearest
+    first, from a search at :func:`graph.shared_k` (k') — all of them passed
+    on, with k traced, so that nearby ks share one compiled program — and
+    ``rows``: the model's α and labels are padded to at least so many rows
+    (the main fit's, whose ``predict_proba`` then reuses the program)."""
     if found is None:
         alpha, Y, nb, k, n = _query_parts(model, X, neighbors)
     else:
-        alpha, Y = at_shared_rows(model.alpha, model.Y)
+        alpha, Y = at_shared_rows(model.alpha, model.Y, rows=rows)
         n = found.shape[0]
         if X.shape[0] != n:
             raise ValueError(f"X and found have mismatched lengths: {X.shape[0]} rows in X, {n} in found")
         nb = to_device(padded_rows(found, query_rows(n)))
         k = first_k(found, model.k)
-    parts = _posteriors(alpha, Y, nb, k, loss=model.loss, algorithm=model.algorithm, multilabel=model.multilabel)
-    return tuple(np.asarray(p)[:n] for p in parts)
-
-
-@functools.partial(jax.jit, static_argnames=("loss", "algorithm", "multilabel"))
-def _posteriors(alpha, Y, nb, k=None, *, loss, algorithm, multilabel: bool):
-    """(link posterior, vote fractions), both (n, C), for (n, k') neighbour
-    indices nb of which the first k (traced; None: all) are NN_k; one
-    compiled function per (loss, algorithm, shapes).
-
-    The link posterior is p̂_c = link(H_c(x)) (:func:`_link_posterior`); for
-    single-label models it is normalised over classes (:func:`_normalise_rows`:
-    rows whose posteriors all underflow put their mass on the classes of
-    largest H; NaN propagates).  Vote fractions: v_c(x) = #{j ∈ NN_k(x) :
-    y_jc = +1}/k.
-    """
-    p_link = _normalised_link(alpha, Y, nb, k, loss=loss, algorithm=algorithm, multilabel=multilabel)
-    return p_link, _vote_fractions(Y, nb, k).astype(p_link.dtype)
+    options = {"loss": model.loss, "algorithm": model.algorithm, "multilabel": model.multilabel}
+    # λ as a Python float, positional, as predict_proba passes model.posterior_mix: the same program
+    return tuple(np.asarray(_mixed_posterior(alpha, Y, nb, lam, k, **options))[:n] for lam in (0.0, 1.0))
 
 
 def _normalised_link(alpha, Y, nb, k, *, loss, algorithm, multilabel: bool):
-    """:func:`_posteriors`' link posterior (n, C), traced in the caller's program."""
+    """The link posterior p̂_c = link(H_c(x)) (:func:`_link_posterior`), (n, C),
+    for (n, k') neighbour indices nb of which the first k (traced; None: all)
+    are NN_k; for single-label models normalised over classes
+    (:func:`_normalise_rows`: rows whose posteriors all underflow put their
+    mass on the classes of largest H; NaN propagates).  Traced in the
+    caller's program."""
     H = _scores(alpha, Y, nb, k)
     p_link = _link_posterior(loss, algorithm, multilabel, H)
     return p_link if multilabel else _normalise_rows(p_link, H)
@@ -1097,7 +1093,10 @@ def _padded_proba(model: Model, X, neighbors):
 
 @functools.partial(jax.jit, static_argnames=("loss", "algorithm", "multilabel"))
 def _mixed_posterior(alpha, Y, nb, lam, k=None, *, loss, algorithm, multilabel: bool):
-    """(1 − λ)·link + λ·votes (:func:`_posteriors`), (n, C).  λ is traced:
+    """(1 − λ)·link + λ·votes, (n, C): the link posterior of
+    :func:`_normalised_link` and the vote fractions v_c(x) = #{j ∈ NN_k(x) :
+    y_jc = +1}/k (:func:`_vote_fractions`), for (n, k') neighbour indices nb
+    of which the first k (traced; None: all) are NN_k.  λ is traced:
     one program serves the link (λ = 0) and the votes (λ = 1) of
     ``posterior="auto"``, where a static λ compiled one each (folds of a
     cross-validation choose either); the votes are computed where λ ≠ 0 only
