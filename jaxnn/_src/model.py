@@ -1041,9 +1041,9 @@ def _posterior_parts(model: Model, X, neighbors=None, found=None, rows=None):
     host: nothing compiles per n.  ``found``: instead of ``neighbors``, the
     (n, k') host indices of X's k' ≥ k nearest training points, nearest
     first, from a search at :func:`graph.shared_k` (k') — all of them passed
-    on, with k traced, so that nearby ks share one compiled program — and
-    ``rows``: the model's α and labels are padded to at least so many rows
-    (the main fit's, whose ``predict_proba`` then reuses the program)."""
+    on, with k traced, so that nearby ks share one compiled program; with
+    them, ``rows``: the model's α and labels are padded to at least so many
+    rows (the main fit's, whose ``predict_proba`` then reuses the program)."""
     if found is None:
         alpha, Y, nb, k, n = _query_parts(model, X, neighbors)
     else:
