@@ -733,24 +733,27 @@ def first_rows(arrays, n: int, axis: int = 0):
     """The first n rows (entries along ``axis``) of each array of the tuple
     ``arrays`` (padded results): sliced on the host and put back on its
     device when every array is concrete on one device — a CPU, or any device
-    for at most :data:`SHARED_MAX_ROWS` rows (a short round trip) — so that
+    for at most :data:`SHARED_MAX_ROWS` entries along every axis (a short
+    round trip) — so that
     nothing compiles per n (``predict_proba``, ``decision_function`` and
     ``knn_query`` compiled a slice for each batch size, ~0.02 s, until stop
     28); else one jitted slice for them all, compiled once per (shapes, n)."""
     if all(a.shape[axis] == n for a in arrays):
         return tuple(arrays)
-    if all(_host_sliceable(a, axis) for a in arrays):
+    if all(_host_sliceable(a) for a in arrays):
         cut = (slice(None),) * axis + (slice(0, n),)
         return tuple(jax.device_put(np.asarray(a)[cut], next(iter(a.devices()))) for a in arrays)
     return _first_rows(tuple(arrays), n, axis)
 
 
-def _host_sliceable(a, axis: int) -> bool:
+def _host_sliceable(a) -> bool:
     """Whether :func:`first_rows` slices a on the host: a concrete JAX array
-    on one device, a CPU or a small array."""
+    on one device, a CPU, or an accelerator for an array of at most
+    :data:`SHARED_MAX_ROWS` entries along every axis (a short round trip;
+    the neighbours of many queries cut to their first k columns are not)."""
     if not isinstance(a, jax.Array) or isinstance(a, jax.core.Tracer) or len(a.devices()) != 1:
         return False
-    return next(iter(a.devices())).platform == "cpu" or a.shape[axis] <= SHARED_MAX_ROWS
+    return next(iter(a.devices())).platform == "cpu" or max(a.shape, default=0) <= SHARED_MAX_ROWS
 
 
 @functools.partial(jax.jit, static_argnames=("n", "axis"))
