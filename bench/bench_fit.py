@@ -515,7 +515,7 @@ class NearbyKs(Benchmark):
     :func:`graph.shared_k` (k) neighbours — the power of two ≥ max(k, 8) —
     and keeps the first k, and the boosting width and the scoring follow
     it: the six ks compile two searches, boostings and scorings, where each
-    compiled its own (``bench/first_calls.py ks 500``: 5.8 → 2.1 s on 2
+    compiled its own (``bench/first_calls.py ks 500``: 6.3–6.5 → 2.3–2.6 s on 2
     cores).  ``track_first_nearby_ks_seconds``: the first call, compilation
     included; ``track_nearby_ks_seconds``: a second call."""
 

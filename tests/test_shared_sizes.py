@@ -417,7 +417,7 @@ def test_searches_at_a_shared_k_keep_the_exact_first_k(k):
     rng = np.random.default_rng(30 + k)
     X = rng.integers(0, 4, size=(300, 3)).astype(np.float32)
     Q = rng.integers(0, 4, size=(50, 3)).astype(np.float32)
-    assert graph_mod.shared_k(k, 300) > k or k == 8
+    assert graph_mod.shared_k(k, 300) > k  # the search finds more than it keeps
     graph = jaxnn.knn_graph(X, k)
     assert graph.indices.shape == graph.distances.shape == (300, k)
     np.testing.assert_array_equal(np.asarray(graph.indices), _brute_force(X, X, k, True))
