@@ -193,9 +193,10 @@ def boost(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None,
         and the trace's mean are then over the n_points examples.
       algorithm, loss: static; greedy, trace: static flags.
       calls: static, how many times the caller runs this compiled program
-        (``select``: once per candidate k, loss and pass): narrowing the
-        steps (:func:`step_widths`) is weighed against the padded work of
-        them all, not of one call.  Static, so part of the compiled
+        (``select``: once per candidate k and pass — each loss compiles its
+        own; ``fit_split``: once per block): narrowing the steps
+        (:func:`step_widths`) is weighed against the padded work of them
+        all, not of one call.  Static, so part of the compiled
         program's key: callers that share a program pass the same value.
 
     Returns:
