@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import jaxnn
 
 try:
-    from jaxnn._src.model import _scores
+    from jaxnn._src.prediction import _scores
 except ImportError:  # older commits: H_c(x) compiles in the first call instead
     _scores = None
 

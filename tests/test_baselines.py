@@ -736,7 +736,7 @@ def test_linear_baselines_trained_padded_equal_the_unpadded_training(trainer, m,
     with jax.enable_x64(True):
         padded = fit(X, y)
         assert _B._shared_training(X, np.zeros(m, np.int32))[0].shape == (_B.shared_rows(m), _B.shared_features(d))
-        monkeypatch.setattr(_B, "SHARED_MAX_ROWS", 0)  # every set "large": trained as it is
+        monkeypatch.setattr(_B.graph, "SHARED_MAX_ROWS", 0)  # every set "large": trained as it is
         assert _B._shared_training(X, np.zeros(m, np.int32))[0].shape == (m, d)
         exact = fit(X, y)
     assert padded.W.shape == exact.W.shape == (d, 3)

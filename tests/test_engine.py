@@ -296,16 +296,16 @@ def test_auto_posterior_auxiliary_fit_uses_the_same_graph_method(monkeypatch):
     """posterior="auto" fits an auxiliary model on 80 %: its graph must come
     from the caller's graph_method (an exact graph there made an nndescent
     fit of 10⁵ points take 17 s instead of 4)."""
-    from jaxnn._src import model as model_mod
+    from jaxnn._src import fitting as fit_mod
 
     seen = []
-    real = model_mod.knn_graph
+    real = fit_mod.knn_graph
 
     def spy(X, k, *, method="exact", **kw):
         seen.append((X.shape[0], method))
         return real(X, k, method=method, **kw)
 
-    monkeypatch.setattr(model_mod, "knn_graph", spy)
+    monkeypatch.setattr(fit_mod, "knn_graph", spy)
     X, y = _blobs(m=200, seed=2)
     jaxnn.fit(X, y, k=5, graph_method="nndescent")
     assert seen == [(200, "nndescent"), (160, "nndescent")]
@@ -394,7 +394,7 @@ def test_verbose_fits_in_overlapping_threads_keep_their_lines_and_restore_the_lo
 
 
 def test_auto_chooser_runs_colored_on_accelerators_for_whole_passes():
-    from jaxnn._src.model import auto_chooser
+    from jaxnn._src.boost_runs import auto_chooser
 
     assert auto_chooser(100, 100, "cpu") == "lazy"
     assert auto_chooser(100, 300, "gpu") == "colored"
@@ -410,16 +410,16 @@ def test_auto_chooser_runs_colored_on_accelerators_for_whole_passes():
 
 def test_fit_default_chooser_is_what_auto_chooser_says(monkeypatch):
     from jaxnn._src import sharding
-    from jaxnn._src import model as model_mod
+    from jaxnn._src import fitting as fit_mod
 
     X, y = _blobs(m=150, C=3, seed=5)
     lazy = jaxnn.fit(X, y, k=5, chooser="lazy", posterior="link")
     colored = jaxnn.fit(X, y, k=5, chooser="colored", posterior="link")
     platform = sharding.platform()
-    expected = lazy if model_mod.auto_chooser(150, 150, platform, 3) == "lazy" else colored
+    expected = lazy if fit_mod.auto_chooser(150, 150, platform, 3) == "lazy" else colored
     np.testing.assert_array_equal(np.asarray(jaxnn.fit(X, y, k=5, posterior="link").alpha), np.asarray(expected.alpha))
     seen = []
-    monkeypatch.setattr(model_mod, "auto_chooser", lambda m, rounds, platform, n_classes: seen.append((platform, n_classes)) or "colored")
+    monkeypatch.setattr(fit_mod, "auto_chooser", lambda m, rounds, platform, n_classes: seen.append((platform, n_classes)) or "colored")
     np.testing.assert_array_equal(np.asarray(jaxnn.fit(X, y, k=5, posterior="link").alpha), np.asarray(colored.alpha))
     assert seen == [(platform, 3)]
 
@@ -983,7 +983,6 @@ def test_color_schedule_rejects_bad_chunk():
     from jaxnn._src.schedule import color_schedule
 
     nb = np.asarray(jaxnn.knn_graph(np.random.default_rng(0).normal(size=(30, 2)), 3).indices)
-    inv = jaxnn.inverse_neighbors(nb)
     with pytest.raises(ValueError, match="chunk"):
         color_schedule(nb, chunk=0)
 
@@ -1082,7 +1081,6 @@ def test_colouring_with_more_colours_than_the_first_bitmask_holds():
 
     clique = np.arange(70)
     pairs = np.array(list(combinations(clique, 2)))  # row i = 70 + p has NN = a pair of the clique
-    m = 70 + len(pairs)
     nb = np.concatenate([np.stack([clique + 70, clique + 140], axis=1), pairs])  # clique rows point elsewhere
     colors = color_conflict_graph(nb)
     _assert_proper(colors, nb)
@@ -1148,17 +1146,17 @@ def test_auto_posterior_scores_at_most_max_scored_held_out_points(monkeypatch, c
     """posterior="auto" scores a seeded random subset of at most MAX_SCORED
     held-out points (the exact query of all 20 % took half of a 10⁶-point fit);
     the auxiliary model is still fit on the whole 80 %."""
-    from jaxnn._src import model as model_mod
+    from jaxnn._src import fitting as fit_mod
 
     seen = []
-    real = model_mod._posterior_parts
+    real = fit_mod._posterior_parts
 
     def spy(model, X, **how):
         seen.append((model.X.shape[0], np.asarray(X)))
         return real(model, X, **how)
 
-    monkeypatch.setattr(model_mod, "_posterior_parts", spy)
-    monkeypatch.setattr(model_mod, "MAX_SCORED", 25)
+    monkeypatch.setattr(fit_mod, "_posterior_parts", spy)
+    monkeypatch.setattr(fit_mod, "MAX_SCORED", 25)
     X, y = _blobs(m=200, C=3, seed=4)
     with caplog.at_level("INFO", logger="jaxnn"):
         capped = jaxnn.fit(X, y, k=5, seed=3)
@@ -1176,7 +1174,7 @@ def test_auto_posterior_scores_at_most_max_scored_held_out_points(monkeypatch, c
     se = (brier - brier[:, [best]]).std(axis=0, ddof=1) / 5.0
     assert capped.posterior_mix == float(np.nonzero(brier.mean(0) <= brier.mean(0)[best] + se)[0].max())
     seen.clear()
-    monkeypatch.setattr(model_mod, "MAX_SCORED", 40)  # the whole 20 %: as before the cap
+    monkeypatch.setattr(fit_mod, "MAX_SCORED", 40)  # the whole 20 %: as before the cap
     jaxnn.fit(X, y, k=5, seed=3)
     np.testing.assert_array_equal(seen[0][1], X[perm[:40]])
 
@@ -1184,7 +1182,7 @@ def test_auto_posterior_scores_at_most_max_scored_held_out_points(monkeypatch, c
 def test_one_standard_error_rule():
     """The last candidate within one standard error (std with ddof = 1 over
     √n, of the paired differences to the best) of the best mean."""
-    from jaxnn._src.model import _one_standard_error_choice
+    from jaxnn._src.fitting import _one_standard_error_choice
 
     # differences to the best (column 0): 0.9, −0.1 → mean 0.4, se = 1/2 (ddof = 0: 0.354)
     assert _one_standard_error_choice(np.array([[0.1, 1.0], [0.2, 0.1]])) == 1
@@ -1198,19 +1196,19 @@ def test_auto_posterior_with_given_neighbors_derives_the_auxiliary_graph(monkeyp
     80 % fit's graph is graph.subgraph of the caller's (an exact search of the
     80 % could take minutes where the caller brought an approximate graph)."""
     from jaxnn._src import graph as graph_mod
-    from jaxnn._src import model as model_mod
+    from jaxnn._src import fitting as fit_mod
 
     searches = []
-    monkeypatch.setattr(model_mod, "knn_graph", lambda *a, **kw: searches.append(a) or graph_mod.knn_graph(*a, **kw))
+    monkeypatch.setattr(fit_mod, "knn_graph", lambda *a, **kw: searches.append(a) or graph_mod.knn_graph(*a, **kw))
     given, rounds = [], []
-    real_fit = model_mod._fit_checked  # the checked fit: the main one, then the auxiliary one
+    real_fit = fit_mod._fit_checked  # the checked fit: the main one, then the auxiliary one
 
     def spy_fit(*args, **kw):
         given.append(kw.get("neighbors"))
         rounds.append(kw.get("rounds"))
         return real_fit(*args, **kw)
 
-    monkeypatch.setattr(model_mod, "_fit_checked", spy_fit)
+    monkeypatch.setattr(fit_mod, "_fit_checked", spy_fit)
     X, y = _blobs(m=200, C=3, seed=4)
     nb = np.asarray(graph_mod.knn_graph(X, 5).indices)
     with caplog.at_level("INFO", logger="jaxnn"):
@@ -1253,16 +1251,15 @@ def test_auto_posterior_searches_the_auxiliary_graph_and_the_scored_points_at_on
 def test_auto_posterior_with_given_neighbors_derives_from_float_points(kind, monkeypatch):
     """The derived 80 % graph is computed on the points as floats: uint8
     differences used to wrap (0.8 % of rows right) and bool points crashed."""
-    from jaxnn._src import graph as graph_mod
-    from jaxnn._src import model as model_mod
+    from jaxnn._src import fitting as fit_mod
 
     rng = np.random.default_rng(2)
     X = rng.integers(0, 256, (300, 4)).astype(np.uint8) if kind == "uint8" else rng.random((300, 6)) > 0.5
     y = (X[:, 0] > (128 if kind == "uint8" else 0)).astype(int)
     nb = np.asarray(jaxnn.knn_graph(X.astype(np.float32), 5).indices)
     seen = []
-    real = model_mod.subgraph
-    monkeypatch.setattr(model_mod, "subgraph", lambda *a: seen.append(real(*a)) or seen[-1])
+    real = fit_mod.subgraph
+    monkeypatch.setattr(fit_mod, "subgraph", lambda *a: seen.append(real(*a)) or seen[-1])
     model = jaxnn.fit(X, y, k=5, neighbors=nb, seed=1)
     assert 0.0 <= model.posterior_mix <= 1.0
     tr = np.random.default_rng(1).permutation(300)[60:]
@@ -1280,7 +1277,7 @@ def test_prediction_neighbors_given_as_a_search_result_pair():
 def test_prediction_from_neighbors_does_not_retrace():
     """Given neighbours of one shape, later calls (other indices, other models of
     the same shapes) reuse the compiled scoring: nothing retraces."""
-    from jaxnn._src.model import _scores
+    from jaxnn._src.prediction import _scores
 
     X, y = _blobs(m=120, C=3, seed=8)
     model = jaxnn.fit(X, y, k=4, posterior="link")
@@ -1302,7 +1299,7 @@ def test_batches_of_other_sizes_share_the_compiled_prediction():
     search, scores and posteriors — only a slice to n rows is compiled anew —
     and give what each point gives alone (the padding changes nothing)."""
     from jaxnn._src import graph as graph_mod
-    from jaxnn._src.model import _mixed_posterior, _scores
+    from jaxnn._src.prediction import _mixed_posterior, _scores
 
     X, y = _blobs(m=300, C=3, seed=8)
     model = jaxnn.fit(X, y, k=4, posterior="auto")
@@ -1341,7 +1338,7 @@ def test_scoring_makes_no_neighbor_by_class_gather():
     gather of α[nb]·Y[nb] held 11.7 GB (and 22.6 s) to score 10⁶ queries with
     C = 100 (now 0.33 GB, 0.42 s).  XLA's own buffer plan, no timing."""
     from jaxnn._src import baselines
-    from jaxnn._src.model import _scores, _vote_fractions
+    from jaxnn._src.prediction import _scores, _vote_fractions
 
     m, n, k, C = 20_000, 100_000, 10, 100
     rows, idx = jax.ShapeDtypeStruct((m, C), jnp.float32), jax.ShapeDtypeStruct((n, k), jnp.int32)
@@ -1601,12 +1598,12 @@ def test_auto_posterior_from_given_neighbors_centres_points_far_from_zero():
     """The 80 % graph derived from given neighbours (graph.subgraph) is computed
     on points centred like fit's: cast as given, float64 points at 10⁸ ± 1
     collapsed and the choice flipped (link → votes, predict_proba off by 0.32)."""
-    from jaxnn._src import model as model_mod
+    from jaxnn._src import fitting as fit_mod
 
     given = []
-    real_fit = model_mod._fit_checked  # each fit's checked part: the main fit, then the auxiliary one
+    real_fit = fit_mod._fit_checked  # each fit's checked part: the main fit, then the auxiliary one
     monkeypatch = pytest.MonkeyPatch()
-    monkeypatch.setattr(model_mod, "_fit_checked", lambda *a, **kw: given.append(kw["neighbors"]) or real_fit(*a, **kw))
+    monkeypatch.setattr(fit_mod, "_fit_checked", lambda *a, **kw: given.append(kw["neighbors"]) or real_fit(*a, **kw))
     X, y = _blobs(m=300, C=3, seed=8, spread=1.2)
     nb = np.asarray(jaxnn.knn_graph(X, 10).indices)
     try:

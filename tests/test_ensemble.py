@@ -219,7 +219,7 @@ def test_colored_blocks_each_run_their_own_schedule(data):
 def test_auto_chooser_picks_as_fit(sm3, data, monkeypatch):
     from jaxnn._src import sharding
     from jaxnn._src import ensemble as ens_mod
-    from jaxnn._src.model import auto_chooser
+    from jaxnn._src.boost_runs import auto_chooser
 
     X, y, _ = data
     platform = sharding.platform()
@@ -603,7 +603,7 @@ def test_split_batches_of_other_sizes_share_the_compiled_prediction(n_splits):
     H_all = np.asarray(ens.decision_function_split(sm, Xq))
     post_all = np.asarray(ens.block_posteriors(sm, Xq))
     labels_all = ens.predict_split(sm, Xq)
-    watched = ens_src._scores_blocks if n_splits > 1 else jaxnn._src.model._scores
+    watched = ens_src._scores_blocks if n_splits > 1 else jaxnn._src.prediction._scores
     before = (watched._cache_size(), ens_src._combine._cache_size(), ens_src._split_labels._cache_size())
     for n in (1, 9, 127):
         np.testing.assert_allclose(np.asarray(ens.predict_proba_split(sm, Xq[:n])), p_all[:n], rtol=1e-6, atol=1e-7)

@@ -10,7 +10,7 @@ from scipy.optimize import minimize_scalar
 import jaxnn
 from jaxnn import losses
 from jaxnn._src import algorithms as algos
-from jaxnn._src.model import _n3_link
+from jaxnn._src.prediction import _n3_link
 from jaxnn.metrics import brier_score
 
 

@@ -8,7 +8,7 @@ import pytest
 
 import jaxnn
 from jaxnn._src import graph as graph_mod
-from jaxnn._src import model as model_mod
+from jaxnn._src import prediction as predict_mod
 from jaxnn._src.boosting import boost
 
 
@@ -29,7 +29,7 @@ def test_shared_rows_buckets():
 def test_fits_of_nearby_sizes_share_the_compiled_programs():
     """Cross-validation folds differ by a row: the second size compiles no
     search, boosting or scoring (each new m compiled ~1.2 s of programs)."""
-    watched = (graph_mod._conditioned_search, boost, model_mod._scores, model_mod._mixed_posterior)
+    watched = (graph_mod._conditioned_search, boost, predict_mod._scores, predict_mod._mixed_posterior)
     X, y = _blobs(403, d=7, seed=11)  # a width no other test uses
     model = jaxnn.fit(X[:400], y[:400], k=6)
     jaxnn.predict(model, X[:50]), jaxnn.predict_proba(model, X[:50])
@@ -55,7 +55,6 @@ def test_padded_fit_equals_the_unpadded_fit(algorithm, chooser, monkeypatch):
     fits = []
     for limit in (graph_mod.SHARED_MAX_ROWS, 0):
         monkeypatch.setattr(graph_mod, "SHARED_MAX_ROWS", limit)
-        monkeypatch.setattr(model_mod, "SHARED_MAX_ROWS", limit)
         model = jaxnn.fit(X, y, k=7, algorithm=algorithm, chooser=chooser, rounds=2 * 300 + 17, trace=True,
                           posterior="link", seed=4)
         fits.append((model, np.asarray(jaxnn.predict_proba(model, X[:60] + 0.05)), jaxnn.predict(model, X[:60] + 0.05)))
@@ -74,7 +73,6 @@ def test_padded_auto_posterior_choice_equals_the_unpadded(monkeypatch):
     fits = []
     for limit in (graph_mod.SHARED_MAX_ROWS, 0):
         monkeypatch.setattr(graph_mod, "SHARED_MAX_ROWS", limit)
-        monkeypatch.setattr(model_mod, "SHARED_MAX_ROWS", limit)
         fits.append(jaxnn.fit(X, y, k=5, seed=1))
     padded, plain = fits
     assert padded.posterior_mix == plain.posterior_mix
@@ -121,7 +119,7 @@ def test_knn_baseline_of_nearby_sizes_shares_its_vote_count():
 
 
 def test_select_of_nearby_sizes_shares_the_compiled_programs_and_scores_as_unpadded(monkeypatch):
-    watched = (graph_mod._conditioned_search, boost, model_mod._scores)
+    watched = (graph_mod._conditioned_search, boost, predict_mod._scores)
     X, y = _blobs(405, d=6, seed=12)  # a width no other test uses
     kw = dict(ks=(5, 10), losses=("logistic", "matsushita"), passes=(1, 2))
     jaxnn.select(X[:400], y[:400], **kw)
@@ -130,10 +128,8 @@ def test_select_of_nearby_sizes_shares_the_compiled_programs_and_scores_as_unpad
     assert [f._cache_size() for f in watched] == before
     for chooser in ("auto", "greedy"):
         monkeypatch.setattr(graph_mod, "SHARED_MAX_ROWS", 16384)
-        monkeypatch.setattr(model_mod, "SHARED_MAX_ROWS", 16384)
         padded = jaxnn.select(X, y, chooser=chooser, **kw)
         monkeypatch.setattr(graph_mod, "SHARED_MAX_ROWS", 0)
-        monkeypatch.setattr(model_mod, "SHARED_MAX_ROWS", 0)
         assert jaxnn.select(X, y, chooser=chooser, **kw) == padded
 
 
@@ -167,7 +163,7 @@ def test_select_compiles_one_boosting_per_loss_and_one_scoring_for_all_ks():
     neighbourhoods hold the smaller ks') and is scored from its neighbours'
     first k columns: fit(k="auto") compiled a boosting per (k, loss) and a
     scoring per k (2.5 → 1.5 s for a first fit of 2000 points)."""
-    watched = (boost, model_mod._scores)
+    watched = (boost, predict_mod._scores)
     X, y = _blobs(700, C=5, d=4, seed=31)  # five classes: shapes no other test uses
     ks, losses = (3, 6, 12), ("logistic", "matsushita")
     before = [f._cache_size() for f in watched]
@@ -187,8 +183,8 @@ def test_scores_of_the_first_k_columns():
     idx = rng.integers(0, 50, size=(20, 9)).astype(np.int32)
     for k in (1, 4, 9):
         want = (alpha * Y)[idx[:, :k]].sum(axis=1)
-        np.testing.assert_allclose(np.asarray(model_mod._scores(alpha, Y, idx, k)), want, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(np.asarray(model_mod._scores(alpha, Y, idx)), (alpha * Y)[idx].sum(axis=1), rtol=1e-5,
+        np.testing.assert_allclose(np.asarray(predict_mod._scores(alpha, Y, idx, k)), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(predict_mod._scores(alpha, Y, idx)), (alpha * Y)[idx].sum(axis=1), rtol=1e-5,
                                atol=1e-6)
 
 
@@ -283,7 +279,6 @@ def test_windowed_select_compiles_one_scan_per_loss_and_scores_as_unpadded(choos
     padded = jaxnn.select(X, y, **kw)
     assert window.boost_windowed._cache_size() - before <= 1  # one per (k, pass order) before
     monkeypatch.setattr(graph_mod, "SHARED_MAX_ROWS", 0)
-    monkeypatch.setattr(model_mod, "SHARED_MAX_ROWS", 0)
     assert jaxnn.select(X, y, **kw) == padded
 
 
@@ -316,7 +311,6 @@ def test_padded_colored_fit_equals_the_unpadded_fit(algorithm, monkeypatch):
     fits = []
     for limit in (graph_mod.SHARED_MAX_ROWS, 0):
         monkeypatch.setattr(graph_mod, "SHARED_MAX_ROWS", limit)
-        monkeypatch.setattr(model_mod, "SHARED_MAX_ROWS", limit)
         model = jaxnn.fit(X, y, k=7, algorithm=algorithm, chooser="colored", rounds=2 * 300, trace=True,
                           posterior="link")
         fits.append((model, np.asarray(jaxnn.predict_proba(model, X[:60] + 0.05))))
@@ -376,7 +370,6 @@ def test_select_runs_colored_candidates_padded_and_scores_as_unpadded(monkeypatc
     padded = jaxnn.select(X, y, **kw)
     assert schedule.boost_colored._cache_size() - before <= 2  # one per loss
     monkeypatch.setattr(graph_mod, "SHARED_MAX_ROWS", 0)
-    monkeypatch.setattr(model_mod, "SHARED_MAX_ROWS", 0)
     plain = jaxnn.select(X, y, **kw)
     assert plain.scores == padded.scores and plain.k == padded.k
 
@@ -391,11 +384,11 @@ def test_predict_proba_of_any_posterior_mix_shares_one_program():
     model = jaxnn.fit(X, y, k=5, posterior="link")
     Xq = X[:50] + 0.1
     p_link = np.asarray(jaxnn.predict_proba(model, Xq))
-    before = model_mod._mixed_posterior._cache_size()
+    before = predict_mod._mixed_posterior._cache_size()
     mixes = {lam: np.asarray(jaxnn.predict_proba(dataclasses.replace(model, posterior_mix=lam), Xq))
              for lam in (1.0, 0.25)}
-    assert model_mod._mixed_posterior._cache_size() == before
-    link, votes = model_mod._posterior_parts(model, Xq)  # the separate link and vote fractions
+    assert predict_mod._mixed_posterior._cache_size() == before
+    link, votes = predict_mod._posterior_parts(model, Xq)  # the separate link and vote fractions
     np.testing.assert_allclose(p_link, link, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(mixes[1.0], votes, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(mixes[0.25], 0.75 * link + 0.25 * votes, rtol=1e-5, atol=1e-6)
@@ -437,7 +430,7 @@ def test_fits_of_nearby_ks_share_the_compiled_programs_and_equal_unshared_fits(p
     ~0.5–0.9 s of them, 2 CPU cores) — and every fit, its scores, posteriors,
     labels and posterior choice equal those of the fit without shared ks
     (SHARED_K_MAX_ROWS = 0: the search finds k, the width floor is 8k)."""
-    watched = (graph_mod._conditioned_search, boost, model_mod._scores, model_mod._mixed_posterior)
+    watched = (graph_mod._conditioned_search, boost, predict_mod._scores, predict_mod._mixed_posterior)
     X, y = _blobs(350 if posterior == "link" else 330, d=6, seed=21)  # widths no other test uses
     Q = X[:70] + np.float32(0.1)
 
@@ -488,10 +481,10 @@ def test_auto_posterior_choice_compiles_only_predict_probas_program(m):
     2 CPU cores) — also where the 80 % and the whole round to different
     shared sizes (m = 400: 384 and 512 rows)."""
     X, y = _blobs(m, C=5, seed=12)
-    before = model_mod._mixed_posterior._cache_size()
+    before = predict_mod._mixed_posterior._cache_size()
     model = jaxnn.fit(X, y, k=6)
-    after_fit = model_mod._mixed_posterior._cache_size()
+    after_fit = predict_mod._mixed_posterior._cache_size()
     assert after_fit <= before + 1  # one program for both λ (none if an earlier test compiled these shapes)
     p = np.asarray(jaxnn.predict_proba(model, X[:90]))  # 90 rows, as the 80–100 scored: 128 query rows
-    assert model_mod._mixed_posterior._cache_size() == after_fit
+    assert predict_mod._mixed_posterior._cache_size() == after_fit
     np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-5)

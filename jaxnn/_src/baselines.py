@@ -40,7 +40,8 @@ import numpy as np
 import optax
 
 from jaxnn._src.checks import check_bool, check_integer, check_points, check_real, check_whole_labels
-from jaxnn._src.graph import (SHARED_MAX_ROWS, _as_float, at_shared_rows, first_k, first_rows, float32_origin,
+from jaxnn._src import graph
+from jaxnn._src.graph import (_as_float, at_shared_rows, first_k, first_rows, float32_origin,
                               in_blocks, neighbor_sum, padded_query, padded_rows, query_rows, shared_rows,
                               shift_points, to_device)
 from jaxnn._src.model import HostPickled, without_float64
@@ -212,7 +213,7 @@ def _shared_training(X, labels: np.ndarray):
     :func:`shared_features` (d), on the host; larger sets, and traced X, as
     they are (M = m, d' = d).  Padded rows carry zero weight in every loss."""
     m, d = X.shape
-    if isinstance(X, jax.core.Tracer) or m > SHARED_MAX_ROWS:
+    if isinstance(X, jax.core.Tracer) or m > graph.SHARED_MAX_ROWS:
         return _as_float(X), jnp.asarray(labels), m, d
     host = np.asarray(X)
     if host.dtype not in (np.float32, np.float64):

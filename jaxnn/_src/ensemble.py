@@ -44,13 +44,16 @@ from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src import sharding
 from jaxnn._src.checks import check_bool, check_real, did_you_mean
+from jaxnn._src.checks import check_integer as _check_int
+from jaxnn._src.boost_runs import (auto_chooser, boosts_at_shared_size, runs_windowed, shared_size_boost,
+                                   shared_size_colored)
 from jaxnn._src.boosting import boost, check_chooser, chooser_order, initial_edges
 from jaxnn._src.graph import (_block_rows, _blocked_topk, first_rows, float32_origin, inverse_counts, inverse_neighbors, knn_graph,
                               padded_query, padded_rows, query_rows, shared_width, shift_points)
-from jaxnn._src.model import (HostPickled, Model, _as_points, _boosts_at_shared_size, _check_int, _compute_dtype,
-                              _link_posterior, _normalise_rows, _runs_windowed, _scores, _shared_size_boost,
-                              _shared_size_colored, auto_chooser,
-                              encode_labels, logger, without_float64)
+from jaxnn._src.inputs import as_points, compute_dtype, encode_labels
+from jaxnn._src.model import HostPickled, Model, without_float64
+from jaxnn._src.prediction import _link_posterior, _normalise_rows, _scores
+from jaxnn._src.progress import logger
 from jaxnn._src.schedule import boost_colored, color_schedule, stack_schedules
 
 __all__ = [
@@ -390,7 +393,7 @@ def _query_blocks(model: SplitModel, X, *, pad: bool):
     sizes share the compiled search and scoring; rows from n on are dropped
     by the callers)."""
     model = _check_split_model(model)
-    Xq = _as_points(X)
+    Xq = as_points(X)
     if isinstance(Xq, jax.core.Tracer):
         raise TypeError("the split model's query blocks are built with NumPy on the host, so its query points "
                         "cannot be traced: call split_features, predict_split, predict_proba_split and "
@@ -556,13 +559,12 @@ def fit_split(
     opts = dict(k=10, loss="logistic", algorithm="gnnb", rounds=None, chooser="auto", epsilon=0.5, seed=0, graph_method="exact", trace=False)
     opts.update(fit_kwargs)
 
-    Xa = _as_points(X)
+    Xa = as_points(X)
     m, d = Xa.shape
     classes, Y_np, multilabel = encode_labels(y, m)
     block_list = _make_blocks(n_splits, blocks, d)
     norm = _check_norm(norm)
     mean = _check_mean(mean, "mean")
-    n = len(block_list)
 
     # same validation, in the same order, as jaxnn.fit
     k = _check_int(opts["k"], "k", low=1)
@@ -587,7 +589,7 @@ def fit_split(
                          + did_you_mean(graph_method, ("exact", "nndescent")))
     trace = check_bool(opts["trace"], "trace")
 
-    dtype = _compute_dtype(Xa)
+    dtype = compute_dtype(Xa)
     _warn_one_feature_blocks(block_list, norm)
     # without a norm, float64 features far from 0 are centred before float32 (distances are unchanged)
     origin = float32_origin(Xa) if norm is None else None  # under x64 too, as fit
@@ -609,14 +611,14 @@ def _boost_split(Xs, Y, E0, *, k, algo, loss, chooser, rounds, seed, graph_metho
     passes = rounds // m
     if n == 1:  # the unbatched path of jaxnn.fit, op for op
         nbrs = np.asarray(knn_graph(Xs[0], k, method=graph_method, seed=seed).indices)
-        if _boosts_at_shared_size(m, C, chooser, None):  # padded as fit pads it
+        if boosts_at_shared_size(m, C, chooser, None):  # padded as fit pads it
             if chooser == "colored":
-                res, _ = _shared_size_colored(np.asarray(Y), nbrs, Y.dtype, algorithm=algo, loss=loss, passes=passes,
+                res, _ = shared_size_colored(np.asarray(Y), nbrs, Y.dtype, algorithm=algo, loss=loss, passes=passes,
                                               trace=trace, platform=sharding.platform())
             else:
-                res, _ = _shared_size_boost(np.asarray(Y), nbrs, chooser_order(chooser, m, rounds, seed), Y.dtype,
+                res, _ = shared_size_boost(np.asarray(Y), nbrs, chooser_order(chooser, m, rounds, seed), Y.dtype,
                                             algorithm=algo, loss=loss, greedy=chooser == "greedy",
-                                            windowed=_runs_windowed(m, C, chooser, None), trace=trace)
+                                            windowed=runs_windowed(m, C, chooser, None), trace=trace)
         elif chooser == "colored":
             res = boost_colored(Y, E0, jnp.asarray(inverse_counts(nbrs, m)), color_schedule(nbrs, n_classes=C),
                                 algorithm=algo, loss=loss, passes=passes, trace=trace)

@@ -30,7 +30,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxnn._src import losses as losses_mod
-from jaxnn._src.model import Model, _as_points, _check_int, _compute_dtype, _training_points, encode_labels, logger
+from jaxnn._src.checks import check_integer as _check_int
+from jaxnn._src.inputs import as_points, compute_dtype, encode_labels, training_points
+from jaxnn._src.model import Model
+from jaxnn._src.progress import logger
 
 __all__ = ["prune", "prune_indices", "knn_subsample"]
 
@@ -146,7 +149,7 @@ def knn_subsample(X, y, theta, seed: int = 0, *, k: int = 10, size=None, loss="l
       k: neighbours (≤ sample size).
       size: explicit sample size in [k, m], overrides θ.
     """
-    Xa = _as_points(X)
+    Xa = as_points(X)
     m = Xa.shape[0]
     classes, Y_np, multilabel = encode_labels(y, m)
     theta = _check_theta(theta)
@@ -160,9 +163,9 @@ def knn_subsample(X, y, theta, seed: int = 0, *, k: int = 10, size=None, loss="l
     idx = np.sort(np.random.default_rng(seed).choice(m, size=n, replace=False))
     _warn_if_classes_lost(Y_np[idx] > 0, classes, multilabel, f"knn_subsample: the sample of {n} holds",
                           "draw a larger sample (theta or size) or another seed")
-    dtype = _compute_dtype(Xa)
+    dtype = compute_dtype(Xa)
     Y = jnp.asarray(Y_np[idx], dtype=dtype)
-    Xj, origin = _training_points(Xa[idx], dtype)
+    Xj, origin = training_points(Xa[idx], dtype)
     return Model(
         jnp.ones(Y.shape, dtype), Xj, Y, None, classes, k,
         losses_mod.get(loss), None, multilabel, posterior_mix=1.0, rounds=0, origin=origin,

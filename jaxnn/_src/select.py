@@ -17,11 +17,15 @@ import numpy as np
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src import sharding, window
+from jaxnn._src.boost_runs import (SharedShapes, auto_chooser, boosts_at_shared_size, padded_graph, runs_windowed,
+                                   windowed_layout)
 from jaxnn._src.boosting import boost, check_chooser, chooser_order, initial_edges
 from jaxnn._src.checks import check_integer, check_real, did_you_mean
 from jaxnn._src.graph import (METHODS, _nndescent_index, _nndescent_query, graph_and_query, inverse_counts,
                               inverse_neighbors, knn_graph, knn_query, padded_rows, query_rows, shared_rows, shared_width,
                               to_device)
+from jaxnn._src.inputs import as_points, compute_dtype, encode_labels, label_rows, points_of_parts
+from jaxnn._src.prediction import _scores
 from jaxnn._src.schedule import ScheduleSizes, boost_colored, color_schedule, padded_schedule
 
 __all__ = ["Selection", "select", "DEFAULT_KS", "DEFAULT_LOSSES", "DEFAULT_PASSES"]
@@ -107,9 +111,7 @@ def _pass_runner(chooser: str, nb: np.ndarray, m: int, n_classes: int, algo, see
     steps are narrowed to n_j when their padded work pays for the
     compilation (:func:`boosting.step_widths`) — at the largest k's width,
     select's passes at full width took 4–5× longer (optdigits)."""
-    from jaxnn._src.model import _runs_windowed, padded_graph  # local: model imports this module
-
-    if chooser == "colored" and shared is not None:  # padded as fit pads it (model._shared_size_colored)
+    if chooser == "colored" and shared is not None:  # padded as fit pads it (boost_runs.shared_size_colored)
         schedule, real_steps, _ = padded_schedule(nb, n_classes=n_classes, platform=platform, pad_to=shared)
         schedule = schedule._replace(colors=None)  # not read: its (m,) shape would compile per size
         counts = to_device(padded_rows(inverse_counts(nb, m), shared.rows))
@@ -122,13 +124,13 @@ def _pass_runner(chooser: str, nb: np.ndarray, m: int, n_classes: int, algo, see
         return lambda Y, edges, loss, p: boost_colored(Y, edges, counts, schedule, algorithm=algo, loss=loss,
                                                        passes=1, trace=False)
     orders = chooser_order(chooser, m, max_passes * m, seed).reshape(max_passes, m)
-    if _runs_windowed(m, n_classes, chooser, mesh):
+    if runs_windowed(m, n_classes, chooser, mesh):
         # fit's windowed scan for a large edge state (2.8× faster a pass at m = 10⁵, C = 10, k = 10);
         # a layout per distinct pass order, built when first needed (lazy: one for all passes)
         counts = inverse_counts(nb, m)
         if shared is None:
             counts_j, max_count, n_points, at_least = to_device(counts), window.shared_max_count(counts), None, None
-        else:  # padded as fit pads it (model._shared_size_windowed), at the largest k's sizes
+        else:  # padded as fit pads it (boost_runs.shared_size_windowed), at the largest k's sizes
             counts_j, max_count = to_device(padded_rows(counts, shared.rows)), shared.max_count
             n_points, at_least = to_device(m, np.int32), shared.layout
         steps, layouts = window.window_steps(n_classes, window_k or nb.shape[1]), {}
@@ -142,7 +144,7 @@ def _pass_runner(chooser: str, nb: np.ndarray, m: int, n_classes: int, algo, see
                                          trace=False, max_count=max_count, calls=calls)
 
         return windowed_pass
-    if shared is not None:  # padded: sizes near m and the ks share the compiled scan (model._shared_size_boost)
+    if shared is not None:  # padded: sizes near m and the ks share the compiled scan (boost_runs.shared_size_boost)
         inv, neighbors = padded_graph(nb, shared.rows, shared.width, greedy=chooser == "greedy")
         sizes = to_device(m, np.int32)
         orders = padded_rows(orders.T, shared.steps).T  # (passes, steps): no-op steps after the m
@@ -195,11 +197,7 @@ def select(
     Returns:
       :class:`Selection`.
     """
-    from jaxnn._src.model import (SharedShapes, _as_points, _boosts_at_shared_size, _compute_dtype,  # local: model
-                                  _points_of_parts, _runs_windowed, _scores, _windowed_layout, auto_chooser,  # imports
-                                  encode_labels, label_rows)  # this module
-
-    Xa = _as_points(X)
+    Xa = as_points(X)
     classes, Y_all, multilabel = encode_labels(y, Xa.shape[0])
     y_arr = label_rows(y)  # a one-column y split as the 1-D labels fit reads it as
     holdout = check_real(holdout, "holdout", low=0.0, high=1.0, low_open=True, high_open=True)
@@ -239,10 +237,10 @@ def select(
     for loss in loss_objs:
         algo.check(loss)
 
-    dtype = _compute_dtype(Xa)  # as fit computes: float32, or float64 under jax_enable_x64
+    dtype = compute_dtype(Xa)  # as fit computes: float32, or float64 under jax_enable_x64
     # as fit(Xa[tr]) and its predictions condition the points (float64 far from 0 centred first:
     # cast as given, points at 10⁸ ± 1 became one and every candidate scored chance)
-    X_tr, X_va = _points_of_parts(Xa, dtype, tr, va)
+    X_tr, X_va = points_of_parts(Xa, dtype, tr, va)
     k_max = max(ks)
     # nearest first: prefixes are the k-NN graphs
     if graph_method == "nndescent":
@@ -259,13 +257,13 @@ def select(
     # a small problem is boosted and scored padded to shared sizes, as fit pads it; the largest k's
     # shapes serve every k (its inverse neighbourhoods hold the smaller ks'): one compiled scan
     shared = None
-    if _boosts_at_shared_size(m, n_classes, chooser, devices):
+    if boosts_at_shared_size(m, n_classes, chooser, devices):
         if chooser == "colored":  # the largest k's schedule sizes (steps, edges, examples a step), for every k
             _, _, shared = padded_schedule(graph, n_classes=n_classes, platform=platform,
                                            pad_to=ScheduleSizes(shared_rows(m), 0, 0, 0))
-        elif _runs_windowed(m, n_classes, chooser, devices):  # the windows of the largest k's length, for every k
+        elif runs_windowed(m, n_classes, chooser, devices):  # the windows of the largest k's length, for every k
             first = chooser_order(chooser, m, m, seed)  # pass 1's order
-            _, shared = _windowed_layout(graph, first, window.window_steps(n_classes, k_max))
+            _, shared = windowed_layout(graph, first, window.window_steps(n_classes, k_max))
         else:
             shared = SharedShapes.of(m, m, inverse_counts(graph, m).max(), k_max)
     Y = to_device(padded_rows(Y_all[tr], m if shared is None else shared.rows), dtype)

@@ -30,7 +30,8 @@ except ImportError as err:  # scikit-learn missing, or older than 1.6 (no public
         f"jaxnn.sklearn needs scikit-learn >= 1.6 ({err}); install it with: pip install 'jaxnn[sklearn]'"
     ) from err
 
-from jaxnn._src.model import fit, host_proba, host_scores
+from jaxnn._src.fitting import fit
+from jaxnn._src.prediction import host_proba, host_scores
 
 __all__ = ["BoostedKNNClassifier"]
 

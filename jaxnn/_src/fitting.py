@@ -1,0 +1,365 @@
+"""``fit``: learn a leveraged k-NN rule by boosting — the neighbour graph,
+the boosting run (:mod:`jaxnn._src.boost_runs`) and the ``posterior="auto"``
+choice between the link and the vote fractions."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxnn._src import algorithms as algos
+from jaxnn._src import losses as losses_mod
+from jaxnn._src import sharding, window
+from jaxnn._src.boost_runs import (WindowedShapes, boosts_at_shared_size, runs_windowed, shared_size_boost,
+                                   shared_size_colored, auto_chooser)
+from jaxnn._src.boosting import boost, check_chooser, chooser_order, initial_edges
+from jaxnn._src.checks import check_bool, check_real, did_you_mean
+from jaxnn._src.checks import check_integer as _check_int
+from jaxnn._src.graph import METHODS as _GRAPH_METHODS
+from jaxnn._src.graph import (graph_and_query, inverse_counts, inverse_neighbors, knn_graph, shared_width, subgraph,
+                              to_device)
+from jaxnn._src.inputs import (as_points, check_neighbors, compute_dtype, points_of_parts, training_points,
+                               encode_labels, label_rows)
+from jaxnn._src.model import Model
+from jaxnn._src.prediction import _posterior_parts
+from jaxnn._src.progress import logged, logger, progress_shown, progress_wanted
+from jaxnn._src.schedule import boost_colored, color_schedule
+from jaxnn._src.select import DEFAULT_KS, DEFAULT_LOSSES, DEFAULT_PASSES, select
+
+__all__ = ["fit"]
+
+
+def fit(
+    X,
+    y,
+    *,
+    k: int = 10,
+    loss="logistic",
+    algorithm="gnnb",
+    rounds: Optional[int] = None,
+    chooser: str = "auto",
+    epsilon: float = 0.5,
+    neighbors=None,
+    seed: int = 0,
+    graph_method: str = "exact",
+    trace: bool = False,
+    posterior: str = "auto",
+    devices=None,
+    verbose: bool = False,
+) -> Model:
+    """Learn a leveraged k-NN rule by boosting.
+
+    Args:
+      X: (m, d) training points.
+      y: (m,) class labels (any sortable values) or an (m, C) {0,1} / {−1,+1}
+        indicator matrix (multilabel).
+      k: neighbours, 1 ≤ k < m, or ``"auto"`` (chosen by :func:`jaxnn.select`
+        among 5, 10, 20, 50 on a held-out 25 %, with the same
+        ``graph_method``, ``chooser`` and ``devices``).
+      loss: a name (:func:`jaxnn.losses.names`), a :class:`~jaxnn.losses.Loss`
+        or ``"auto"`` (logistic or Matsushita, chosen by :func:`jaxnn.select`).
+      algorithm: ``"gnnb"``, ``"unn"``, ``"unn_fast"``, ``"n3"`` or an
+        algorithm object (``jaxnn.gnnb(...)``, ``jaxnn.unn(...)``…).
+      rounds: boosting steps per class T (default m: one pass), or ``"auto"``
+        (1, 2 or 4 passes, chosen by :func:`jaxnn.select`).
+      chooser: ``"auto"`` (default: :func:`auto_chooser` — ``"colored"``
+        when ``rounds`` is whole passes on a GPU or TPU, or on CPU from
+        m·C ≥ 5·10⁶; else ``"lazy"``),
+        ``"lazy"`` (index order), ``"random"`` (seeded permutation),
+        ``"colored"`` (the exact parallel schedule: every example once per
+        pass in the order of a colouring of the conflict graph, vectorised
+        over the examples of a colour, a colour cut into steps of about
+        2¹⁷/C edges; ``rounds`` must be a multiple of m) or ``"greedy"``
+        (largest |δ|: GNNB*, N³'s WEO).  From m·C ≥ 2¹⁶ the ``lazy`` and
+        ``random`` steps run in windows on a local copy of the rows they
+        touch (:mod:`jaxnn._src.window`; same result, ~3× faster on CPU).
+      epsilon: GNNB's ε ∈ (0, 1) (paper 000 eq. 10).
+      neighbors: optional precomputed (m, k) int neighbour indices (self excluded),
+        or a :class:`Neighbors` from :func:`knn_graph` (of k or more neighbours:
+        its first k, the nearest, are used).
+      seed: seed of the random chooser and of nndescent.
+      graph_method: ``"exact"``, ``"nndescent"`` or ``"approx"`` (TPU-native
+        ``lax.approx_min_k``) when ``neighbors`` is None (:func:`jaxnn.knn_graph`).
+      trace: record the total surrogate risk after every step (``model.trace``;
+        after every step of the schedule for ``chooser="colored"``).  It
+        evaluates ψ on every edge a step writes: 2–6× the time of a lazy pass.
+      posterior: how :func:`predict_proba` estimates posteriors — ``"link"``
+        (the papers' p̂ = link(H), paper 003 eq. 29), ``"votes"`` (k-NN vote
+        fractions) or ``"auto"`` (default): whichever of the two has the
+        lower Brier score on a held-out 20 % for an auxiliary fit on the
+        other 80 % (one extra fit; within one standard error, the votes).
+        One pass of boosting leaves link(H) shrunk toward uniform and more
+        passes overfit posteriors, while vote fractions are hard to beat when
+        classes separate (README, "Posteriors"); ``"auto"`` is never much
+        worse than either.  Data too small to hold 10 points out (m < 48),
+        or whose 80 % would lack a class, get the votes untested (logged).
+        :func:`predict` always uses argmax H.
+      devices: None (default device), an int n (the first n devices), a list
+        of devices or ``"all"``: the class axis of the boosting state is
+        sharded across them, and so are the query rows of the exact graph
+        search (:mod:`jaxnn._src.sharding`); results equal the single-device
+        ones.
+      verbose: print each stage (the neighbour graph, boosting, the
+        ``posterior="auto"`` choice…) as it starts and its wall time when
+        done, to stderr — the ``jaxnn`` logger at INFO level for this call
+        (through your own handlers instead, when logging is configured).
+
+    Returns:
+      A fitted :class:`Model`.  Computation is float32 unless X is float64 and
+      ``jax_enable_x64`` is on.
+    """
+    if check_bool(verbose, "verbose"):
+        with progress_shown():
+            return fit(X, y, k=k, loss=loss, algorithm=algorithm, rounds=rounds, chooser=chooser, epsilon=epsilon,
+                       neighbors=neighbors, seed=seed, graph_method=graph_method, trace=trace, posterior=posterior,
+                       devices=devices)
+    Xa = as_points(X)
+    m = Xa.shape[0]
+    classes, Y_np, multilabel = encode_labels(y, m)
+    if "auto" in (_auto(k), _auto(loss), _auto(rounds)):
+        if neighbors is not None and _auto(k) == "auto":
+            raise ValueError("k='auto' cannot be combined with precomputed neighbors")
+        sel = logged("fit: choosing the 'auto' settings on a held-out 25 %", lambda: select(
+            Xa, y,
+            ks=DEFAULT_KS if _auto(k) == "auto" else (_check_int(k, "k", low=1),),
+            losses=DEFAULT_LOSSES if _auto(loss) == "auto" else (loss,),
+            passes=DEFAULT_PASSES if _auto(rounds) == "auto" else (_given_passes(rounds, m),),
+            algorithm=algorithm, chooser=chooser, epsilon=epsilon, seed=_check_int(seed, "seed", low=0),
+            graph_method=graph_method, devices=devices,
+        ))
+        k = sel.k if _auto(k) == "auto" else k
+        loss = sel.loss if _auto(loss) == "auto" else loss
+        rounds = sel.passes * m if _auto(rounds) == "auto" else rounds
+        logger.info("fit: 'auto' chose k=%d, loss %s, %d pass(es): held-out accuracy %.4f",
+                    sel.k, sel.loss, sel.passes, sel.scores[(sel.k, sel.loss, sel.passes)])
+    k = _check_int(k, "k", low=1)
+    if k >= m:
+        raise ValueError(f"k must be < the number of training points ({m}), got k={k}")
+    loss_obj = losses_mod.get(loss)
+    epsilon = check_real(epsilon, "epsilon", low=0.0, high=1.0, low_open=True, high_open=True)
+    algo = algos.get(algorithm, epsilon=epsilon)
+    algo.check(loss_obj)
+    check_chooser(chooser)
+    rounds = m if rounds is None else _check_int(rounds, "rounds", low=1)
+    seed = _check_int(seed, "seed", low=0)
+    platform = sharding.platform(devices)
+    if chooser == "auto":
+        chooser = auto_chooser(m, rounds, platform, Y_np.shape[1])
+    if chooser == "colored" and rounds % m:
+        raise ValueError(f"chooser='colored' runs whole passes: rounds must be a multiple of m={m}, got {rounds}")
+    for value, name in ((posterior, "posterior"), (graph_method, "graph_method")):
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    if posterior not in _POSTERIORS:
+        raise ValueError(f"unknown posterior {posterior!r}; use one of {_POSTERIORS}" + did_you_mean(posterior, _POSTERIORS))
+    trace = check_bool(trace, "trace")
+    if graph_method not in _GRAPH_METHODS:  # checked even when neighbors are given
+        raise ValueError(f"unknown graph_method {graph_method!r}; use one of {_GRAPH_METHODS}"
+                         + did_you_mean(graph_method, _GRAPH_METHODS))
+    return _fit_checked(Xa, y, classes, Y_np, multilabel, k=k, loss_obj=loss_obj, algo=algo, rounds=rounds,
+                        chooser=chooser, seed=seed, graph_method=graph_method, trace=trace, posterior=posterior,
+                        devices=devices, neighbors=neighbors)
+
+
+def _fit_checked(Xa, y, classes, Y_np, multilabel: bool, *, k: int, loss_obj, algo, rounds: int, chooser: str, seed: int,
+                 graph_method: str, trace: bool, posterior: str, devices, neighbors, like=None) -> Model:
+    """:func:`fit` once its settings are checked and resolved (``chooser``
+    not ``"auto"``): (m, d) host points Xa, the labels y as given and as
+    :func:`encode_labels` reads them (classes, Y_np, multilabel).  ``like``:
+    the :class:`SharedShapes` of another fit whose compiled search and
+    boosting this one is to reuse (``posterior="auto"``'s auxiliary fit
+    takes the main fit's), or None."""
+    m = Xa.shape[0]
+    platform = sharding.platform(devices)
+    dtype = compute_dtype(Xa)
+    Xj, origin = training_points(Xa, dtype)
+    if neighbors is None:
+        graph_devices = devices if graph_method in ("exact", "approx") else None
+        nbrs = logged(f"fit: {graph_method} {k}-NN graph of {m} points in {Xa.shape[1]} dimensions",
+                       lambda: np.asarray(knn_graph(Xj, k, method=graph_method, seed=seed, devices=graph_devices).indices))
+    else:
+        nbrs = check_neighbors(neighbors, m, k, rows=m)
+    Y = to_device(Y_np, dtype)  # cast on the host: nothing compiles per m
+    n_classes = Y.shape[1]
+    # posterior="auto"'s auxiliary fit runs windowed when the main fit did, to share its compiled scan
+    windowed = runs_windowed(m, n_classes, chooser, devices) or isinstance(like, WindowedShapes)
+    shared = boosts_at_shared_size(m, n_classes, chooser, devices)
+    E0 = None if shared else initial_edges(Y, algorithm=algo, loss=loss_obj)
+    if devices is not None:
+        mesh = sharding.class_mesh(devices)
+        n_dev = mesh.devices.size
+        Y = sharding.shard_classes(sharding.pad_classes(Y, n_dev), mesh)
+        E0 = sharding.shard_classes(sharding.pad_classes(E0, n_dev), mesh)
+
+    shapes = None  # the padded shapes of a shared-size boosting
+
+    def run_boosting():
+        nonlocal shapes
+        if shared and chooser == "colored":  # a small problem: the schedule padded to shared sizes
+            result, shapes = shared_size_colored(Y_np, nbrs, dtype, algorithm=algo, loss=loss_obj, passes=rounds // m,
+                                                  trace=bool(trace), platform=platform, like=like)
+            return result
+        if shared:  # a small problem: the (windowed) scan padded to shared sizes
+            result, shapes = shared_size_boost(Y_np, nbrs, chooser_order(chooser, m, rounds, seed), dtype,
+                                                algorithm=algo, loss=loss_obj, greedy=chooser == "greedy",
+                                                windowed=windowed, trace=bool(trace), like=like)
+            return result
+        if chooser != "colored" and not windowed:  # the padded (m, P) inverse neighbourhoods
+            largest = inverse_counts(nbrs, m).max()  # P
+            order = chooser_order(chooser, m, rounds, seed)
+            inv = inverse_neighbors(nbrs, m, width=shared_width(largest))  # refits share the width
+            if devices is not None:
+                inv = type(inv)(*(sharding.replicate(a, mesh) for a in inv))
+            greedy = chooser == "greedy"  # the only chooser that reads the neighbours
+            return boost(Y, E0, inv.members, inv.counts, to_device(nbrs) if greedy else None, to_device(order),
+                         algorithm=algo, loss=loss_obj, greedy=greedy, trace=bool(trace))
+        counts = inverse_counts(nbrs, m)  # n_j; the padded members array is not needed
+        if chooser == "colored":  # the schedule's edge lists replace the members array
+            schedule = color_schedule(nbrs, n_classes=Y.shape[1], platform=platform)
+            if progress_wanted():  # n_colors reads all m colours
+                logger.info("fit: %d colours in %d scan steps a pass (instead of %d sequential steps)",
+                            schedule.n_colors, schedule.n_steps, m)
+            return boost_colored(Y, E0, to_device(counts), schedule, algorithm=algo, loss=loss_obj,
+                                 passes=rounds // m, trace=bool(trace))
+        # a large edge state: the sequential steps run in windows on a local copy (jaxnn._src.window)
+        order = chooser_order(chooser, m, rounds, seed)
+        layout = window.window_layout(nbrs, order, window.window_steps(Y.shape[1], k))
+        return window.boost_windowed(Y, E0, to_device(counts), layout, algorithm=algo, loss=loss_obj,
+                                     trace=bool(trace), n_steps=rounds, max_count=window.shared_max_count(counts))
+
+    scan = "colour schedule" if chooser == "colored" else "windowed scan" if windowed else "scan"
+    result = logged(f"fit: {type(algo).__name__} boosting ({loss_obj.name} loss, {chooser} chooser, {scan}), "
+                     f"{rounds} steps x {n_classes} classes", run_boosting)
+    alpha = result.alpha[:, :n_classes]
+    trace = result.trace
+    padded = Y.shape[1] - n_classes
+    if trace is not None and padded:  # the risk of the real classes: padded columns hold ψ(0) throughout
+        psi0 = loss_obj.psi(jnp.zeros((), trace.dtype))
+        trace = (trace * Y.shape[1] - psi0 * padded) / n_classes
+    Y = Y[:, :n_classes]
+    if devices is not None:  # hand back ordinary single-device arrays, where JAX puts results by default
+        home = next(iter(Xj.devices()))
+        alpha, Y = jax.device_put(alpha, home), jax.device_put(Y, home)
+        trace = None if trace is None else jax.device_put(trace, home)
+    model = Model(alpha, Xj, Y, trace, classes, k, loss_obj, algo, multilabel, rounds=rounds, origin=origin)
+    mix = {"link": 0.0, "votes": 1.0}.get(posterior)
+    if mix is None:
+        # the 80 % fit's graph: derived from the caller's (two hops) when they gave one —
+        # jaxnn cannot repeat their search, and an exact one of 80 % may take minutes
+        mix = _choose_posterior_mix(Xa, y, k=k, loss=loss_obj, algorithm=algo, rounds=rounds, chooser=chooser, seed=seed,
+                                    graph_method=graph_method, devices=devices,
+                                    graph=nbrs if neighbors is not None else None, like=shapes)
+    return dataclasses.replace(model, posterior_mix=float(mix))
+
+
+def _given_passes(rounds, m: int) -> int:
+    """Passes that ``rounds`` given beside an ``"auto"`` setting are scored
+    as: rounds/m rounded, at least one (one when rounds is None)."""
+    return 1 if rounds is None else max(1, round(_check_int(rounds, "rounds", low=1) / m))
+
+
+_POSTERIORS = ("auto", "link", "votes")
+
+
+def _auto(value):
+    return "auto" if isinstance(value, str) and value == "auto" else None
+# λ candidates of posterior="auto".  Intermediate blends were tried (21-point
+# grid): they put link mass where the votes are 0 and the true posterior is
+# tiny, which the KL to the truth punishes; choosing one estimator is safer.
+_MIX_GRID = np.array([0.0, 1.0])
+
+
+#: at most this many held-out points are scored by posterior="auto" (a seeded
+#: random subset of the 20 %).  A per-point Brier score lies in [0, 2], so the
+#: standard error of a mean over 10⁴ points is below 0.01, while scoring costs an
+#: exact neighbour query of every scored point against the 80 % (m = 10⁶, d = 16:
+#: ~150 s for all 2·10⁵ held-out points, half of the whole fit)
+MAX_SCORED = 10_000
+
+
+def _choose_posterior_mix(X, y, *, k, loss, algorithm, rounds, chooser, seed, graph_method="exact", devices=None,
+                          holdout=0.2, graph=None, like=None) -> float:
+    """λ ∈ {0, 1} (link or votes) with the lower held-out Brier score.
+
+    An auxiliary model is fit on a seeded random 80 % of the data (same
+    settings — its neighbour graph by the same ``graph_method``, or, given
+    ``graph`` (the (m, k) graph of all the data), derived from it by
+    :func:`graph.subgraph` — rounds scaled with the sample) and scored on the
+    other 20 % (at most :data:`MAX_SCORED` of them, drawn at random).  An
+    exact graph and the scored points' neighbours come from one search
+    (:func:`graph.graph_and_query`: one compilation, not two).  ``like``: the
+    main fit's :class:`SharedShapes` (a small fit's), to which the auxiliary
+    fit's search and boosting are padded — the m points' graph search and
+    boosting compiled already serve them (a new size's first fit compiles
+    two programs fewer, ~0.4 s on 2 CPU cores).
+    Returns 1 (the votes, which the choice keeps within one standard error)
+    without a fit when the data cannot be split so: fewer than 10 held-out
+    points, k + 1 or fewer points left in the 80 %, or a class (a label's
+    positives or negatives) missing from the 80 %.
+    """
+    m = X.shape[0]
+    n_val = int(round(holdout * m))
+
+    def votes_untested(reason: str) -> float:
+        logger.info("fit: posterior='auto' takes the votes untested: %s", reason)
+        return 1.0
+
+    if n_val < 10:
+        return votes_untested(f"{m} points leave {n_val} < 10 to hold out")
+    if m - n_val <= k + 1:
+        return votes_untested(f"the auxiliary fit's {m - n_val} points are too few for k={k}")
+    perm = np.random.default_rng(seed).permutation(m)
+    val, tr = perm[:n_val], perm[n_val:]
+    val = val[:MAX_SCORED]  # perm is random: its first entries are a random subset
+    y_arr = label_rows(y)
+    if y_arr.ndim == 1:
+        classes = np.unique(y_arr)
+        if np.unique(y_arr[tr]).size != classes.size:
+            return votes_untested("a class has no example in the auxiliary fit's 80 %")
+        target = (y_arr[val][:, None] == classes[None, :]).astype(float)
+    else:
+        positive = y_arr[tr] > 0
+        if np.any(np.all(positive == positive[:1], axis=0)):
+            return votes_untested("a label has no positive (or no negative) example in the auxiliary fit's 80 %")
+        target = (y_arr[val] > 0).astype(float)
+    aux_rounds = max(1, int(round(rounds * tr.size / m)))
+    scored = "" if val.size == n_val else f"{val.size} of "
+    logger.info("fit: posterior='auto': auxiliary fit on %d points, Brier scores on %sthe other %d", tr.size, scored, n_val)
+    aux_graph = val_neighbors = None
+    if graph is not None:
+        aux_graph = logged(f"fit: posterior='auto': {k}-NN graph of the {tr.size} points from the full graph (two hops)",
+                            lambda: subgraph(X, graph, tr))
+    elif graph_method == "exact":  # the 80 %'s graph and the scored points' neighbours: one search, one compilation
+        aux_graph, val_neighbors = logged(
+            f"fit: posterior='auto': exact {k}-NN graph of the {tr.size} points and of the {val.size} scored among them",
+            lambda: graph_and_query(*points_of_parts(X, compute_dtype(X), tr, val), k, devices=devices,
+                                    rows=None if like is None else like.rows, cut_queries=False))
+    aux = _fit_checked(X[tr], y_arr[tr], *encode_labels(y_arr[tr], tr.size), k=k, loss_obj=loss, algo=algorithm,
+                       rounds=aux_rounds, chooser=chooser, seed=seed, graph_method=graph_method, trace=False,
+                       posterior="link", devices=devices, neighbors=aux_graph, like=like)
+    p_link, p_votes = (np.asarray(p, float) for p in _posterior_parts(aux, X[val], found=val_neighbors,
+                                                                      rows=None if like is None else like.rows))
+    # per-example Brier score of every blend: (scored points, len(grid))
+    blends = (1 - _MIX_GRID)[None, :, None] * p_link[:, None, :] + _MIX_GRID[None, :, None] * p_votes[:, None, :]
+    brier = np.sum((blends - target[:, None, :]) ** 2, axis=2)
+    mix = float(_MIX_GRID[_one_standard_error_choice(brier)])
+    logger.info("fit: posterior='auto': held-out Brier score %s -> %s",
+                ", ".join(f"{name} {b:.4f}" for name, b in zip(("link", "votes"), brier.mean(axis=0))),
+                "votes" if mix else "link")
+    return mix
+
+
+def _one_standard_error_choice(brier: np.ndarray) -> int:
+    """The one-standard-error rule toward the last candidate: (n, G) per-point
+    scores (lower is better) of G candidates on n ≥ 2 points → the largest
+    index whose mean is within one standard error of the best mean, the
+    error being that of the mean paired difference to the best candidate,
+    std(ddof=1)/√n."""
+    mean = brier.mean(axis=0)
+    best = int(np.argmin(mean))
+    se = (brier - brier[:, [best]]).std(axis=0, ddof=1) / np.sqrt(brier.shape[0])
+    return int(np.nonzero(mean <= mean[best] + se)[0].max())
