@@ -65,7 +65,8 @@ from .common import (
     timed_block,
     warm_exact_graph,
 )
-from jaxnn._src.graph import inverse_neighbors, knn_graph
+from jaxnn._src.graph import knn_graph
+from jaxnn._src.inverse import inverse_neighbors
 
 ALGORITHMS = ("gnnb",) if QUICK else ("gnnb", "unn", "n3")
 #: quick: colored only (lazy runs in Predict and NumbaVsColored, greedy in GreedyStep)
@@ -450,7 +451,7 @@ class NearbySizes(Benchmark):
     ``jaxnn.fit`` (defaults: k = 10, ``posterior="auto"``) on m + 3 points
     after a fit on m, compilation included — a new process each.  Small
     problems are searched and boosted padded to shared sizes
-    (``graph.shared_rows``, since stop 27), so the second size compiles
+    (``shared_sizes.shared_rows``, since stop 27), so the second size compiles
     nothing: ~0.01 s at m = 2000, where each new size compiled ~1 s before;
     ``track_first_fit_seconds`` is the first fit's (compile included)."""
 
@@ -512,7 +513,7 @@ class NearbyKs(Benchmark):
     """``jaxnn.fit`` and ``predict_proba`` (the defaults: ``posterior="auto"``)
     at k = 3, 5, 7, 9, 11, 15 in a new process, as a grid search over k
     runs them.  Since stop 31 a search of at most 2048 training points finds
-    :func:`graph.shared_k` (k) neighbours — the power of two ≥ max(k, 8) —
+    :func:`shared_sizes.shared_k` (k) neighbours — the power of two ≥ max(k, 8) —
     and keeps the first k, and the boosting width and the scoring follow
     it: the six ks compile two searches, boostings and scorings, where each
     compiled its own (``bench/first_calls.py ks 500``: 6.3–6.5 → 2.3–2.6 s on 2

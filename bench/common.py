@@ -36,9 +36,11 @@ import jaxnn  # noqa: E402
 from jaxnn import datasets  # noqa: E402
 from jaxnn._src import algorithms as algos  # noqa: E402
 from jaxnn._src import graph as graph_mod  # noqa: E402
+from jaxnn._src import search as search_mod
 from jaxnn._src import losses as losses_mod  # noqa: E402
 from jaxnn._src.boosting import boost, chooser_order  # noqa: E402
-from jaxnn._src.graph import inverse_neighbors, knn_graph, knn_query  # noqa: E402
+from jaxnn._src.graph import knn_graph, knn_query
+from jaxnn._src.inverse import inverse_neighbors  # noqa: E402
 
 try:  # the benchmarks also run on older commits (asv continuous / asv run ALL)
     from jaxnn._src.schedule import boost_colored, color_schedule  # noqa: E402
@@ -185,8 +187,8 @@ def _search_kernel(X, k: int):
     """The jitted exact search jaxnn uses for training points X (older jaxnn:
     the single ``_blocked_topk``)."""
     if hasattr(graph_mod, "_search_kernel"):
-        return graph_mod._search_kernel(X.shape[0], X.shape[1], k)
-    return graph_mod._blocked_topk
+        return search_mod._search_kernel(X.shape[0], X.shape[1], k)
+    return search_mod._blocked_topk
 
 
 #: below this many (query, training) pairs the warm-ups also run the public
@@ -202,7 +204,7 @@ def warm_exact_graph(X, k: int = K) -> None:
     below :data:`WARM_CALL_PAIRS` run ``knn_graph`` once as well."""
     X = jnp.asarray(X)
     try:
-        fn, rows = _search_kernel(X, k), graph_mod._block_rows(X.shape[0], None)
+        fn, rows = _search_kernel(X, k), search_mod._block_rows(X.shape[0], None)
     except AttributeError:
         jax.block_until_ready(knn_graph(X, k).indices)
         return
@@ -215,7 +217,7 @@ def warm_query(X_train, X_query, k: int = K) -> None:
     """Compile ``knn_query(X_train, X_query, k)`` (as :func:`warm_exact_graph`)."""
     Xt, Xq = jnp.asarray(X_train), jnp.asarray(X_query)
     try:
-        fn, rows = _search_kernel(Xt, k), graph_mod._block_rows(Xt.shape[0], None)
+        fn, rows = _search_kernel(Xt, k), search_mod._block_rows(Xt.shape[0], None)
     except AttributeError:
         jax.block_until_ready(knn_query(Xt, Xq, k).indices)
         return

@@ -35,21 +35,21 @@ def main(argv: list[str]) -> None:
     import numpy as np
 
     import jaxnn
-    from jaxnn._src import graph
+    from jaxnn._src import search as search_mod
 
     mode = argv[0] if argv else "topk"
     rng = np.random.default_rng(0)
-    if mode == "topk":  # the ratio graph.TWO_STAGE_MIN_RATIO is set from
+    if mode == "topk":  # the ratio search_mod.TWO_STAGE_MIN_RATIO is set from
         for k in (4, 8, 16, 32, 64):
             row = []
             for m in (2 * 32 * k, 4 * 32 * k):
                 d2 = jnp.asarray(rng.random((128, m)).astype(np.float32))
                 plain = jax.jit(lambda d, k=k: jax.lax.top_k(-d, k))
-                ratio = graph.TWO_STAGE_MIN_RATIO
-                graph.TWO_STAGE_MIN_RATIO = 0  # force the two stages
-                two = jax.jit(lambda d, k=k: graph._smallest_k(d, k))
+                ratio = search_mod.TWO_STAGE_MIN_RATIO
+                search_mod.TWO_STAGE_MIN_RATIO = 0  # force the two stages
+                two = jax.jit(lambda d, k=k: search_mod._smallest_k(d, k))
                 jax.block_until_ready(two(d2))  # traced with the two stages
-                graph.TWO_STAGE_MIN_RATIO = ratio
+                search_mod.TWO_STAGE_MIN_RATIO = ratio
                 row.append(f"m = {m // (32 * k)}·32k: {_best(lambda: two(d2)) / _best(lambda: plain(d2)):.2f}")
             print(f"k = {k}: two-stage / top_k time, " + ", ".join(row))
     elif mode == "compile":  # a small search's program, conditioned on the host (points) and in it (queries)
@@ -58,7 +58,7 @@ def main(argv: list[str]) -> None:
             pts = jax.ShapeDtypeStruct((m, 16), jnp.float32)
             transform = (i32, jax.ShapeDtypeStruct((16,), jnp.float32), f32, i32)
             t = time.perf_counter()
-            graph._conditioned_search.lower(pts, pts, i32, transform, kernel=graph._onepass_topk, k=10, block=128,
+            search_mod._conditioned_search.lower(pts, pts, i32, transform, kernel=search_mod._onepass_topk, k=10, block=128,
                                             exclude_self=True, recall_target=None).compile()
             print(f"m = {m}: search lowered and compiled in {time.perf_counter() - t:.3f} s")
     elif mode == "memory":
@@ -78,7 +78,7 @@ def main(argv: list[str]) -> None:
         Q = rng.normal(size=(3000, 16)).astype(np.float32)
         np.asarray(jaxnn.predict_proba(model, Q[:1000]))
         times = []
-        for n in (1001, 1003, 1010, 1020):  # one padded size (graph.query_rows) with 1000
+        for n in (1001, 1003, 1010, 1020):  # one padded size (sizes_mod.query_rows) with 1000
             t = time.perf_counter()
             jax.block_until_ready(jaxnn.predict_proba(model, Q[:n]))
             times.append(time.perf_counter() - t)

@@ -9,8 +9,9 @@ H_c(x) = Σ_{j∈NN_k(x)} α_jc y_jc, with α learned by UNN, GNNB or N³.
 from jaxnn import baselines, datasets, ensemble, losses, metrics
 from jaxnn._src.algorithms import GNNB, N3, UNN, UNNFast, gnnb, n3, unn, unn_fast
 from jaxnn._src.boosting import surrogate_risk
-from jaxnn._src.graph import InverseNeighbors, Neighbors, inverse_neighbors, knn_graph, knn_query
 from jaxnn._src.fitting import fit
+from jaxnn._src.graph import Neighbors, knn_graph, knn_query
+from jaxnn._src.inverse import InverseNeighbors, inverse_neighbors
 from jaxnn._src.model import Model
 from jaxnn._src.prediction import decision_function, predict, predict_proba
 from jaxnn._src.prune import knn_subsample, prune, prune_indices

@@ -663,18 +663,18 @@ def test_knn_baseline_batches_of_other_sizes_share_the_compiled_search():
     1 … 128 rows reuse one compiled search and vote count, with the full
     batch's answers."""
     from jaxnn._src import baselines as bl_src
-    from jaxnn._src import graph as graph_mod
+    from jaxnn._src import search as search_mod
 
     rng = np.random.default_rng(3)
     X, y = rng.normal(size=(150, 4)), rng.integers(0, 3, 150)
     model = BL.knn_fit(X, y, k=5)
     Xq = X[:128] + 0.1
     p_all, labels_all = np.asarray(BL.predict_proba(model, Xq)), BL.predict(model, Xq)
-    before = (bl_src._votes._cache_size(), graph_mod._conditioned_search._cache_size())
+    before = (bl_src._votes._cache_size(), search_mod._conditioned_search._cache_size())
     for n in (1, 40, 127):
         np.testing.assert_allclose(np.asarray(BL.predict_proba(model, Xq[:n])), p_all[:n])
         np.testing.assert_array_equal(BL.predict(model, Xq[:n]), labels_all[:n])
-    assert (bl_src._votes._cache_size(), graph_mod._conditioned_search._cache_size()) == before
+    assert (bl_src._votes._cache_size(), search_mod._conditioned_search._cache_size()) == before
 
 
 @pytest.mark.parametrize("fit", ["sgd_fit", "svm_fit"])
@@ -736,7 +736,7 @@ def test_linear_baselines_trained_padded_equal_the_unpadded_training(trainer, m,
     with jax.enable_x64(True):
         padded = fit(X, y)
         assert _B._shared_training(X, np.zeros(m, np.int32))[0].shape == (_B.shared_rows(m), _B.shared_features(d))
-        monkeypatch.setattr(_B.graph, "SHARED_MAX_ROWS", 0)  # every set "large": trained as it is
+        monkeypatch.setattr(_B.shared_sizes, "SHARED_MAX_ROWS", 0)  # every set "large": trained as it is
         assert _B._shared_training(X, np.zeros(m, np.int32))[0].shape == (m, d)
         exact = fit(X, y)
     assert padded.W.shape == exact.W.shape == (d, 3)

@@ -1235,14 +1235,14 @@ def test_auto_posterior_searches_the_auxiliary_graph_and_the_scored_points_at_on
     each on 2 CPU cores; three programs in stop 25, two in stop 26); and one
     boosting, the auxiliary fit padded to the main fit's shapes."""
     from jaxnn._src import boosting
-    from jaxnn._src import graph as graph_mod
+    from jaxnn._src import search as search_mod
 
     # m = 600 (640 rows) and the 80 %'s 480 (512 rows alone): the auxiliary search takes the main one's
     X, y = _blobs(m=600, C=7, seed=6)  # 7 classes: a boosting shape no other test uses
     X = np.c_[X, X[:, :1] * 0.5]  # a width no other test uses: every search shape is new
-    before = graph_mod._conditioned_search._cache_size(), boosting.boost._cache_size()
+    before = search_mod._conditioned_search._cache_size(), boosting.boost._cache_size()
     model = jaxnn.fit(X, y, k=5, seed=2)
-    after = graph_mod._conditioned_search._cache_size(), boosting.boost._cache_size()
+    after = search_mod._conditioned_search._cache_size(), boosting.boost._cache_size()
     assert (after[0] - before[0], after[1] - before[1]) == (1, 1)
     assert model.posterior_mix in (0.0, 1.0)
 
@@ -1294,11 +1294,11 @@ def test_prediction_from_neighbors_does_not_retrace():
 
 
 def test_batches_of_other_sizes_share_the_compiled_prediction():
-    """Query batches are padded to graph.query_rows: after one batch, batches of
+    """Query batches are padded to sizes_mod.query_rows: after one batch, batches of
     other sizes within the same bucket (here 1 … 128 rows) reuse the compiled
     search, scores and posteriors — only a slice to n rows is compiled anew —
     and give what each point gives alone (the padding changes nothing)."""
-    from jaxnn._src import graph as graph_mod
+    from jaxnn._src import search as search_mod
     from jaxnn._src.prediction import _mixed_posterior, _scores
 
     X, y = _blobs(m=300, C=3, seed=8)
@@ -1307,7 +1307,7 @@ def test_batches_of_other_sizes_share_the_compiled_prediction():
     p_all = np.asarray(jaxnn.predict_proba(model, Xq))
     H_all = np.asarray(jaxnn.decision_function(model, Xq))
     labels_all = jaxnn.predict(model, Xq)
-    watched = (_scores, _mixed_posterior, graph_mod._conditioned_search)
+    watched = (_scores, _mixed_posterior, search_mod._conditioned_search)
     before = [f._cache_size() for f in watched]
     for n in (1, 7, 50, 127):
         np.testing.assert_allclose(np.asarray(jaxnn.predict_proba(model, Xq[:n])), p_all[:n], rtol=1e-6, atol=1e-7)
@@ -1321,7 +1321,7 @@ def test_query_rows_buckets():
     """query_rows: whole blocks, their number at two significant bits up to 64
     blocks and four beyond — never below n, at most half (then an eighth)
     more than the whole blocks."""
-    from jaxnn._src.graph import query_rows
+    from jaxnn._src.shared_sizes import query_rows
 
     assert [query_rows(n) for n in (1, 128, 129, 257, 640, 769, 8192, 8193, 9217)] == [
         128, 128, 256, 384, 768, 1024, 8192, 9216, 10240]
@@ -1619,12 +1619,13 @@ def test_auto_posterior_from_given_neighbors_centres_points_far_from_zero():
 
 
 def test_refits_on_other_data_of_one_shape_reuse_the_compiled_boosting():
-    """fit pads the members array to graph.shared_width: data sets of one shape
+    """fit pads the members array to sizes_mod.shared_width: data sets of one shape
     whose largest inverse neighbourhoods differ (cross-validation folds,
     refits) run one compiled boost, with the α of the exact width (to float
     rounding: a wider δ sums its padding zeros in another order)."""
     from jaxnn._src.boosting import boost
-    from jaxnn._src.graph import inverse_counts, shared_width
+    from jaxnn._src.inverse import inverse_counts
+    from jaxnn._src.shared_sizes import shared_width
 
     sets = [_blobs(m=200, C=3, seed=s) for s in (11, 12, 13, 14)]
     widths = [int(inverse_counts(np.asarray(jaxnn.knn_graph(X, 5).indices)).max()) for X, _ in sets]

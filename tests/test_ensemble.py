@@ -591,7 +591,7 @@ def test_split_prediction_under_jit_and_a_mistyped_graph_method_say_what_to_do(d
 
 @pytest.mark.parametrize("n_splits", [1, 3])
 def test_split_batches_of_other_sizes_share_the_compiled_prediction(n_splits):
-    """Split-model queries are padded to graph.query_rows like jaxnn.predict's:
+    """Split-model queries are padded to shared_sizes.query_rows like jaxnn.predict's:
     batches of 1 … 128 rows reuse the compiled search and scoring, and each
     row gets what it gets in the full batch."""
     from jaxnn._src import ensemble as ens_src

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from jaxnn import experiments
-from jaxnn._src import experiments as ex
+from jaxnn._src.experiments import common
 
 
 @pytest.fixture(scope="module")
@@ -182,15 +182,15 @@ def test_main_plot_writes_pngs(tmp_path, capsys):
 
 def test_progress_line_and_folds():
     buf = io.StringIO()
-    bar = ex._Progress(12, "uci", stream=buf)
+    bar = common._Progress(12, "uci", stream=buf)
     bar.step("pima fold 3 GNNB(log)")
     bar.close()
     assert buf.getvalue().startswith("[ 1/12] uci: pima fold 3 GNNB(log)")
     y = np.repeat([0, 1, 2], [10, 7, 5])
-    folds = ex._stratified_folds(y, 3, seed=0)
+    folds = common._stratified_folds(y, 3, seed=0)
     sizes = np.bincount(folds)
     assert sizes.max() - sizes.min() <= 1
     for c in range(3):
         per_class = np.bincount(folds[y == c], minlength=3)
         assert per_class.max() - per_class.min() <= 1
-    np.testing.assert_array_equal(ex._rank_desc(np.array([0.9, 0.8, 0.9, np.nan])), [1.5, 3.0, 1.5, np.nan])
+    np.testing.assert_array_equal(common._rank_desc(np.array([0.9, 0.8, 0.9, np.nan])), [1.5, 3.0, 1.5, np.nan])

@@ -125,11 +125,11 @@ def test_inverse_neighbors():
 
 def test_inverse_neighbors_device_build_equals_host(monkeypatch):
     """Large members arrays are scattered on the device: same result."""
-    from jaxnn._src import graph
+    from jaxnn._src import inverse
 
     nb = np.asarray(jaxnn.knn_graph(_data(m=150), 6).indices)
     host = jaxnn.inverse_neighbors(nb)
-    monkeypatch.setattr(graph, "DEVICE_MEMBERS_MIN", 0)
+    monkeypatch.setattr(inverse, "DEVICE_MEMBERS_MIN", 0)
     device = jaxnn.inverse_neighbors(nb)
     np.testing.assert_array_equal(np.asarray(device.members), np.asarray(host.members))
     np.testing.assert_array_equal(np.asarray(device.counts), np.asarray(host.counts))
@@ -272,11 +272,11 @@ def test_chunked_search_is_exact(exclude_self):
     """The column-chunked search (used from CHUNKED_MIN_M points on), run on a
     small set with exact duplicates, returns the k nearest points: their true
     (float64) distances are the k smallest, up to the rounding of the norm expansion."""
-    from jaxnn._src import graph
+    from jaxnn._src import search as search_mod
 
     X = np.repeat(_data(m=3000, d=6), [1, 2] * 1500, axis=0).astype(np.float32)  # 4500 rows, ties
     rows = np.arange(len(X)) if exclude_self else np.arange(0, len(X), 7)
-    idx, dist = graph._chunked_topk(jnp.asarray(X[rows]), jnp.asarray(X), 10, 128, exclude_self)
+    idx, dist = search_mod._chunked_topk(jnp.asarray(X[rows]), jnp.asarray(X), 10, 128, exclude_self)
     idx, dist = np.asarray(idx), np.asarray(dist)
     X64 = X.astype(np.float64)
     true = np.sqrt(((X64[rows][:, None, :] - X64[None, :, :]) ** 2).sum(-1))
@@ -288,8 +288,8 @@ def test_chunked_search_is_exact(exclude_self):
     np.testing.assert_allclose(dist, got, atol=3e-3)
     assert not np.any(idx == rows[:, None]) if exclude_self else True
     assert all(len(set(r)) == 10 for r in idx)
-    assert graph._search_kernel(graph.CHUNKED_MIN_M, 64, 10, "cpu") is graph._chunked_topk
-    assert graph._search_kernel(graph.CHUNKED_MIN_M - 1, 64, 10, "cpu") is graph._onepass_topk
+    assert search_mod._search_kernel(search_mod.CHUNKED_MIN_M, 64, 10, "cpu") is search_mod._chunked_topk
+    assert search_mod._search_kernel(search_mod.CHUNKED_MIN_M - 1, 64, 10, "cpu") is search_mod._onepass_topk
 
 
 def test_search_layout_follows_the_platform():
@@ -297,19 +297,19 @@ def test_search_layout_follows_the_platform():
     a GPU/TPU: one pass over whole rows, tiles of ≤ 2²⁷ (128 rows up to 10⁶ points)."""
     import jax
 
-    from jaxnn._src import graph
+    from jaxnn._src import search as search_mod
 
     m = 1_000_000
-    assert graph._search_kernel(m, 64, 10, "gpu") is graph._onepass_topk
-    assert graph._search_kernel(m, 64, 10, "tpu") is graph._onepass_topk
-    assert graph._search_kernel(m, 64, 10, "cpu") is graph._chunked_topk
-    assert graph._block_rows(m, None, "cpu") == 16
-    assert graph._block_rows(m, None, "gpu") == 128
-    assert graph._block_rows(10**7, None, "gpu") == 13
-    assert graph._block_rows(m, 7, "gpu") == 7  # an explicit block_size wins
+    assert search_mod._search_kernel(m, 64, 10, "gpu") is search_mod._onepass_topk
+    assert search_mod._search_kernel(m, 64, 10, "tpu") is search_mod._onepass_topk
+    assert search_mod._search_kernel(m, 64, 10, "cpu") is search_mod._chunked_topk
+    assert search_mod._block_rows(m, None, "cpu") == 16
+    assert search_mod._block_rows(m, None, "gpu") == 128
+    assert search_mod._block_rows(10**7, None, "gpu") == 13
+    assert search_mod._block_rows(m, 7, "gpu") == 7  # an explicit block_size wins
     here = jax.default_backend()
-    assert graph._search_kernel(m, 64, 10) is graph._search_kernel(m, 64, 10, here)
-    assert graph._block_rows(m, None) == graph._block_rows(m, None, here)
+    assert search_mod._search_kernel(m, 64, 10) is search_mod._search_kernel(m, 64, 10, here)
+    assert search_mod._block_rows(m, None) == search_mod._block_rows(m, None, here)
 
 
 def test_platform_is_where_computations_run(monkeypatch):
@@ -529,13 +529,13 @@ def test_partial_selections_break_ties_by_lower_index():
     """Both grouped selections (one pass from m > 3·k·32, column-chunked) keep
     equal distances in index order: query 0 against 0.5 (301), then 1 (0) and
     −1 (300) at the same distance."""
-    from jaxnn._src import graph
+    from jaxnn._src import search as search_mod
 
     X = np.full((800, 1), 1000.0, np.float32)
     X[0], X[300], X[301] = 1.0, -1.0, 0.5
     q = np.zeros((1, 1), np.float32)
     np.testing.assert_array_equal(np.asarray(jaxnn.knn_query(X, q, 3).indices), [[301, 0, 300]])
-    idx, _ = graph._chunked_topk(jnp.zeros((1, 1)), jnp.asarray(X), 3, 1, False)
+    idx, _ = search_mod._chunked_topk(jnp.zeros((1, 1)), jnp.asarray(X), 3, 1, False)
     np.testing.assert_array_equal(np.asarray(idx), [[301, 0, 300]])
 
 
@@ -651,7 +651,7 @@ def test_float64_points_far_from_zero_keep_their_neighbours(offset):
 
 
 def test_float32_origin_centres_only_features_far_from_zero():
-    from jaxnn._src.graph import CENTRE_RATIO, float32_origin
+    from jaxnn._src.points import CENTRE_RATIO, float32_origin
 
     X = np.array([[0.0, 1e9, 5.0], [1.0, 1e9 + 1, 7.0], [2.0, 1e9 + 3, 5.0]])
     origin = float32_origin(X)
@@ -677,7 +677,7 @@ def test_inverse_neighbors_at_a_given_width():
     """width pads members with the sentinel m beyond the largest inverse
     neighbourhood; narrower than it is refused by name; shared_width rounds
     to three significant bits (at most a quarter more)."""
-    from jaxnn._src.graph import shared_width
+    from jaxnn._src.shared_sizes import shared_width
 
     nb = np.array([[1, 2], [0, 2], [0, 1], [0, 1]])
     exact = jaxnn.inverse_neighbors(nb)

@@ -74,11 +74,11 @@ def test_fit_auto():
 
 def test_fit_auto_k_scores_the_rounds_it_will_run(monkeypatch):
     # k="auto" with rounds=3m chose k after one pass, then refit three
-    from jaxnn._src import select as select_mod
+    from jaxnn._src import fitting
 
     seen = []
-    real = select_mod.select
-    monkeypatch.setattr(select_mod, "select", lambda *a, **kw: seen.append(kw["passes"]) or real(*a, **kw))
+    real = fitting.select
+    monkeypatch.setattr(fitting, "select", lambda *a, **kw: seen.append(kw["passes"]) or real(*a, **kw))
     X, y = _data(seed=2)
     model = jaxnn.fit(X, y, k="auto", loss="logistic", rounds=3 * 160, posterior="link")
     assert seen == [(3,)] and model.rounds == 480
@@ -107,9 +107,11 @@ def test_select_searches_with_the_graph_method_it_is_given(monkeypatch):
     reference = jaxnn.select(X, y, ks=(5, 10), losses=("logistic",), passes=(1,))
     for key, score in sel.scores.items():  # an approximate graph of 300 points in 3-D: near the exact one's score
         assert abs(score - reference.scores[key]) <= 0.06, (key, score, reference.scores[key])
+    from jaxnn._src import fitting
+
     seen = []
-    real = select_mod.select
-    monkeypatch.setattr(select_mod, "select", lambda *a, **kw: seen.append((kw["graph_method"], kw["devices"])) or real(*a, **kw))
+    real = fitting.select
+    monkeypatch.setattr(fitting, "select", lambda *a, **kw: seen.append((kw["graph_method"], kw["devices"])) or real(*a, **kw))
     jaxnn.fit(X, y, k="auto", loss="logistic", graph_method="approx", devices=1, posterior="link")
     assert seen == [("approx", 1)]
 

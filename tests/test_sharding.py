@@ -26,8 +26,9 @@ SCRIPT = textwrap.dedent(
         assert many.alpha.shape == (300, 6)
     # the exact graph with query rows split across devices (one pass and column-chunked kernels)
     from jaxnn._src import graph
-    for kernel_min_m in (graph.CHUNKED_MIN_M, 1):
-        graph.CHUNKED_MIN_M = kernel_min_m
+    from jaxnn._src import search as search_mod
+    for kernel_min_m in (search_mod.CHUNKED_MIN_M, 1):
+        search_mod.CHUNKED_MIN_M = kernel_min_m
         for n_dev in (4, 3):  # 300 rows: 3 uneven slices need padding
             a = jaxnn.knn_graph(X, 7, devices=n_dev, block_size=32)
             b = jaxnn.knn_graph(X, 7, block_size=32)
@@ -35,7 +36,7 @@ SCRIPT = textwrap.dedent(
             qa = jaxnn.knn_query(X, X[:50] + 0.01, 5, devices=n_dev)
             qb = jaxnn.knn_query(X, X[:50] + 0.01, 5)
             assert np.array_equal(np.asarray(qa.indices), np.asarray(qb.indices)), (kernel_min_m, n_dev)
-    graph.CHUNKED_MIN_M = 32768
+    search_mod.CHUNKED_MIN_M = 32768
     two = jaxnn.fit(X, y, k=7, devices=jax.devices()[:2], posterior="link")
     out["two"] = float(np.max(np.abs(np.asarray(two.alpha) - np.asarray(jaxnn.fit(X, y, k=7, posterior="link").alpha))))
     # the trace is the real classes' risk (it counted the 2 padding columns' ψ(0) in: 0.455 for 0.273)

@@ -1,5 +1,5 @@
 """Small problems are searched, boosted and scored padded to shared sizes
-(graph.shared_rows): nearby sizes reuse the compiled programs, and the
+(sizes_mod.shared_rows): nearby sizes reuse the compiled programs, and the
 padding changes no result."""
 
 import jax
@@ -8,7 +8,10 @@ import pytest
 
 import jaxnn
 from jaxnn._src import graph as graph_mod
+from jaxnn._src import inverse as inverse_mod
 from jaxnn._src import prediction as predict_mod
+from jaxnn._src import search as search_mod
+from jaxnn._src import shared_sizes as sizes_mod
 from jaxnn._src.boosting import boost
 
 
@@ -20,16 +23,16 @@ def _blobs(m, C=3, d=5, seed=0):
 
 
 def test_shared_rows_buckets():
-    assert [graph_mod.shared_rows(m) for m in (1, 128, 129, 400, 403, 640, 1200, 4097, 5000)] == [
+    assert [sizes_mod.shared_rows(m) for m in (1, 128, 129, 400, 403, 640, 1200, 4097, 5000)] == [
         128, 128, 256, 512, 512, 640, 1280, 5120, 5120]
-    assert graph_mod.shared_rows(graph_mod.SHARED_MAX_ROWS) == graph_mod.SHARED_MAX_ROWS
-    assert graph_mod.shared_rows(graph_mod.SHARED_MAX_ROWS + 1) == graph_mod.SHARED_MAX_ROWS + 1  # large: never padded
+    assert sizes_mod.shared_rows(sizes_mod.SHARED_MAX_ROWS) == sizes_mod.SHARED_MAX_ROWS
+    assert sizes_mod.shared_rows(sizes_mod.SHARED_MAX_ROWS + 1) == sizes_mod.SHARED_MAX_ROWS + 1  # large: never padded
 
 
 def test_fits_of_nearby_sizes_share_the_compiled_programs():
     """Cross-validation folds differ by a row: the second size compiles no
     search, boosting or scoring (each new m compiled ~1.2 s of programs)."""
-    watched = (graph_mod._conditioned_search, boost, predict_mod._scores, predict_mod._mixed_posterior)
+    watched = (search_mod._conditioned_search, boost, predict_mod._scores, predict_mod._mixed_posterior)
     X, y = _blobs(403, d=7, seed=11)  # a width no other test uses
     model = jaxnn.fit(X[:400], y[:400], k=6)
     jaxnn.predict(model, X[:50]), jaxnn.predict_proba(model, X[:50])
@@ -53,8 +56,8 @@ def test_padded_fit_equals_the_unpadded_fit(algorithm, chooser, monkeypatch):
         monkeypatch.setattr(window, "WINDOWED_MIN_STATE", 0)  # windowed at any size
     X, y = _blobs(300, seed=3)
     fits = []
-    for limit in (graph_mod.SHARED_MAX_ROWS, 0):
-        monkeypatch.setattr(graph_mod, "SHARED_MAX_ROWS", limit)
+    for limit in (sizes_mod.SHARED_MAX_ROWS, 0):
+        monkeypatch.setattr(sizes_mod, "SHARED_MAX_ROWS", limit)
         model = jaxnn.fit(X, y, k=7, algorithm=algorithm, chooser=chooser, rounds=2 * 300 + 17, trace=True,
                           posterior="link", seed=4)
         fits.append((model, np.asarray(jaxnn.predict_proba(model, X[:60] + 0.05)), jaxnn.predict(model, X[:60] + 0.05)))
@@ -71,8 +74,8 @@ def test_padded_fit_equals_the_unpadded_fit(algorithm, chooser, monkeypatch):
 def test_padded_auto_posterior_choice_equals_the_unpadded(monkeypatch):
     X, y = _blobs(260, seed=5)
     fits = []
-    for limit in (graph_mod.SHARED_MAX_ROWS, 0):
-        monkeypatch.setattr(graph_mod, "SHARED_MAX_ROWS", limit)
+    for limit in (sizes_mod.SHARED_MAX_ROWS, 0):
+        monkeypatch.setattr(sizes_mod, "SHARED_MAX_ROWS", limit)
         fits.append(jaxnn.fit(X, y, k=5, seed=1))
     padded, plain = fits
     assert padded.posterior_mix == plain.posterior_mix
@@ -95,7 +98,7 @@ def test_padded_search_is_exact_with_ties_and_offsets(offset):
     rng = np.random.default_rng(8)
     X = (rng.integers(0, 4, size=(300, 3)) + offset).astype(np.float32)
     Q = (rng.integers(0, 4, size=(70, 3)) + offset).astype(np.float32)
-    assert graph_mod.shared_rows(300) > 300
+    assert sizes_mod.shared_rows(300) > 300
     np.testing.assert_array_equal(np.asarray(jaxnn.knn_graph(X, 6).indices), _brute_force(X, X, 6, True))
     np.testing.assert_array_equal(np.asarray(jaxnn.knn_query(X, Q, 6).indices), _brute_force(Q, X, 6, False))
     tr, q = graph_mod.graph_and_query(X, Q, 6)
@@ -109,17 +112,17 @@ def test_knn_baseline_of_nearby_sizes_shares_its_vote_count():
 
     X, y = _blobs(330, d=9, seed=2)  # a width no other test uses
     np.asarray(BL.predict_proba(BL.knn_fit(X[:320], y[:320], k=5), X[:40]))
-    before = (bl_src._votes._cache_size(), graph_mod._conditioned_search._cache_size())
+    before = (bl_src._votes._cache_size(), search_mod._conditioned_search._cache_size())
     model = BL.knn_fit(X, y, k=5)
     p = np.asarray(BL.predict_proba(model, X[:40]))
-    assert (bl_src._votes._cache_size(), graph_mod._conditioned_search._cache_size()) == before
+    assert (bl_src._votes._cache_size(), search_mod._conditioned_search._cache_size()) == before
     idx = _brute_force(X[:40], X, 5, False)
     classes = np.unique(y)
     np.testing.assert_allclose(p, (y[idx][:, :, None] == classes).mean(axis=1), atol=1e-6)
 
 
 def test_select_of_nearby_sizes_shares_the_compiled_programs_and_scores_as_unpadded(monkeypatch):
-    watched = (graph_mod._conditioned_search, boost, predict_mod._scores)
+    watched = (search_mod._conditioned_search, boost, predict_mod._scores)
     X, y = _blobs(405, d=6, seed=12)  # a width no other test uses
     kw = dict(ks=(5, 10), losses=("logistic", "matsushita"), passes=(1, 2))
     jaxnn.select(X[:400], y[:400], **kw)
@@ -127,9 +130,9 @@ def test_select_of_nearby_sizes_shares_the_compiled_programs_and_scores_as_unpad
     padded = jaxnn.select(X, y, **kw)
     assert [f._cache_size() for f in watched] == before
     for chooser in ("auto", "greedy"):
-        monkeypatch.setattr(graph_mod, "SHARED_MAX_ROWS", 16384)
+        monkeypatch.setattr(sizes_mod, "SHARED_MAX_ROWS", 16384)
         padded = jaxnn.select(X, y, chooser=chooser, **kw)
-        monkeypatch.setattr(graph_mod, "SHARED_MAX_ROWS", 0)
+        monkeypatch.setattr(sizes_mod, "SHARED_MAX_ROWS", 0)
         assert jaxnn.select(X, y, chooser=chooser, **kw) == padded
 
 
@@ -192,7 +195,7 @@ def test_scores_of_the_first_k_columns():
 @pytest.mark.parametrize("kind", ["gauss", "offset 1e3", "grid + 3e4", "scale 1e19", "scale 1e-20", "identical", "zeros"])
 def test_host_conditioning_is_the_jitted_conditioning(kind, dtype):
     """A small search's training points are conditioned on the host
-    (graph._conditioning_on_host), so that its compiled program holds no
+    (search_mod._conditioning_on_host), so that its compiled program holds no
     reduction of them (~0.04 s of compilation less a shape); it takes the
     jitted conditioning's steps: same exponent, same points."""
     rng = np.random.default_rng(7)
@@ -202,8 +205,8 @@ def test_host_conditioning_is_the_jitted_conditioning(kind, dtype):
          "zeros": np.zeros((300, 4))}[kind].astype(dtype)
     Q = (X[:30] * 1.0001 + 0.25).astype(dtype)
     with jax.enable_x64(dtype == np.float64):
-        Qj, Xj, e = graph_mod._conditioned(Q, X)
-        Xh, (e0, shift, s, eh) = graph_mod._conditioning_on_host(X)
+        Qj, Xj, e = search_mod._conditioned(Q, X)
+        Xh, (e0, shift, s, eh) = search_mod._conditioning_on_host(X)
         assert Xh.dtype == dtype and eh == int(e)
         np.testing.assert_array_equal(Xh, np.asarray(Xj))
         Qh = (jax.numpy.ldexp(Q, -e0) - shift) / s  # as the search conditions the queries
@@ -222,22 +225,22 @@ def test_small_searches_conditioned_on_the_host_are_exact(k, monkeypatch):
         X = (rng.integers(0, 30, size=(m, 6)) + 5e3).astype(np.float32)
         Q = X[:77] + np.float32(0.5)
         want = _brute_force(X, X, k, True), _brute_force(Q, X, k, False)
-        for limit in (graph_mod.SHARED_MAX_ROWS, 0):
-            monkeypatch.setattr(graph_mod, "SHARED_MAX_ROWS", limit)
+        for limit in (sizes_mod.SHARED_MAX_ROWS, 0):
+            monkeypatch.setattr(sizes_mod, "SHARED_MAX_ROWS", limit)
             np.testing.assert_array_equal(np.asarray(jaxnn.knn_graph(X, k).indices), want[0])
             np.testing.assert_array_equal(np.asarray(jaxnn.knn_query(X, Q, k).indices), want[1])
 
 
 def test_query_batches_of_new_sizes_compile_no_slice():
     """knn_query, decision_function and predict_proba drop the padded query
-    rows on the host: each compiled a slice per batch size (graph.first_rows)."""
+    rows on the host: each compiled a slice per batch size (sizes_mod.first_rows)."""
     X, y = _blobs(260, d=13, seed=4)  # a width no other test uses
     model = jaxnn.fit(X, y, k=3, posterior="link")
     calls = (lambda Q: jaxnn.knn_query(X, Q, 3).indices, lambda Q: jaxnn.decision_function(model, Q),
              lambda Q: jaxnn.predict_proba(model, Q))
     for call in calls:
         call(X[:37])
-    before = graph_mod._first_rows._cache_size(), graph_mod._conditioned_search._cache_size()
+    before = sizes_mod._first_rows._cache_size(), search_mod._conditioned_search._cache_size()
     for n in (38, 41, 100):
         Q = X[:n] + 0.01
         nb = jaxnn.knn_query(X, Q, 3)
@@ -248,7 +251,7 @@ def test_query_batches_of_new_sizes_compile_no_slice():
         np.testing.assert_allclose(np.asarray(H), (np.asarray(model.alpha) * np.asarray(model.Y))[nb.indices].sum(1),
                                    rtol=1e-5, atol=1e-6)
         assert jaxnn.predict_proba(model, Q).shape == (n, 3)
-    assert (graph_mod._first_rows._cache_size(), graph_mod._conditioned_search._cache_size()) == before
+    assert (sizes_mod._first_rows._cache_size(), search_mod._conditioned_search._cache_size()) == before
 
 
 def test_windowed_fits_of_nearby_sizes_share_the_compiled_scan(monkeypatch):
@@ -261,11 +264,11 @@ def test_windowed_fits_of_nearby_sizes_share_the_compiled_scan(monkeypatch):
     monkeypatch.setattr(window, "WINDOWED_MIN_STATE", 0)
     X, y = _blobs(709, C=6, d=3, seed=8)  # six classes: shapes no other test uses
     jaxnn.fit(X[:700], y[:700], k=5)
-    before = window.boost_windowed._cache_size(), graph_mod._conditioned_search._cache_size()
+    before = window.boost_windowed._cache_size(), search_mod._conditioned_search._cache_size()
     for m in (703, 709):
         model = jaxnn.fit(X[:m], y[:m], k=5)
         assert model.alpha.shape == (m, 6)
-    assert (window.boost_windowed._cache_size(), graph_mod._conditioned_search._cache_size()) == before
+    assert (window.boost_windowed._cache_size(), search_mod._conditioned_search._cache_size()) == before
 
 
 @pytest.mark.parametrize("chooser", ["lazy", "random"])
@@ -278,7 +281,7 @@ def test_windowed_select_compiles_one_scan_per_loss_and_scores_as_unpadded(choos
     before = window.boost_windowed._cache_size()
     padded = jaxnn.select(X, y, **kw)
     assert window.boost_windowed._cache_size() - before <= 1  # one per (k, pass order) before
-    monkeypatch.setattr(graph_mod, "SHARED_MAX_ROWS", 0)
+    monkeypatch.setattr(sizes_mod, "SHARED_MAX_ROWS", 0)
     assert jaxnn.select(X, y, **kw) == padded
 
 
@@ -309,8 +312,8 @@ def test_padded_colored_fit_equals_the_unpadded_fit(algorithm, monkeypatch):
     α, trace and posteriors: the same colouring, the same steps."""
     X, y = _blobs(300, seed=8)
     fits = []
-    for limit in (graph_mod.SHARED_MAX_ROWS, 0):
-        monkeypatch.setattr(graph_mod, "SHARED_MAX_ROWS", limit)
+    for limit in (sizes_mod.SHARED_MAX_ROWS, 0):
+        monkeypatch.setattr(sizes_mod, "SHARED_MAX_ROWS", limit)
         model = jaxnn.fit(X, y, k=7, algorithm=algorithm, chooser="colored", rounds=2 * 300, trace=True,
                           posterior="link")
         fits.append((model, np.asarray(jaxnn.predict_proba(model, X[:60] + 0.05))))
@@ -333,7 +336,7 @@ def test_colouring_padded_vertices_change_no_colour(batch_elements):
     nbrs = np.stack([rng.choice(np.delete(np.arange(300), i), 6, replace=False) for i in range(300)]).astype(np.int32)
     hub = (rng.random(300) < 0.5) & ~np.any(nbrs == 0, axis=1) & (np.arange(300) != 0)
     nbrs[hub, 0] = 0  # point 0 a neighbour of ~150 points: a hub, so a wider top tier
-    csr = graph_mod.inverse_csr(nbrs)
+    csr = inverse_mod.inverse_csr(nbrs)
     plain = schedule._colour(nbrs, csr, batch_elements)
     for rows in (300, 384, 1024):
         np.testing.assert_array_equal(schedule._colour(nbrs, csr, batch_elements, rows=rows), plain)
@@ -369,7 +372,7 @@ def test_select_runs_colored_candidates_padded_and_scores_as_unpadded(monkeypatc
     before = schedule.boost_colored._cache_size()
     padded = jaxnn.select(X, y, **kw)
     assert schedule.boost_colored._cache_size() - before <= 2  # one per loss
-    monkeypatch.setattr(graph_mod, "SHARED_MAX_ROWS", 0)
+    monkeypatch.setattr(sizes_mod, "SHARED_MAX_ROWS", 0)
     plain = jaxnn.select(X, y, **kw)
     assert plain.scores == padded.scores and plain.k == padded.k
 
@@ -395,9 +398,9 @@ def test_predict_proba_of_any_posterior_mix_shares_one_program():
 
 
 def test_shared_k_buckets():
-    assert [graph_mod.shared_k(k, 500) for k in (1, 3, 8, 9, 15, 16, 17, 50)] == [8, 8, 8, 16, 16, 16, 32, 64]
-    assert graph_mod.shared_k(10, graph_mod.SHARED_K_MAX_ROWS) == 16
-    assert graph_mod.shared_k(10, graph_mod.SHARED_K_MAX_ROWS + 1) == 10  # larger searches find k
+    assert [sizes_mod.shared_k(k, 500) for k in (1, 3, 8, 9, 15, 16, 17, 50)] == [8, 8, 8, 16, 16, 16, 32, 64]
+    assert sizes_mod.shared_k(10, sizes_mod.SHARED_K_MAX_ROWS) == 16
+    assert sizes_mod.shared_k(10, sizes_mod.SHARED_K_MAX_ROWS + 1) == 10  # larger searches find k
 
 
 @pytest.mark.parametrize("k", [1, 3, 7, 9, 15])
@@ -410,7 +413,7 @@ def test_searches_at_a_shared_k_keep_the_exact_first_k(k):
     rng = np.random.default_rng(30 + k)
     X = rng.integers(0, 4, size=(300, 3)).astype(np.float32)
     Q = rng.integers(0, 4, size=(50, 3)).astype(np.float32)
-    assert graph_mod.shared_k(k, 300) > k  # the search finds more than it keeps
+    assert sizes_mod.shared_k(k, 300) > k  # the search finds more than it keeps
     graph = jaxnn.knn_graph(X, k)
     assert graph.indices.shape == graph.distances.shape == (300, k)
     np.testing.assert_array_equal(np.asarray(graph.indices), _brute_force(X, X, k, True))
@@ -430,7 +433,7 @@ def test_fits_of_nearby_ks_share_the_compiled_programs_and_equal_unshared_fits(p
     ~0.5–0.9 s of them, 2 CPU cores) — and every fit, its scores, posteriors,
     labels and posterior choice equal those of the fit without shared ks
     (SHARED_K_MAX_ROWS = 0: the search finds k, the width floor is 8k)."""
-    watched = (graph_mod._conditioned_search, boost, predict_mod._scores, predict_mod._mixed_posterior)
+    watched = (search_mod._conditioned_search, boost, predict_mod._scores, predict_mod._mixed_posterior)
     X, y = _blobs(350 if posterior == "link" else 330, d=6, seed=21)  # widths no other test uses
     Q = X[:70] + np.float32(0.1)
 
@@ -443,7 +446,7 @@ def test_fits_of_nearby_ks_share_the_compiled_programs_and_equal_unshared_fits(p
     before = [f._cache_size() for f in watched]
     shared = {k: fit_and_predict(k) for k in (5, 7)}
     assert [f._cache_size() for f in watched] == before
-    monkeypatch.setattr(graph_mod, "SHARED_K_MAX_ROWS", 0)
+    monkeypatch.setattr(sizes_mod, "SHARED_K_MAX_ROWS", 0)
     for k in (5, 7):
         alpha, H, p, labels, mix = fit_and_predict(k)
         np.testing.assert_allclose(shared[k][0], alpha, rtol=1e-5, atol=1e-6)
@@ -462,7 +465,7 @@ def test_knn_baselines_of_nearby_ks_share_the_search_and_vote_count():
 
     X, y = _blobs(310, d=9, seed=4)  # a width no other test uses
     classes = np.unique(y)
-    watched = (bl_src._votes, graph_mod._conditioned_search)
+    watched = (bl_src._votes, search_mod._conditioned_search)
     for k in (3, 5, 7):
         p = np.asarray(BL.predict_proba(BL.knn_fit(X, y, k=k), X[:40]))
         if k == 3:

@@ -299,7 +299,7 @@ def test_estimator_predictions_compile_nothing_per_batch_size():
     """The estimator's answers are NumPy: it drops the query padding on the
     host, so batches of 1 … 128 rows compile nothing after the first (not
     even a slice), and give the full batch's rows."""
-    from jaxnn._src import graph as graph_mod
+    from jaxnn._src import shared_sizes as sizes_mod
     from jaxnn._src.sklearn import BoostedKNNClassifier
 
     rng = np.random.default_rng(6)
@@ -307,9 +307,9 @@ def test_estimator_predictions_compile_nothing_per_batch_size():
     est = BoostedKNNClassifier(k=5).fit(X, y)
     Xq = X[:128 - 8] + 0.1
     full = (est.predict_proba(Xq), est.decision_function(Xq), est.predict(Xq))
-    before = graph_mod._first_rows._cache_size()
+    before = sizes_mod._first_rows._cache_size()
     for n in (1, 33, 119):
         np.testing.assert_allclose(est.predict_proba(Xq[:n]), full[0][:n], rtol=1e-6)
         np.testing.assert_allclose(est.decision_function(Xq[:n]), full[1][:n], rtol=1e-6, atol=1e-6)
         np.testing.assert_array_equal(est.predict(Xq[:n]), full[2][:n])
-    assert graph_mod._first_rows._cache_size() == before
+    assert sizes_mod._first_rows._cache_size() == before

@@ -39,12 +39,13 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from jaxnn._src import shared_sizes
 from jaxnn._src.checks import check_bool, check_integer, check_points, check_real, check_whole_labels
-from jaxnn._src import graph
-from jaxnn._src.graph import (_as_float, at_shared_rows, first_k, first_rows, float32_origin,
-                              in_blocks, neighbor_sum, padded_query, padded_rows, query_rows, shared_rows,
-                              shift_points, to_device)
+from jaxnn._src.graph import neighbor_sum, padded_query
 from jaxnn._src.model import HostPickled, without_float64
+from jaxnn._src.points import _as_float, float32_origin, shift_points
+from jaxnn._src.shared_sizes import (at_shared_rows, first_k, first_rows, in_blocks, padded_rows, query_rows,
+                                     shared_rows, to_device)
 
 __all__ = [
     "SGDModel",
@@ -208,12 +209,12 @@ def _shared_training(X, labels: np.ndarray):
 
     X (m, d) checked points, labels (m,) int32 → (X (M, d') on the device,
     labels (M,) int32 on the device, m, d): at most
-    :data:`graph.SHARED_MAX_ROWS` rows are padded with zero rows to
-    :func:`graph.shared_rows` (m) and the features with zero columns to
+    :data:`shared_sizes.SHARED_MAX_ROWS` rows are padded with zero rows to
+    :func:`shared_sizes.shared_rows` (m) and the features with zero columns to
     :func:`shared_features` (d), on the host; larger sets, and traced X, as
     they are (M = m, d' = d).  Padded rows carry zero weight in every loss."""
     m, d = X.shape
-    if isinstance(X, jax.core.Tracer) or m > graph.SHARED_MAX_ROWS:
+    if isinstance(X, jax.core.Tracer) or m > shared_sizes.SHARED_MAX_ROWS:
         return _as_float(X), jnp.asarray(labels), m, d
     host = np.asarray(X)
     if host.dtype not in (np.float32, np.float64):
@@ -745,7 +746,7 @@ def _knn_votes(model: KNNModel, X, output: str) -> jax.Array:
 
 
 def _padded_knn_votes(model: KNNModel, X, output: str):
-    """((:func:`_votes` of X's rows padded to :func:`graph.query_rows`,), n):
+    """((:func:`_votes` of X's rows padded to :func:`shared_sizes.query_rows`,), n):
     batches of nearby sizes share the compiled search and count."""
     model = without_float64(model)  # fit under jax_enable_x64, used after it: float32, its points centred
     X = _check_features(model, X, device=False)
@@ -779,7 +780,7 @@ def decision_function(model: Any, X) -> jax.Array:
 
 def _linear_points(model, X):
     """(X checked, in the model's dtype, its rows padded to
-    :func:`graph.query_rows` — batches of nearby sizes share the compiled
+    :func:`shared_sizes.query_rows` — batches of nearby sizes share the compiled
     scoring — and its real rows n; under ``jax.jit`` X unpadded)."""
     X = _check_features(model, X, device=False)
     n, dtype = X.shape[0], model.W.dtype

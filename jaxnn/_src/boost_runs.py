@@ -11,12 +11,12 @@ from typing import NamedTuple
 import numpy as np
 
 from jaxnn._src import window
+from jaxnn._src import shared_sizes
 from jaxnn._src.boosting import BoostResult, boost
-from jaxnn._src import graph
-from jaxnn._src.graph import (in_blocks, inverse_counts, inverse_neighbors, padded_rows, shared_k,
-                              shared_rows, shared_width, to_device)
+from jaxnn._src.inverse import inverse_counts, inverse_neighbors
 from jaxnn._src.progress import logger, progress_wanted
 from jaxnn._src.schedule import ScheduleSizes, boost_colored, padded_schedule
+from jaxnn._src.shared_sizes import in_blocks, padded_rows, shared_k, shared_rows, shared_width, to_device
 
 
 #: m·C from which ``chooser="auto"`` runs the colored schedule on CPU too
@@ -59,9 +59,9 @@ def boosts_at_shared_size(m: int, n_classes: int, chooser: str, devices) -> bool
     """Whether ``fit`` runs its boosting padded to shared sizes
     (:func:`shared_size_boost`, :func:`shared_size_colored`): the
     sequential scan, plain or windowed (lazy, random, greedy), or the colored
-    schedule (since stop 29), of at most :data:`graph.SHARED_MAX_ROWS` examples on one
+    schedule (since stop 29), of at most :data:`shared_sizes.SHARED_MAX_ROWS` examples on one
     device — where a new size's compilation outweighs the padded steps."""
-    return devices is None and m <= graph.SHARED_MAX_ROWS  # read here: one setting for search and boosting
+    return devices is None and m <= shared_sizes.SHARED_MAX_ROWS  # read here: one setting for search and boosting
 
 
 class SharedShapes(NamedTuple):
@@ -75,9 +75,9 @@ class SharedShapes(NamedTuple):
     @classmethod
     def of(cls, m: int, steps: int, largest: int, k: int) -> "SharedShapes":
         """The shapes of m examples, ``steps`` steps and a largest inverse
-        neighbourhood ``largest`` (P) of a k-NN graph: :func:`graph.shared_rows`
-        (m), :func:`graph.in_blocks` (steps), :func:`graph.shared_width`
-        (max(P, 8·:func:`graph.shared_k` (k, m))): the ks that share a search
+        neighbourhood ``largest`` (P) of a k-NN graph: :func:`shared_sizes.shared_rows`
+        (m), :func:`shared_sizes.in_blocks` (steps), :func:`shared_sizes.shared_width`
+        (max(P, 8·:func:`shared_sizes.shared_k` (k, m))): the ks that share a search
         share a width."""
         return cls(shared_rows(m), in_blocks(steps), shared_width(max(int(largest), 8 * shared_k(k, m))))
 
@@ -94,10 +94,10 @@ class WindowedShapes(NamedTuple):
 def shared_size_boost(Y_np, nbrs, order, dtype, *, algorithm, loss, greedy: bool, windowed: bool, trace: bool,
                        like: SharedShapes | WindowedShapes | None = None):
     """:func:`boost` on a small problem padded to shared sizes: the m examples
-    to M = :func:`graph.shared_rows` (m) rows (y = 0, n_j = 0, no one's
-    neighbour), the T steps to :func:`graph.in_blocks` (T) (no-ops) and the
-    inverse neighbourhoods' width to :func:`graph.shared_width` (max(P, 8K)),
-    K = :func:`graph.shared_k` (k, m) (the largest one, P, varies with the
+    to M = :func:`shared_sizes.shared_rows` (m) rows (y = 0, n_j = 0, no one's
+    neighbour), the T steps to :func:`shared_sizes.in_blocks` (T) (no-ops) and the
+    inverse neighbourhoods' width to :func:`shared_sizes.shared_width` (max(P, 8K)),
+    K = :func:`shared_sizes.shared_k` (k, m) (the largest one, P, varies with the
     data — Gaussian folds of 400 points in 16 dimensions, k = 10, gave P =
     56–80, all under the floor 8k = 80 at stop 27; a power of two, coarser, made a step at m = 12 000 read 256
     members instead of 160: 12 % slower warm), so that fits of nearby sizes
@@ -137,7 +137,7 @@ def _first_of(result: BoostResult, m: int, steps: int) -> BoostResult:
 def shared_size_windowed(Y_np, nbrs, order, dtype, *, algorithm, loss, trace: bool,
                           like: WindowedShapes | None = None):
     """:func:`window.boost_windowed` on a small problem padded to shared sizes:
-    the examples to :func:`graph.shared_rows` (m) rows (y = 0, n_j = 0), the
+    the examples to :func:`shared_sizes.shared_rows` (m) rows (y = 0, n_j = 0), the
     layout's windows to three significant bits (``window_layout(shared=True)``:
     empty windows change nothing), m traced (``n_points``) and the trace cut
     on the host — so that cross-validation folds of a many-class problem
@@ -160,7 +160,7 @@ def shared_size_windowed(Y_np, nbrs, order, dtype, *, algorithm, loss, trace: bo
 def shared_size_colored(Y_np, nbrs, dtype, *, algorithm, loss, passes: int, trace: bool, platform: str,
                          like: ScheduleSizes | None = None):
     """:func:`schedule.boost_colored` on a small problem padded to shared
-    sizes: the examples to :func:`graph.shared_rows` (m) rows (y = 0, n_j = 0,
+    sizes: the examples to :func:`shared_sizes.shared_rows` (m) rows (y = 0, n_j = 0,
     in no step), the edges and examples a step to three significant bits and
     the steps to a power of two ≥ 4k (``color_schedule(pad_to=)``), m and
     the steps that run traced
@@ -192,7 +192,7 @@ def shared_size_colored(Y_np, nbrs, dtype, *, algorithm, loss, passes: int, trac
 def windowed_layout(nbrs, order, steps: int, like: WindowedShapes | None = None):
     """(the :func:`window.window_layout` of ``order``, ``steps`` a window,
     padded to shared sizes; its :class:`WindowedShapes`): rows
-    :func:`graph.shared_rows` (m), ``max_count`` :func:`window.shared_max_count`,
+    :func:`shared_sizes.shared_rows` (m), ``max_count`` :func:`window.shared_max_count`,
     each at least ``like``'s."""
     m = nbrs.shape[0]
     rows, max_count = shared_rows(m), window.shared_max_count(inverse_counts(nbrs, m))

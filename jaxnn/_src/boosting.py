@@ -186,7 +186,7 @@ def boost(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None,
       order: (T,) int32 example sequence (ignored by the greedy chooser).
       n_points, n_steps: optional int32 scalars (traced: a new value compiles
         nothing) for a problem padded to shared sizes, as ``fit`` pads small
-        ones (:func:`jaxnn._src.graph.shared_rows`): only the first n_points
+        ones (:func:`jaxnn._src.shared_sizes.shared_rows`): only the first n_points
         rows are examples — the others have n_j = 0, y = 0 and appear in no
         inverse neighbourhood — and only the first n_steps steps run, the
         rest leaving the state as it is.  The algorithm's m (UNN's smoothing)

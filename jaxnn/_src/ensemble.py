@@ -43,18 +43,21 @@ import numpy as np
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src import sharding
-from jaxnn._src.checks import check_bool, check_real, did_you_mean
-from jaxnn._src.checks import check_integer as _check_int
 from jaxnn._src.boost_runs import (auto_chooser, boosts_at_shared_size, runs_windowed, shared_size_boost,
                                    shared_size_colored)
 from jaxnn._src.boosting import boost, check_chooser, chooser_order, initial_edges
-from jaxnn._src.graph import (_block_rows, _blocked_topk, first_rows, float32_origin, inverse_counts, inverse_neighbors, knn_graph,
-                              padded_query, padded_rows, query_rows, shared_width, shift_points)
+from jaxnn._src.checks import check_bool, check_real, did_you_mean
+from jaxnn._src.checks import check_integer as _check_int
+from jaxnn._src.graph import knn_graph, padded_query
 from jaxnn._src.inputs import as_points, compute_dtype, encode_labels
+from jaxnn._src.inverse import inverse_counts, inverse_neighbors
 from jaxnn._src.model import HostPickled, Model, without_float64
+from jaxnn._src.points import float32_origin, shift_points
 from jaxnn._src.prediction import _link_posterior, _normalise_rows, _scores
 from jaxnn._src.progress import logger
 from jaxnn._src.schedule import boost_colored, color_schedule, stack_schedules
+from jaxnn._src.search import _block_rows, _blocked_topk
+from jaxnn._src.shared_sizes import first_rows, padded_rows, query_rows, shared_width
 
 __all__ = [
     "SplitModel",
@@ -389,7 +392,7 @@ def split_features(model: SplitModel, X) -> jax.Array:
 
 def _query_blocks(model: SplitModel, X, *, pad: bool):
     """(:func:`split_features` of X, its rows n); with ``pad``, X's rows are
-    first padded with zero rows to :func:`graph.query_rows` (batches of nearby
+    first padded with zero rows to :func:`shared_sizes.query_rows` (batches of nearby
     sizes share the compiled search and scoring; rows from n on are dropped
     by the callers)."""
     model = _check_split_model(model)
@@ -660,7 +663,7 @@ def decision_function_split(model: SplitModel, X) -> jax.Array:
 
 def _padded_split_scores(model: SplitModel, X):
     """(:func:`decision_function_split` on X's rows padded to
-    :func:`graph.query_rows`, the real rows n)."""
+    :func:`shared_sizes.query_rows`, the real rows n)."""
     model = _check_split_model(model)
     Q, n = _query_blocks(model, X, pad=True)
     n_splits, m = model.n_splits, model.X.shape[1]

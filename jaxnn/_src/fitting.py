@@ -14,21 +14,22 @@ import numpy as np
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src import sharding, window
-from jaxnn._src.boost_runs import (WindowedShapes, boosts_at_shared_size, runs_windowed, shared_size_boost,
-                                   shared_size_colored, auto_chooser)
+from jaxnn._src.boost_runs import (WindowedShapes, auto_chooser, boosts_at_shared_size, runs_windowed,
+                                   shared_size_boost, shared_size_colored)
 from jaxnn._src.boosting import boost, check_chooser, chooser_order, initial_edges
 from jaxnn._src.checks import check_bool, check_real, did_you_mean
 from jaxnn._src.checks import check_integer as _check_int
 from jaxnn._src.graph import METHODS as _GRAPH_METHODS
-from jaxnn._src.graph import (graph_and_query, inverse_counts, inverse_neighbors, knn_graph, shared_width, subgraph,
-                              to_device)
-from jaxnn._src.inputs import (as_points, check_neighbors, compute_dtype, points_of_parts, training_points,
-                               encode_labels, label_rows)
+from jaxnn._src.graph import graph_and_query, knn_graph, subgraph
+from jaxnn._src.inputs import (as_points, check_neighbors, compute_dtype, encode_labels, label_rows, points_of_parts,
+                               training_points)
+from jaxnn._src.inverse import inverse_counts, inverse_neighbors
 from jaxnn._src.model import Model
 from jaxnn._src.prediction import _posterior_parts
 from jaxnn._src.progress import logged, logger, progress_shown, progress_wanted
 from jaxnn._src.schedule import boost_colored, color_schedule
 from jaxnn._src.select import DEFAULT_KS, DEFAULT_LOSSES, DEFAULT_PASSES, select
+from jaxnn._src.shared_sizes import shared_width, to_device
 
 __all__ = ["fit"]
 

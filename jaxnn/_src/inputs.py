@@ -11,7 +11,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxnn._src.checks import check_points, check_whole_labels
-from jaxnn._src.graph import Neighbors, float32_origin, shift_points, to_device
+from jaxnn._src.graph import Neighbors
+from jaxnn._src.points import float32_origin, shift_points
+from jaxnn._src.shared_sizes import to_device
 
 
 def as_points(X, name: str = "X") -> np.ndarray:
@@ -24,7 +26,7 @@ def as_points(X, name: str = "X") -> np.ndarray:
 def training_points(Xa, dtype):
     """(X as the model stores it (m, d) in ``dtype``, its origin or None):
     float64 points far from 0 are shifted before the cast to float32
-    (:func:`graph.float32_origin`)."""
+    (:func:`points.float32_origin`)."""
     (Xp,), origin = _shifted_parts(Xa, dtype, slice(None))
     return to_device(Xp), None if origin is None else to_device(origin, dtype)
 

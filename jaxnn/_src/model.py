@@ -72,7 +72,7 @@ class Model(HostPickled):
       rounds: boosting steps per class that were run.
       origin: None, or (d,) — the point subtracted (in float64) from float64
         training points far from 0 before their cast to float32, so that
-        they keep their digits (:data:`jaxnn._src.graph.CENTRE_RATIO`);
+        they keep their digits (:data:`jaxnn._src.points.CENTRE_RATIO`);
         ``X`` is stored shifted, and query points are shifted alike.
     """
 
@@ -115,7 +115,7 @@ def without_float64(model):
     after it would otherwise ask for float64 in every operation, which JAX
     truncates to float32 with a warning each (a dozen a call).  The cast keeps
     the points apart: features far from 0 were centred at fit time, under x64
-    too (``model.origin``, :func:`graph.float32_origin`, a float32 number)."""
+    too (``model.origin``, :func:`points.float32_origin`, a float32 number)."""
     if jax.config.jax_enable_x64:
         return model
     wide = [a for a in jax.tree_util.tree_leaves(model) if getattr(a, "dtype", None) == jnp.float64]

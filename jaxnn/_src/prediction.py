@@ -13,10 +13,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxnn._src import algorithms as algos
-from jaxnn._src.graph import (at_shared_rows, first_k, first_rows, neighbor_sum, padded_query, padded_rows, query_rows,
-                              shift_points, to_device)
+from jaxnn._src.graph import neighbor_sum, padded_query
 from jaxnn._src.inputs import as_points, check_neighbors
 from jaxnn._src.model import Model, _check_model
+from jaxnn._src.points import shift_points
+from jaxnn._src.shared_sizes import at_shared_rows, first_k, first_rows, padded_rows, query_rows, to_device
 
 __all__ = ["decision_function", "predict_proba", "predict", "host_scores", "host_proba"]
 
@@ -51,15 +52,15 @@ def _query_parts(model: Model, X, neighbors):
     each query, k, n): the indices are ``neighbors`` when given (checked
     against X's rows if X is given too; k' = k = ``model.k``, k passed as
     None), else the exact search of X among ``model.X`` — for a small model
-    all the :func:`graph.shared_k` neighbours it finds, with k as a traced
+    all the :func:`shared_sizes.shared_k` neighbours it finds, with k as a traced
     count of them to sum (None where k' = k), so that models of nearby ks
     share one compiled scoring and posterior.  rows ≥ n: the queries are
-    padded to :func:`graph.query_rows` (batches of nearby sizes share one
+    padded to :func:`shared_sizes.query_rows` (batches of nearby sizes share one
     compiled search, scoring and posterior; rows from n on are to be
     dropped); under ``jax.jit`` rows = n.
     alpha and Y are the model's, padded with zero rows to
-    :func:`graph.shared_rows` for a concrete model of at most
-    :data:`graph.SHARED_MAX_ROWS` points (as its search is): models of nearby sizes
+    :func:`shared_sizes.shared_rows` for a concrete model of at most
+    :data:`shared_sizes.SHARED_MAX_ROWS` points (as its search is): models of nearby sizes
     share one compiled scoring."""
     alpha, Y = at_shared_rows(model.alpha, model.Y)
     if neighbors is None:
@@ -153,7 +154,7 @@ def _posterior_parts(model: Model, X, neighbors=None, found=None, rows=None):
     ~0.1 s of a first fit's ~1 s on 2 CPU cores); the padding dropped on the
     host: nothing compiles per n.  ``found``: instead of ``neighbors``, the
     (n, k') host indices of X's k' ≥ k nearest training points, nearest
-    first, from a search at :func:`graph.shared_k` (k') — all of them passed
+    first, from a search at :func:`shared_sizes.shared_k` (k') — all of them passed
     on, with k traced, so that nearby ks share one compiled program; with
     them, ``rows``: the model's α and labels are padded to at least so many
     rows (the main fit's, whose ``predict_proba`` then reuses the program)."""

@@ -16,6 +16,7 @@ from typing import Optional
 
 import jax
 
+
 #: ``fit`` reports its stages (graph, boosting, posterior choice) and their
 #: wall times here at INFO level: ``logging.getLogger("jaxnn").setLevel("INFO")``
 #: with a handler (``logging.basicConfig()``) shows them

@@ -23,9 +23,10 @@ import numpy as np
 from jaxnn._src import sharding
 from jaxnn._src.algorithms import Segments
 from jaxnn._src.boosting import BoostResult, _pad_rows, initial_risk
-from jaxnn._src.graph import in_blocks, inverse_csr, members_in_order, to_device
-from jaxnn._src.maxtree import round_up
+from jaxnn._src.inverse import inverse_csr, members_in_order
 from jaxnn._src.losses import Loss
+from jaxnn._src.maxtree import round_up
+from jaxnn._src.shared_sizes import in_blocks, to_device
 
 __all__ = ["ColorSchedule", "ScheduleSizes", "color_conflict_graph", "color_schedule", "padded_schedule",
            "stack_schedules", "boost_colored", "colored_order"]
@@ -84,7 +85,7 @@ def _batched_colors(order, bounds, counts, starts, sources, widths: tuple, batch
     colour; one that shares a row with an earlier vertex of its batch gives
     it up and goes to the back of the queue (the first of a batch always
     keeps its colour, so the loop ends).  inv(j) is read from the
-    compressed arrays of :func:`jaxnn._src.graph.inverse_csr`, the first w
+    compressed arrays of :func:`jaxnn._src.inverse.inverse_csr`, the first w
     entries from ``starts[j]``.  Tier t takes the vertices
     ``order[bounds[t]:bounds[t+1]]`` (n_j ≤ ``widths[t]``),
     ``batches[t]`` at a time.  With batches of 1 this is the sequential
@@ -267,7 +268,7 @@ def color_schedule(neighbors, *, chunk: int | None = None, n_classes: int = 1, p
     around them; leveraging it first left the 10⁵-point set 0.5 points
     behind the sequential orders.
 
-    ``pad_to`` (``fit`` on at most ``graph.SHARED_MAX_ROWS`` examples) pads
+    ``pad_to`` (``fit`` on at most ``shared_sizes.SHARED_MAX_ROWS`` examples) pads
     the schedule to shapes that nearby sizes share, so that one compiled
     colouring and :func:`boost_colored` serve cross-validation folds (each
     fold's data-dependent shapes compiled ~0.9 s on 2 CPU cores): the

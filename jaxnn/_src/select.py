@@ -21,12 +21,12 @@ from jaxnn._src.boost_runs import (SharedShapes, auto_chooser, boosts_at_shared_
                                    windowed_layout)
 from jaxnn._src.boosting import boost, check_chooser, chooser_order, initial_edges
 from jaxnn._src.checks import check_integer, check_real, did_you_mean
-from jaxnn._src.graph import (METHODS, _nndescent_index, _nndescent_query, graph_and_query, inverse_counts,
-                              inverse_neighbors, knn_graph, knn_query, padded_rows, query_rows, shared_rows, shared_width,
-                              to_device)
+from jaxnn._src.graph import METHODS, _nndescent_index, _nndescent_query, graph_and_query, knn_graph, knn_query
 from jaxnn._src.inputs import as_points, compute_dtype, encode_labels, label_rows, points_of_parts
+from jaxnn._src.inverse import inverse_counts, inverse_neighbors
 from jaxnn._src.prediction import _scores
 from jaxnn._src.schedule import ScheduleSizes, boost_colored, color_schedule, padded_schedule
+from jaxnn._src.shared_sizes import padded_rows, query_rows, shared_rows, shared_width, to_device
 
 __all__ = ["Selection", "select", "DEFAULT_KS", "DEFAULT_LOSSES", "DEFAULT_PASSES"]
 

@@ -28,9 +28,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxnn._src.boosting import CHUNK, BoostResult, _pad_rows, initial_risk, narrowest, step_widths
-from jaxnn._src.graph import in_blocks, inverse_csr, members_in_order, shared_width, to_device
+from jaxnn._src.boosting import BoostResult, CHUNK, _pad_rows, initial_risk, narrowest, step_widths
+from jaxnn._src.inverse import inverse_csr, members_in_order
 from jaxnn._src.losses import Loss
+from jaxnn._src.shared_sizes import in_blocks, shared_width, to_device
 
 __all__ = ["WindowLayout", "WindowSizes", "window_layout", "boost_windowed", "shared_max_count", "WINDOW_ELEMENTS",
            "WINDOWED_MIN_STATE"]
@@ -142,7 +143,7 @@ def window_layout(neighbors, order, steps: int, *, shared: bool = False,
 
 def shared_max_count(counts) -> int:
     """``boost_windowed``'s ``max_count`` for inverse-neighbourhood sizes
-    ``counts``: the largest rounded up to :func:`graph.shared_width` (as the
+    ``counts``: the largest rounded up to :func:`shared_sizes.shared_width` (as the
     layout's U and length are), so that refits on other data of the same size
     reuse the compiled scan (each compiled ~0.3 s at m = 8000–30 000, C = 10
     on 2 CPU cores); a wider top step is inert up to float rounding."""

@@ -1,0 +1,322 @@
+"""The exact blocked neighbour search: distance tiles of ``block`` query rows
+(‖q‖² − 2q·x + ‖x‖² by one matmul) after the points are conditioned
+(shifted and scaled by powers of two), the k smallest of each row by a
+two-stage partial selection (:func:`_smallest_k`) or, from 32 768 training
+points on CPU, by column chunks that stay in cache (:func:`_chunked_topk`);
+``lax.approx_min_k`` for ``method="approx"``; query rows sharded across
+devices.  :mod:`jaxnn._src.graph` builds the public searches on it.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxnn._src import shared_sizes, sharding
+from jaxnn._src.checks import check_integer
+from jaxnn._src.shared_sizes import first_rows, padded_rows, query_rows, shared_k, shared_rows, to_device
+
+# Elements of one (block × m) distance tile; 2**24 float32 = 64 MiB.
+_TILE_ELEMENTS = 1 << 24
+# The same on a GPU or TPU (512 MiB): 128-row tiles up to m = 10⁶ — the tile
+# height of the one GPU measurement so far (an H100, m = 10⁵: 109–122 ms, 0.02–0.05
+# of scikit-learn brute) — where 2**24 would leave 16 rows and 62 500 steps.
+_TILE_ELEMENTS_ACCELERATOR = 1 << 27
+
+
+def _block_rows(m: int, block_size: int | None, platform: str | None = None) -> int:
+    if block_size is not None:
+        block_size = check_integer(block_size, "block_size", low=1)
+    if block_size is None:
+        tile = _TILE_ELEMENTS if (platform or sharding.platform()) == "cpu" else _TILE_ELEMENTS_ACCELERATOR
+        block_size = max(1, min(128, tile // max(m, 1)))  # 128 rows measured fastest on CPU
+    if int(block_size) < 1:
+        raise ValueError(f"block_size must be >= 1, got {block_size}")
+    return int(block_size)
+
+_GROUP = 32  # columns per group of the two-stage selection
+#: :func:`_smallest_k` selects in two stages from m > 3·32·k columns. Its time
+#: over one ``top_k``'s on a 128-row tile (2 CPU cores), at k = 4 / 8 / 16 / 32 / 64:
+#: 0.75 / 0.78 / 0.88 / 0.85 / 0.89 at m = 4·32k, 1.10 / 1.16 / 1.07 / 1.05 / 1.08
+#: at m = 2·32k.  The ratio was 8 until stop 28 (at m = 2048, k = 10: 0.67 ms a
+#: tile in one ``top_k``, 0.41 ms in two stages)
+TWO_STAGE_MIN_RATIO = 3
+
+
+def _smallest_k(d2, k: int):
+    """(values, indices) of the k smallest entries of each row of d2 (B, m),
+    ascending, exact ties broken by the lower column index.
+
+    Two-stage partial selection: the k nearest columns lie in the k groups
+    (of ``_GROUP`` contiguous columns) with the smallest group minima — each
+    other group's minimum is beaten by k distinct points — so ``top_k`` runs
+    on m/32 group minima and on 32·k candidates instead of on m columns.
+    Candidate groups are re-sorted by index so ties still favour lower indices.
+    Below :data:`TWO_STAGE_MIN_RATIO`·32·k columns one ``top_k`` is faster.
+    """
+    B, m = d2.shape
+    if m <= TWO_STAGE_MIN_RATIO * k * _GROUP:
+        neg, idx = jax.lax.top_k(-d2, k)
+        return -neg, idx
+    n_groups = -(-m // _GROUP)
+    padded = jnp.full((B, n_groups * _GROUP), jnp.inf, d2.dtype).at[:, :m].set(d2)
+    groups = padded.reshape(B, n_groups, _GROUP)
+    _, best_groups = jax.lax.top_k(-jnp.min(groups, axis=2), k)  # (B, k)
+    best_groups = jnp.sort(best_groups, axis=1)
+    cand = jnp.take_along_axis(groups, best_groups[:, :, None], axis=1).reshape(B, k * _GROUP)
+    cand_idx = (best_groups[:, :, None] * _GROUP + jnp.arange(_GROUP)[None, None, :]).reshape(B, k * _GROUP)
+    neg, pos = jax.lax.top_k(-cand, k)
+    return -neg, jnp.take_along_axis(cand_idx, pos, axis=1)
+
+
+#: from this many training points on, the search runs in column chunks
+#: (:func:`_chunked_topk`) on CPU; below it one pass over whole rows is faster.
+#: Measured on 2 CPU cores, 10⁴ queries, k = 10: m = 5·10⁴: 2.5 → 0.6 s (d = 16),
+#: 3.1 → 1.7 s (d = 128); m = 10⁵, d = 64: 2.3× faster; m = 2·10⁴: 1.1–1.3× slower.
+#: The chunks keep a tile in a CPU cache; on a GPU or TPU their sequential
+#: loop (m/8192 steps per tile) would cost kernel launches, so the one-pass
+#: search runs there (the search measured on an H100, above).
+CHUNKED_MIN_M = 32_768
+#: columns per chunk: the (128, 8192) distance tile (4 MiB) stays in cache
+_CHUNK = 8192
+#: the chunked search gathers (rows, k·32, d) candidate points a tile; above
+#: this k·32·d it would outgrow the cache and the one-pass search is used
+_MAX_CANDIDATE_FLOATS = 1 << 17
+
+
+def _search_kernel(m: int, d: int, k: int, platform: str | None = None):
+    """The jitted exact search for m training points of dimension d on
+    ``platform`` (default: where computations run now, ``sharding.platform()``)."""
+    cpu = (platform or sharding.platform()) == "cpu"
+    if cpu and m >= CHUNKED_MIN_M and k * _GROUP * d <= _MAX_CANDIDATE_FLOATS:
+        return _chunked_topk
+    return _onepass_topk
+
+
+@functools.lru_cache(maxsize=32)
+def _sharded_search(mesh, kernel, k: int, block: int, exclude_self: bool, per_device: int, recall_target):
+    """``kernel`` with the query rows split over ``mesh``, jitted once per
+    configuration (a fresh ``jax.jit`` per call would recompile every call)."""
+    extra = {} if recall_target is None else {"recall_target": recall_target}
+    spec = jax.sharding.PartitionSpec(sharding.ROWS)
+
+    def local(q, x):
+        return kernel(q, x, k, block, exclude_self, jax.lax.axis_index(sharding.ROWS) * per_device, **extra)
+
+    return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=(spec, jax.sharding.PartitionSpec()), out_specs=(spec, spec)))
+
+
+@jax.jit
+def _conditioned(Q, X):
+    """Q and X shifted and scaled alike for the search's ‖q‖² + ‖x‖² − 2q·x:
+    (Q', X', e) with X' = (X − μ)/2^e, Q' = (Q − μ)/2^e and distances
+    ‖q' − x'‖·2^e (``jnp.ldexp(d, e)``).
+
+    2^e is the power of two at the top of X's spread about its mean, and μ
+    that mean rounded to a multiple of 2^e: an offset larger than the spread
+    is taken out, so the expansion does not cancel (float32 points offset by
+    10³ had 84 % of their graph's rows wrong, by 10⁴ all), and the squares
+    neither overflow nor underflow (float32 points scaled by 10¹⁹ gave NaN
+    distances, by 10⁻²⁰ zeros).  The points are first scaled by the power of
+    two below max |X|, so neither the mean's sum nor 2^e overflows (points
+    near 10³⁷ summed to inf: 0.4 % of the graph right).  Every step is exact
+    for points on a grid as coarse as 2^e (integers, say), and data centred
+    already is only rescaled, by a power of two: exact ties stay ties, broken
+    by the lower index.  Jitted: one dispatch per search, not one per
+    operation.  A small search's training points are conditioned on the
+    host instead (:func:`_conditioning_on_host`).
+    """
+    _, e0 = jnp.frexp(jnp.max(jnp.abs(X)))  # |X| < 2^e0
+    Q, X = jnp.ldexp(Q, -e0), jnp.ldexp(X, -e0)  # exact (powers of two): |X| < 1
+    mu = jnp.mean(X, axis=0)
+    _, e = jnp.frexp(jnp.max(jnp.abs(X - mu)))
+    s = jnp.ldexp(jnp.ones((), X.dtype), e)  # 2^e ≥ the spread; 1 for identical points
+    shift = jnp.round(mu / s) * s
+    return (Q - shift) / s, (X - shift) / s, e + e0
+
+
+def _conditioning_on_host(X: np.ndarray):
+    """:func:`_conditioned`'s steps for the training points X on the host, in
+    X's dtype — the mean's sum in another order (the shift may differ by one
+    2^e step: an exact shift either way): (X' (m, d), (e0, shift, s, e)),
+    the queries to be conditioned alike, Q' = (ldexp(Q, −e0) − shift)/s
+    (:func:`_conditioned_search`), the distances scaled back by 2^e.  For
+    the small searches: their compiled program then holds no reduction of
+    X: 0.19–0.21 → 0.15–0.16 s of compilation for a search of 512–768
+    points (2 CPU cores), and on the host it costs O(m·d).  The queries,
+    possibly many, are conditioned in the program as before (on the host
+    too, 0.13–0.14 s, but they held 2.4× their size at the peak of a large
+    prediction, against 1×)."""
+    one = X.dtype.type(1)
+    _, e0 = np.frexp(np.max(np.abs(X)))  # |X| < 2^e0
+    X = np.ldexp(X, -e0).astype(X.dtype, copy=False)  # exact (powers of two): |X| < 1
+    mu = np.sum(X, axis=0, dtype=X.dtype) / X.dtype.type(X.shape[0])
+    _, e = np.frexp(np.max(np.abs(X - mu)))
+    s = np.ldexp(one, e).astype(X.dtype, copy=False)  # 2^e ≥ the spread; 1 for identical points
+    shift = np.round(mu / s) * s
+    return (X - shift) / s, (int(e0), shift, s, int(e) + int(e0))
+
+
+def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, recall_target=None, rows=None,
+                  cut: bool = True):
+    """Exact kNN of rows of Q among rows of X, a tile of ``block`` query rows
+    at a time; with ``devices``, the query rows are split across them; with a
+    ``recall_target``, selected by ``lax.approx_min_k``.  Points are first
+    :func:`_conditioned`; the distances returned are those of the given points.
+
+    Returns (indices, distances) of at least Q's n rows, the first n being
+    the answer: on one device, concrete X of at most :data:`shared_sizes.SHARED_MAX_ROWS`
+    points is conditioned on the host (:func:`_conditioning_on_host`),
+    padded to :func:`shared_rows` (the padding never a neighbour) and Q to
+    :func:`query_rows` rows, so that data of nearby sizes — cross-validation
+    folds, a learning curve's steps — share one compiled search
+    (~0.1–0.3 s a new size on 2 CPU cores).  ``rows``: pad such X to at
+    least this many rows (another search's, to share its compilation).  Such
+    a search of at most :data:`shared_sizes.SHARED_K_MAX_ROWS` points finds
+    :func:`shared_k` (k) neighbours (at most X's padded rows) and keeps the
+    first k — or all of them when not ``cut``."""
+    if devices is None:  # one program: (conditioning,) search and rescaling compile together
+        if recall_target is not None:
+            kernel, recall_target = _onepass_topk, float(recall_target)
+        else:
+            kernel = _search_kernel(X.shape[0], X.shape[1], k, sharding.platform())
+        m, n_valid, transform, found = X.shape[0], None, None, k
+        if not isinstance(X, jax.core.Tracer) and not isinstance(Q, jax.core.Tracer) and m <= shared_sizes.SHARED_MAX_ROWS:
+            X, (e0, shift, s, e) = _conditioning_on_host(np.asarray(X))  # no reduction of X in the program
+            X, n_valid = to_device(padded_rows(X, max(shared_rows(m), rows or 0))), to_device(m, np.int32)
+            Q = padded_rows(Q, query_rows(Q.shape[0], block))
+            transform = to_device(e0, np.int32), to_device(shift), to_device(s), to_device(e, np.int32)
+            if recall_target is None:  # a few ks share the program; the padding columns sort last
+                found = min(shared_k(k, m), X.shape[0])
+        idx, dist = _conditioned_search(Q, X, n_valid, transform, kernel=kernel, k=found, block=block,
+                                        exclude_self=exclude_self, recall_target=recall_target)
+        return first_rows((idx, dist), k, axis=1) if cut else (idx, dist)  # nearest first: cut on the host
+    Q, X, exponent = _conditioned(Q, X)
+    idx, dist = _blocked_topk_conditioned(Q, X, k, block, exclude_self, devices, recall_target)
+    return idx, jnp.ldexp(dist, exponent)
+
+
+@functools.partial(jax.jit, static_argnames=("kernel", "k", "block", "exclude_self", "recall_target"))
+def _conditioned_search(Q, X, n_valid=None, transform=None, *, kernel, k: int, block: int, exclude_self: bool,
+                        recall_target):
+    """:func:`_blocked_topk` on one device, jitted whole: a new shape compiles
+    one program, not three (the conditioning and the rescaling of the
+    distances cost ~0.1 s of compilation of their own per query size).
+    ``n_valid``: X's rows from n_valid on are padding (None: none are).
+    ``transform``: X comes conditioned (:func:`_conditioning_on_host`) and
+    (e0, shift, s, e) condition Q alike and scale the distances back; None:
+    both are conditioned here."""
+    if transform is None:
+        Q, X, exponent = _conditioned(Q, X)
+    else:
+        e0, shift, s, exponent = transform
+        Q = (jnp.ldexp(Q, -e0) - shift) / s
+    extra = {} if recall_target is None else {"recall_target": recall_target}
+    idx, dist = kernel(Q, X, k, block, exclude_self, n_valid=n_valid, **extra)
+    return idx, jnp.ldexp(dist, exponent)
+
+
+def _blocked_topk_conditioned(Q, X, k: int, block: int, exclude_self: bool, devices, recall_target):
+    """:func:`_blocked_topk` on points already conditioned."""
+    if recall_target is not None:
+        kernel, recall_target = _onepass_topk, float(recall_target)
+    else:
+        kernel = _search_kernel(X.shape[0], X.shape[1], k, sharding.platform(devices))
+    if devices is None:
+        extra = {} if recall_target is None else {"recall_target": recall_target}
+        return kernel(Q, X, k, block, exclude_self, **extra)
+    mesh = sharding.row_mesh(devices)
+    n, n_dev = Q.shape[0], mesh.devices.size
+    per_device = -(-n // (n_dev * block)) * block  # whole tiles on every device
+    Qp = jnp.zeros((per_device * n_dev, Q.shape[1]), Q.dtype).at[:n].set(Q)
+    search = _sharded_search(mesh, kernel, k, block, exclude_self, per_device, recall_target)
+    idx, dist = search(sharding.shard_rows(Qp, mesh), sharding.replicate(X, mesh))
+    home = next(iter(X.devices()))  # hand back ordinary single-device arrays, where X was
+    return jax.device_put(idx[:n], home), jax.device_put(dist[:n], home)
+
+
+def _padding_at_infinity(x_sq, cols, n_valid):
+    """‖x‖² (m,) with +inf at the padding columns (from ``n_valid`` on): no
+    query is near them, and a row of d2 stays finite where it has points."""
+    return x_sq if n_valid is None else jnp.where(cols < n_valid, x_sq, jnp.inf)
+
+
+@functools.partial(jax.jit, static_argnames=("k", "block", "exclude_self", "recall_target"))
+def _onepass_topk(Q, X, k: int, block: int, exclude_self: bool, row0=0, recall_target=None, n_valid=None):
+    """block × m distance tiles, then :func:`_smallest_k` on each — or, with
+    a ``recall_target``, ``lax.approx_min_k`` (TPU-native approximate
+    selection; elsewhere XLA computes it exactly).  Query row r is training
+    point ``row0 + r`` when ``exclude_self``.  X's rows from ``n_valid`` on
+    (None: none) are padding, at distance +inf."""
+    n, m = Q.shape[0], X.shape[0]
+    n_blocks = -(-n // block)
+    Qp = jnp.zeros((n_blocks * block, Q.shape[1]), Q.dtype).at[:n].set(Q)
+    cols = jnp.arange(m)
+    x_sq = _padding_at_infinity(jnp.sum(X * X, axis=1), cols, n_valid)
+
+    def one_block(b):
+        start = b * block
+        q = jax.lax.dynamic_slice_in_dim(Qp, start, block)
+        d2 = jnp.sum(q * q, axis=1)[:, None] - 2.0 * (q @ X.T) + x_sq[None, :]
+        d2 = jnp.maximum(d2, 0.0)
+        if exclude_self:
+            rows = row0 + start + jnp.arange(block)
+            d2 = jnp.where(rows[:, None] == cols[None, :], jnp.inf, d2)
+        if recall_target is None:
+            vals, idx = _smallest_k(d2, k)
+        else:
+            vals, idx = jax.lax.approx_min_k(d2, k, recall_target=recall_target)
+        return idx.astype(jnp.int32), jnp.sqrt(vals)
+
+    idx, dist = jax.lax.map(one_block, jnp.arange(n_blocks))
+    return idx.reshape(-1, k)[:n], dist.reshape(-1, k)[:n]
+
+
+@functools.partial(jax.jit, static_argnames=("k", "block", "exclude_self"))
+def _chunked_topk(Q, X, k: int, block: int, exclude_self: bool, row0=0, n_valid=None):
+    """The two-stage selection of :func:`_smallest_k` without a block × m tile.
+
+    Stage 1 sweeps the columns in chunks of ``_CHUNK`` and keeps only the
+    minimum of each group of 32 columns (the tile never leaves the cache);
+    stage 2 takes the k groups with the smallest minima — they hold the k
+    nearest points — and recomputes the distances of their 32·k points
+    exactly, then selects the k smallest (ties: lower index, as the groups
+    are re-sorted by index).
+    """
+    n, m = Q.shape[0], X.shape[0]
+    n_blocks = -(-n // block)
+    Qp = jnp.zeros((n_blocks * block, Q.shape[1]), Q.dtype).at[:n].set(Q)
+    n_chunks = -(-m // _CHUNK)
+    Xp = jnp.zeros((n_chunks * _CHUNK, X.shape[1]), X.dtype).at[:m].set(X)
+    x_sq = jnp.full((n_chunks * _CHUNK,), jnp.inf, X.dtype).at[:m].set(  # padding: never near
+        _padding_at_infinity(jnp.sum(X * X, axis=1), jnp.arange(m), n_valid))
+
+    def one_block(b):
+        start = b * block
+        q = jax.lax.dynamic_slice_in_dim(Qp, start, block)
+        q_sq = jnp.sum(q * q, axis=1)[:, None]
+        rows = row0 + start + jnp.arange(block)
+
+        def group_minima(c):
+            xc = jax.lax.dynamic_slice_in_dim(Xp, c * _CHUNK, _CHUNK)
+            d2 = q_sq - 2.0 * (q @ xc.T) + jax.lax.dynamic_slice_in_dim(x_sq, c * _CHUNK, _CHUNK)[None, :]
+            if exclude_self:
+                d2 = jnp.where(rows[:, None] == c * _CHUNK + jnp.arange(_CHUNK)[None, :], jnp.inf, d2)
+            return jnp.min(d2.reshape(block, _CHUNK // _GROUP, _GROUP), axis=2)
+
+        minima = jax.lax.map(group_minima, jnp.arange(n_chunks))  # (chunks, block, chunk/32)
+        minima = jnp.moveaxis(minima, 0, 1).reshape(block, -1)
+        _, best_groups = jax.lax.top_k(-minima, k)
+        best_groups = jnp.sort(best_groups, axis=1)
+        cand = (best_groups[:, :, None] * _GROUP + jnp.arange(_GROUP)).reshape(block, k * _GROUP)
+        d2 = q_sq - 2.0 * jnp.einsum("bd,bcd->bc", q, Xp[cand]) + x_sq[cand]
+        if exclude_self:
+            d2 = jnp.where(rows[:, None] == cand, jnp.inf, d2)
+        neg, pos = jax.lax.top_k(-jnp.maximum(d2, 0.0), k)
+        return jnp.take_along_axis(cand, pos, axis=1).astype(jnp.int32), jnp.sqrt(-neg)
+
+    idx, dist = jax.lax.map(one_block, jnp.arange(n_blocks))
+    return idx.reshape(-1, k)[:n], dist.reshape(-1, k)[:n]

@@ -1,0 +1,179 @@
+"""Shared sizes: the padded shapes that let problems of nearby sizes share
+compiled programs.
+
+A new array shape costs a compilation (0.1–1 s on 2 CPU cores), so jaxnn pads
+what varies from call to call: training sets to :func:`shared_rows`, query
+batches to :func:`query_rows`, inverse neighbourhoods to :func:`shared_width`
+and, for small exact searches, the neighbours found to :func:`shared_k`.
+Padding and cutting happen on the host where they can (:func:`padded_rows`,
+:func:`first_rows`, :func:`to_device`), where nothing compiles per size.
+Setting :data:`SHARED_MAX_ROWS` (or :data:`SHARED_K_MAX_ROWS`) to 0 turns the
+sharing off; every module reads them here, at call time.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+#: training sets of at most this many points are searched (and boosted, by
+#: ``fit``) padded to :func:`shared_rows`: a few compiled programs serve every
+#: size.  Beyond, a new size's compilation (~1 s) weighs less than padded work
+#: would (up to a quarter more rows and steps: half as much search again)
+SHARED_MAX_ROWS = 16384
+
+#: exact searches of at most this many training points find the neighbours of
+#: a shared k (:func:`shared_k`) and keep the first k
+SHARED_K_MAX_ROWS = 2048
+
+
+def shared_k(k: int, m: int) -> int:
+    """The neighbours a concrete exact search of m training points finds to
+    answer for k: for m ≤ :data:`SHARED_K_MAX_ROWS`, the power of two ≥
+    max(k, 8) — 8, 16, 32, … — else k.  The search returns them nearest
+    first, exact ties to the lower index, so its first k columns are the
+    k-NN; a grid of ks (3, 5, 7 → 8; 9, 11, 15 → 16) then shares one
+    compiled search, and :func:`fit` one boosting width, where each k
+    compiled its own (~0.2 s of search and ~0.2 s of boosting on 2 CPU
+    cores).  The search's time grows about linearly with the neighbours it
+    finds (m = 2000, d = 16, warm: 10.7 ms at k = 10, 15.1 ms at 16), a few
+    ms at this size against ~0.5 s of compilation for each new k; above it
+    the search costs more (m = 4000: 24 → 34 ms) and a compile weighs less."""
+    k = int(k)
+    return k if m > SHARED_K_MAX_ROWS else max(8, 1 << (k - 1).bit_length())
+
+
+def shared_rows(m: int, block: int = 128) -> int:
+    """The rows a training set of m points is padded to when m ≤
+    :data:`SHARED_MAX_ROWS` (else m): whole blocks of ``block``, their number
+    rounded up to three significant bits (1, 2, …, 8, 10, 12, 14, 16, 20, …,
+    112, 128 blocks: at most a quarter more rows, an eighth on average).
+    Cross-validation folds that differ by a row, and some of a learning
+    curve's steps, then share one compiled search and boosting, where each
+    new m compiled ~1 s of programs (2 CPU cores, ``posterior="auto"``).
+    Coarser than :func:`query_rows` would merge more sizes, but a training
+    set is searched against itself: its padding costs twice over."""
+    m = int(m)
+    return m if m > SHARED_MAX_ROWS else in_blocks(m, block)
+
+
+def in_blocks(n: int, block: int = 128, bits: int = 3) -> int:
+    """n rounded up to whole blocks, their number rounded up to ``bits``
+    significant bits (≥ n; at most 2^(1−bits) more: a quarter for 3)."""
+    blocks = -(-int(n) // block)
+    step = 1 << max(0, blocks.bit_length() - bits)
+    return -(-blocks // step) * step * block
+
+
+def at_shared_rows(*arrays, rows: int | None = None):
+    """Arrays of a training set's m rows (a model's α and labels), padded
+    with zero rows to :func:`shared_rows` (m) — at least ``rows`` — on the
+    host when they are concrete and m ≤ :data:`SHARED_MAX_ROWS` — as the
+    search pads the points, so that the scoring of models of nearby sizes
+    compiles once — else (traced, or large) as they are."""
+    m = arrays[0].shape[0]
+    if m > SHARED_MAX_ROWS or any(isinstance(a, jax.core.Tracer) for a in arrays):
+        return arrays
+    return tuple(padded_rows(a, max(shared_rows(m), rows or 0)) for a in arrays)
+
+
+def query_rows(n: int, block: int = 128) -> int:
+    """The rows a batch of n queries is padded to (≥ n): whole blocks of
+    ``block`` rows, their number rounded up to two significant bits up to 64
+    blocks (1, 2, 3, 4, 6, 8, 12, …, 48, 64: at most half more work) and
+    to four beyond (72, 80, …: at most an eighth more).  A new shape costs a
+    compile (~0.5 s on 2 CPU cores) that outweighs searching dozens of blocks,
+    hence the coarse steps while batches are small: any batch of ≤ 128
+    queries shares one compiled search, and sizes 1 … 10⁴ need 14."""
+    blocks = -(-int(n) // block)
+    return in_blocks(n, block, bits=2 if blocks <= 64 else 4)
+
+
+def padded_rows(a, rows: int):
+    """a (n, …) with ``rows − n`` rows of zeros appended (a itself when
+    rows = n): on the host for NumPy arrays; for concrete JAX arrays on the
+    CPU too, copied there and back (nothing compiles per n); by a jitted pad
+    for traced arrays and on an accelerator (no round trip over the bus; a
+    small program per shape)."""
+    n = a.shape[0]
+    if rows == n:
+        return a
+    if isinstance(a, np.ndarray):
+        out = np.zeros((rows,) + a.shape[1:], a.dtype)
+        out[:n] = a
+        return out
+    if not isinstance(a, jax.core.Tracer) and next(iter(a.devices())).platform == "cpu":
+        return to_device(padded_rows(np.asarray(a), rows))
+    return _pad_rows(a, rows)
+
+
+@functools.partial(jax.jit, static_argnames=("rows",))
+def _pad_rows(a, rows: int):
+    return jnp.zeros((rows,) + a.shape[1:], a.dtype).at[: a.shape[0]].set(a)
+
+
+def first_rows(arrays, n: int, axis: int = 0):
+    """The first n rows (entries along ``axis``) of each array of the tuple
+    ``arrays`` (padded results): sliced on the host and put back on its
+    device when every array is concrete on one device — a CPU, or any device
+    for at most :data:`SHARED_MAX_ROWS` entries along every axis (a short
+    round trip) — so that
+    nothing compiles per n (``predict_proba``, ``decision_function`` and
+    ``knn_query`` compiled a slice for each batch size, ~0.02 s, until stop
+    28); else one jitted slice for them all, compiled once per (shapes, n)."""
+    if all(a.shape[axis] == n for a in arrays):
+        return tuple(arrays)
+    if all(_host_sliceable(a) for a in arrays):
+        cut = (slice(None),) * axis + (slice(0, n),)
+        return tuple(jax.device_put(np.asarray(a)[cut], next(iter(a.devices()))) for a in arrays)
+    return _first_rows(tuple(arrays), n, axis)
+
+
+def _host_sliceable(a) -> bool:
+    """Whether :func:`first_rows` slices a on the host: a concrete JAX array
+    on one device, a CPU, or an accelerator for an array of at most
+    :data:`SHARED_MAX_ROWS` entries along every axis (a short round trip;
+    the neighbours of many queries cut to their first k columns are not)."""
+    if not isinstance(a, jax.Array) or isinstance(a, jax.core.Tracer) or len(a.devices()) != 1:
+        return False
+    return next(iter(a.devices())).platform == "cpu" or max(a.shape, default=0) <= SHARED_MAX_ROWS
+
+
+@functools.partial(jax.jit, static_argnames=("n", "axis"))
+def _first_rows(arrays, n: int, axis: int):
+    return tuple(jax.lax.slice_in_dim(a, 0, n, axis=axis) for a in arrays)
+
+
+def first_k(indices, k: int):
+    """The count of ``indices``'s first columns to sum for k neighbours
+    (:func:`neighbor_sum`'s ``k``): None where it holds exactly k columns,
+    else k as an int32 — traced by a jitted caller, so that one compiled
+    program serves every k whose search found the same :func:`shared_k`
+    columns."""
+    return None if indices.shape[1] == k else np.int32(k)
+
+
+def shared_width(P: int) -> int:
+    """The width of a members array for a largest inverse neighbourhood P:
+    P rounded up to three significant bits (…, 8, 10, 12, 14, 16, 20, 24, 28,
+    32, 40, …: at most a quarter more padding).  P depends on the data —
+    cross-validation folds of one data set gave P = 71–78, two data sets of
+    one shape 73 and 78 — and ``boost`` compiles per width, so ``fit`` pads
+    to this shared width: such refits reuse the compiled boosting.  Padding
+    is inert up to float rounding (a wider δ sums its zeros in another
+    order: α's total moved by 7·10⁻⁸ relative on 2000 points)."""
+    return in_blocks(max(1, int(P)), 1)
+
+
+def to_device(a, dtype=None) -> jax.Array:
+    """A host array (NumPy, or anything ``np.asarray`` takes) on the default
+    device, in ``dtype`` if given (cast on the host), by ``jax.device_put``:
+    ``jnp.asarray`` of a NumPy array compiles a copy program per shape and
+    dtype (JAX 0.10: 6–12 ms each — ~10 of them in a first fit of a new
+    size), ``device_put`` compiles nothing (75 µs for 400 × 16 floats).
+    Dtypes are canonicalised alike (int64 → int32 without x64)."""
+    return jax.device_put(np.asarray(a, dtype))
