@@ -205,9 +205,9 @@ def graph_and_query(X_train, X_query, k: int, *, devices=None, rows=None, cut_qu
       X_train: (m, d) points.  X_query: (n, d) points.  1 ≤ k < m.
       devices: as for :func:`knn_graph`.
       rows: a small X_train is padded to at least this many rows (a larger
-        search's :func:`shared_rows`, whose compiled program then serves).
+        search's :func:`shared_sizes.shared_rows`, whose compiled program then serves).
       cut_queries: False: the queries' rows keep all the neighbours found
-        (a small search's :func:`shared_k`, nearest first).
+        (a small search's :func:`shared_sizes.shared_k`, nearest first).
 
     Returns:
       ((m, k), (n, k)) int32 NumPy indices into X_train, nearest first
@@ -234,7 +234,7 @@ def padded_query(X_train, X_query, k: int, *, block_size: int | None = None, dev
     go on computing (scores, posteriors) do so on all rows and drop them at
     the end, so every step sees the shared shape.  k' = k, or when not
     ``cut`` all the neighbours found, nearest first (a small search's
-    :func:`shared_k`: callers that sum the first k of them, a traced count,
+    :func:`shared_sizes.shared_k`: callers that sum the first k of them, a traced count,
     share one compiled program across ks)."""
     X_train, X_query, Xt, k = _search_points(X_train, X_query, k, exclude_self=False)
     m, n = Xt.shape[0], X_query.shape[0]

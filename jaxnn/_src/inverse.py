@@ -80,7 +80,7 @@ def inverse_neighbors(indices, m: int | None = None, *, width: int | None = None
     Built once from :func:`inverse_csr`: row j of ``members`` lists
     inv(j) = {i : j ∈ NN_k(x_i)} in increasing i, padded with the sentinel m.
     ``width``: the columns of ``members``, at least the largest inverse
-    neighbourhood P (default: P itself; :func:`shared_width` for a width that
+    neighbourhood P (default: P itself; :func:`shared_sizes.shared_width` for a width that
     graphs of one size but other data share).
     """
     counts, starts, sources = inverse_csr(indices, m)

@@ -102,7 +102,7 @@ def _pass_runner(chooser: str, nb: np.ndarray, m: int, n_classes: int, algo, see
     for a large edge state — over pass p's slice of ``fit``'s sequence (the
     random chooser draws a new permutation each pass); with a class ``mesh``,
     on its devices.  ``shared``: None, or the scan on the problem padded to
-    these :class:`model.SharedShapes` (:class:`model.WindowedShapes` for the
+    these :class:`boost_runs.SharedShapes` (:class:`boost_runs.WindowedShapes` for the
     windowed scan, its windows ``window_k``'s length;
     :class:`schedule.ScheduleSizes` for the colored schedule), as ``fit`` pads a
     small one (Y and the edges have ``shared.rows`` rows; the shapes of the

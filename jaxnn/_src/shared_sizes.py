@@ -150,7 +150,7 @@ def _first_rows(arrays, n: int, axis: int):
 
 def first_k(indices, k: int):
     """The count of ``indices``'s first columns to sum for k neighbours
-    (:func:`neighbor_sum`'s ``k``): None where it holds exactly k columns,
+    (:func:`graph.neighbor_sum`'s ``k``): None where it holds exactly k columns,
     else k as an int32 — traced by a jitted caller, so that one compiled
     program serves every k whose search found the same :func:`shared_k`
     columns."""
