@@ -1,0 +1,579 @@
+"""fit: settings and inputs, posterior="auto", logging and verbose, refits, points far from zero."""
+
+import logging
+import os
+import re
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxnn
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _data import _blobs  # noqa: E402
+
+
+@pytest.mark.xdist_group("nndescent")  # pynndescent's numba compilation (~45 s) once per worker
+def test_auto_posterior_auxiliary_fit_uses_the_same_graph_method(monkeypatch):
+    """posterior="auto" fits an auxiliary model on 80 %: its graph must come
+    from the caller's graph_method (an exact graph there made an nndescent
+    fit of 10⁵ points take 17 s instead of 4)."""
+    from jaxnn._src import fitting as fit_mod
+
+    seen = []
+    real = fit_mod.knn_graph
+
+    def spy(X, k, *, method="exact", **kw):
+        seen.append((X.shape[0], method))
+        return real(X, k, method=method, **kw)
+
+    monkeypatch.setattr(fit_mod, "knn_graph", spy)
+    X, y = _blobs(m=200, seed=2)
+    jaxnn.fit(X, y, k=5, graph_method="nndescent")
+    assert seen == [(200, "nndescent"), (160, "nndescent")]
+
+
+def test_fit_logs_its_stages_and_their_seconds(caplog):
+    """At INFO, the "jaxnn" logger gets each stage as it starts and its wall
+    time when done; at the default level nothing is emitted."""
+    X, y = _blobs(m=200, C=3, seed=4)
+    with caplog.at_level("WARNING", logger="jaxnn"):
+        jaxnn.fit(X, y, k=5, posterior="link")
+    assert not caplog.records
+    with caplog.at_level("INFO", logger="jaxnn"):
+        jaxnn.fit(X, y, k=5)
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages[0] == "fit: exact 5-NN graph of 200 points in 4 dimensions ..."
+    assert re.fullmatch(r"fit: exact 5-NN graph of 200 points in 4 dimensions: \d+\.\d\d s", messages[1])
+    assert any(re.fullmatch(r"fit: GNNB boosting \(logistic loss, lazy chooser, scan\), 200 steps x 3 classes: \d+\.\d\d s", msg)
+               for msg in messages)
+    assert "fit: posterior='auto': auxiliary fit on 160 points, Brier scores on the other 40" in messages
+    assert re.fullmatch(r"fit: posterior='auto': held-out Brier score link \d\.\d{4}, votes \d\.\d{4} -> (link|votes)", messages[-1])
+    caplog.clear()
+    with caplog.at_level("INFO", logger="jaxnn"):
+        jaxnn.fit(X, y, k=5, posterior="link", chooser="colored")
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(re.fullmatch(r"fit: \d+ colours in \d+ scan steps a pass \(instead of 200 sequential steps\)", msg)
+               for msg in messages), messages
+
+
+def test_verbose_fits_in_overlapping_threads_keep_their_lines_and_restore_the_logger(caplog):
+    """verbose=True is per call, also in threads (a threaded grid search):
+    each verbose fit gets all its lines, a plain fit running beside them none,
+    and the logger is as before once all are done.  Saved and restored per
+    call, the short fit's exit dropped the long fit's later lines and left the
+    logger at INFO for good."""
+    import logging
+    import threading
+
+    small, large = _blobs(m=200, C=3, seed=4), _blobs(m=1600, C=3, seed=5)
+    with caplog.at_level("WARNING"):  # logging configured by the app: its handlers print jaxnn's lines
+        jaxnn.fit(*small, k=5, verbose=True)  # compiled; and the lines of one serial verbose fit
+        serial = len(caplog.records)
+        jaxnn.fit(*large, k=5)
+        caplog.clear()
+        jaxnn_logger = logging.getLogger("jaxnn")
+        before = (jaxnn_logger.level, list(jaxnn_logger.handlers), list(jaxnn_logger.filters))
+        start = threading.Barrier(3)
+        idents = {}
+
+        def run(name, data, verbose):
+            start.wait()
+            idents[name] = threading.get_ident()
+            jaxnn.fit(*data, k=5, verbose=verbose)
+
+        threads = [threading.Thread(target=run, args=args) for args in
+                   (("short", small, True), ("long", large, True), ("plain", large, False))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        by_thread = {name: [r for r in caplog.records if r.thread == ident] for name, ident in idents.items()}
+        assert len(by_thread["short"]) == serial and len(by_thread["long"]) == serial, {
+            n: len(v) for n, v in by_thread.items()}
+        assert by_thread["plain"] == []
+        assert (jaxnn_logger.level, jaxnn_logger.handlers, jaxnn_logger.filters) == before
+        caplog.clear()
+        jaxnn.fit(*small, k=5)
+        assert not caplog.records  # nothing left at INFO
+
+
+def test_string_labels_and_classes_order():
+    X, y = _blobs(m=120, C=3, seed=1)
+    names = np.array(["cat", "ant", "bee"])[y]
+    model = jaxnn.fit(X, names, k=5)
+    assert model.classes == ("ant", "bee", "cat")
+    assert model.alpha.shape == (120, 3)
+    pred = jaxnn.predict(model, X[:10])
+    assert set(pred) <= {"ant", "bee", "cat"}
+
+
+def test_epsilon_beside_an_algorithm_object_is_refused_not_ignored():
+    X, y = _blobs(m=60, C=2, seed=0)
+    with pytest.raises(ValueError, match=r"epsilon=0.9 was given beside the algorithm object GNNB\(epsilon=0.1\)"):
+        jaxnn.fit(X, y, k=3, algorithm=jaxnn.gnnb(0.1), epsilon=0.9)
+    with pytest.raises(ValueError, match="epsilon"):
+        jaxnn.fit(X, y, k=3, algorithm=jaxnn.unn(), epsilon=np.float32(0.2))
+    by_name = jaxnn.fit(X, y, k=3, algorithm="gnnb", epsilon=0.1, posterior="link")
+    as_object = jaxnn.fit(X, y, k=3, algorithm=jaxnn.gnnb(0.1), posterior="link")
+    np.testing.assert_array_equal(np.asarray(by_name.alpha), np.asarray(as_object.alpha))
+
+
+def test_a_column_of_labels_is_read_as_labels():
+    # y[:, None] (a one-column DataFrame) was a one-label multilabel problem: classes (0,),
+    # (n, 1) predictions; three classes in a column were refused as "not an indicator matrix"
+    X, y = _blobs(m=120, C=3, seed=1)
+    with pytest.warns(UserWarning, match=r"shape \(m, 1\): read as 1-D labels"):
+        col = jaxnn.fit(X, y[:, None], k=5, posterior="link")
+    flat = jaxnn.fit(X, y, k=5, posterior="link")
+    assert col.classes == (0, 1, 2) and not col.multilabel
+    np.testing.assert_array_equal(np.asarray(col.alpha), np.asarray(flat.alpha))
+    assert jaxnn.predict(col, X[:7]).shape == (7,)
+    with pytest.raises(ValueError, match="at least 2 columns"):
+        jaxnn.fit(X, np.zeros((120, 0)), k=5)
+
+
+def test_multilabel():
+    X, Y = jaxnn.datasets.multilabel(n_samples=300, n_classes=4, seed=0)
+    model = jaxnn.fit(X, Y, k=8, loss="matsushita", trace=True)
+    assert model.multilabel and model.alpha.shape == (300, 4)
+    P = jaxnn.predict(model, X)
+    assert P.shape == (300, 4) and set(np.unique(P)) <= {0, 1}
+    assert np.mean(P == Y) > 0.75
+    pm = jaxnn.fit(X, 2 * Y - 1, k=8, loss="matsushita", trace=True)  # {-1,+1} accepted too
+    np.testing.assert_array_equal(np.asarray(pm.alpha), np.asarray(model.alpha))
+    assert np.max(np.diff(np.asarray(model.trace))) <= 1e-6
+
+
+def test_multilabel_rare_label_and_posterior_auto():
+    # a label with one positive example: the auxiliary 80 % fit of posterior="auto" may
+    # miss it, and then takes the votes untested (λ = 1, what the choice keeps within one
+    # standard error; it kept the link) instead of failing on a constant column
+    X, Y = jaxnn.datasets.multilabel(n_samples=300, n_classes=4, seed=0)
+    rare = np.zeros((300, 1), dtype=Y.dtype)
+    rare[int(np.random.default_rng(0).permutation(300)[0])] = 1  # lands in the held-out 20 %
+    model = jaxnn.fit(X, np.hstack([Y, rare]), k=8, posterior="auto")
+    assert model.alpha.shape == (300, 5) and model.posterior_mix == 1.0
+
+
+_HELD_FIRST = int(np.random.default_rng(0).permutation(60)[0])  # fit's seed 0 holds this point out first
+
+
+@pytest.mark.parametrize("m, k, y_of, reason", [
+    (45, 5, lambda i: i % 3, "45 points leave 9 < 10 to hold out"),
+    (60, 47, lambda i: i % 3, "auxiliary fit's 48 points are too few for k=47"),
+    (60, 5, lambda i: np.where(i == _HELD_FIRST, 3, i % 3), "a class has no example"),
+])
+def test_posterior_auto_takes_the_votes_where_it_cannot_hold_out(m, k, y_of, reason, caplog):
+    # the fallback was the link, silently: on 45 iris points its Brier score was 0.144
+    # against the votes' 0.095 on the other 105
+    X = np.random.default_rng(1).normal(size=(m, 2))
+    with caplog.at_level("INFO", logger="jaxnn"):
+        model = jaxnn.fit(X, y_of(np.arange(m)), k=k)
+    assert model.posterior_mix == 1.0
+    assert any("takes the votes untested" in r.getMessage() and reason in r.getMessage() for r in caplog.records)
+
+
+def test_ripley_close_to_bayes():
+    sp = jaxnn.datasets.ripley(seed=0)
+    bayes = float(np.mean(jaxnn.datasets.ripley_bayes_predict(sp.X_test) != sp.y_test))
+    for algorithm, loss in [("gnnb", "logistic"), ("unn", "exponential"), ("n3", "calibrated_hinge")]:
+        model = jaxnn.fit(sp.X_train, sp.y_train, k=10, loss=loss, algorithm=algorithm)
+        err = float(np.mean(jaxnn.predict(model, sp.X_test) != sp.y_test))
+        assert err < bayes + 0.04, (algorithm, err, bayes)
+
+
+def test_numpy_scalars_are_valid_settings():
+    X, y = _blobs(m=60, seed=0)
+    a = jaxnn.fit(X, y, k=np.int64(3), epsilon=np.float32(0.5), seed=np.int32(0), trace=np.bool_(False))
+    b = jaxnn.fit(X, y, k=3, epsilon=0.5)
+    np.testing.assert_array_equal(np.asarray(a.alpha), np.asarray(b.alpha))
+    assert jaxnn.fit(X, y.astype(np.float64), k=3).classes == (0.0, 1.0, 2.0)  # integral floats are labels
+
+
+def test_fit_takes_a_knn_graph_result_and_uses_its_first_k():
+    X, y = _blobs(m=60, seed=0)
+    graph = jaxnn.knn_graph(X, 5)
+    want = jaxnn.fit(X, y, k=3, neighbors=np.asarray(graph.indices)[:, :3])
+    np.testing.assert_array_equal(np.asarray(jaxnn.fit(X, y, k=3, neighbors=graph).alpha), np.asarray(want.alpha))
+    whole = jaxnn.fit(X, y, k=5, neighbors=np.asarray(graph.indices))
+    np.testing.assert_array_equal(np.asarray(jaxnn.fit(X, y, k=5, neighbors=graph).alpha), np.asarray(whole.alpha))
+    with pytest.raises(ValueError, match="shape"):
+        jaxnn.fit(X, y, k=6, neighbors=graph)
+
+
+@pytest.mark.parametrize(
+    "kwargs, err, match",
+    [
+        (dict(k=0), ValueError, "k must be"),
+        (dict(k=60), ValueError, "k must be <"),
+        (dict(k=2.0), TypeError, "k must be an integer"),
+        (dict(loss="hinge2"), ValueError, "unknown loss"),
+        (dict(loss=3), TypeError, "loss must be"),
+        (dict(algorithm="adaboost"), ValueError, "unknown algorithm"),
+        (dict(chooser="best"), ValueError, "unknown chooser"),
+        (dict(epsilon=1.0), ValueError, "epsilon"),
+        (dict(epsilon=0.0), ValueError, "epsilon"),
+        (dict(rounds=0), ValueError, "rounds"),
+        (dict(loss="exponential", algorithm="gnnb"), ValueError, "bounded curvature"),
+        (dict(neighbors=np.zeros((60, 3), dtype=np.int32)), ValueError, "exclude each point"),
+        (dict(neighbors=np.ones((60, 2), dtype=np.int32)), ValueError, "shape"),
+        (dict(neighbors=np.full((60, 3), 99, dtype=np.int32)), ValueError, "indices in"),
+        (dict(neighbors=np.ones((60, 3))), TypeError, "integer"),
+        (dict(neighbors=(np.arange(60)[:, None] + np.array([1, 1, 2])) % 60), ValueError, "repeats an index"),
+        (dict(neighbors=(np.arange(60)[:, None] + np.arange(1, 4)) % 60, graph_method="foo"), ValueError, "graph_method"),
+        (dict(epsilon="a"), TypeError, "epsilon must be a real number"),
+        (dict(epsilon=float("nan")), ValueError, "epsilon"),
+        (dict(trace="no"), TypeError, "trace must be a bool"),
+    ],
+)
+def test_fit_bad_arguments(kwargs, err, match):
+    X, y = _blobs(m=60, seed=0)
+    kwargs.setdefault("k", 3)
+    with pytest.raises(err, match=match):
+        jaxnn.fit(X, y, **kwargs)
+
+
+def test_fit_bad_data():
+    X, y = _blobs(m=60, seed=0)
+    Xn = X.copy(); Xn[3, 1] = np.nan
+    Xi = X.copy(); Xi[0, 0] = np.inf
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        jaxnn.fit(Xn, y, k=3)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        jaxnn.fit(Xi, y, k=3)
+    with pytest.raises(ValueError, match="mismatched lengths"):
+        jaxnn.fit(X, y[:-1], k=3)
+    with pytest.raises(ValueError, match="single class"):
+        jaxnn.fit(X, np.zeros(60), k=3)
+    with pytest.raises(ValueError, match="2-D"):
+        jaxnn.fit(X[:, 0], y, k=3)
+    with pytest.raises(TypeError, match="numbers"):
+        jaxnn.fit(np.array([["a", "b"]] * 60), y, k=3)
+    with pytest.raises(ValueError, match="indicator"):
+        jaxnn.fit(X, np.full((60, 2), 3), k=3)
+    for bad_y in ("abc", 3, {"a": 1}, None):
+        with pytest.raises(TypeError, match="y must be an array of labels"):
+            jaxnn.fit(X, bad_y, k=3)
+    with pytest.raises(ValueError, match="non-integer floats"):  # regression targets, not classes
+        jaxnn.fit(X, np.random.default_rng(0).random(60), k=3)
+    indicators = np.stack([y == 0, y == 1, np.zeros(60, bool)], axis=1)
+    with pytest.raises(ValueError, match="column 2 .* never positive"):
+        jaxnn.fit(X, indicators, k=3)
+    with pytest.raises(ValueError, match="all positive"):
+        jaxnn.fit(X, np.stack([y == 0, np.ones(60, bool)], axis=1), k=3)
+    with pytest.raises(ValueError, match="float32 range"):
+        jaxnn.fit(X.astype(np.float64) * 1e39, y, k=3)
+    with pytest.raises(ValueError, match="rectangular"):
+        jaxnn.fit([[1.0, 2.0], [3.0]] * 30, y, k=3)
+    model = jaxnn.fit(X, y, k=3)
+    with pytest.raises(ValueError, match="float32 range"):
+        jaxnn.predict(model, X.astype(np.float64) * 1e39)
+    with pytest.raises(ValueError, match="features"):
+        jaxnn.predict(model, X[:, :2])
+    with pytest.raises(ValueError, match="NaN"):
+        jaxnn.predict_proba(model, Xn)
+    with pytest.raises(TypeError, match="Model"):
+        jaxnn.predict("model", X)
+
+
+def test_auto_posterior_scores_at_most_max_scored_held_out_points(monkeypatch, caplog):
+    """posterior="auto" scores a seeded random subset of at most MAX_SCORED
+    held-out points (the exact query of all 20 % took half of a 10⁶-point fit);
+    the auxiliary model is still fit on the whole 80 %."""
+    from jaxnn._src import fitting as fit_mod
+
+    seen = []
+    real = fit_mod._posterior_parts
+
+    def spy(model, X, **how):
+        seen.append((model.X.shape[0], np.asarray(X)))
+        return real(model, X, **how)
+
+    monkeypatch.setattr(fit_mod, "_posterior_parts", spy)
+    monkeypatch.setattr(fit_mod, "MAX_SCORED", 25)
+    X, y = _blobs(m=200, C=3, seed=4)
+    with caplog.at_level("INFO", logger="jaxnn"):
+        capped = jaxnn.fit(X, y, k=5, seed=3)
+    perm = np.random.default_rng(3).permutation(200)
+    assert len(seen) == 1 and seen[0][0] == 160
+    np.testing.assert_array_equal(seen[0][1], X[perm[:25]])
+    assert "fit: posterior='auto': auxiliary fit on 160 points, Brier scores on 25 of the other 40" in [
+        r.getMessage() for r in caplog.records]
+    # the choice is the one-standard-error rule on those 25 points
+    aux = jaxnn.fit(X[perm[40:]], y[perm[40:]], k=5, seed=3, posterior="link")
+    p_link, p_votes = (np.asarray(p, float) for p in real(aux, X[perm[:25]]))
+    target = (y[perm[:25]][:, None] == np.arange(3)[None, :]).astype(float)
+    brier = np.stack([np.sum((p - target) ** 2, axis=1) for p in (p_link, p_votes)], axis=1)
+    best = int(np.argmin(brier.mean(0)))
+    se = (brier - brier[:, [best]]).std(axis=0, ddof=1) / 5.0
+    assert capped.posterior_mix == float(np.nonzero(brier.mean(0) <= brier.mean(0)[best] + se)[0].max())
+    seen.clear()
+    monkeypatch.setattr(fit_mod, "MAX_SCORED", 40)  # the whole 20 %: as before the cap
+    jaxnn.fit(X, y, k=5, seed=3)
+    np.testing.assert_array_equal(seen[0][1], X[perm[:40]])
+
+
+def test_one_standard_error_rule():
+    """The last candidate within one standard error (std with ddof = 1 over
+    √n, of the paired differences to the best) of the best mean."""
+    from jaxnn._src.fitting import _one_standard_error_choice
+
+    # differences to the best (column 0): 0.9, −0.1 → mean 0.4, se = 1/2 (ddof = 0: 0.354)
+    assert _one_standard_error_choice(np.array([[0.1, 1.0], [0.2, 0.1]])) == 1
+    assert _one_standard_error_choice(np.array([[0.1, 1.0], [0.2, 0.3]])) == 0  # 0.9, 0.1: mean 0.5 > se 0.4
+    assert _one_standard_error_choice(np.array([[0.0, 0.3], [0.0, 0.3], [0.0, 0.3]])) == 0  # se 0 < mean 0.3
+    assert _one_standard_error_choice(np.array([[0.3, 0.0], [0.3, 0.0]])) == 1  # the last is the best
+
+
+def test_auto_posterior_with_given_neighbors_derives_the_auxiliary_graph(monkeypatch, caplog):
+    """fit(neighbors=...) with posterior="auto" runs no neighbour search: the
+    80 % fit's graph is graph.subgraph of the caller's (an exact search of the
+    80 % could take minutes where the caller brought an approximate graph)."""
+    from jaxnn._src import graph as graph_mod
+    from jaxnn._src import fitting as fit_mod
+
+    searches = []
+    monkeypatch.setattr(fit_mod, "knn_graph", lambda *a, **kw: searches.append(a) or graph_mod.knn_graph(*a, **kw))
+    given, rounds = [], []
+    real_fit = fit_mod._fit_checked  # the checked fit: the main one, then the auxiliary one
+
+    def spy_fit(*args, **kw):
+        given.append(kw.get("neighbors"))
+        rounds.append(kw.get("rounds"))
+        return real_fit(*args, **kw)
+
+    monkeypatch.setattr(fit_mod, "_fit_checked", spy_fit)
+    X, y = _blobs(m=200, C=3, seed=4)
+    nb = np.asarray(graph_mod.knn_graph(X, 5).indices)
+    with caplog.at_level("INFO", logger="jaxnn"):
+        model = jaxnn.fit(X, y, k=5, neighbors=nb, seed=3)
+    assert not searches and 0.0 <= model.posterior_mix <= 1.0
+    tr = np.random.default_rng(3).permutation(200)[40:]
+    assert len(given) == 2 and rounds == [200, 160]  # the rounds scale with the 80 %: one pass each
+    np.testing.assert_array_equal(given[1], graph_mod.subgraph(X, nb, tr))
+    assert any(r.getMessage().startswith("fit: posterior='auto': 5-NN graph of the 160 points from the full graph (two hops)")
+               for r in caplog.records)
+    # without given neighbours the 80 % fit's graph is an exact search of the 80 %
+    # (done with the scored points' query: graph.graph_and_query)
+    given.clear()
+    jaxnn.fit(X, y, k=5, seed=3)
+    assert len(given) == 2 and given[0] is None and len(searches) == 1  # knn_graph: the full fit's graph only
+    np.testing.assert_array_equal(given[1], np.asarray(graph_mod.knn_graph(X[tr], 5).indices))
+
+
+def test_auto_posterior_searches_the_auxiliary_graph_and_the_scored_points_at_once():
+    """A fit of new shapes with posterior="auto" compiles one exact search:
+    the 80 %'s graph and the scored points' neighbours come from one search
+    (graph.graph_and_query) — not a third for the query — padded to the
+    shapes of the search of all m points, whose program serves both (~0.25 s
+    each on 2 CPU cores; three programs in stop 25, two in stop 26); and one
+    boosting, the auxiliary fit padded to the main fit's shapes."""
+    from jaxnn._src import boosting
+    from jaxnn._src import search as search_mod
+
+    # m = 600 (640 rows) and the 80 %'s 480 (512 rows alone): the auxiliary search takes the main one's
+    X, y = _blobs(m=600, C=7, seed=6)  # 7 classes: a boosting shape no other test uses
+    X = np.c_[X, X[:, :1] * 0.5]  # a width no other test uses: every search shape is new
+    before = search_mod._conditioned_search._cache_size(), boosting.boost._cache_size()
+    model = jaxnn.fit(X, y, k=5, seed=2)
+    after = search_mod._conditioned_search._cache_size(), boosting.boost._cache_size()
+    assert (after[0] - before[0], after[1] - before[1]) == (1, 1)
+    assert model.posterior_mix in (0.0, 1.0)
+
+
+@pytest.mark.parametrize("kind", ["uint8", "bool"])
+def test_auto_posterior_with_given_neighbors_derives_from_float_points(kind, monkeypatch):
+    """The derived 80 % graph is computed on the points as floats: uint8
+    differences used to wrap (0.8 % of rows right) and bool points crashed."""
+    from jaxnn._src import fitting as fit_mod
+
+    rng = np.random.default_rng(2)
+    X = rng.integers(0, 256, (300, 4)).astype(np.uint8) if kind == "uint8" else rng.random((300, 6)) > 0.5
+    y = (X[:, 0] > (128 if kind == "uint8" else 0)).astype(int)
+    nb = np.asarray(jaxnn.knn_graph(X.astype(np.float32), 5).indices)
+    seen = []
+    real = fit_mod.subgraph
+    monkeypatch.setattr(fit_mod, "subgraph", lambda *a: seen.append(real(*a)) or seen[-1])
+    model = jaxnn.fit(X, y, k=5, neighbors=nb, seed=1)
+    assert 0.0 <= model.posterior_mix <= 1.0
+    tr = np.random.default_rng(1).permutation(300)[60:]
+    np.testing.assert_array_equal(seen[0], real(X.astype(np.float32), nb, tr))
+
+
+def test_fit_and_predict_on_float64_points_far_from_zero():
+    # timestamps-like features: float32 kept ~7 digits of 10⁸ ± 1 (every point one value,
+    # accuracy 0.53); the model now stores X centred in float64 and shifts queries alike
+    rng = np.random.default_rng(0)
+    Z = rng.normal(size=(400, 2))
+    y = (Z[:, 0] > 0).astype(int)
+    shift = np.array([1e8, -3e7])
+    near = jaxnn.fit(Z[:300], y[:300], k=5, posterior="link")
+    far = jaxnn.fit(Z[:300] + shift, y[:300], k=5, posterior="link")
+    assert near.origin is None and far.origin is not None
+    np.testing.assert_allclose(np.asarray(far.origin), shift.astype(np.float32))
+    np.testing.assert_allclose(np.asarray(far.alpha), np.asarray(near.alpha), atol=1e-6)
+    Q = Z[300:] + shift
+    np.testing.assert_array_equal(jaxnn.predict(far, Q), jaxnn.predict(near, Z[300:]))
+    H = np.asarray(jaxnn.decision_function(far, Q))
+    np.testing.assert_allclose(H, np.asarray(jaxnn.decision_function(near, Z[300:])), atol=1e-5)
+    # under jit a float32 query is shifted in float32 (exactly here: the query and the
+    # origin both lie on float32's grid), with eager's result
+    Qj = jnp.asarray(np.round(Q), jnp.float32)
+    np.testing.assert_allclose(np.asarray(jax.jit(jaxnn.decision_function)(far, Qj)),
+                               np.asarray(jaxnn.decision_function(far, np.asarray(Qj))), atol=1e-6)
+    pruned = jaxnn.prune(far, 0.5)
+    assert pruned.origin is far.origin
+    sub = jaxnn.knn_subsample(Z + shift, y, theta=0.5, k=5)
+    assert sub.origin is not None and np.mean(jaxnn.predict(sub, Q) == y[300:]) > 0.9
+
+
+def test_messages_for_common_slips():
+    # from a new-user audit: each slip got a message that did not point to the fix
+    import scipy.sparse as sparse  # scikit-learn's dependency, in the test extras
+
+    X, y = _blobs(m=60, C=2, seed=0)
+    with pytest.raises(ValueError, match="did you mean 'lazy'"):
+        jaxnn.fit(X, y, k=3, chooser="Lazy")
+    with pytest.raises(ValueError, match="did you mean 'votes'"):
+        jaxnn.fit(X, y, k=3, posterior="vote")
+    with pytest.raises(ValueError, match="did you mean 'exact'"):
+        jaxnn.knn_graph(X, 3, method="exakt")
+    with pytest.raises(ValueError, match="did you mean 'gnnb'"):
+        jaxnn.fit(X, y, k=3, algorithm="gnb")
+    with pytest.raises(ValueError, match="did you mean 'iris'"):
+        jaxnn.datasets.load("Iris")
+    with pytest.raises(ValueError) as err:  # nothing close: no suggestion
+        jaxnn.fit(X, y, k=3, graph_method="zzz")
+    assert "did you mean" not in str(err.value)
+    with pytest.raises(TypeError, match=r"X is a sparse matrix \(csr_matrix\).*X.toarray\(\)"):
+        jaxnn.fit(sparse.csr_matrix(X), y, k=3)
+    wide = np.asarray(jaxnn.knn_graph(X, 5).indices)
+    with pytest.raises(ValueError, match=r"pass neighbors\[:, :3\]"):
+        jaxnn.fit(X, y, k=3, neighbors=wide)
+    assert jaxnn.fit(X, y, k=jnp.int32(3), posterior="link").k == 3  # a 0-d integer array is an integer
+    with pytest.raises(TypeError, match="k must be an integer"):
+        jaxnn.fit(X, y, k=jnp.float32(3))
+
+
+class _NullableFrame:
+    """What pandas' nullable columns (Float64, Int64) look like to NumPy: an
+    object array (pd.NA for missing values) and a ``to_numpy(dtype, na_value)``."""
+
+    def __init__(self, values):
+        self.values = np.asarray(values, float)
+
+    def __array__(self, dtype=None, copy=None):
+        return np.array([[None if np.isnan(v) else v for v in row] for row in self.values], dtype=object)
+
+    def to_numpy(self, dtype=None, na_value=None):
+        return np.where(np.isnan(self.values), na_value, self.values).astype(dtype)
+
+
+def test_nullable_columns_are_numbers_and_missing_values_nan():
+    # a stand-in for pandas (not a dependency); the test below uses pandas where it is installed
+    X, y = _blobs(m=60, C=2, seed=0)
+    np.testing.assert_array_equal(np.asarray(jaxnn.fit(_NullableFrame(X), y, k=3, posterior="link").alpha),
+                                  np.asarray(jaxnn.fit(X, y, k=3, posterior="link").alpha))
+    holed = X.copy()
+    holed[4, 1] = np.nan
+    assert np.asarray(_NullableFrame(holed)).dtype == object
+    with pytest.raises(ValueError, match="NaN"):  # was "X must hold numbers, got dtype object"
+        jaxnn.fit(_NullableFrame(holed), y, k=3)
+
+
+def test_pandas_nullable_columns_are_numbers():
+    pd = pytest.importorskip("pandas")  # not a dependency: skipped where it is not installed
+    X, y = _blobs(m=60, C=2, seed=0)
+    frame = pd.DataFrame(X).astype("Float64")  # pandas' nullable floats: an object array to NumPy once NA is in
+    np.testing.assert_array_equal(np.asarray(jaxnn.fit(frame, y, k=3, posterior="link").alpha),
+                                  np.asarray(jaxnn.fit(X, y, k=3, posterior="link").alpha))
+    frame.iloc[4, 1] = pd.NA
+    with pytest.raises(ValueError, match="NaN"):  # was "X must hold numbers, got dtype object"
+        jaxnn.fit(frame, y, k=3)
+
+
+def test_verbose_prints_the_stages_to_stderr(caplog):
+    code = ("import numpy as np, jaxnn; X = np.random.default_rng(0).normal(size=(80, 2)); "
+            "jaxnn.fit(X, np.arange(80) % 2, k=3, posterior='link', verbose=True); "
+            "jaxnn.fit(X, np.arange(80) % 2, k=3, posterior='link')")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("jaxnn: ")]
+    assert lines[0] == "jaxnn: fit: exact 3-NN graph of 80 points in 2 dimensions ..."
+    assert re.fullmatch(r"jaxnn: fit: GNNB boosting .*: \d+\.\d\d s", lines[-1])
+    assert len(lines) == 4  # the second, quiet fit printed nothing
+    # with logging configured (pytest's own handler here), the records go there, once
+    X, y = _blobs(m=60, C=2, seed=0)
+    logger = logging.getLogger("jaxnn")
+    before = logger.level, list(logger.handlers)
+    jaxnn.fit(X, y, k=3, posterior="link", verbose=True)  # the jaxnn logger is at its default level
+    assert sum("exact 3-NN graph" in r.getMessage() for r in caplog.records) == 2  # start and end
+    assert (logger.level, logger.handlers) == before
+    with pytest.raises(TypeError, match="verbose must be a bool"):
+        jaxnn.fit(X, y, k=3, verbose="yes")
+
+
+def test_auto_posterior_from_given_neighbors_centres_points_far_from_zero():
+    """The 80 % graph derived from given neighbours (graph.subgraph) is computed
+    on points centred like fit's: cast as given, float64 points at 10⁸ ± 1
+    collapsed and the choice flipped (link → votes, predict_proba off by 0.32)."""
+    from jaxnn._src import fitting as fit_mod
+
+    given = []
+    real_fit = fit_mod._fit_checked  # each fit's checked part: the main fit, then the auxiliary one
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setattr(fit_mod, "_fit_checked", lambda *a, **kw: given.append(kw["neighbors"]) or real_fit(*a, **kw))
+    X, y = _blobs(m=300, C=3, seed=8, spread=1.2)
+    nb = np.asarray(jaxnn.knn_graph(X, 10).indices)
+    try:
+        near = jaxnn.fit(X, y, k=10, neighbors=nb, seed=4)
+        far = jaxnn.fit(X.astype(np.float64) + 1e8, y, k=10, neighbors=nb, seed=4)
+    finally:
+        monkeypatch.undo()
+    assert len(given) == 4
+    np.testing.assert_array_equal(given[3], given[1])  # the 80 %'s graph (97 % of its entries differed before)
+    assert far.posterior_mix == near.posterior_mix
+    np.testing.assert_allclose(np.asarray(jaxnn.predict_proba(far, X.astype(np.float64) + 1e8)),
+                               np.asarray(jaxnn.predict_proba(near, X)), atol=1e-5)
+
+
+def test_refits_on_other_data_of_one_shape_reuse_the_compiled_boosting():
+    """fit pads the members array to sizes_mod.shared_width: data sets of one shape
+    whose largest inverse neighbourhoods differ (cross-validation folds,
+    refits) run one compiled boost, with the α of the exact width (to float
+    rounding: a wider δ sums its padding zeros in another order)."""
+    from jaxnn._src.boosting import boost
+    from jaxnn._src.inverse import inverse_counts
+    from jaxnn._src.shared_sizes import shared_width
+
+    sets = [_blobs(m=200, C=3, seed=s) for s in (11, 12, 13, 14)]
+    widths = [int(inverse_counts(np.asarray(jaxnn.knn_graph(X, 5).indices)).max()) for X, _ in sets]
+    same = [i for i in range(1, 4) if shared_width(widths[i]) == shared_width(widths[0]) and widths[i] != widths[0]]
+    assert same, widths  # data whose exact widths differ but share a padded width
+    other = same[0]
+    jaxnn.fit(*sets[0], k=5, chooser="lazy", posterior="link")
+    before = boost._cache_size()
+    X, y = sets[other]
+    model = jaxnn.fit(X, y, k=5, chooser="lazy", posterior="link")
+    assert boost._cache_size() == before
+    nb = np.asarray(jaxnn.knn_graph(X, 5).indices)
+    inv = jaxnn.inverse_neighbors(nb)  # the exact width
+    algo = model.algorithm
+    E0 = algo.init_edges(model.loss, model.Y)
+    ref = boost(model.Y, E0, inv.members, inv.counts, jnp.asarray(nb), jnp.arange(200, dtype=jnp.int32),
+                algorithm=algo, loss=model.loss, greedy=False, trace=False)
+    np.testing.assert_allclose(np.asarray(model.alpha), np.asarray(ref.alpha), rtol=1e-5, atol=1e-6)
+
+
+def test_a_sliced_graph_of_a_larger_set_is_refused_with_the_reason():
+    """cross_val_score(params={"neighbors": nb}) slices nb's rows per fold but
+    not the indices in them: the error says so (it named only the range)."""
+    X, y = _blobs(m=200, C=3, seed=9)
+    nb = np.asarray(jaxnn.knn_graph(X, 5).indices)
+    with pytest.raises(ValueError, match=r"indices in \[0, 120\).*cross-validation slices the rows"):
+        jaxnn.fit(X[:120], y[:120], k=5, neighbors=nb[:120], posterior="link")
