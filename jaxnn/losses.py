@@ -1,4 +1,9 @@
-"""Losses built from a permissible φ (or ψ). See :mod:`jaxnn._src.losses`."""
+"""Losses defined once, by a permissible φ (or, for losses that are not
+balanced, by ψ): the link, the conjugate, the surrogate ψ, the weights and
+the curvature bound H* are derived with ``jax.grad``.
+
+See :mod:`jaxnn._src.losses` for details.
+"""
 
 from jaxnn._src.losses import (
     Loss,

@@ -10,8 +10,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from jaxnn._src import window
-from jaxnn._src import shared_sizes
+from jaxnn._src import shared_sizes, window
 from jaxnn._src.boosting import BoostResult, boost
 from jaxnn._src.inverse import inverse_counts, inverse_neighbors
 from jaxnn._src.progress import logger, progress_wanted
