@@ -268,6 +268,8 @@ _POSTERIORS = ("auto", "link", "votes")
 
 def _auto(value):
     return "auto" if isinstance(value, str) and value == "auto" else None
+
+
 # λ candidates of posterior="auto".  Intermediate blends were tried (21-point
 # grid): they put link mass where the votes are 0 and the true posterior is
 # tiny, which the KL to the truth punishes; choosing one estimator is safer.
