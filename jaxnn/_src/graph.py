@@ -191,7 +191,8 @@ def _search_points(X_train, X_query, k, *, exclude_self: bool):
     return X_train, X_query, _as_float(X_train), k
 
 
-def graph_and_query(X_train, X_query, k: int, *, devices=None, rows=None, cut_queries: bool = True):
+def graph_and_query(X_train, X_query, k: int, *, devices=None, rows=None, cut_queries: bool = True,
+                    share_k: bool = True):
     """``knn_graph(X_train, k)`` and ``knn_query(X_train, X_query, k)`` by one
     exact search: the rows of X_train and then those of X_query are queried
     together among X_train (the first m excluding themselves; a query row has
@@ -208,6 +209,9 @@ def graph_and_query(X_train, X_query, k: int, *, devices=None, rows=None, cut_qu
         search's :func:`shared_sizes.shared_rows`, whose compiled program then serves).
       cut_queries: False: the queries' rows keep all the neighbours found
         (a small search's :func:`shared_sizes.shared_k`, nearest first).
+      share_k: False: a small search finds exactly k neighbours, not
+        :func:`shared_sizes.shared_k` (k) — for a caller whose ks already
+        share this one search (:func:`jaxnn.select`).
 
     Returns:
       ((m, k), (n, k)) int32 NumPy indices into X_train, nearest first
@@ -222,7 +226,8 @@ def graph_and_query(X_train, X_query, k: int, *, devices=None, rows=None, cut_qu
     platform = sharding.platform(devices)
     _warn_if_slow(Q.shape[0], m, platform, f"knn_graph of {m} points and knn_query of {X_query.shape[0]}",
                   "method='nndescent' (fit's graph_method=) is approximate and much faster at this size")
-    idx, _ = _blocked_topk(Q, Xt, k, _block_rows(m, None, platform), True, devices, rows=rows, cut=False)
+    idx, _ = _blocked_topk(Q, Xt, k, _block_rows(m, None, platform), True, devices, rows=rows, cut=False,
+                           share_k=share_k)
     idx = np.asarray(idx)
     return idx[:m, :k], idx[m:Q.shape[0], :k] if cut_queries else idx[m:Q.shape[0]]
 

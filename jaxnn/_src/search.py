@@ -161,7 +161,7 @@ def _conditioning_on_host(X: np.ndarray):
 
 
 def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, recall_target=None, rows=None,
-                  cut: bool = True):
+                  cut: bool = True, share_k: bool = True):
     """Exact kNN of rows of Q among rows of X, a tile of ``block`` query rows
     at a time; with ``devices``, the query rows are split across them; with a
     ``recall_target``, selected by ``lax.approx_min_k``.  Points are first
@@ -177,7 +177,8 @@ def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, re
     least this many rows (another search's, to share its compilation).  Such
     a search of at most :data:`shared_sizes.SHARED_K_MAX_ROWS` points finds
     :func:`shared_k` (k) neighbours (at most X's padded rows) and keeps the
-    first k — or all of them when not ``cut``."""
+    first k — or all of them when not ``cut``; exactly k when not
+    ``share_k`` (a caller whose ks already share one search)."""
     if devices is None:  # one program: (conditioning,) search and rescaling compile together
         if recall_target is not None:
             kernel, recall_target = _onepass_topk, float(recall_target)
@@ -189,7 +190,7 @@ def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, re
             X, n_valid = to_device(padded_rows(X, max(shared_rows(m), rows or 0))), to_device(m, np.int32)
             Q = padded_rows(Q, query_rows(Q.shape[0], block))
             transform = to_device(e0, np.int32), to_device(shift), to_device(s), to_device(e, np.int32)
-            if recall_target is None:  # a few ks share the program; the padding columns sort last
+            if recall_target is None and share_k:  # a few ks share the program; the padding columns sort last
                 found = min(shared_k(k, m), X.shape[0])
         idx, dist = _conditioned_search(Q, X, n_valid, transform, kernel=kernel, k=found, block=block,
                                         exclude_self=exclude_self, recall_target=recall_target)
