@@ -25,7 +25,6 @@ SCRIPT = textwrap.dedent(
         out[f"{chooser}-{algo}"] = float(np.max(np.abs(np.asarray(one.alpha) - np.asarray(many.alpha))))
         assert many.alpha.shape == (300, 6)
     # the exact graph with query rows split across devices (one pass and column-chunked kernels)
-    from jaxnn._src import graph
     from jaxnn._src import search as search_mod
     for kernel_min_m in (search_mod.CHUNKED_MIN_M, 1):
         search_mod.CHUNKED_MIN_M = kernel_min_m
