@@ -491,3 +491,48 @@ def test_auto_posterior_choice_compiles_only_predict_probas_program(m):
     p = np.asarray(jaxnn.predict_proba(model, X[:90]))  # 90 rows, as the 80–100 scored: 128 query rows
     assert predict_mod._mixed_posterior._cache_size() == after_fit
     np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-5)
+
+
+def test_split_fits_of_nearby_sizes_share_the_compiled_programs():
+    """fit_split pads its blocks as fit pads one set: folds that differ by
+    a row compile no new block search, boosting or scoring (5 folds of
+    402–403 points, 4 blocks, compiled 23 programs)."""
+    from jaxnn._src import ensemble as ens_src
+
+    watched = (ens_src._topk_blocks_padded, ens_src._boost_blocks, ens_src._scores_blocks_padded)
+    X, y = _blobs(403, d=11, seed=12)  # a width no other test uses
+    model = jaxnn.ensemble.fit_split(X[:400], y[:400], n_splits=3, k=5)
+    jaxnn.ensemble.predict_proba_split(model, X[:50])
+    before = [f._cache_size() for f in watched]
+    for m in (403, 401):
+        model = jaxnn.ensemble.fit_split(X[:m], y[:m], n_splits=3, k=5)
+        jaxnn.ensemble.predict_proba_split(model, X[:60])
+        assert model.alpha.shape == (3, m, 3) and model.X.shape == (3, m, 4)
+    assert [f._cache_size() for f in watched] == before
+
+
+@pytest.mark.parametrize("algorithm, chooser", [("gnnb", "lazy"), ("unn", "random"), ("n3", "greedy")])
+def test_padded_split_fit_equals_the_unpadded(algorithm, chooser, monkeypatch):
+    """The padded blocks give the unpadded fit_split's graphs, α, trace and
+    predictions; their graphs are each block's knn_graph."""
+    X, y = _blobs(300, d=9, seed=13)
+    fits = []
+    for limit in (sizes_mod.SHARED_MAX_ROWS, 0):
+        monkeypatch.setattr(sizes_mod, "SHARED_MAX_ROWS", limit)
+        model = jaxnn.ensemble.fit_split(X, y, n_splits=3, k=6, algorithm=algorithm, chooser=chooser,
+                                         rounds=2 * 300 + 17, trace=True, seed=2)
+        fits.append((model, np.asarray(jaxnn.ensemble.predict_proba_split(model, X[:60] + 0.05)),
+                     jaxnn.ensemble.predict_split(model, X[:60] + 0.05)))
+    (padded, p_padded, y_padded), (plain, p_plain, y_plain) = fits
+    assert padded.alpha.shape == plain.alpha.shape == (3, 300, 3) and padded.trace.shape == plain.trace.shape == (3, 617)
+    np.testing.assert_allclose(np.asarray(padded.alpha), np.asarray(plain.alpha), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(padded.trace), np.asarray(plain.trace), rtol=0,
+                               atol=2e-6 * float(np.max(plain.trace[:, 0])))
+    np.testing.assert_allclose(p_padded, p_plain, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(y_padded, y_plain)
+    from jaxnn._src import ensemble as ens_src
+
+    monkeypatch.undo()  # the padded search again
+    graphs = ens_src._block_graphs(padded.X, 6)
+    for b in range(3):
+        np.testing.assert_array_equal(graphs[b], np.asarray(jaxnn.knn_graph(padded.X[b], 6).indices))

@@ -42,8 +42,9 @@ import numpy as np
 
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
-from jaxnn._src import sharding
-from jaxnn._src.boost_runs import (auto_chooser, boosts_at_shared_size, runs_windowed, shared_size_boost,
+from jaxnn._src import shared_sizes, sharding
+from jaxnn._src.boost_runs import (SharedShapes, auto_chooser, boosts_at_shared_size, padded_graph, runs_windowed,
+                                   shared_size_boost,
                                    shared_size_colored)
 from jaxnn._src.boosting import boost, check_chooser, chooser_order, initial_edges
 from jaxnn._src.checks import check_bool, check_real, did_you_mean
@@ -56,8 +57,8 @@ from jaxnn._src.points import float32_origin, shift_points
 from jaxnn._src.prediction import _link_posterior, _normalise_rows, _scores
 from jaxnn._src.progress import logger
 from jaxnn._src.schedule import boost_colored, color_schedule, stack_schedules
-from jaxnn._src.search import _block_rows, _blocked_topk
-from jaxnn._src.shared_sizes import first_rows, padded_rows, query_rows, shared_width
+from jaxnn._src.search import _block_rows, _blocked_topk, _conditioned_search, _conditioning_on_host, _search_kernel
+from jaxnn._src.shared_sizes import first_rows, in_blocks, padded_rows, query_rows, shared_rows, shared_width, to_device
 
 __all__ = [
     "SplitModel",
@@ -330,14 +331,14 @@ def _stack_blocks(Xa: np.ndarray, blocks: tuple, norm, dtype) -> jax.Array:
     m, d = Xa.shape
     index = _block_index(blocks, d)
     if len(blocks) == 1 and norm is None and index.shape[1] == d and np.array_equal(index[0], np.arange(d)):
-        return jnp.asarray(Xa, dtype=dtype)[None]  # exactly fit()'s X
+        return to_device(np.asarray(Xa)[None], dtype)  # exactly fit()'s X
     work = np.float64 if dtype == jnp.float64 else np.float32  # host copy in the compute precision
     Xp = np.concatenate([Xa.astype(work, copy=False), np.zeros((m, 1), work)], axis=1)
     B = np.transpose(Xp[:, index], (1, 0, 2))  # (n, m, w)
     if norm is not None:
         size = np.sum(np.abs(B), axis=2, keepdims=True) if norm == "l1" else np.sqrt(np.sum(B * B, axis=2, keepdims=True))
         B = np.where(size > 0, B / np.where(size > 0, size, 1.0), 0.0)
-    return jnp.asarray(B, dtype=dtype)
+    return to_device(B, dtype)  # device_put: nothing compiles per shape
 
 
 def _warn_one_feature_blocks(blocks: tuple, norm) -> None:
@@ -357,19 +358,12 @@ def _warn_one_feature_blocks(blocks: tuple, norm) -> None:
     )
 
 
-@jax.jit
-def _constant_blocks(Xs):
-    """(n,) bool: block b is the same for every point, for Xs (n, m, w) (one
-    program per shape, where op-by-op compiled three, 0.11 s)."""
-    return jnp.all(Xs == Xs[:, :1, :], axis=(1, 2))
-
-
-def _warn_constant_blocks(Xs: jax.Array, blocks: tuple, norm) -> None:
+def _warn_constant_blocks(Xs: np.ndarray, blocks: tuple, norm) -> None:
     """Warn (``jaxnn`` logger) about blocks that are the same for every training
     point once normalised, Xs (n, m, w): all their distances tie, so their
     neighbours are arbitrary and their posterior is one fixed vector that
     pulls every combined prediction toward the same classes."""
-    constant = np.flatnonzero(np.asarray(_constant_blocks(Xs)))
+    constant = np.flatnonzero(np.all(Xs == Xs[:, :1, :], axis=(1, 2)))  # on the host: nothing compiles per m
     if constant.size == 0:
         return
     shown = ", ".join(f"{b} (features {', '.join(map(str, blocks[b][:4]))}{', ...' if len(blocks[b]) > 4 else ''})"
@@ -421,8 +415,46 @@ def _topk_blocks(Q, X, k: int, block: int, exclude_self: bool):
     return jax.vmap(lambda q, x: _blocked_topk(q, x, k, block, exclude_self))(Q, X)
 
 
+@functools.partial(jax.jit, static_argnames=("k", "block"))
+def _topk_blocks_padded(Q, X, n_valid, transform, *, k: int, block: int):
+    """(n, rows, k) indices: the search of :func:`_block_graphs` on each of
+    the n blocks, vmapped — X (n, rows, w) conditioned on the host, its rows
+    from n_valid on padding (never a neighbour), ``transform`` its
+    (e0, shift, s, e) stacked (:func:`search._conditioning_on_host`), Q
+    (n, rows, w) the blocks' points as they are, each row excluding itself."""
+    kernel = _search_kernel(X.shape[1], X.shape[2], k)
+
+    def one(q, x, t):
+        return _conditioned_search(q, x, n_valid, t, kernel=kernel, k=k, block=block, exclude_self=True,
+                                   recall_target=None)[0]
+
+    return jax.vmap(one)(Q, X, transform)
+
+
+def _block_graphs(Xs, k: int) -> np.ndarray:
+    """(n, m, k) exact k-NN graphs (self excluded, nearest first) of the n
+    blocks Xs (n, m, w), one vmapped search.  Blocks of at most
+    :data:`shared_sizes.SHARED_MAX_ROWS` points are conditioned on the host
+    and padded to :func:`shared_sizes.shared_rows` (m) rows (the padding
+    never a neighbour), as :func:`jaxnn.knn_graph` searches one set, so that
+    cross-validation folds of nearby sizes share one compiled search (5
+    folds of 402–403 points compiled it twice).  Unlike ``knn_graph`` it
+    finds exactly k neighbours, not :func:`shared_sizes.shared_k` (k): at
+    m = 500, 4 blocks, the wider search made a warm ``fit_split`` 12 → 16 ms
+    and its prediction 6 → 9 ms, for ks that are seldom searched over."""
+    n, m, _ = Xs.shape
+    if m > shared_sizes.SHARED_MAX_ROWS:
+        return np.asarray(_topk_blocks(Xs, Xs, k, _rows_per_tile(m, n), True)[0])
+    rows = shared_rows(m)
+    X, transform = _conditioned_blocks(Xs, rows)
+    Q = to_device(padded_rows(np.asarray(Xs).transpose(1, 0, 2), rows).transpose(1, 0, 2))
+    idx = _topk_blocks_padded(Q, X, to_device(m, np.int32), transform, k=k, block=_rows_per_tile(rows, n))
+    return np.asarray(idx)[:, :m]
+
+
 @functools.partial(jax.jit, static_argnames=("algorithm", "loss", "greedy", "trace"))
-def _boost_blocks(Y, E0, members, counts, neighbors, order, *, algorithm, loss, greedy, trace):
+def _boost_blocks(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None, *, algorithm, loss, greedy,
+                  trace):
     """:func:`boost` on each of stacked (n, m, P) members, (n, m) counts,
     (n, m, k) neighbours, one block after another (``lax.map``); labels,
     initial edges and the order are shared.  Not ``vmap``: batched, a step's
@@ -430,12 +462,14 @@ def _boost_blocks(Y, E0, members, counts, neighbors, order, *, algorithm, loss, 
     hubs (P = 552) a pass took 17–21× as long.  The body runs n times: its
     steps' narrowing is weighed against the n blocks' work (``calls``) — per
     block, spambase's 8 blocks (P = 2560, its duplicate points' hubs) ran
-    every step at full width, 3.1 s instead of 0.64 s warm."""
+    every step at full width, 3.1 s instead of 0.64 s warm.  ``neighbors``
+    (n, m, k) for the greedy chooser, else None; ``n_points``, ``n_steps``:
+    as for :func:`boost` (blocks padded to shared sizes)."""
 
     def one(blk):
         mem, cnt, nb = blk
-        return boost(Y, E0, mem, cnt, nb, order, algorithm=algorithm, loss=loss, greedy=greedy, trace=trace,
-                     calls=members.shape[0])
+        return boost(Y, E0, mem, cnt, nb, order, n_points, n_steps, algorithm=algorithm, loss=loss, greedy=greedy,
+                     trace=trace, calls=members.shape[0])
 
     return jax.lax.map(one, (members, counts, neighbors))
 
@@ -456,6 +490,33 @@ def _scores_blocks(alpha, Y, X, Q, k: int, block: int):
     """(n, rows, C) per-block scores of the (n, rows, w) query blocks Q."""
     idx, _ = jax.vmap(lambda q, x: _blocked_topk(q, x, k, block, False))(Q, X)
     return jax.vmap(_scores, in_axes=(0, None, 0))(alpha, Y, idx)
+
+
+@functools.partial(jax.jit, static_argnames=("k", "block"))
+def _scores_blocks_padded(alpha, Y, X, Q, n_valid, transform, *, k: int, block: int):
+    """:func:`_scores_blocks` on a model's blocks padded to shared sizes:
+    alpha (n, rows, C) and Y (rows, C) with zero rows from n_valid on, X
+    (n, rows, w) conditioned on the host with its ``transform`` (as in
+    :func:`_topk_blocks_padded`)."""
+    kernel = _search_kernel(X.shape[1], X.shape[2], k)
+
+    def one(q, x, t):
+        return _conditioned_search(q, x, n_valid, t, kernel=kernel, k=k, block=block, exclude_self=False,
+                                   recall_target=None)[0]
+
+    idx = jax.vmap(one)(Q, X, transform)
+    return jax.vmap(_scores, in_axes=(0, None, 0))(alpha, Y, idx)
+
+
+def _conditioned_blocks(Xs, rows: int):
+    """(the n blocks Xs (n, m, w) conditioned on the host
+    (:func:`search._conditioning_on_host`) and padded to ``rows`` rows, on
+    the device; their (e0, shift, s, e) stacked)."""
+    host = np.asarray(Xs)
+    parts = [_conditioning_on_host(host[b]) for b in range(host.shape[0])]
+    X = to_device(np.stack([padded_rows(x, rows) for x, _ in parts]))
+    e0, shift, s, e = (np.stack([np.asarray(t[i]) for _, t in parts]) for i in range(4))
+    return X, (to_device(e0, np.int32), to_device(shift), to_device(s), to_device(e, np.int32))
 
 
 def _floored(kind, n_splits: int) -> bool:
@@ -597,32 +658,45 @@ def fit_split(
     # without a norm, float64 features far from 0 are centred before float32 (distances are unchanged)
     origin = float32_origin(Xa) if norm is None else None  # under x64 too, as fit
     Xs = _stack_blocks(shift_points(Xa, origin), block_list, norm, dtype)  # (n, m, w)
-    _warn_constant_blocks(Xs, block_list, norm)
-    Y = jnp.asarray(Y_np, dtype=dtype)
-    E0 = initial_edges(Y, algorithm=algo, loss=loss_obj)
-    res = _boost_split(Xs, Y, E0, k=k, algo=algo, loss=loss_obj, chooser=chooser, rounds=rounds, seed=seed,
+    _warn_constant_blocks(np.asarray(Xs), block_list, norm)
+    res = _boost_split(Xs, Y_np, dtype, k=k, algo=algo, loss=loss_obj, chooser=chooser, rounds=rounds, seed=seed,
                        graph_method=graph_method, trace=trace)
+    Y = to_device(Y_np, dtype)  # cast on the host: nothing compiles per m
     return SplitModel(res.alpha, Xs, Y, res.trace, block_list, norm, mean, d, classes, k, loss_obj, algo, multilabel, rounds,
                       None if origin is None else jnp.asarray(origin, dtype))
 
 
-def _boost_split(Xs, Y, E0, *, k, algo, loss, chooser, rounds, seed, graph_method, trace):
-    """Graphs and boosting of the n blocks Xs (n, m, w): a BoostResult whose
-    alpha (n, m, C) and trace (n, T) carry the block axis first."""
+def _boost_split(Xs, Y_np, dtype, *, k, algo, loss, chooser, rounds, seed, graph_method, trace):
+    """Graphs and boosting of the n blocks Xs (n, m, w), labels Y_np (m, C)
+    ±1 on the host: a BoostResult whose alpha (n, m, C) and trace (n, T)
+    carry the block axis first.  Small problems (on one device, at most
+    :data:`shared_sizes.SHARED_MAX_ROWS` points; not the colored schedule
+    of several blocks) are searched and boosted padded to shared sizes, as
+    :func:`jaxnn.fit` pads them: cross-validation folds share the compiled
+    programs."""
     n, m = Xs.shape[:2]
-    C = Y.shape[1]
+    C = Y_np.shape[1]
     passes = rounds // m
+    padded = boosts_at_shared_size(m, C, chooser, None)
+
+    def labels_and_initial_edges():  # for the unpadded programs only (each compiles per m)
+        Y = to_device(Y_np, dtype)
+        return Y, initial_edges(Y, algorithm=algo, loss=loss)
+
     if n == 1:  # the unbatched path of jaxnn.fit, op for op
         nbrs = np.asarray(knn_graph(Xs[0], k, method=graph_method, seed=seed).indices)
-        if boosts_at_shared_size(m, C, chooser, None):  # padded as fit pads it
+        if padded:  # padded as fit pads it
             if chooser == "colored":
-                res, _ = shared_size_colored(np.asarray(Y), nbrs, Y.dtype, algorithm=algo, loss=loss, passes=passes,
+                res, _ = shared_size_colored(Y_np, nbrs, dtype, algorithm=algo, loss=loss, passes=passes,
                                               trace=trace, platform=sharding.platform())
             else:
-                res, _ = shared_size_boost(np.asarray(Y), nbrs, chooser_order(chooser, m, rounds, seed), Y.dtype,
+                res, _ = shared_size_boost(Y_np, nbrs, chooser_order(chooser, m, rounds, seed), dtype,
                                             algorithm=algo, loss=loss, greedy=chooser == "greedy",
                                             windowed=runs_windowed(m, C, chooser, None), trace=trace)
-        elif chooser == "colored":
+            return res._replace(alpha=res.alpha[None], edges=res.edges[None],
+                                trace=None if res.trace is None else res.trace[None])
+        Y, E0 = labels_and_initial_edges()
+        if chooser == "colored":
             res = boost_colored(Y, E0, jnp.asarray(inverse_counts(nbrs, m)), color_schedule(nbrs, n_classes=C),
                                 algorithm=algo, loss=loss, passes=passes, trace=trace)
         else:
@@ -632,9 +706,13 @@ def _boost_split(Xs, Y, E0, *, k, algo, loss, chooser, rounds, seed, graph_metho
                         greedy=chooser == "greedy", trace=trace)
         return res._replace(alpha=res.alpha[None], edges=res.edges[None], trace=None if res.trace is None else res.trace[None])
     if graph_method == "exact":
-        nbrs = np.asarray(_topk_blocks(Xs, Xs, k, _rows_per_tile(m, n), True)[0])
+        nbrs = _block_graphs(Xs, k)
     else:
         nbrs = np.stack([np.asarray(knn_graph(Xs[b], k, method=graph_method, seed=seed).indices) for b in range(n)])
+    if padded and chooser != "colored":
+        return _shared_size_blocks(Y_np, nbrs, chooser_order(chooser, m, rounds, seed), dtype, algorithm=algo,
+                                   loss=loss, greedy=chooser == "greedy", trace=trace)
+    Y, E0 = labels_and_initial_edges()
     if chooser == "colored":  # each block its own colouring; a step runs a part of every block's colour
         schedule = stack_schedules([color_schedule(nbrs[b], n_classes=C * n) for b in range(n)])
         counts = np.stack([inverse_counts(nbrs[b], m) for b in range(n)])
@@ -644,9 +722,36 @@ def _boost_split(Xs, Y, E0, *, k, algo, loss, chooser, rounds, seed, graph_metho
     counts = np.stack([inverse_counts(nbrs[b], m) for b in range(n)])
     P = shared_width(counts.max())
     members = np.stack([np.asarray(inverse_neighbors(nbrs[b], m, width=P).members) for b in range(n)])
-    order = jnp.asarray(chooser_order(chooser, m, rounds, seed))
-    return _boost_blocks(Y, E0, jnp.asarray(members), jnp.asarray(counts), jnp.asarray(nbrs, dtype=jnp.int32), order,
-                         algorithm=algo, loss=loss, greedy=chooser == "greedy", trace=trace)
+    order = to_device(chooser_order(chooser, m, rounds, seed))
+    greedy = chooser == "greedy"  # the only chooser that reads the neighbours
+    return _boost_blocks(Y, E0, to_device(members), to_device(counts), to_device(nbrs, np.int32) if greedy else None,
+                         order, algorithm=algo, loss=loss, greedy=greedy, trace=trace)
+
+
+def _shared_size_blocks(Y_np, nbrs, order, dtype, *, algorithm, loss, greedy: bool, trace: bool):
+    """:func:`_boost_blocks` on n blocks' (n, m, k) graphs padded to shared
+    sizes, as :func:`boost_runs.shared_size_boost` pads one graph: the
+    examples to :func:`shared_sizes.shared_rows` (m) rows (y = 0, n_j = 0),
+    the steps to :func:`shared_sizes.in_blocks` (no-ops), the members'
+    width to the largest block's P, at least 2k, rounded up to two
+    significant bits (16, 24, 32, 48, …): folds' P straddled
+    :func:`shared_sizes.shared_width`'s steps (19–23 at k = 10: 20 or 24,
+    two compilations), while fit's floor of 8·shared_k (128) made a warm
+    fit_split at m = 500 take 12 ms instead of 10; m and the steps traced,
+    the padding cut on the host.  Returns the :class:`BoostResult` of the m
+    examples and their steps."""
+    n, m, k = nbrs.shape
+    largest = max(int(inverse_counts(nbrs[b], m).max()) for b in range(n))
+    shapes = SharedShapes(shared_rows(m), in_blocks(order.size), in_blocks(max(largest, 2 * k), 1, bits=2))
+    graphs = [padded_graph(nbrs[b], shapes.rows, shapes.width, greedy=greedy) for b in range(n)]
+    members, counts = (to_device(np.stack([np.asarray(inv[i]) for inv, _ in graphs])) for i in range(2))
+    neighbors = to_device(np.stack([np.asarray(nb) for _, nb in graphs])) if greedy else None
+    res = _boost_blocks(to_device(padded_rows(Y_np, shapes.rows), dtype), None, members, counts, neighbors,
+                        to_device(padded_rows(order, shapes.steps)), to_device(m, np.int32),
+                        to_device(order.size, np.int32), algorithm=algorithm, loss=loss, greedy=greedy, trace=trace)
+    alpha, edges = (to_device(np.asarray(a)[:, :m]) for a in (res.alpha, res.edges))
+    return res._replace(alpha=alpha, edges=edges,
+                        trace=None if res.trace is None else to_device(np.asarray(res.trace)[:, :order.size]))
 
 
 def _check_split_model(model) -> SplitModel:
@@ -670,7 +775,15 @@ def _padded_split_scores(model: SplitModel, X):
     if n_splits == 1:  # as jaxnn.decision_function
         idx, _, _ = padded_query(model.X[0], Q[0], model.k)
         return _scores(model.alpha[0], model.Y, idx)[None], n
-    return _scores_blocks(model.alpha, model.Y, model.X, Q, model.k, _rows_per_tile(m, n_splits)), n
+    if m > shared_sizes.SHARED_MAX_ROWS or any(isinstance(a, jax.core.Tracer) for a in (model.X, model.alpha)):
+        return _scores_blocks(model.alpha, model.Y, model.X, Q, model.k, _rows_per_tile(m, n_splits)), n
+    # as the fit searched: the blocks conditioned on the host and padded (models of nearby sizes share the program)
+    rows = shared_rows(m)
+    X, transform = _conditioned_blocks(model.X, rows)
+    alpha = to_device(padded_rows(np.asarray(model.alpha).transpose(1, 0, 2), rows).transpose(1, 0, 2))
+    H = _scores_blocks_padded(alpha, padded_rows(model.Y, rows), X, Q, to_device(m, np.int32), transform, k=model.k,
+                              block=_rows_per_tile(rows, n_splits))
+    return H, n
 
 
 def block_posteriors(model: SplitModel, X) -> jax.Array:
