@@ -53,6 +53,7 @@ from .common import (
     K,
     QUICK,
     Benchmark,
+    FirstCall,
     GraphCache,
     Problem,
     block,
@@ -60,6 +61,7 @@ from .common import (
     color_schedule,
     interleaved_best,
     dataset,
+    four_class_points,
     problem,
     random_neighbors,
     timed_block,
@@ -461,9 +463,7 @@ class NearbySizes(Benchmark):
     def setup(self):
         import jaxnn
 
-        rng = np.random.default_rng(0)
-        X = rng.normal(size=(self.M + 3, 16)).astype(np.float32)
-        y = (X[:, 0] + X[:, 1] > 0).astype(int) + 2 * (X[:, 2] > 0)
+        X, y = four_class_points(self.M + 3, 16)
         _, self.first = timed_block(lambda: jaxnn.fit(X[: self.M], y[: self.M]).alpha)
         self.fit_nearby = lambda: jaxnn.fit(X, y).alpha
 
@@ -477,7 +477,7 @@ class NearbySizes(Benchmark):
     track_first_fit_seconds.unit = "seconds"
 
 
-class AutoK(Benchmark):
+class AutoK(FirstCall, Benchmark):
     """``jaxnn.fit(k="auto")`` in a new process: ``select`` tries k = 5, 10,
     20, 50 on a held-out 25 % (defaults), then the chosen k is fit.  Since
     stop 28 every candidate k runs at the largest one's padded shapes and is
@@ -490,26 +490,22 @@ class AutoK(Benchmark):
     M = 500 if QUICK else 2000
     timeout = 120
 
-    def setup(self):
+    def workload(self):
         import jaxnn
 
-        rng = np.random.default_rng(0)
-        X = rng.normal(size=(self.M, 16)).astype(np.float32)
-        y = (X[:, 0] + X[:, 1] > 0).astype(int) + 2 * (X[:, 2] > 0)
-        self.fit_auto = lambda: jaxnn.fit(X, y, k="auto").alpha
-        _, self.first = timed_block(self.fit_auto)
+        X, y = four_class_points(self.M, 16)
+        return lambda: jaxnn.fit(X, y, k="auto").alpha
 
     def track_first_auto_k_seconds(self):
         return self.first
 
     def track_auto_k_seconds(self):
-        return timed_block(self.fit_auto)[1]
+        return self.second_call_seconds()
 
-    track_first_auto_k_seconds.unit = "seconds"
-    track_auto_k_seconds.unit = "seconds"
+    track_first_auto_k_seconds.unit = track_auto_k_seconds.unit = "seconds"
 
 
-class NearbyKs(Benchmark):
+class NearbyKs(FirstCall, Benchmark):
     """``jaxnn.fit`` and ``predict_proba`` (the defaults: ``posterior="auto"``)
     at k = 3, 5, 7, 9, 11, 15 in a new process, as a grid search over k
     runs them.  Since stop 31 a search of at most 2048 training points finds
@@ -523,26 +519,22 @@ class NearbyKs(Benchmark):
     M = 300 if QUICK else 500
     timeout = 120
 
-    def setup(self):
+    def workload(self):
         import jaxnn
 
-        rng = np.random.default_rng(0)
-        X = rng.normal(size=(self.M, 16)).astype(np.float32)
-        y = (X[:, 0] + X[:, 1] > 0).astype(int) + 2 * (X[:, 2] > 0)
-        self.fits = lambda: [jaxnn.predict_proba(jaxnn.fit(X, y, k=k), X[:200]) for k in (3, 5, 7, 9, 11, 15)]
-        _, self.first = timed_block(self.fits)
+        X, y = four_class_points(self.M, 16)
+        return lambda: [jaxnn.predict_proba(jaxnn.fit(X, y, k=k), X[:200]) for k in (3, 5, 7, 9, 11, 15)]
 
     def track_first_nearby_ks_seconds(self):
         return self.first
 
     def track_nearby_ks_seconds(self):
-        return timed_block(self.fits)[1]
+        return self.second_call_seconds()
 
-    track_first_nearby_ks_seconds.unit = "seconds"
-    track_nearby_ks_seconds.unit = "seconds"
+    track_first_nearby_ks_seconds.unit = track_nearby_ks_seconds.unit = "seconds"
 
 
-class ColoredFolds(Benchmark):
+class ColoredFolds(FirstCall, Benchmark):
     """Five cross-validation folds of ``jaxnn.fit(chooser="colored")`` — what
     ``chooser="auto"`` runs on a GPU or TPU at every size — in a new
     process.  Since stop 29 small problems colour the conflict graph and run
@@ -556,27 +548,23 @@ class ColoredFolds(Benchmark):
     M = 503 if QUICK else 2003
     timeout = 180
 
-    def setup(self):
+    def workload(self):
         import jaxnn
 
-        rng = np.random.default_rng(0)
-        X = rng.normal(size=(self.M, 16)).astype(np.float32)
-        y = (X[:, 0] + X[:, 1] > 0).astype(int) + 2 * (X[:, 2] > 0)
+        X, y = four_class_points(self.M, 16)
         folds = np.arange(self.M) % 5
-        self.run_folds = lambda: [jaxnn.fit(X[folds != f], y[folds != f], chooser="colored").alpha for f in range(5)]
-        _, self.first = timed_block(self.run_folds)
+        return lambda: [jaxnn.fit(X[folds != f], y[folds != f], chooser="colored").alpha for f in range(5)]
 
     def track_first_colored_folds_seconds(self):
         return self.first
 
     def track_colored_folds_seconds(self):
-        return timed_block(self.run_folds)[1]
+        return self.second_call_seconds()
 
-    track_first_colored_folds_seconds.unit = "seconds"
-    track_colored_folds_seconds.unit = "seconds"
+    track_first_colored_folds_seconds.unit = track_colored_folds_seconds.unit = "seconds"
 
 
-class SplitFolds(Benchmark):
+class SplitFolds(FirstCall, Benchmark):
     """Five cross-validation folds of ``jaxnn.ensemble.fit_split`` (4 blocks
     of 8 features, k = 10) and ``predict_proba_split`` of the held-out fold,
     in a new process.  Since stop 32 the blocks are searched, boosted and
@@ -590,26 +578,18 @@ class SplitFolds(Benchmark):
     M = 503 if QUICK else 2003
     timeout = 180
 
-    def setup(self):
+    def workload(self):
         from jaxnn import ensemble
 
-        rng = np.random.default_rng(0)
-        X = rng.normal(size=(self.M, 32)).astype(np.float32)
-        y = (X[:, 0] + X[:, 1] > 0).astype(int) + 2 * (X[:, 2] > 0)
+        X, y = four_class_points(self.M, 32)
         folds = np.arange(self.M) % 5
-
-        def run_folds():
-            return [ensemble.predict_proba_split(ensemble.fit_split(X[folds != f], y[folds != f], n_splits=4, k=10),
-                                                 X[folds == f]) for f in range(5)]
-
-        self.run_folds = run_folds
-        _, self.first = timed_block(self.run_folds)
+        return lambda: [ensemble.predict_proba_split(ensemble.fit_split(X[folds != f], y[folds != f], n_splits=4, k=10),
+                                                     X[folds == f]) for f in range(5)]
 
     def track_first_split_folds_seconds(self):
         return self.first
 
     def track_split_folds_seconds(self):
-        return timed_block(self.run_folds)[1]
+        return self.second_call_seconds()
 
-    track_first_split_folds_seconds.unit = "seconds"
-    track_split_folds_seconds.unit = "seconds"
+    track_first_split_folds_seconds.unit = track_split_folds_seconds.unit = "seconds"

@@ -119,6 +119,31 @@ def timed_block(fn: Callable, *args, **kwargs):
     return out, time.perf_counter() - start
 
 
+def four_class_points(m: int, d: int):
+    """The first-call benchmarks' data: (X (m, d) standard normal float32,
+    y in 4 classes by the signs of x₀ + x₁ and x₂), seed 0."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(m, d)).astype(np.float32)
+    return X, (X[:, 0] + X[:, 1] > 0).astype(int) + 2 * (X[:, 2] > 0)
+
+
+class FirstCall:
+    """Mixin of the benchmarks that time a workload in a new process: its
+    first call, compilation included, timed by ``setup`` (``self.first``),
+    and a later one (``second_call_seconds``).  A subclass's ``workload()``
+    returns the callable; its ``track_*`` methods name what asv records."""
+
+    def workload(self) -> Callable:
+        raise NotImplementedError
+
+    def setup(self):
+        self.call = self.workload()
+        _, self.first = timed_block(self.call)
+
+    def second_call_seconds(self) -> float:
+        return timed_block(self.call)[1]
+
+
 def best_time(fn: Callable, repeat: int = 3, budget: float = 20.0) -> float:
     """Fastest of up to ``repeat`` blocked calls of ``fn()``; stops once
     ``budget`` seconds are spent (at least one call)."""
