@@ -44,8 +44,7 @@ from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src import shared_sizes, sharding
 from jaxnn._src.boost_runs import (SharedShapes, auto_chooser, boosts_at_shared_size, padded_graph, runs_windowed,
-                                   shared_size_boost,
-                                   shared_size_colored)
+                                   shared_size_boost, shared_size_colored)
 from jaxnn._src.boosting import boost, check_chooser, chooser_order, initial_edges
 from jaxnn._src.checks import check_bool, check_real, did_you_mean
 from jaxnn._src.checks import check_integer as _check_int
@@ -415,20 +414,27 @@ def _topk_blocks(Q, X, k: int, block: int, exclude_self: bool):
     return jax.vmap(lambda q, x: _blocked_topk(q, x, k, block, exclude_self))(Q, X)
 
 
-@functools.partial(jax.jit, static_argnames=("k", "block"))
-def _topk_blocks_padded(Q, X, n_valid, transform, *, k: int, block: int):
-    """(n, rows, k) indices: the search of :func:`_block_graphs` on each of
-    the n blocks, vmapped — X (n, rows, w) conditioned on the host, its rows
-    from n_valid on padding (never a neighbour), ``transform`` its
-    (e0, shift, s, e) stacked (:func:`search._conditioning_on_host`), Q
-    (n, rows, w) the blocks' points as they are, each row excluding itself."""
+def _padded_blocks_search(Q, X, n_valid, transform, k: int, block: int, exclude_self: bool):
+    """(n, rows_Q, k) indices of each query block's k nearest training
+    points, vmapped over the n blocks (traced by the caller's program): X
+    (n, rows, w) conditioned on the host (:func:`_conditioned_blocks`), its
+    rows from n_valid on padding (never a neighbour), ``transform`` their
+    stacked (e0, shift, s, e); Q (n, rows_Q, w) the query blocks as they are
+    (query row r is training point r when ``exclude_self``)."""
     kernel = _search_kernel(X.shape[1], X.shape[2], k)
 
     def one(q, x, t):
-        return _conditioned_search(q, x, n_valid, t, kernel=kernel, k=k, block=block, exclude_self=True,
+        return _conditioned_search(q, x, n_valid, t, kernel=kernel, k=k, block=block, exclude_self=exclude_self,
                                    recall_target=None)[0]
 
     return jax.vmap(one)(Q, X, transform)
+
+
+@functools.partial(jax.jit, static_argnames=("k", "block"))
+def _topk_blocks_padded(Q, X, n_valid, transform, *, k: int, block: int):
+    """(n, rows, k) indices: the search of :func:`_block_graphs`, each of the
+    n blocks' rows Q among its own (:func:`_padded_blocks_search`)."""
+    return _padded_blocks_search(Q, X, n_valid, transform, k, block, exclude_self=True)
 
 
 def _block_graphs(Xs, k: int) -> np.ndarray:
@@ -497,14 +503,8 @@ def _scores_blocks_padded(alpha, Y, X, Q, n_valid, transform, *, k: int, block: 
     """:func:`_scores_blocks` on a model's blocks padded to shared sizes:
     alpha (n, rows, C) and Y (rows, C) with zero rows from n_valid on, X
     (n, rows, w) conditioned on the host with its ``transform`` (as in
-    :func:`_topk_blocks_padded`)."""
-    kernel = _search_kernel(X.shape[1], X.shape[2], k)
-
-    def one(q, x, t):
-        return _conditioned_search(q, x, n_valid, t, kernel=kernel, k=k, block=block, exclude_self=False,
-                                   recall_target=None)[0]
-
-    idx = jax.vmap(one)(Q, X, transform)
+    :func:`_padded_blocks_search`)."""
+    idx = _padded_blocks_search(Q, X, n_valid, transform, k, block, exclude_self=False)
     return jax.vmap(_scores, in_axes=(0, None, 0))(alpha, Y, idx)
 
 
