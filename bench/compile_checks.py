@@ -8,6 +8,9 @@
     python bench/compile_checks.py colored-warm         # warm colored fits from a given graph (medians)
     python bench/compile_checks.py baselines-warm       # warm sgd_fit / svm_fit (medians)
     python bench/compile_checks.py proba-mix            # warm predict_proba from given neighbours at λ = 0 and 1
+    python bench/compile_checks.py split-folds 503      # 5 folds of fit_split + predict_proba_split: time, programs
+    python bench/compile_checks.py split-warm           # warm fit_split / predict_proba_split, m = 500 and 8000 (medians)
+    python bench/compile_checks.py select-search        # select's search (k = 50) finding 50 vs shared_k(50) = 64, warm
     PYTHONPATH=/tmp/old python bench/compile_checks.py demo   # a copy: git archive REV jaxnn | tar -x -C /tmp/old
 
 Programs are counted with ``jax.monitoring``'s compile-duration events, by
@@ -65,6 +68,15 @@ def _blobs(m: int, C: int, d: int, seed: int):
     rng = np.random.default_rng(seed)
     y = rng.integers(0, C, m)
     return (rng.normal(scale=2.0, size=(C, d))[y] + rng.normal(size=(m, d))).astype(np.float32), y
+
+
+def _four_classes(m: int, d: int):
+    """bench/common.py's four_class_points (this script runs standalone)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(m, d)).astype(np.float32)
+    return X, (X[:, 0] + X[:, 1] > 0).astype(int) + 2 * (X[:, 2] > 0)
 
 
 def main(argv: list[str]) -> None:
@@ -128,9 +140,35 @@ def main(argv: list[str]) -> None:
             mixed = dataclasses.replace(model, posterior_mix=lam)
             print(f"predict_proba(neighbors=), λ = {lam:g}: "
                   f"{_median_ms(lambda: jaxnn.predict_proba(mixed, neighbors=nb), repeat=30):.2f} ms")
+    elif mode == "split-folds":  # stop 32: the blocks padded to shared sizes
+        m = int(argv[1]) if len(argv) > 1 else 503
+        X, y = _four_classes(m, 32)
+        folds = np.arange(m) % 5
+        compiled = _compile_counter()
+        start = time.perf_counter()
+        for f in range(5):
+            model = jaxnn.ensemble.fit_split(X[folds != f], y[folds != f], n_splits=4, k=10)
+            jaxnn.ensemble.predict_proba_split(model, X[folds == f])
+        print(f"5 folds of fit_split + predict_proba_split, m={m}: {time.perf_counter() - start:.2f} s")
+        _report(compiled)
+    elif mode == "split-warm":
+        for m in (500, 8000):
+            X, y = _four_classes(m, 32)
+            model = jaxnn.ensemble.fit_split(X, y, n_splits=4, k=10)
+            fit_ms = _median_ms(lambda: jaxnn.ensemble.fit_split(X, y, n_splits=4, k=10).alpha, repeat=5 if m > 1000 else 9)
+            proba_ms = _median_ms(lambda: jaxnn.ensemble.predict_proba_split(model, X[:1000]))
+            print(f"m={m}: fit_split {fit_ms:.1f} ms, predict_proba_split(1000) {proba_ms:.1f} ms")
+    elif mode == "select-search":  # one process: the search select runs, at k_max and at shared_k(k_max)
+        from jaxnn._src import graph
+
+        X, y = _four_classes(2000, 16)
+        for rep in range(3):
+            for share in (True, False):
+                ms = _median_ms(lambda: graph.graph_and_query(X[:1500], X[1500:], 50, share_k=share))
+                print(f"graph_and_query(1500 + 500 points, k=50, share_k={share}): {ms:.1f} ms")
     else:
         raise SystemExit(f"unknown mode {mode!r}: demo, experiment NAME, colored-folds, select-colored, "
-                         "colored-warm, baselines-warm or proba-mix")
+                         "colored-warm, baselines-warm, proba-mix, split-folds [M], split-warm or select-search")
     print(f"(jaxnn from {jaxnn.__file__})")
 
 

@@ -452,8 +452,9 @@ def _block_graphs(Xs, k: int) -> np.ndarray:
     if m > shared_sizes.SHARED_MAX_ROWS:
         return np.asarray(_topk_blocks(Xs, Xs, k, _rows_per_tile(m, n), True)[0])
     rows = shared_rows(m)
-    X, transform = _conditioned_blocks(Xs, rows)
-    Q = to_device(padded_rows(np.asarray(Xs).transpose(1, 0, 2), rows).transpose(1, 0, 2))
+    host = np.asarray(Xs)  # one copy to the host (none on a CPU)
+    X, transform = _conditioned_blocks(host, rows)
+    Q = to_device(padded_rows(host.transpose(1, 0, 2), rows).transpose(1, 0, 2))
     idx = _topk_blocks_padded(Q, X, to_device(m, np.int32), transform, k=k, block=_rows_per_tile(rows, n))
     return np.asarray(idx)[:, :m]
 
