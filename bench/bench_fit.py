@@ -193,6 +193,51 @@ class GreedyStep(Benchmark):
     track_greedy_step_microseconds.unit = "microseconds"
 
 
+class GreedyFloor(Benchmark):
+    """The greedy step of :class:`GreedyStep` split in two (``greedy_floor``):
+    its update alone — the chosen examples' edges and the η of their members'
+    neighbours, ≈ 10³ random entries of (m, C) tables, which any exact greedy
+    step makes — timed by the same step with the chooser replaced by a
+    pseudo-random row per class (``track_update_step_microseconds``), and the
+    chooser's share, the greedy step's time minus that
+    (``track_chooser_step_microseconds``).  Per step = (t(GREEDY_LONG) −
+    t(GREEDY_STEPS)) / (GREEDY_LONG − GREEDY_STEPS), the four runs sampled
+    round-robin in one process.  How the update alone grows from m = 10⁴ to
+    10⁶ is what issue 5's "flat within 2×" meets on this machine whatever
+    finds the argmax."""
+
+    param_names = ["m"]
+    params = (GREEDY_M,)
+    repeat = (1, 1, 20.0)
+
+    def setup(self, m):
+        from .greedy_floor import FloorRun
+
+        labels = np.random.default_rng(0).integers(0, GREEDY_C, m)
+        p = Problem(random_neighbors(m, K), labels, GREEDY_C)
+        greedy = [p.runner("gnnb", "greedy", rounds=r) for r in (GREEDY_STEPS, GREEDY_LONG)]
+        self.runs = greedy + [FloorRun(run) for run in greedy]
+        for run in self.runs:
+            run.compile()
+
+    def _per_step(self):
+        """(greedy, update alone) µs a step."""
+        t = interleaved_best(self.runs, repeat=5)
+        per = (GREEDY_LONG - GREEDY_STEPS) / 1e6
+        return max(t[1] - t[0], 0.0) / per, max(t[3] - t[2], 0.0) / per
+
+    def track_update_step_microseconds(self, m):
+        return self._per_step()[1]
+
+    track_update_step_microseconds.unit = "microseconds"
+
+    def track_chooser_step_microseconds(self, m):
+        greedy, update = self._per_step()
+        return greedy - update
+
+    track_chooser_step_microseconds.unit = "microseconds"
+
+
 class HubSteps(GraphCache, Benchmark):
     """Sequential (lazy) and greedy GNNB steps on the exact k = 10 graph of
     the synthetic set, whose hubs make the padded inverse neighbourhoods wide

@@ -92,3 +92,35 @@ def test_quick_smoke_run_every_benchmark_gives_a_number(tmp_path):
         if re.search(r"\bfailed\b|\bn/a\b|\bskipped\b|Traceback", line) and not any(s in line for s in allowed_skips)
     ]
     assert not bad, "\n".join(bad) + "\n" + _output(proc)
+
+
+def test_greedy_floor_runs_the_update_with_random_rows_and_leaves_the_engine_alone():
+    """bench/greedy_floor.py (asv GreedyFloor): its program is the engine's
+    greedy step with random rows chosen — edges change on the chosen rows'
+    inverse neighbourhoods, the picks differ from the greedy ones — compiled
+    apart, so ``boost`` itself still gives the greedy result afterwards."""
+    import numpy as np
+
+    sys.path.insert(0, str(ROOT))
+    try:
+        from bench.common import Problem, block, random_neighbors
+        from bench.greedy_floor import FLAT_LEAVES, FloorRun
+    finally:
+        sys.path.remove(str(ROOT))
+    m, C, steps = 300, 3, 40
+    p = Problem(random_neighbors(m, 5), np.random.default_rng(0).integers(0, C, m), C)
+    greedy = p.runner("gnnb", "greedy", rounds=steps)
+    before = np.asarray(block(greedy()).alpha)
+    floor = block(FloorRun(greedy)())
+    after = np.asarray(block(greedy()).alpha)
+    np.testing.assert_array_equal(after, before)  # the engine's program is untouched
+    floor_alpha, edges = np.asarray(floor.alpha), np.asarray(floor.edges)
+    assert not np.array_equal(floor_alpha, before)
+    picked = np.flatnonzero(np.any(floor_alpha != 0, axis=1))
+    assert 0.5 * steps <= picked.size <= steps * C  # a different, scattered row most steps
+    assert np.any(edges != 0)  # GNNB starts from zero edges: the update ran
+    import jax.numpy as jnp
+
+    tree = FLAT_LEAVES.build(jnp.zeros((m, C)))
+    rows = np.asarray(FLAT_LEAVES.argmax(tree))
+    assert rows.shape == (C,) and np.all(rows < m)

@@ -1,0 +1,123 @@
+"""The greedy step without its chooser: what any exact greedy step costs.
+
+A greedy step (``boosting._boost_greedy``) does two things: it *chooses*, per
+class, the example with the largest |η|/n (``maxtree.argmax``, then the
+tree's repair in ``maxtree.add_pairs``), and it *updates* — the edges of the
+chosen examples' inverse neighbourhoods, and the η of every neighbour of a
+member whose weight changed (≈ n_j·k random entries of the (m, C) table per
+class).  The update is the algorithm itself: any exact implementation does
+it, whatever structure finds the argmax.
+
+:func:`floor_boost` is ``boosting.boost`` compiled from a private copy of
+``jaxnn._src.boosting`` whose max tree is replaced by :data:`FLAT_LEAVES` —
+the same leaf array and scatter-add of the changes, no levels above it, and
+a pseudo-random row per class and step instead of the argmax.  Its per-step
+time is the update's; the greedy step's minus it is the chooser's.  (The
+pseudo-random rows have n_j = k on average where the greedy picks, at steps
+1000–9000 on these graphs, have 7.4–9.5: the floor does slightly more
+update work, so the chooser's share is if anything under-counted.)
+
+Benchmark-only: the engine has no such mode; asv ``bench_fit.GreedyFloor``
+and ``python -m bench.greedy_floor`` use it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import sys
+import types
+
+import jax.numpy as jnp
+
+from jaxnn._src import boosting, maxtree
+
+
+def _build(v, branch: int = maxtree.BRANCH) -> maxtree.MaxTree:
+    """The leaves of :func:`maxtree.build` (flat, class-major, (C·n_0,)) and a
+    step counter in place of the levels above."""
+    m, C = v.shape
+    n0 = maxtree.round_up(m + 1, branch)
+    leaves = jnp.zeros((C, n0), v.dtype).at[:, :m].set(v.T).reshape(-1)
+    return maxtree.MaxTree((leaves, jnp.zeros((), jnp.uint32)), (n0, 1), branch)
+
+
+def _pseudo_random_rows(tree: maxtree.MaxTree):
+    """(C,) uint32 rows < m, a multiplicative hash of the step counter and the
+    class (a different, scattered row every step, as greedy picks are on a
+    random graph)."""
+    n0 = tree.sizes[0]
+    C = tree.levels[0].shape[0] // n0
+    t = tree.levels[1]
+    h = (t * jnp.uint32(2654435761)) ^ (jnp.arange(C, dtype=jnp.uint32) * jnp.uint32(40503))
+    h = (h ^ (h >> 15)) * jnp.uint32(2246822519)
+    return (h ^ (h >> 13)) % jnp.uint32(n0 - tree.branch)  # n0 − branch ≤ m
+
+
+def _add_pairs(tree: maxtree.MaxTree, rows, cls, deltas) -> maxtree.MaxTree:
+    """The leaf scatter-add of :func:`maxtree.add_pairs`, no repair; counts the step."""
+    leaves = tree.levels[0].at[cls.astype(jnp.uint32) * tree.sizes[0] + rows.astype(jnp.uint32)].add(deltas)
+    return dataclasses.replace(tree, levels=(leaves, tree.levels[1] + 1))
+
+
+#: a stand-in for :mod:`jaxnn._src.maxtree` with the tree's leaves and no chooser
+FLAT_LEAVES = types.SimpleNamespace(build=_build, argmax=_pseudo_random_rows, add_pairs=_add_pairs)
+
+
+def _floor_module():
+    """A private copy of ``jaxnn._src.boosting`` (its own jit caches) whose
+    greedy step uses :data:`FLAT_LEAVES`."""
+    name = "jaxnn._src._boosting_floor"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, boosting.__file__)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        module.maxtree = FLAT_LEAVES
+        sys.modules[name] = module
+    return sys.modules[name]
+
+
+def floor_boost(*args, **kwargs):
+    """``boosting.boost(*args, **kwargs)`` with ``greedy=True`` whose chooser
+    is a pseudo-random row per class: the greedy step's update alone (its α
+    is meaningless)."""
+    return _floor_module().boost(*args, **dict(kwargs, greedy=True))
+
+
+class FloorRun:
+    """The floor of a greedy ``bench.common.Run``: the same arguments through
+    :func:`floor_boost`; ``compile()`` compiles it ahead of time."""
+
+    def __init__(self, run):
+        self._args, self._kwargs = run._args, dict(run._kwargs, greedy=True)
+
+    def compile(self) -> None:
+        from .common import warm
+
+        warm(_floor_module().boost, *self._args, **self._kwargs)
+
+    def __call__(self):
+        return floor_boost(*self._args, **self._kwargs)
+
+
+def main(sizes=(10_000, 100_000, 1_000_000)) -> None:
+    """Print, per m, the greedy step, its update alone (the floor) and their
+    difference (the chooser), µs a step: (t(9000 steps) − t(1000)) / 8000,
+    the four runs sampled round-robin in this process."""
+    import numpy as np
+
+    from .common import Problem, interleaved_best, random_neighbors
+
+    for m in sizes:
+        p = Problem(random_neighbors(m, 10), np.random.default_rng(0).integers(0, 10, m), 10)
+        greedy = [p.runner("gnnb", "greedy", rounds=r) for r in (1000, 9000)]
+        runs = greedy + [FloorRun(run) for run in greedy]
+        for run in runs:
+            run.compile()
+        t = interleaved_best(runs, repeat=5)
+        g, f = (t[1] - t[0]) / 8000 * 1e6, (t[3] - t[2]) / 8000 * 1e6
+        print(f"m = {m:>9,}: greedy step {g:6.1f} µs, update alone {f:6.1f} µs, chooser {g - f:6.1f} µs", flush=True)
+
+
+if __name__ == "__main__":
+    main(tuple(int(a) for a in sys.argv[1:]) or (10_000, 100_000, 1_000_000))
