@@ -160,6 +160,13 @@ class FitBoost(GraphCache, Benchmark):
     track_edge_updates_per_second.unit = "edges/s"
 
 
+def greedy_problem(m: int) -> Problem:
+    """The greedy-step benchmarks' problem: random neighbour arrays of m
+    rows (k = K) and seed-0 labels in GREEDY_C classes."""
+    labels = np.random.default_rng(0).integers(0, GREEDY_C, m)
+    return Problem(random_neighbors(m, K), labels, GREEDY_C)
+
+
 class GreedyStep(Benchmark):
     """Greedy GNNB steps (k = 10, C = 10) on random neighbour arrays of m
     points: ``time_greedy_steps`` runs ``GREEDY_STEPS`` of them (setup of the
@@ -176,8 +183,7 @@ class GreedyStep(Benchmark):
     repeat = (1, 2, 20.0)
 
     def setup(self, m):
-        labels = np.random.default_rng(0).integers(0, GREEDY_C, m)
-        p = Problem(random_neighbors(m, K), labels, GREEDY_C)
+        p = greedy_problem(m)
         self.run = p.runner("gnnb", "greedy", rounds=GREEDY_STEPS)
         self.long = p.runner("gnnb", "greedy", rounds=GREEDY_LONG)
         self.run.compile()
@@ -213,8 +219,7 @@ class GreedyFloor(Benchmark):
     def setup(self, m):
         from .greedy_floor import FloorRun
 
-        labels = np.random.default_rng(0).integers(0, GREEDY_C, m)
-        p = Problem(random_neighbors(m, K), labels, GREEDY_C)
+        p = greedy_problem(m)
         greedy = [p.runner("gnnb", "greedy", rounds=r) for r in (GREEDY_STEPS, GREEDY_LONG)]
         self.runs = greedy + [FloorRun(run) for run in greedy]
         for run in self.runs:

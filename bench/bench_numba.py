@@ -31,8 +31,8 @@ import math
 
 import numpy as np
 
-from .bench_fit import GREEDY_C, GREEDY_LONG, GREEDY_M, GREEDY_STEPS
-from .common import K, Benchmark, GraphCache, Problem, block, interleaved_best, problem, random_neighbors, skip_unless
+from .bench_fit import GREEDY_C, GREEDY_LONG, GREEDY_M, GREEDY_STEPS, greedy_problem
+from .common import K, Benchmark, GraphCache, block, interleaved_best, problem, skip_unless
 
 DATASET = "synthetic"
 EPSILON = 0.5
@@ -286,8 +286,7 @@ class NumbaGreedyStep(Benchmark):
 
     def setup(self, m):
         kernel = numba_kernel(_gnnb_greedy_logistic)
-        labels = np.random.default_rng(0).integers(0, GREEDY_C, m)
-        p = Problem(random_neighbors(m, K), labels, GREEDY_C)
+        p = greedy_problem(m)
         self.args = (np.asarray(p.members), np.asarray(p.counts), p.neighbors, np.asarray(p.Y, np.float32))
         self.scale = SCALE
         alpha_numba = kernel(*self.args, GREEDY_CHECK_STEPS, self.scale)  # compiles
