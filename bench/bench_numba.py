@@ -32,7 +32,7 @@ import math
 import numpy as np
 
 from .bench_fit import GREEDY_C, GREEDY_LONG, GREEDY_M, GREEDY_STEPS, greedy_problem
-from .common import K, Benchmark, GraphCache, block, interleaved_best, problem, skip_unless
+from .common import Benchmark, GraphCache, block, interleaved_best, problem, skip_unless
 
 DATASET = "synthetic"
 EPSILON = 0.5
