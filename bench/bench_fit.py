@@ -217,19 +217,15 @@ class GreedyFloor(Benchmark):
     repeat = (1, 1, 20.0)
 
     def setup(self, m):
-        from .greedy_floor import FloorRun
+        from .greedy_floor import greedy_and_floor_runs
 
-        p = greedy_problem(m)
-        greedy = [p.runner("gnnb", "greedy", rounds=r) for r in (GREEDY_STEPS, GREEDY_LONG)]
-        self.runs = greedy + [FloorRun(run) for run in greedy]
-        for run in self.runs:
-            run.compile()
+        self.runs = greedy_and_floor_runs(greedy_problem(m), GREEDY_STEPS, GREEDY_LONG)
 
     def _per_step(self):
         """(greedy, update alone) µs a step."""
-        t = interleaved_best(self.runs, repeat=5)
-        per = (GREEDY_LONG - GREEDY_STEPS) / 1e6
-        return max(t[1] - t[0], 0.0) / per, max(t[3] - t[2], 0.0) / per
+        from .greedy_floor import per_step_microseconds
+
+        return per_step_microseconds(self.runs, GREEDY_STEPS, GREEDY_LONG)
 
     def track_update_step_microseconds(self, m):
         return self._per_step()[1]

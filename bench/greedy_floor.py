@@ -8,7 +8,7 @@ member whose weight changed (≈ n_j·k random entries of the (m, C) table per
 class).  The update is the algorithm itself: any exact implementation does
 it, whatever structure finds the argmax.
 
-:func:`floor_boost` is ``boosting.boost`` compiled from a private copy of
+:class:`FloorRun` runs ``boosting.boost`` compiled from a private copy of
 ``jaxnn._src.boosting`` whose max tree is replaced by :data:`FLAT_LEAVES` —
 the same leaf array and scatter-add of the changes, no levels above it, and
 a pseudo-random row per class and step instead of the argmax.  Its per-step
@@ -77,45 +77,51 @@ def _floor_module():
     return sys.modules[name]
 
 
-def floor_boost(*args, **kwargs):
-    """``boosting.boost(*args, **kwargs)`` with ``greedy=True`` whose chooser
-    is a pseudo-random row per class: the greedy step's update alone (its α
-    is meaningless)."""
-    return _floor_module().boost(*args, **dict(kwargs, greedy=True))
-
-
 class FloorRun:
     """The floor of a greedy ``bench.common.Run``: the same arguments through
-    :func:`floor_boost`; ``compile()`` compiles it ahead of time."""
+    the private copy's ``boost`` (its α is meaningless); ``compile()``
+    compiles it ahead of time."""
 
     def __init__(self, run):
+        self._boost = _floor_module().boost
         self._args, self._kwargs = run._args, dict(run._kwargs, greedy=True)
 
     def compile(self) -> None:
         from .common import warm
 
-        warm(_floor_module().boost, *self._args, **self._kwargs)
+        warm(self._boost, *self._args, **self._kwargs)
 
     def __call__(self):
-        return floor_boost(*self._args, **self._kwargs)
+        return self._boost(*self._args, **self._kwargs)
+
+
+def greedy_and_floor_runs(problem, short: int, long: int) -> list:
+    """[greedy short, greedy long, floor short, floor long], compiled."""
+    greedy = [problem.runner("gnnb", "greedy", rounds=r) for r in (short, long)]
+    runs = greedy + [FloorRun(run) for run in greedy]
+    for run in runs:
+        run.compile()
+    return runs
+
+
+def per_step_microseconds(runs: list, short: int, long: int) -> tuple:
+    """(greedy, update alone) µs a step, (t(long) − t(short)) / (long −
+    short), the four :func:`greedy_and_floor_runs` sampled round-robin."""
+    from .common import interleaved_best
+
+    t = interleaved_best(runs, repeat=5)
+    per = (long - short) / 1e6
+    return max(t[1] - t[0], 0.0) / per, max(t[3] - t[2], 0.0) / per
 
 
 def main(sizes=(10_000, 100_000, 1_000_000)) -> None:
     """Print, per m, the greedy step, its update alone (the floor) and their
-    difference (the chooser), µs a step: (t(9000 steps) − t(1000)) / 8000,
-    the four runs sampled round-robin in this process."""
-    import numpy as np
-
-    from .common import Problem, interleaved_best, random_neighbors
+    difference (the chooser), µs a step over steps 1000–9000, on asv
+    ``GreedyFloor``'s problems."""
+    from .bench_fit import greedy_problem
 
     for m in sizes:
-        p = Problem(random_neighbors(m, 10), np.random.default_rng(0).integers(0, 10, m), 10)
-        greedy = [p.runner("gnnb", "greedy", rounds=r) for r in (1000, 9000)]
-        runs = greedy + [FloorRun(run) for run in greedy]
-        for run in runs:
-            run.compile()
-        t = interleaved_best(runs, repeat=5)
-        g, f = (t[1] - t[0]) / 8000 * 1e6, (t[3] - t[2]) / 8000 * 1e6
+        g, f = per_step_microseconds(greedy_and_floor_runs(greedy_problem(m), 1000, 9000), 1000, 9000)
         print(f"m = {m:>9,}: greedy step {g:6.1f} µs, update alone {f:6.1f} µs, chooser {g - f:6.1f} µs", flush=True)
 
 

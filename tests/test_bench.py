@@ -99,6 +99,7 @@ def test_greedy_floor_runs_the_update_with_random_rows_and_leaves_the_engine_alo
     greedy step with random rows chosen — edges change on the chosen rows'
     inverse neighbourhoods, the picks differ from the greedy ones — compiled
     apart, so ``boost`` itself still gives the greedy result afterwards."""
+    import jax.numpy as jnp
     import numpy as np
 
     sys.path.insert(0, str(ROOT))
@@ -119,8 +120,5 @@ def test_greedy_floor_runs_the_update_with_random_rows_and_leaves_the_engine_alo
     picked = np.flatnonzero(np.any(floor_alpha != 0, axis=1))
     assert 0.5 * steps <= picked.size <= steps * C  # a different, scattered row most steps
     assert np.any(edges != 0)  # GNNB starts from zero edges: the update ran
-    import jax.numpy as jnp
-
-    tree = FLAT_LEAVES.build(jnp.zeros((m, C)))
-    rows = np.asarray(FLAT_LEAVES.argmax(tree))
+    rows = np.asarray(FLAT_LEAVES.argmax(FLAT_LEAVES.build(jnp.zeros((m, C)))))
     assert rows.shape == (C,) and np.all(rows < m)
