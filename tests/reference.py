@@ -246,10 +246,20 @@ def _order(order, m, C):
     return np.broadcast_to(order, (C, order.shape[-1]))
 
 
-def _pick_gap(w, y, inv, j):
+def _membership(inv, m):
+    """(m, m) float64 matrix A with A[j, i] = 1 for i in inv(j): A @ v sums v
+    over each inverse neighbourhood (every example's η at once)."""
+    A = np.zeros((m, m))
+    for j, s in enumerate(inv):
+        A[j, s] = 1.0
+    return A
+
+
+def _pick_gap(w, y, membership, j):
     """How far example j's greedy score |eta_j|/n_j = |sum_{i in inv(j)} w_i
-    y_ic| / n_j falls below the best one, relative to it (0: j is an argmax)."""
-    score = np.array([abs(float(np.sum(w[s] * y[s]))) / max(s.size, 1) for s in inv])
+    y_ic| / n_j falls below the best one, relative to it (0: j is an argmax);
+    ``membership`` is :func:`_membership`'s matrix."""
+    score = np.abs(membership @ (w * y)) / np.maximum(membership.sum(axis=1), 1.0)
     best = score.max()
     return 0.0 if best == 0 else (best - score[j]) / best
 
@@ -316,6 +326,7 @@ def gnnb(Y, NN, loss, epsilon=0.5, *, initial_edges=None, order=None):
     E = E0.copy()
     W = np.zeros((m, C))
     replay = order is not None and np.ndim(order) == 2
+    membership = _membership(inv, m) if replay else None
     order = _order(order, m, C)
     T = order.shape[1]
     deltas = np.zeros((C, T))
@@ -334,7 +345,7 @@ def gnnb(Y, NN, loss, epsilon=0.5, *, initial_edges=None, order=None):
         for t in range(T):
             j = int(order[c, t])  # lazy WIC [I.0.a]: order = 0, 1, …, m − 1
             if replay:
-                gaps[c, t] = _pick_gap(w, Y[:, c], inv, j)
+                gaps[c, t] = _pick_gap(w, Y[:, c], membership, j)
             idx = inv[j]
             n_j = idx.size
             if n_j == 0:
@@ -399,6 +410,7 @@ def _edge_loop(Y, NN, loss, step, order=None):
     alpha = np.zeros((m, C))
     E = np.zeros((m, C))
     replay = order is not None and np.ndim(order) == 2
+    membership = _membership(inv, m) if replay else None
     order = _order(order, m, C)
     T = order.shape[1]
     deltas = np.zeros((C, T))
@@ -412,7 +424,7 @@ def _edge_loop(Y, NN, loss, step, order=None):
         for t in range(T):
             j = int(order[c, t])
             if replay:
-                gaps[c, t] = _pick_gap(loss.weight(e), Y[:, c], inv, j)
+                gaps[c, t] = _pick_gap(loss.weight(e), Y[:, c], membership, j)
             idx = inv[j]
             if idx.size == 0:
                 delta = 0.0
