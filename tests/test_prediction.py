@@ -52,7 +52,9 @@ def test_prediction_from_a_pynndescent_index_readme_recipe():
 
     X, y = _blobs(m=400, C=3, seed=1)
     model = jaxnn.fit(X[:300], y[:300], k=5, posterior="link")
-    index = NNDescent(np.asarray(model.X), n_neighbors=30, random_state=0)
+    # a writeable copy, as the README says: a read-only array (np.asarray) makes numba
+    # compile pynndescent's kernels a second time in this process (~45 s)
+    index = NNDescent(np.array(model.X), n_neighbors=30, random_state=0)
     index.prepare()
     nb, _ = index.query(X[300:], k=model.k)
     assert nb.shape == (100, 5)
