@@ -247,11 +247,11 @@ def _order(order, m, C):
 
 
 def _membership(inv, m):
-    """(m, m) float64 matrix A with A[j, i] = 1 for i in inv(j): A @ v sums v
-    over each inverse neighbourhood (every example's η at once)."""
+    """(m, m) float64 matrix A with A[j, i] = 1/n_j for i in inv(j): A @ v
+    averages v over each inverse neighbourhood (every example's η/n at once)."""
     A = np.zeros((m, m))
     for j, s in enumerate(inv):
-        A[j, s] = 1.0
+        A[j, s] = 1.0 / max(s.size, 1)
     return A
 
 
@@ -259,7 +259,7 @@ def _pick_gap(w, y, membership, j):
     """How far example j's greedy score |eta_j|/n_j = |sum_{i in inv(j)} w_i
     y_ic| / n_j falls below the best one, relative to it (0: j is an argmax);
     ``membership`` is :func:`_membership`'s matrix."""
-    score = np.abs(membership @ (w * y)) / np.maximum(membership.sum(axis=1), 1.0)
+    score = np.abs(membership @ (w * y))
     best = score.max()
     return 0.0 if best == 0 else (best - score[j]) / best
 
