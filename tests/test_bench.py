@@ -122,3 +122,25 @@ def test_greedy_floor_runs_the_update_with_random_rows_and_leaves_the_engine_alo
     assert np.any(edges != 0)  # GNNB starts from zero edges: the update ran
     rows = np.asarray(FLAT_LEAVES.argmax(FLAT_LEAVES.build(jnp.zeros((m, C)))))
     assert rows.shape == (C,) and np.all(rows < m)
+
+
+def test_direct_runner_measures_classes_without_asv(tmp_path):
+    """``python -m bench.direct`` (the GPU session's runner, bench/gpu_check.sh):
+    classes in the order of the patterns, a number per benchmark and parameter,
+    the JSON rewritten as results come, no new class once the budget is spent,
+    and a pattern matching nothing refused with the classes it could have named."""
+    out = tmp_path / "direct.json"
+    env = dict(os.environ, JAXNN_BENCH_QUICK="1", JAX_PLATFORMS="cpu")
+    run = lambda *args: subprocess.run([sys.executable, "-m", "bench.direct", *args], cwd=ROOT, env=env,
+                                       capture_output=True, text=True, timeout=TIMEOUT)
+    proc = run("KnnGraph\\.", "ScaleFit", "--budget", "0", "--out", str(out))
+    assert proc.returncode == 0, _output(proc)
+    report = json.loads(out.read_text())
+    assert report["platform"] == "cpu"
+    names = {r["name"] for r in report["results"]}
+    assert names == {"KnnGraph.time_graph"}, names  # ScaleFit started after the budget: not run
+    (result,) = report["results"]
+    assert result["unit"] == "seconds" and 0 < result["min"] <= result["value"] and result["samples"] >= 1
+    assert "budget of 0 s spent: ScaleFit" in proc.stdout
+    proc = run("NoSuchBenchmark")
+    assert proc.returncode != 0 and "no benchmark matches ['NoSuchBenchmark']" in proc.stderr and "ScaleFit" in proc.stderr

@@ -1,6 +1,7 @@
 """Boosting engine: surrogate risk, choosers, step widths, hubs, windowed scan, colored schedule, step numerics."""
 
 import dataclasses
+import functools
 import math
 import os
 import sys
@@ -106,23 +107,26 @@ def _hub_graph(X, k, hub_of_row):
 def test_step_widths():
     from jaxnn._src.boosting import NARROW_MIN_WORK, step_widths
 
-    assert step_widths(502) == (16, 64, 502)
-    assert step_widths(1024) == (16, 64, 256, 1024)
-    assert step_widths(26) == (26,)  # narrow graphs: one plain full-width step
-    assert step_widths(502, work=NARROW_MIN_WORK - 1) == (502,)  # small calls: not worth compiling
-    assert step_widths(502, work=NARROW_MIN_WORK) == (16, 64, 502)
+    assert step_widths(502, platform="cpu") == (16, 64, 502)
+    assert step_widths(1024, platform="cpu") == (16, 64, 256, 1024)
+    assert step_widths(26, platform="cpu") == (26,)  # narrow graphs: one plain full-width step
+    assert step_widths(502, work=NARROW_MIN_WORK - 1, platform="cpu") == (502,)  # small calls: not worth compiling
+    assert step_widths(502, work=NARROW_MIN_WORK, platform="cpu") == (16, 64, 502)
+    for accelerator in ("gpu", "tpu"):  # control flow costs an accelerator more than padding
+        assert step_widths(1024, work=NARROW_MIN_WORK, platform=accelerator) == (1024,)
 
 
 @pytest.fixture
 def always_narrow(monkeypatch):
-    """Narrow steps to n_j whatever the call's size (the engine otherwise
-    keeps small calls at full width, cheaper to compile)."""
+    """Narrow steps to n_j whatever the call's size and platform (the engine
+    otherwise keeps small calls, and every call on a GPU or TPU, at full width)."""
     from jaxnn._src import boosting, ensemble, window
 
     # NARROW_MIN_WORK is read when these trace: drop their compilations (only
     # theirs — clearing every cache made later tests recompile everything)
     jitted = (boosting.boost, window.boost_windowed, ensemble._boost_blocks)
     monkeypatch.setattr(boosting, "NARROW_MIN_WORK", 0)
+    monkeypatch.setattr(boosting, "NARROW_PLATFORMS", ("cpu", "gpu", "tpu"))
     for f in jitted:
         f.clear_cache()
     yield
@@ -158,7 +162,8 @@ def test_lazy_steps_on_hubs_match_reference(algorithm, loss, scan, always_narrow
     Y = np.where(y[:, None] == np.arange(3)[None, :], 1.0, -1.0)
     ref = {"gnnb": R.gnnb, "unn": R.unn, "n3": R.n3}[algorithm](Y, nb, loss)
     with jax.enable_x64(True):
-        model = jaxnn.fit(X.astype(np.float64), y, k=5, loss=loss, algorithm=algorithm, neighbors=nb, trace=True)
+        model = jaxnn.fit(X.astype(np.float64), y, k=5, loss=loss, algorithm=algorithm, neighbors=nb, trace=True,
+                         chooser="lazy")
         alpha, trace = np.asarray(model.alpha), np.asarray(model.trace)
     scale = np.abs(ref.alpha).max()
     np.testing.assert_allclose(alpha, ref.alpha, rtol=1e-6, atol=1e-8 * scale)
@@ -206,7 +211,7 @@ def test_steps_at_width_boundaries_match_reference(scan, always_narrow, request)
     Y = np.where(y[:, None] == np.arange(2)[None, :], 1.0, -1.0)
     ref = R.gnnb(Y, nb, "logistic")
     with jax.enable_x64(True):
-        alpha = np.asarray(jaxnn.fit(X, y, k=4, loss="logistic", algorithm="gnnb", neighbors=nb).alpha)
+        alpha = np.asarray(jaxnn.fit(X, y, k=4, loss="logistic", algorithm="gnnb", neighbors=nb, chooser="lazy").alpha)
     np.testing.assert_allclose(alpha, ref.alpha, rtol=1e-9, atol=1e-12)
 
 
@@ -245,6 +250,42 @@ def test_greedy_steps_on_hubs_match_recomputed_reference(always_narrow, greedy_p
     assert np.max(np.diff(np.asarray(model.trace))) <= 1e-12
 
 
+def test_accelerator_step_layout_matches_references(monkeypatch):
+    """The layout a GPU or TPU runs (``boosting.NARROW_PLATFORMS`` excludes
+    it): every step at full width with no switch, a greedy step's pairs in
+    one update with no inner loop — here forced on the CPU, big calls
+    included — equals the float64 references on a graph with hubs, lazy and
+    greedy alike."""
+    import sys, os
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    import reference as R
+
+    from jaxnn._src import boosting
+
+    monkeypatch.setattr(boosting, "NARROW_MIN_WORK", 0)  # size alone would narrow these steps
+    monkeypatch.setattr(boosting, "NARROW_PLATFORMS", ())  # this CPU lays steps out as an accelerator
+    boosting.boost.clear_cache()
+    try:
+        rng = np.random.default_rng(0)
+        X, y = rng.normal(size=(240, 4)), rng.integers(0, 3, 240)
+        nb = _hub_graph(X, 5, np.where(y == 0, 0, -1))
+        P = int(np.bincount(nb.ravel()).max())
+        assert P > 4 * 16 and boosting.step_widths(P) == (P,)
+        Y = np.where(y[:, None] == np.arange(3)[None, :], 1.0, -1.0)
+        with jax.enable_x64(True):
+            lazy = jaxnn.fit(X, y, k=5, loss="logistic", chooser="lazy", neighbors=nb, trace=True)
+            greedy = jaxnn.fit(X, y, k=5, loss="matsushita", chooser="greedy", rounds=60, neighbors=nb)
+        ref = R.gnnb(Y, nb, "logistic")
+        np.testing.assert_allclose(np.asarray(lazy.alpha), ref.alpha, rtol=1e-6, atol=1e-8 * np.abs(ref.alpha).max())
+        np.testing.assert_allclose(np.asarray(lazy.trace), ref.parallel_risk, rtol=1e-7, atol=1e-10)
+        w = lambda e: 2 * 0.5 * (1 - e / np.sqrt(1 + e * e))  # link(−e)/b, b = 1/2
+        np.testing.assert_allclose(np.asarray(greedy.alpha), _greedy_gnnb_reference(X, Y, nb, w, 1.0, 0.5, 60),
+                                   rtol=1e-7, atol=1e-9)
+    finally:
+        boosting.boost.clear_cache()
+
+
 @pytest.mark.parametrize("algorithm, loss", [("gnnb", "logistic"), ("unn", "logistic"), ("n3", "matsushita")])
 def test_float32_matches_float64(algorithm, loss):
     X, y = _blobs(m=200, seed=5)
@@ -280,10 +321,14 @@ def test_fit_default_chooser_is_what_auto_chooser_says(monkeypatch):
     colored = jaxnn.fit(X, y, k=5, chooser="colored", posterior="link")
     platform = sharding.platform()
     expected = lazy if fit_mod.auto_chooser(150, 150, platform, 3) == "lazy" else colored
-    np.testing.assert_array_equal(np.asarray(jaxnn.fit(X, y, k=5, posterior="link").alpha), np.asarray(expected.alpha))
+    # the choosers' α differ in the first digits; a GPU's atomic scatter-adds may
+    # change the last bits of one chooser's from run to run (README, Performance)
+    assert np.abs(np.asarray(lazy.alpha) - np.asarray(colored.alpha)).max() > 1e-2
+    same = functools.partial(np.testing.assert_allclose, rtol=1e-6, atol=1e-7)
+    same(np.asarray(jaxnn.fit(X, y, k=5, posterior="link").alpha), np.asarray(expected.alpha))
     seen = []
     monkeypatch.setattr(fit_mod, "auto_chooser", lambda m, rounds, platform, n_classes: seen.append((platform, n_classes)) or "colored")
-    np.testing.assert_array_equal(np.asarray(jaxnn.fit(X, y, k=5, posterior="link").alpha), np.asarray(colored.alpha))
+    same(np.asarray(jaxnn.fit(X, y, k=5, posterior="link").alpha), np.asarray(colored.alpha))
     assert seen == [(platform, 3)]
 
 
@@ -299,15 +344,15 @@ def test_unn_without_finite_root_caps_delta():
     with the eq. (13) smoothing δ is finite (= ½ log((W⁺+1/m)/(1/m)) for exp)."""
     X = np.array([[0.0], [0.1], [0.2], [5.0], [5.1], [5.2]], dtype=np.float32)
     y = np.array([0, 0, 0, 1, 1, 1])
-    capped = jaxnn.fit(X, y, k=2, loss="exponential", algorithm=jaxnn.unn(smoothing=False, max_delta=7.0))
+    capped = jaxnn.fit(X, y, k=2, loss="exponential", algorithm=jaxnn.unn(smoothing=False, max_delta=7.0), chooser="lazy")
     a = np.asarray(capped.alpha)
     assert np.all(np.abs(a) == pytest.approx(7.0))
-    smooth = jaxnn.fit(X, y, k=2, loss="exponential", algorithm="unn")
+    smooth = jaxnn.fit(X, y, k=2, loss="exponential", algorithm="unn", chooser="lazy")  # j = 0 steps first
     s = np.asarray(smooth.alpha)
     assert np.all(np.isfinite(s)) and np.all(np.abs(s) < 7.0)
     # first step on j=0: inv(0) = {1, 2} both agree, W+ = 2, W- = 0, m = 6
     assert s[0, 0] == pytest.approx(0.5 * math.log((2 + 1 / 6) / (1 / 6)), rel=1e-5)
-    logistic = jaxnn.fit(X, y, k=2, loss="logistic", algorithm=jaxnn.unn(smoothing=False, max_delta=7.0))
+    logistic = jaxnn.fit(X, y, k=2, loss="logistic", algorithm=jaxnn.unn(smoothing=False, max_delta=7.0), chooser="lazy")
     assert np.all(np.abs(np.asarray(logistic.alpha)) == pytest.approx(7.0))
 
 
@@ -703,17 +748,21 @@ def test_windowed_scan_equals_plain_scan(steps):
 
 
 def test_fit_runs_sequential_choosers_windowed_from_the_state_threshold(monkeypatch):
-    from jaxnn._src import window
+    from jaxnn._src import sharding, window
+    from jaxnn._src.boost_runs import runs_windowed
 
     calls = []
     real = window.boost_windowed
     monkeypatch.setattr(window, "boost_windowed", lambda *a, **kw: calls.append(1) or real(*a, **kw))
     X, y = _blobs(m=300, C=4)  # m·C = 1200 edge entries
+    on_cpu = sharding.platform() == "cpu"  # windows keep a CPU's cache; a GPU runs the plain scan
     for threshold, chooser, expected in [(1200, "lazy", 1), (1200, "random", 1), (1201, "lazy", 0), (0, "greedy", 0), (0, "colored", 0)]:
         monkeypatch.setattr(window, "WINDOWED_MIN_STATE", threshold)
         calls.clear()
         jaxnn.fit(X, y, k=5, chooser=chooser, posterior="link")
-        assert len(calls) == expected, (threshold, chooser)
+        assert len(calls) == (expected if on_cpu else 0), (threshold, chooser)
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")  # as on a GPU machine
+    assert not runs_windowed(300, 4, "lazy", None) and not runs_windowed(10**6, 10, "lazy", None)
 
 
 def test_window_layout_in_pieces_is_the_layout_at_once(monkeypatch):

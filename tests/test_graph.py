@@ -312,6 +312,35 @@ def test_search_layout_follows_the_platform():
     assert search_mod._block_rows(m, None) == search_mod._block_rows(m, None, here)
 
 
+@pytest.mark.parametrize("kernel", ["_onepass_topk", "_chunked_topk"])
+def test_search_distances_ask_for_full_float32_matmuls(kernel):
+    """Every matmul of both search kernels asks for Precision.HIGHEST: with
+    JAX's default an NVIDIA GPU computes float32 products in TF32 (10-bit
+    mantissa; an H200 found other neighbours than the CPU for points at
+    nearly equal distances) and a TPU in bfloat16 passes."""
+    import functools
+
+    import jax
+
+    from jaxnn._src import search as search_mod
+
+    def dots(jaxpr):
+        for eqn in jaxpr.eqns:
+            if eqn.primitive.name == "dot_general":
+                yield eqn
+            for value in eqn.params.values():  # scans, maps, conds: their inner jaxprs
+                for sub in value if isinstance(value, (tuple, list)) else (value,):
+                    sub = getattr(sub, "jaxpr", sub)  # a ClosedJaxpr's Jaxpr
+                    if hasattr(sub, "eqns"):
+                        yield from dots(sub)
+
+    Q, X = np.ones((40, 5), np.float32), np.ones((300, 5), np.float32)
+    fn = functools.partial(getattr(search_mod, kernel), k=3, block=8, exclude_self=False)
+    found = list(dots(jax.make_jaxpr(fn)(Q, X).jaxpr))
+    assert found, "no matmul traced"
+    for eqn in found:
+        assert eqn.params["precision"] in (jax.lax.Precision.HIGHEST, (jax.lax.Precision.HIGHEST,) * 2), eqn
+
 def test_platform_is_where_computations_run(monkeypatch):
     """sharding.platform: the given devices', else jax.default_device's, else
     the default backend's — so a CPU fit under ``jax.default_device(cpu)``

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from jaxnn._src import shared_sizes, window
+from jaxnn._src import shared_sizes, sharding, window
 from jaxnn._src.boosting import BoostResult, boost
 from jaxnn._src.inverse import inverse_counts, inverse_neighbors
 from jaxnn._src.progress import logger, progress_wanted
@@ -31,9 +31,8 @@ def auto_chooser(m: int, rounds: int, platform: str, n_classes: int = 1) -> str:
     Both visit every example once per pass and reach the same accuracy
     (asv ``ChooserAccuracy``: one GNNB pass over 12 UCI sets × 3 splits,
     lazy 0.9224, colored 0.9229; 10⁵-point synthetic set 0.9533 / 0.9553).
-    On a GPU a sequential step costs ~9 µs (one H100, m = 10⁵, k = 10,
-    C = 10, an earlier version of this code: a lazy pass 869 ms, the
-    colored one 9.9 ms).  On 2 CPU cores, ``fit`` on a precomputed random
+    On a GPU a sequential step costs ~8.5 µs (one H200, m = 10⁵, k = 10,
+    C = 10, stop 34: a lazy pass 0.85 s, the colored one 11.8 ms).  On 2 CPU cores, ``fit`` on a precomputed random
     graph (k = 10), first call in a fresh process / warm, lazy vs colored:
     m = 10⁵, C = 10: 3.5 / 0.59 vs 4.75 / 0.30 s; 2·10⁵: 4.5 / 1.3 vs
     5.0 / 0.65; 3·10⁵: 4.9 / 2.0 vs 5.9 / 1.0; 5·10⁵: 6.7 / 3.7 vs
@@ -50,8 +49,11 @@ def auto_chooser(m: int, rounds: int, platform: str, n_classes: int = 1) -> str:
 
 def runs_windowed(m: int, n_classes: int, chooser: str, devices) -> bool:
     """Whether the sequential steps run in windows (:mod:`window`): the lazy
-    and random choosers on one device from m·C ≥ ``window.WINDOWED_MIN_STATE``."""
-    return chooser not in ("greedy", "colored") and devices is None and m * n_classes >= window.WINDOWED_MIN_STATE
+    and random choosers on one CPU device from m·C ≥ ``window.WINDOWED_MIN_STATE``
+    (windows keep a CPU's working set in cache; on an H200 a windowed pass
+    cost more than the plain scan)."""
+    return (chooser not in ("greedy", "colored") and devices is None and m * n_classes >= window.WINDOWED_MIN_STATE
+            and sharding.platform() == "cpu")
 
 
 def boosts_at_shared_size(m: int, n_classes: int, chooser: str, devices) -> bool:

@@ -22,8 +22,9 @@ from jaxnn._src.shared_sizes import first_rows, padded_rows, query_rows, shared_
 # Elements of one (block × m) distance tile; 2**24 float32 = 64 MiB.
 _TILE_ELEMENTS = 1 << 24
 # The same on a GPU or TPU (512 MiB): 128-row tiles up to m = 10⁶ — the tile
-# height of the one GPU measurement so far (an H100, m = 10⁵: 109–122 ms, 0.02–0.05
-# of scikit-learn brute) — where 2**24 would leave 16 rows and 62 500 steps.
+# height of the GPU measurements (an H100, m = 10⁵: 109–122 ms, 0.02–0.05 of
+# scikit-learn brute, TF32 matmuls; an H200 at stop 34, full float32, d = 64:
+# 0.148 s at 10⁵, 6.7 s at 10⁶) — where 2**24 would leave 16 rows and 62 500 steps.
 _TILE_ELEMENTS_ACCELERATOR = 1 << 27
 
 
@@ -38,6 +39,17 @@ def _block_rows(m: int, block_size: int | None, platform: str | None = None) -> 
     return int(block_size)
 
 _GROUP = 32  # columns per group of the two-stage selection
+
+#: the distance tiles' matmul precision: full float32.  JAX's default lets an
+#: accelerator round float32 operands (TF32 on NVIDIA GPUs from Ampere on,
+#: bfloat16 passes on TPU): an H200 then found other neighbours than the CPU
+#: for points at nearly equal distances, and a fit on them other α.
+DISTANCE_PRECISION = jax.lax.Precision.HIGHEST
+
+
+def _dots(q, x):
+    """(b, m) inner products q·xᵀ of (b, d) and (m, d), in full float32 on every platform."""
+    return jnp.matmul(q, x.T, precision=DISTANCE_PRECISION)
 #: :func:`_smallest_k` selects in two stages from m > 3·32·k columns. Its time
 #: over one ``top_k``'s on a 128-row tile (2 CPU cores), at k = 4 / 8 / 16 / 32 / 64:
 #: 0.75 / 0.78 / 0.88 / 0.85 / 0.89 at m = 4·32k, 1.10 / 1.16 / 1.07 / 1.05 / 1.08
@@ -261,7 +273,7 @@ def _onepass_topk(Q, X, k: int, block: int, exclude_self: bool, row0=0, recall_t
     def one_block(b):
         start = b * block
         q = jax.lax.dynamic_slice_in_dim(Qp, start, block)
-        d2 = jnp.sum(q * q, axis=1)[:, None] - 2.0 * (q @ X.T) + x_sq[None, :]
+        d2 = jnp.sum(q * q, axis=1)[:, None] - 2.0 * _dots(q, X) + x_sq[None, :]
         d2 = jnp.maximum(d2, 0.0)
         if exclude_self:
             rows = row0 + start + jnp.arange(block)
@@ -303,7 +315,7 @@ def _chunked_topk(Q, X, k: int, block: int, exclude_self: bool, row0=0, n_valid=
 
         def group_minima(c):
             xc = jax.lax.dynamic_slice_in_dim(Xp, c * _CHUNK, _CHUNK)
-            d2 = q_sq - 2.0 * (q @ xc.T) + jax.lax.dynamic_slice_in_dim(x_sq, c * _CHUNK, _CHUNK)[None, :]
+            d2 = q_sq - 2.0 * _dots(q, xc) + jax.lax.dynamic_slice_in_dim(x_sq, c * _CHUNK, _CHUNK)[None, :]
             if exclude_self:
                 d2 = jnp.where(rows[:, None] == c * _CHUNK + jnp.arange(_CHUNK)[None, :], jnp.inf, d2)
             return jnp.min(d2.reshape(block, _CHUNK // _GROUP, _GROUP), axis=2)
@@ -313,7 +325,7 @@ def _chunked_topk(Q, X, k: int, block: int, exclude_self: bool, row0=0, n_valid=
         _, best_groups = jax.lax.top_k(-minima, k)
         best_groups = jnp.sort(best_groups, axis=1)
         cand = (best_groups[:, :, None] * _GROUP + jnp.arange(_GROUP)).reshape(block, k * _GROUP)
-        d2 = q_sq - 2.0 * jnp.einsum("bd,bcd->bc", q, Xp[cand]) + x_sq[cand]
+        d2 = q_sq - 2.0 * jnp.einsum("bd,bcd->bc", q, Xp[cand], precision=DISTANCE_PRECISION) + x_sq[cand]
         if exclude_self:
             d2 = jnp.where(rows[:, None] == cand, jnp.inf, d2)
         neg, pos = jax.lax.top_k(-jnp.maximum(d2, 0.0), k)

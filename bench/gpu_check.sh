@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# One short GPU session, for a machine with an NVIDIA GPU and a CUDA jax but
+# maybe no asv, no git history and little time (README, Performance: GPU):
+#   1. the GPU test: the jitted paths run on the GPU and agree with the CPU;
+#   2. the performance issue's benchmark classes, run in one process by
+#      bench.direct (ScaleFit first: colours, steps/s, edge updates/s and
+#      end-to-end fit at m = 10^5 and 10^6, C in {10, 100}), starting no new
+#      class after BUDGET seconds; results in OUT_DIR/gpu.json;
+#   3. the engine and graph tests on the GPU (GPU_TESTS), for TEST_SECONDS,
+#      each test's outcome in OUT_DIR/tests.log.
+# Usage (from the repository root):
+#   bash bench/gpu_check.sh [OUT_DIR] [BUDGET_SECONDS]
+# Environment: GPU_BENCH (benchmark patterns), GPU_TESTS, TEST_SECONDS, TEST_WORKERS.
+set -u
+out=${1:-gpu-results}
+budget=${2:-300}
+mkdir -p "$out"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+nvidia-smi -L || echo "no nvidia-smi"
+python3 -c "import jax, jaxnn; print('jax', jax.__version__, jax.devices())"
+
+echo "== GPU test"
+timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_sharding.py -k gpu_matches -rs 2>&1 | tail -25
+
+echo "== benchmarks (budget ${budget} s)"
+# shellcheck disable=SC2086  # the patterns are words
+JAX_PLATFORMS=${JAX_PLATFORMS:-cuda} timeout $((budget + 60)) python3 -m bench.direct --budget "$budget" \
+    --out "$out/gpu.json" ${GPU_BENCH:-ScaleFit '^GreedyStep\.' NumbaVsColored 'KnnGraph\.|GraphVsSklearn' GreedyFloor '^Predict\.' TreeStep} \
+    2>&1 | tee "$out/bench.log"
+
+echo "== tests on the GPU (${TEST_SECONDS:-120} s)"
+# several pytest workers share the GPU: no worker takes most of its memory up front
+# shellcheck disable=SC2086
+XLA_PYTHON_CLIENT_PREALLOCATE=false timeout "${TEST_SECONDS:-120}" python3 -m pytest -o addopts= -v -p no:cacheprovider \
+    -n "${TEST_WORKERS:-4}" ${GPU_TESTS:-tests/test_engine.py tests/test_graph.py} > "$out/tests.log" 2>&1
+echo "$(grep -c ' PASSED' "$out/tests.log") passed, $(grep -c ' SKIPPED' "$out/tests.log") skipped, $(grep -c ' FAILED' "$out/tests.log") failed"
+grep ' FAILED' "$out/tests.log" | head -30
