@@ -32,8 +32,9 @@ def auto_chooser(m: int, rounds: int, platform: str, n_classes: int = 1) -> str:
     (asv ``ChooserAccuracy``: one GNNB pass over 12 UCI sets × 3 splits,
     lazy 0.9224, colored 0.9229; 10⁵-point synthetic set 0.9533 / 0.9553).
     On a GPU a sequential step costs ~8.5 µs (one H200, m = 10⁵, k = 10,
-    C = 10, stop 34: a lazy pass 0.85 s, the colored one 11.8 ms).  On 2 CPU cores, ``fit`` on a precomputed random
-    graph (k = 10), first call in a fresh process / warm, lazy vs colored:
+    C = 10, stop 34: a lazy pass 0.85 s, the colored one 11.8 ms).  On 2
+    CPU cores, ``fit`` on a precomputed random graph (k = 10), first call in
+    a fresh process / warm, lazy vs colored:
     m = 10⁵, C = 10: 3.5 / 0.59 vs 4.75 / 0.30 s; 2·10⁵: 4.5 / 1.3 vs
     5.0 / 0.65; 3·10⁵: 4.9 / 2.0 vs 5.9 / 1.0; 5·10⁵: 6.7 / 3.7 vs
     6.6 / 1.8; 10⁶: 11.1 / 7.4 vs 8.6 / 3.8; m = 10⁵, C = 100: 4.9 / 2.1–2.5

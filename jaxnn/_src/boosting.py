@@ -143,7 +143,7 @@ def step_widths(P: int, work: int | None = None, platform: str | None = None) ->
     (default: where the computation runs, :func:`sharding.platform`) is not
     one of :data:`NARROW_PLATFORMS` (a GPU or TPU reads a padded row in one
     kernel; control flow costs it more)."""
-    if work is not None and work < NARROW_MIN_WORK or (platform or sharding.platform()) not in NARROW_PLATFORMS:
+    if (work is not None and work < NARROW_MIN_WORK) or (platform or sharding.platform()) not in NARROW_PLATFORMS:
         return (max(int(P), 1),)
     return tuple(w for w in STEP_WIDTHS if 4 * w <= P) + (max(int(P), 1),)
 

@@ -50,6 +50,8 @@ DISTANCE_PRECISION = jax.lax.Precision.HIGHEST
 def _dots(q, x):
     """(b, m) inner products q·xᵀ of (b, d) and (m, d), in full float32 on every platform."""
     return jnp.matmul(q, x.T, precision=DISTANCE_PRECISION)
+
+
 #: :func:`_smallest_k` selects in two stages from m > 3·32·k columns. Its time
 #: over one ``top_k``'s on a 128-row tile (2 CPU cores), at k = 4 / 8 / 16 / 32 / 64:
 #: 0.75 / 0.78 / 0.88 / 0.85 / 0.89 at m = 4·32k, 1.10 / 1.16 / 1.07 / 1.05 / 1.08
