@@ -29,9 +29,11 @@ JAX_PLATFORMS=${JAX_PLATFORMS:-cuda} timeout $((budget + 60)) python3 -m bench.d
     2>&1 | tee "$out/bench.log"
 
 echo "== tests on the GPU (${TEST_SECONDS:-120} s)"
-# several pytest workers share the GPU: no worker takes most of its memory up front
+# several pytest workers share the GPU: no worker takes most of its memory up front.
+# At the time limit pytest gets SIGINT, so it still prints the failures it has seen.
 # shellcheck disable=SC2086
-XLA_PYTHON_CLIENT_PREALLOCATE=false timeout "${TEST_SECONDS:-120}" python3 -m pytest -o addopts= -v -p no:cacheprovider \
-    -n "${TEST_WORKERS:-4}" ${GPU_TESTS:-tests/test_engine.py tests/test_graph.py} > "$out/tests.log" 2>&1
+XLA_PYTHON_CLIENT_PREALLOCATE=false timeout -s INT -k 20 "${TEST_SECONDS:-120}" python3 -m pytest -o addopts= -v \
+    -rf --tb=short -p no:cacheprovider -n "${TEST_WORKERS:-4}" ${GPU_TESTS:-tests/test_engine.py tests/test_graph.py} \
+    > "$out/tests.log" 2>&1
 echo "$(grep -c ' PASSED' "$out/tests.log") passed, $(grep -c ' SKIPPED' "$out/tests.log") skipped, $(grep -c ' FAILED' "$out/tests.log") failed"
-grep ' FAILED' "$out/tests.log" | head -30
+sed -n '/short test summary info/,$p' "$out/tests.log" | head -30
