@@ -269,7 +269,7 @@ def test_blocks_weigh_narrow_steps_against_all_blocks(data, monkeypatch):
     ens_src._boost_blocks.clear_cache()
     boosting.boost.clear_cache()
     try:
-        ens.fit_split(X, y, n_splits=3, norm="l1", k=5, rounds=2 * X.shape[0])
+        ens.fit_split(X, y, n_splits=3, norm="l1", k=5, rounds=2 * X.shape[0], chooser="lazy")
     finally:
         ens_src._boost_blocks.clear_cache()
         boosting.boost.clear_cache()
@@ -425,7 +425,7 @@ def _saturating(n_splits, sep, seed):
     y = rng.integers(0, 3, m)
     X = (rng.normal(size=(m, 10)) + sep * np.eye(3, 10)[y]).astype(np.float32)
     Xq = (rng.normal(size=(30, 10)) * 1.5).astype(np.float32)
-    kw = dict(k=5, algorithm=jaxnn.unn(smoothing=False), rounds=10 * m)
+    kw = dict(k=5, algorithm=jaxnn.unn(smoothing=False), rounds=10 * m, chooser="lazy")  # as auto on CPU
     return X, y, Xq, kw, ens.fit_split(X, y, n_splits=n_splits, norm=None, **kw)
 
 

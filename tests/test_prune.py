@@ -158,7 +158,7 @@ def test_prune_warns_when_a_class_loses_every_prototype(caplog, multilabel):
     y = np.r_[np.zeros(290, int), np.ones(10, int)]
     if multilabel:
         y = np.stack([np.arange(300) < 150, y], axis=1).astype(int)
-    model = jaxnn.fit(X, y, k=5, posterior="link")
+    model = jaxnn.fit(X, y, k=5, posterior="link", chooser="lazy")  # auto's choice on CPU
     with caplog.at_level("WARNING", logger="jaxnn"):
         jaxnn.prune(model, 0.5)
     assert not caplog.records

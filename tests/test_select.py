@@ -58,8 +58,11 @@ def test_select_scores_a_chooser_as_fit_runs_it(chooser, monkeypatch):
         model = jaxnn.fit(X[tr], y[tr], k=5, neighbors=nb, chooser=chooser, rounds=passes * tr.size, posterior="link")
         acc = float(np.mean(jaxnn.predict(model, X[va]) == y[va]))
         assert sel.scores[(5, "logistic", passes)] == pytest.approx(acc), passes
-    if window.WINDOWED_MIN_STATE == 0:
-        assert len(calls) >= 2 * 4 + 3  # select: 2 ks × 4 passes; the fits: 3
+    if window.WINDOWED_MIN_STATE == 0:  # windows on CPU only (boost_runs.runs_windowed)
+        from jaxnn._src import sharding
+
+        on_cpu = sharding.platform() == "cpu"
+        assert len(calls) >= 2 * 4 + 3 if on_cpu else not calls  # select: 2 ks × 4 passes; the fits: 3
 
 def test_fit_auto():
     X, y = _data(seed=2)
@@ -201,7 +204,7 @@ def test_select_centres_float64_points_far_from_zero_as_fit_does(offset):
     kwargs = dict(ks=(3, 8), losses=("logistic", "matsushita"), passes=(1, 2))
     plain = jaxnn.select(X.astype(np.float64), y, **kwargs)
     shifted = jaxnn.select(X.astype(np.float64) + offset * np.array([1.0, -1.0, 0.0]), y, **kwargs)
-    assert shifted.scores == plain.scores and min(plain.scores.values()) > 0.6  # 3 classes: chance 1/3
+    assert shifted.scores == plain.scores and min(plain.scores.values()) > 0.5  # 3 classes: chance 1/3
 
 
 def test_select_searches_the_graph_and_the_validation_points_at_once():
