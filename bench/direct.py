@@ -40,6 +40,7 @@ import timeit
 from pathlib import Path
 
 _KINDS = ("track_", "time_")
+_FAILED = object()  # a setup_cache that raised
 
 
 def _benchmark_classes() -> list[type]:
@@ -89,7 +90,12 @@ def _format(result: dict) -> str:
 def run(patterns: list[str], budget: float = float("inf"), out: Path | None = None, echo=print) -> list[dict]:
     """Run every benchmark matching ``patterns``; returns (and writes to ``out``)
     one dict per (benchmark, parameters): name, params, value or skipped or error."""
-    compiled = [re.compile(p) for p in patterns]
+    compiled = []
+    for p in patterns:
+        try:
+            compiled.append(re.compile(p))
+        except re.error as e:
+            raise ValueError(f"pattern {p!r} is not a regular expression: {e}") from None
     classes = _benchmark_classes()
     import jax  # after bench.common has set the platform (JAX_PLATFORMS, cpu by default)
 
@@ -113,24 +119,30 @@ def run(patterns: list[str], budget: float = float("inf"), out: Path | None = No
         bench = cls()
         cache_fn = getattr(cls, "setup_cache", None)
         t0 = time.perf_counter()
+        lead, failed = (), None
         if cache_fn is not None:
             key = getattr(cache_fn, "__func__", cache_fn)
             if key not in caches:
-                caches[key] = cache_fn(bench)
-        lead = () if cache_fn is None else (caches[key],)
+                try:
+                    caches[key] = cache_fn(bench)
+                except Exception as e:  # noqa: BLE001 - every benchmark of the class reports it
+                    caches[key] = _FAILED
+                    failed = {"error": f"setup_cache: {type(e).__name__}: {e}"}
+            failed = failed or ({"error": "setup_cache failed (above)"} if caches[key] is _FAILED else None)
+            lead = (caches[key],)
         grid = itertools.product(*cls.params) if getattr(cls, "param_names", None) else [()]
         for params in grid:
             args = lead + tuple(params)
             label = f"({', '.join(map(str, params))})" if params else ""
             try:
-                if hasattr(bench, "setup"):
+                if failed is None and hasattr(bench, "setup"):
                     bench.setup(*args)
             except NotImplementedError as e:
                 outcome = {"skipped": str(e)}
             except Exception as e:  # noqa: BLE001 - reported, the run goes on
                 outcome = {"error": f"setup: {type(e).__name__}: {e}"}
             else:
-                outcome = None
+                outcome = failed
             for name in _methods(cls, compiled):
                 if outcome is not None:
                     result = dict(outcome)

@@ -144,3 +144,38 @@ def test_direct_runner_measures_classes_without_asv(tmp_path):
     assert "budget of 0 s spent: ScaleFit" in proc.stdout
     proc = run("NoSuchBenchmark")
     assert proc.returncode != 0 and "no benchmark matches ['NoSuchBenchmark']" in proc.stderr and "ScaleFit" in proc.stderr
+    proc = run("([")
+    assert proc.returncode != 0 and "pattern '([' is not a regular expression" in proc.stderr
+
+
+def test_direct_runner_reports_a_failing_setup_and_goes_on(monkeypatch):
+    """A setup_cache or setup that raises gives each of the class's benchmarks an
+    error (a setup's NotImplementedError: skipped, asv's n/a) and the run goes on."""
+    sys.path.insert(0, str(ROOT))
+    try:
+        from bench import direct
+    finally:
+        sys.path.remove(str(ROOT))
+
+    class Broken:
+        def setup_cache(self):
+            raise RuntimeError("no data")
+
+        def track_a(self, cache):
+            return 1.0
+
+    class Picky:
+        param_names, params = ["n"], ([1, 2],)
+
+        def setup(self, n):
+            if n == 2:
+                raise NotImplementedError("n = 2 needs an accelerator")
+
+        def track_n(self, n):
+            return float(n)
+
+    monkeypatch.setattr(direct, "_benchmark_classes", lambda: [Broken, Picky])
+    results = direct.run(["Broken", "Picky"], echo=lambda s: None)
+    assert [r["name"] for r in results] == ["Broken.track_a", "Picky.track_n", "Picky.track_n"]
+    assert results[0]["error"] == "setup_cache: RuntimeError: no data"
+    assert results[1]["value"] == 1.0 and results[2]["skipped"] == "n = 2 needs an accelerator"
