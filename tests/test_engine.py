@@ -81,6 +81,11 @@ def _greedy_gnnb_reference(X, Y, nb, loss_w, hstar, eps, rounds):
     return alpha
 
 
+def _matsushita_weight(e):
+    """GNNB's weight for the Matsushita loss, link(−e)/b with b = 1/2 (float64 numpy)."""
+    return 2 * 0.5 * (1 - e / np.sqrt(1 + e * e))
+
+
 def test_greedy_chooser_matches_recomputed_reference():
     X, y = _blobs(m=90, C=3, seed=3)
     nb = np.asarray(jaxnn.knn_graph(X, 5).indices)
@@ -88,8 +93,7 @@ def test_greedy_chooser_matches_recomputed_reference():
         model = jaxnn.fit(X.astype(np.float64), y, k=5, loss="matsushita", chooser="greedy", rounds=40, neighbors=nb)
         alpha = np.asarray(model.alpha)
     Y = np.where(y[:, None] == np.arange(3)[None, :], 1.0, -1.0)
-    w = lambda e: 2 * 0.5 * (1 - e / np.sqrt(1 + e * e))  # link(−e)/b, b = 1/2
-    ref = _greedy_gnnb_reference(X, Y, nb, w, 1.0, 0.5, 40)
+    ref = _greedy_gnnb_reference(X, Y, nb, _matsushita_weight, 1.0, 0.5, 40)
     np.testing.assert_allclose(alpha, ref, rtol=1e-7, atol=1e-9)
 
 
@@ -243,8 +247,7 @@ def test_greedy_steps_on_hubs_match_recomputed_reference(always_narrow, greedy_p
         model = jaxnn.fit(X, y, k=5, loss="matsushita", chooser="greedy", rounds=60, neighbors=nb, trace=True)
         alpha = np.asarray(model.alpha)
     Y = np.where(y[:, None] == np.arange(3)[None, :], 1.0, -1.0)
-    w = lambda e: 2 * 0.5 * (1 - e / np.sqrt(1 + e * e))  # link(−e)/b, b = 1/2
-    ref = _greedy_gnnb_reference(X, Y, nb, w, 1.0, 0.5, 60)
+    ref = _greedy_gnnb_reference(X, Y, nb, _matsushita_weight, 1.0, 0.5, 60)
     np.testing.assert_allclose(alpha, ref, rtol=1e-7, atol=1e-9)
     assert alpha[0, 0] != 0  # the hub's own step was taken
     assert np.max(np.diff(np.asarray(model.trace))) <= 1e-12
@@ -279,9 +282,8 @@ def test_accelerator_step_layout_matches_references(monkeypatch):
         ref = R.gnnb(Y, nb, "logistic")
         np.testing.assert_allclose(np.asarray(lazy.alpha), ref.alpha, rtol=1e-6, atol=1e-8 * np.abs(ref.alpha).max())
         np.testing.assert_allclose(np.asarray(lazy.trace), ref.parallel_risk, rtol=1e-7, atol=1e-10)
-        w = lambda e: 2 * 0.5 * (1 - e / np.sqrt(1 + e * e))  # link(−e)/b, b = 1/2
-        np.testing.assert_allclose(np.asarray(greedy.alpha), _greedy_gnnb_reference(X, Y, nb, w, 1.0, 0.5, 60),
-                                   rtol=1e-7, atol=1e-9)
+        ref_greedy = _greedy_gnnb_reference(X, Y, nb, _matsushita_weight, 1.0, 0.5, 60)
+        np.testing.assert_allclose(np.asarray(greedy.alpha), ref_greedy, rtol=1e-7, atol=1e-9)
     finally:
         boosting.boost.clear_cache()
 
@@ -755,7 +757,7 @@ def test_fit_runs_sequential_choosers_windowed_from_the_state_threshold(monkeypa
     real = window.boost_windowed
     monkeypatch.setattr(window, "boost_windowed", lambda *a, **kw: calls.append(1) or real(*a, **kw))
     X, y = _blobs(m=300, C=4)  # m·C = 1200 edge entries
-    on_cpu = sharding.platform() == "cpu"  # windows keep a CPU's cache; a GPU runs the plain scan
+    on_cpu = sharding.platform() in window.WINDOWED_PLATFORMS  # a GPU runs the plain scan
     for threshold, chooser, expected in [(1200, "lazy", 1), (1200, "random", 1), (1201, "lazy", 0), (0, "greedy", 0), (0, "colored", 0)]:
         monkeypatch.setattr(window, "WINDOWED_MIN_STATE", threshold)
         calls.clear()

@@ -341,6 +341,7 @@ def test_search_distances_ask_for_full_float32_matmuls(kernel):
     for eqn in found:
         assert eqn.params["precision"] in (jax.lax.Precision.HIGHEST, (jax.lax.Precision.HIGHEST,) * 2), eqn
 
+
 def test_platform_is_where_computations_run(monkeypatch):
     """sharding.platform: the given devices', else jax.default_device's, else
     the default backend's — so a CPU fit under ``jax.default_device(cpu)``

@@ -304,7 +304,7 @@ def test_a_new_size_compiles_only_the_search_and_the_boosting(algorithm, windowe
     with caplog.at_level(logging.WARNING, logger="jax"), jax.log_compiles():
         jaxnn.fit(X, y, **kw)
     compiled = {r.getMessage().split()[4] for r in caplog.records if "Finished XLA compilation" in r.getMessage()}
-    windows = windowed and sharding.platform() == "cpu"  # boost_runs.runs_windowed
+    windows = windowed and sharding.platform() in window.WINDOWED_PLATFORMS  # boost_runs.runs_windowed
     assert compiled <= {"jit(_conditioned_search)", "jit(boost_windowed)" if windows else "jit(boost)"}, compiled
 
 

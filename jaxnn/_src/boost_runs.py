@@ -50,11 +50,10 @@ def auto_chooser(m: int, rounds: int, platform: str, n_classes: int = 1) -> str:
 
 def runs_windowed(m: int, n_classes: int, chooser: str, devices) -> bool:
     """Whether the sequential steps run in windows (:mod:`window`): the lazy
-    and random choosers on one CPU device from m·C ≥ ``window.WINDOWED_MIN_STATE``
-    (windows keep a CPU's working set in cache; on an H200 a windowed pass
-    cost more than the plain scan)."""
+    and random choosers on one device of ``window.WINDOWED_PLATFORMS`` (a CPU)
+    from m·C ≥ ``window.WINDOWED_MIN_STATE``."""
     return (chooser not in ("greedy", "colored") and devices is None and m * n_classes >= window.WINDOWED_MIN_STATE
-            and sharding.platform() == "cpu")
+            and sharding.platform() in window.WINDOWED_PLATFORMS)
 
 
 def boosts_at_shared_size(m: int, n_classes: int, chooser: str, devices) -> bool:

@@ -130,6 +130,12 @@ NARROW_MIN_WORK = 1 << 24
 NARROW_PLATFORMS = ("cpu",)
 
 
+def narrows_on(platform: str | None = None) -> bool:
+    """Whether steps on ``platform`` (default: where the computation runs,
+    :func:`sharding.platform`) may be narrowed: one of :data:`NARROW_PLATFORMS`."""
+    return (platform or sharding.platform()) in NARROW_PLATFORMS
+
+
 def step_widths(P: int, work: int | None = None, platform: str | None = None) -> tuple:
     """The widths at which a sequential or greedy step computes δ: those of
     :data:`STEP_WIDTHS` at most P/4, then P.  A step on example j runs at
@@ -143,7 +149,7 @@ def step_widths(P: int, work: int | None = None, platform: str | None = None) ->
     (default: where the computation runs, :func:`sharding.platform`) is not
     one of :data:`NARROW_PLATFORMS` (a GPU or TPU reads a padded row in one
     kernel; control flow costs it more)."""
-    if (work is not None and work < NARROW_MIN_WORK) or (platform or sharding.platform()) not in NARROW_PLATFORMS:
+    if (work is not None and work < NARROW_MIN_WORK) or not narrows_on(platform):
         return (max(int(P), 1),)
     return tuple(w for w in STEP_WIDTHS if 4 * w <= P) + (max(int(P), 1),)
 
@@ -329,7 +335,7 @@ def _boost_greedy(Y, E0, members, counts, neighbors, order, widths, risk_change,
     delta_fns = [greedy_delta_at(w) for w in widths]
 
     # all pairs in one update where steps are not narrowed (a GPU: no inner loop)
-    Q = min(GREEDY_PAIRS, P * C) if len(widths) > 1 or sharding.platform() in NARROW_PLATFORMS else P * C
+    Q = min(GREEDY_PAIRS, P * C) if len(widths) > 1 or narrows_on() else P * C
     looped = Q < P * C
 
     def step(carry, t):
