@@ -28,7 +28,7 @@ import jax.numpy as jnp
 from typing import NamedTuple
 
 from jaxnn._src.checks import check_bool, check_real, did_you_mean
-from jaxnn._src.losses import Loss, increasing_root, _iters
+from jaxnn._src.losses import Loss, increasing_root, root_iterations
 
 __all__ = ["GNNB", "UNN", "UNNFast", "N3", "gnnb", "unn", "unn_fast", "n3", "get", "names", "BLOCK", "Segments"]
 
@@ -221,7 +221,7 @@ class UNN:
                 return -(g + s * (loss.weight(d) - loss.weight(-d)))
 
             d0 = jnp.zeros(jnp.shape(n), dtype)  # one root per example and class
-            d = increasing_root(minus_g, d0, -bound, bound, d0, _iters(dtype) + _wide_bracket_bisections(self.max_delta))
+            d = increasing_root(minus_g, d0, -bound, bound, d0, root_iterations(dtype) + _wide_bracket_bisections(self.max_delta))
         if not self.smoothing:  # the squared loss's G is 0 on a half-line there: any point was returned
             d = _one_sided(d, r, layout, bound)
         return _finite_delta(d, n, self.max_delta)

@@ -43,7 +43,7 @@ from jaxnn._src import shared_sizes
 from jaxnn._src.checks import check_bool, check_integer, check_points, check_real, check_whole_labels
 from jaxnn._src.graph import neighbor_sum, padded_query
 from jaxnn._src.model import HostPickled, without_float64
-from jaxnn._src.points import _as_float, float32_origin, shift_points
+from jaxnn._src.points import as_float, float32_origin, shift_points
 from jaxnn._src.shared_sizes import (at_shared_rows, first_k, first_rows, in_blocks, padded_rows, query_rows,
                                      shared_rows, to_device)
 
@@ -178,7 +178,7 @@ def _check_features(model, X, *, device: bool = True):
         raise ValueError(f"X has {X.shape[1]} features but the model was fitted on {d}")
     if isinstance(model, KNNModel):  # shifted like the training points, before the cast
         X = shift_points(X, model.origin)
-    return _as_float(X) if device else X
+    return as_float(X) if device else X
 
 
 def _signs(labels: np.ndarray, C: int, dtype) -> jax.Array:
@@ -215,7 +215,7 @@ def _shared_training(X, labels: np.ndarray):
     they are (M = m, d' = d).  Padded rows carry zero weight in every loss."""
     m, d = X.shape
     if isinstance(X, jax.core.Tracer) or m > shared_sizes.SHARED_MAX_ROWS:
-        return _as_float(X), jnp.asarray(labels), m, d
+        return as_float(X), jnp.asarray(labels), m, d
     host = np.asarray(X)
     if host.dtype not in (np.float32, np.float64):
         host = host.astype(np.float64 if jax.config.jax_enable_x64 else np.float32)
@@ -721,7 +721,7 @@ def knn_fit(X, y, *, k=10) -> KNNModel:
     """
     Xc = check_points(X, "X")
     origin = float32_origin(Xc)  # float64 points far from 0 keep their digits, also once cast from x64
-    Xj = _as_float(shift_points(Xc, origin))
+    Xj = as_float(shift_points(Xc, origin))
     labels, classes = _check_y(y, Xj.shape[0])
     k = _check_int(k, "k", low=1)
     if k > Xj.shape[0]:
@@ -786,7 +786,7 @@ def _linear_points(model, X):
     n, dtype = X.shape[0], model.W.dtype
     if isinstance(X, np.ndarray):  # cast and pad on the host: nothing compiles per n
         return jnp.asarray(padded_rows(X.astype(dtype), query_rows(n))), n
-    X = _as_float(X).astype(dtype)
+    X = as_float(X).astype(dtype)
     return (X if isinstance(X, jax.core.Tracer) else padded_rows(X, query_rows(n))), n
 
 

@@ -1,68 +1,271 @@
-"""How ``fit`` runs its boosting: which chooser ``"auto"`` means
-(:func:`auto_chooser`), whether the sequential steps run windowed
-(:mod:`jaxnn._src.window`), and small problems padded to shared sizes so
-that refits of nearby sizes (cross-validation folds, ``posterior="auto"``'s
-auxiliary fit, :func:`jaxnn.select`) reuse one compiled program."""
+"""Carrying out a :class:`~jaxnn._src.plan.Plan`: the one place that calls the
+engines (:func:`~jaxnn._src.boosting.boost`, :func:`~jaxnn._src.window.boost_windowed`,
+:func:`~jaxnn._src.schedule.boost_colored`).
+
+* :func:`run` — one neighbour graph (``fit``, ``posterior="auto"``'s
+  auxiliary fit, ``fit_split`` with one block);
+* :func:`run_blocks` — the n graphs of ``fit_split``'s feature blocks;
+* :func:`pass_runner` — one pass at a time from given edges (``select``,
+  which scores every number of passes from one run), with
+  :func:`select_shapes` the padded shapes its candidate ks share.
+
+A plan with ``shared`` set pads the problem to sizes that nearby m share
+(:mod:`jaxnn._src.shared_sizes`), so that refits of nearby sizes —
+cross-validation folds, ``posterior="auto"``'s auxiliary fit,
+:func:`jaxnn.select` — reuse one compiled program; the result is that of
+the unpadded run, cut back on the host.
+"""
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
-from jaxnn._src import shared_sizes, sharding, window
-from jaxnn._src.boosting import BoostResult, boost
+from jaxnn._src import sharding, window
+from jaxnn._src.boosting import boost, chooser_order, initial_edges
 from jaxnn._src.inverse import inverse_counts, inverse_neighbors
+from jaxnn._src.plan import Plan
 from jaxnn._src.progress import logger, progress_wanted
-from jaxnn._src.schedule import ScheduleSizes, boost_colored, padded_schedule
+from jaxnn._src.schedule import ScheduleSizes, boost_colored, color_schedule, padded_schedule, stack_schedules
 from jaxnn._src.shared_sizes import in_blocks, padded_rows, shared_k, shared_rows, shared_width, to_device
+from jaxnn._src.steps import BoostResult
+
+__all__ = ["run", "run_blocks", "pass_runner", "select_shapes", "SharedShapes", "WindowedShapes"]
 
 
-#: m·C from which ``chooser="auto"`` runs the colored schedule on CPU too
-AUTO_COLORED_MIN_STATE_CPU = 5_000_000
+def run(plan: Plan, Y_np, nbrs, dtype, *, algorithm, loss, rounds: int, seed: int, trace: bool, like=None,
+        home=None):
+    """Boost T = ``rounds`` steps per class on the (m, k) graph ``nbrs`` as
+    ``plan`` says, labels Y_np (m, C) ±1 on the host, in ``dtype``.
+
+    ``like``: the padded shapes of another run whose compiled program this
+    one is to reuse (only read by a shared plan).  ``home``: the device the
+    results of a sharded run are gathered on (default: the first device).
+
+    Returns (:class:`BoostResult` of the m examples and C classes — α (m, C),
+    edges, the trace (T,) or None —, the padded shapes used or None)."""
+    m, n_classes = Y_np.shape
+    if plan.shared and plan.chooser == "colored":
+        return shared_size_colored(Y_np, nbrs, dtype, algorithm=algorithm, loss=loss, passes=rounds // m,
+                                   trace=trace, platform=plan.platform, like=like)
+    if plan.shared:
+        return shared_size_boost(Y_np, nbrs, chooser_order(plan.chooser, m, rounds, seed), dtype, algorithm=algorithm,
+                                 loss=loss, greedy=plan.greedy, windowed=plan.windowed, trace=trace, like=like,
+                                 narrow=plan.narrow)
+    Y = to_device(Y_np, dtype)  # cast on the host: nothing compiles per m
+    E0 = initial_edges(Y, algorithm=algorithm, loss=loss)
+    mesh = None
+    if plan.devices is not None:  # the class axis split across the devices, padded with y = 0 columns
+        mesh = sharding.class_mesh(plan.devices)
+        Y, E0 = (sharding.shard_classes(sharding.pad_classes(a, mesh.devices.size), mesh) for a in (Y, E0))
+    if plan.chooser == "colored":  # the schedule's edge lists replace the members array
+        schedule = color_schedule(nbrs, n_classes=Y.shape[1], platform=plan.platform)
+        if progress_wanted():  # n_colors reads all m colours
+            logger.info("fit: %d colours in %d scan steps a pass (instead of %d sequential steps)",
+                        schedule.n_colors, schedule.n_steps, m)
+        result = boost_colored(Y, E0, to_device(inverse_counts(nbrs, m)), schedule, algorithm=algorithm, loss=loss,
+                               passes=rounds // m, trace=trace)
+    elif plan.windowed:  # a large edge state: the steps run in windows on a local copy
+        counts = inverse_counts(nbrs, m)
+        layout = window.window_layout(nbrs, chooser_order(plan.chooser, m, rounds, seed),
+                                      window.window_steps(Y.shape[1], nbrs.shape[1]))
+        result = window.boost_windowed(Y, E0, to_device(counts), layout, algorithm=algorithm, loss=loss, trace=trace,
+                                       n_steps=rounds, max_count=window.shared_max_count(counts), narrow=plan.narrow)
+    else:  # the padded (m, P) inverse neighbourhoods; refits of other data share the width
+        inv = inverse_neighbors(nbrs, m, width=shared_width(inverse_counts(nbrs, m).max()))
+        if mesh is not None:
+            inv = type(inv)(*(sharding.replicate(a, mesh) for a in inv))
+        result = boost(Y, E0, inv.members, inv.counts, to_device(nbrs) if plan.greedy else None,
+                       to_device(chooser_order(plan.chooser, m, rounds, seed)), algorithm=algorithm, loss=loss,
+                       greedy=plan.greedy, trace=trace, narrow=plan.narrow)
+    if mesh is not None:
+        result = _gathered(result, n_classes, loss, home)
+    return result, None
 
 
-def auto_chooser(m: int, rounds: int, platform: str, n_classes: int = 1) -> str:
-    """What ``fit(chooser="auto")`` runs: ``"colored"`` when ``rounds`` is a
-    multiple of m (the schedule runs whole passes) on an accelerator
-    (``platform`` not ``"cpu"``), or on CPU from m·C ≥
-    :data:`AUTO_COLORED_MIN_STATE_CPU`; else ``"lazy"``.
-
-    Both visit every example once per pass and reach the same accuracy
-    (asv ``ChooserAccuracy``: one GNNB pass over 12 UCI sets × 3 splits,
-    lazy 0.9224, colored 0.9229; 10⁵-point synthetic set 0.9533 / 0.9553).
-    On a GPU a sequential step costs ~8.5 µs (one H200, m = 10⁵, k = 10,
-    C = 10, stop 34: a lazy pass 0.85 s, the colored one 11.8 ms).  On 2
-    CPU cores, ``fit`` on a precomputed random graph (k = 10), first call in
-    a fresh process / warm, lazy vs colored:
-    m = 10⁵, C = 10: 3.5 / 0.59 vs 4.75 / 0.30 s; 2·10⁵: 4.5 / 1.3 vs
-    5.0 / 0.65; 3·10⁵: 4.9 / 2.0 vs 5.9 / 1.0; 5·10⁵: 6.7 / 3.7 vs
-    6.6 / 1.8; 10⁶: 11.1 / 7.4 vs 8.6 / 3.8; m = 10⁵, C = 100: 4.9 / 2.1–2.5
-    vs 5.1 / 1.1–1.3 — the schedule is ~2× faster warm from 10⁵ on, and its
-    compilation (the colouring compiles per size) stops costing more than
-    that from m·C ≈ 5·10⁶; smaller fits (the UCI sets: ~1 s more compile
-    colored) stay lazy on CPU.
-    """
-    if rounds % m:
-        return "lazy"
-    return "colored" if platform != "cpu" or m * int(n_classes) >= AUTO_COLORED_MIN_STATE_CPU else "lazy"
+def _gathered(result: BoostResult, n_classes: int, loss, home) -> BoostResult:
+    """A sharded run's result for its C real classes on ``home``: α and the
+    edges cut to C columns, the trace the risk of the real classes only (the
+    padded columns hold ψ(0) throughout)."""
+    padded = result.alpha.shape[1] - n_classes
+    trace = result.trace
+    if trace is not None and padded:
+        trace = (trace * result.alpha.shape[1] - loss.psi(jnp.zeros((), trace.dtype)) * padded) / n_classes
+    home = home if home is not None else jax.devices()[0]
+    alpha, edges = (jax.device_put(a[:, :n_classes], home) for a in (result.alpha, result.edges))
+    return BoostResult(alpha, edges, None if trace is None else jax.device_put(trace, home))
 
 
-def runs_windowed(m: int, n_classes: int, chooser: str, devices) -> bool:
-    """Whether the sequential steps run in windows (:mod:`window`): the lazy
-    and random choosers on one device of ``window.WINDOWED_PLATFORMS`` (a CPU)
-    from m·C ≥ ``window.WINDOWED_MIN_STATE``."""
-    return (chooser not in ("greedy", "colored") and devices is None and m * n_classes >= window.WINDOWED_MIN_STATE
-            and sharding.platform() in window.WINDOWED_PLATFORMS)
+def run_blocks(plan: Plan, Y_np, nbrs, dtype, *, algorithm, loss, rounds: int, seed: int, trace: bool) -> BoostResult:
+    """:func:`run` on each of n graphs ``nbrs`` (n, m, k) of the same m
+    examples (``fit_split``'s feature blocks), labels Y_np (m, C) shared:
+    a :class:`BoostResult` whose α (n, m, C), edges and trace (n, T) carry
+    the block axis first.  One block is :func:`run` itself."""
+    n, m, _ = nbrs.shape
+    if n == 1:
+        res, _ = run(plan, Y_np, nbrs[0], dtype, algorithm=algorithm, loss=loss, rounds=rounds, seed=seed, trace=trace)
+        return BoostResult(res.alpha[None], res.edges[None], None if res.trace is None else res.trace[None])
+    order = chooser_order(plan.chooser, m, rounds, seed)
+    if plan.shared:  # (the plan never shares the colored schedule of several blocks)
+        return _shared_size_blocks(Y_np, nbrs, order, dtype, algorithm=algorithm, loss=loss, greedy=plan.greedy,
+                                   trace=trace, narrow=plan.narrow)
+    Y = to_device(Y_np, dtype)
+    E0 = initial_edges(Y, algorithm=algorithm, loss=loss)
+    counts = np.stack([inverse_counts(nbrs[b], m) for b in range(n)])
+    if plan.chooser == "colored":  # each block its own colouring; a step runs a part of every block's colour
+        schedule = stack_schedules([color_schedule(nbrs[b], n_classes=Y.shape[1] * n, platform=plan.platform)
+                                    for b in range(n)])
+        return _boost_colored_blocks(Y, E0, to_device(counts), schedule, algorithm=algorithm, loss=loss,
+                                     passes=rounds // m, trace=trace)
+    # one width for all blocks, shared by refits of other data (padding is inert)
+    P = shared_width(counts.max())
+    members = np.stack([np.asarray(inverse_neighbors(nbrs[b], m, width=P).members) for b in range(n)])
+    return _boost_blocks(Y, E0, to_device(members), to_device(counts),
+                         to_device(nbrs, np.int32) if plan.greedy else None, to_device(order), algorithm=algorithm,
+                         loss=loss, greedy=plan.greedy, trace=trace, narrow=plan.narrow)
 
 
-def boosts_at_shared_size(m: int, n_classes: int, chooser: str, devices) -> bool:
-    """Whether ``fit`` runs its boosting padded to shared sizes
-    (:func:`shared_size_boost`, :func:`shared_size_colored`): the
-    sequential scan, plain or windowed (lazy, random, greedy), or the colored
-    schedule (since stop 29), of at most :data:`shared_sizes.SHARED_MAX_ROWS` examples on one
-    device — where a new size's compilation outweighs the padded steps."""
-    return devices is None and m <= shared_sizes.SHARED_MAX_ROWS  # read here: one setting for search and boosting
+@functools.partial(jax.jit, static_argnames=("algorithm", "loss", "greedy", "trace", "narrow"))
+def _boost_blocks(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None, *, algorithm, loss, greedy,
+                  trace, narrow=None):
+    """:func:`boost` on each of stacked (n, m, P) members, (n, m) counts,
+    (n, m, k) neighbours, one block after another (``lax.map``); labels,
+    initial edges and the order are shared.  Not ``vmap``: batched, a step's
+    ``lax.switch`` over widths would run every width up to P.  The body runs
+    n times: its steps' narrowing is weighed against the n blocks' work
+    (``calls``).  ``neighbors`` (n, m, k) for the greedy chooser, else None;
+    ``n_points``, ``n_steps``: as for :func:`boost` (blocks padded to shared
+    sizes)."""
+
+    def one(blk):
+        mem, cnt, nb = blk
+        return boost(Y, E0, mem, cnt, nb, order, n_points, n_steps, algorithm=algorithm, loss=loss, greedy=greedy,
+                     trace=trace, calls=members.shape[0], narrow=narrow)
+
+    return jax.lax.map(one, (members, counts, neighbors))
+
+
+@functools.partial(jax.jit, static_argnames=("algorithm", "loss", "passes", "trace"))
+def _boost_colored_blocks(Y, E0, counts, schedule, *, algorithm, loss, passes, trace):
+    """vmap of :func:`boost_colored` over (n, m) counts and a stacked
+    schedule (:func:`stack_schedules`); labels and initial edges are shared."""
+
+    def one(cnt, sched):
+        return boost_colored(Y, E0, cnt, sched, algorithm=algorithm, loss=loss, passes=passes, trace=trace)
+
+    return jax.vmap(one)(counts, schedule)
+
+
+def _shared_size_blocks(Y_np, nbrs, order, dtype, *, algorithm, loss, greedy: bool, trace: bool, narrow: bool):
+    """:func:`_boost_blocks` on n blocks' (n, m, k) graphs padded to shared
+    sizes, as :func:`shared_size_boost` pads one graph: the examples to
+    :func:`shared_sizes.shared_rows` (m) rows (y = 0, n_j = 0), the steps to
+    :func:`shared_sizes.in_blocks` (no-ops), the members' width to the
+    largest block's P, at least 2k, rounded up to two significant bits (16,
+    24, 32, 48, …: folds' P straddle finer steps); m and the steps traced,
+    the padding cut on the host.  Returns the :class:`BoostResult` of the m
+    examples and their steps."""
+    n, m, k = nbrs.shape
+    largest = max(int(inverse_counts(nbrs[b], m).max()) for b in range(n))
+    shapes = SharedShapes(shared_rows(m), in_blocks(order.size), in_blocks(max(largest, 2 * k), 1, bits=2))
+    graphs = [padded_graph(nbrs[b], shapes.rows, shapes.width, greedy=greedy) for b in range(n)]
+    members, counts = (to_device(np.stack([np.asarray(inv[i]) for inv, _ in graphs])) for i in range(2))
+    neighbors = to_device(np.stack([np.asarray(nb) for _, nb in graphs])) if greedy else None
+    res = _boost_blocks(to_device(padded_rows(Y_np, shapes.rows), dtype), None, members, counts, neighbors,
+                        to_device(padded_rows(order, shapes.steps)), to_device(m, np.int32),
+                        to_device(order.size, np.int32), algorithm=algorithm, loss=loss, greedy=greedy, trace=trace,
+                        narrow=narrow)
+    alpha, edges = (to_device(np.asarray(a)[:, :m]) for a in (res.alpha, res.edges))
+    return res._replace(alpha=alpha, edges=edges,
+                        trace=None if res.trace is None else to_device(np.asarray(res.trace)[:, :order.size]))
+
+
+def select_shapes(plan: Plan, graph, n_classes: int, seed: int):
+    """The padded shapes that :func:`pass_runner` runs every candidate k at
+    when the plan is shared (else None): those of the largest k's graph
+    ``graph`` (m, k_max), whose inverse neighbourhoods hold the smaller ks'
+    — one compiled scan per loss for every k.  The colored schedule's
+    :class:`ScheduleSizes`, the windowed scan's :class:`WindowedShapes` (its
+    windows of the largest k's length), else :class:`SharedShapes`."""
+    if not plan.shared:
+        return None
+    m, k_max = graph.shape
+    if plan.chooser == "colored":
+        _, _, shapes = padded_schedule(graph, n_classes=n_classes, platform=plan.platform,
+                                       pad_to=ScheduleSizes(shared_rows(m), 0, 0, 0))
+        return shapes
+    if plan.windowed:
+        first = chooser_order(plan.chooser, m, m, seed)  # pass 1's order
+        return windowed_layout(graph, first, window.window_steps(n_classes, k_max))[1]
+    return SharedShapes.of(m, m, inverse_counts(graph, m).max(), k_max)
+
+
+def pass_runner(plan: Plan, nb: np.ndarray, n_classes: int, algorithm, seed: int, max_passes: int, shared=None,
+                window_k=None, calls: int = 1):
+    """``(Y, edges, loss, p) → BoostResult`` of pass p (1-based) on the graph
+    ``nb`` (m, k) as :func:`run` runs it: the colored schedule, or the scan —
+    windowed where the plan says — over pass p's slice of ``fit``'s sequence
+    (the random chooser draws a new permutation each pass); with the plan's
+    devices, on their class mesh (Y and the edges given sharded so).
+    ``shared``: :func:`select_shapes` (Y and the edges then have
+    ``shared.rows`` rows; the windows are ``window_k``'s length).
+    ``calls``: the runs of the compiled scan the caller makes (every k's and
+    pass's), against which the steps' narrowing is weighed
+    (:func:`boosting.step_widths`)."""
+    m = nb.shape[0]
+    algo, narrow = algorithm, plan.narrow
+    if plan.chooser == "colored" and shared is not None:  # padded as run pads it (shared_size_colored)
+        schedule, real_steps, _ = padded_schedule(nb, n_classes=n_classes, platform=plan.platform, pad_to=shared)
+        schedule = schedule._replace(colors=None)  # not read: its (m,) shape would compile per size
+        counts = to_device(padded_rows(inverse_counts(nb, m), shared.rows))
+        n_points, n_steps = to_device(m, np.int32), to_device(real_steps, np.int32)
+        return lambda Y, edges, loss, p: boost_colored(Y, edges, counts, schedule, n_points, n_steps, algorithm=algo,
+                                                       loss=loss, passes=1, trace=False)
+    if plan.chooser == "colored":
+        schedule = color_schedule(nb, n_classes=n_classes, platform=plan.platform)
+        counts = jnp.asarray(inverse_counts(nb, m))
+        return lambda Y, edges, loss, p: boost_colored(Y, edges, counts, schedule, algorithm=algo, loss=loss,
+                                                       passes=1, trace=False)
+    orders = chooser_order(plan.chooser, m, max_passes * m, seed).reshape(max_passes, m)
+    if plan.windowed:  # a layout per distinct pass order, built when first needed (lazy: one for all passes)
+        counts = inverse_counts(nb, m)
+        if shared is None:
+            counts_j, max_count, n_points, at_least = to_device(counts), window.shared_max_count(counts), None, None
+        else:  # padded as run pads it (shared_size_windowed), at the largest k's sizes
+            counts_j, max_count = to_device(padded_rows(counts, shared.rows)), shared.max_count
+            n_points, at_least = to_device(m, np.int32), shared.layout
+        steps, layouts = window.window_steps(n_classes, window_k or nb.shape[1]), {}
+
+        def windowed_pass(Y, edges, loss, p):
+            key = p if plan.chooser == "random" else 1  # lazy: every pass the same order
+            if key not in layouts:
+                layouts[key] = window.window_layout(nb, orders[p - 1], steps, shared=shared is not None,
+                                                    at_least=at_least)
+            return window.boost_windowed(Y, edges, counts_j, layouts[key], n_points, algorithm=algo, loss=loss,
+                                         trace=False, max_count=max_count, calls=calls, narrow=narrow)
+
+        return windowed_pass
+    greedy = plan.greedy
+    if shared is not None:  # padded: sizes near m and the ks share the compiled scan (shared_size_boost)
+        inv, neighbors = padded_graph(nb, shared.rows, shared.width, greedy=greedy)
+        sizes = to_device(m, np.int32)
+        orders = padded_rows(orders.T, shared.steps).T  # (passes, steps): no-op steps after the m
+        return lambda Y, edges, loss, p: boost(Y, edges, inv.members, inv.counts, neighbors, to_device(orders[p - 1]),
+                                               sizes, sizes, algorithm=algo, loss=loss, greedy=greedy, trace=False,
+                                               calls=calls, narrow=narrow)
+    inv = inverse_neighbors(nb, m, width=shared_width(inverse_counts(nb, m).max()))  # other folds' data share it
+    if plan.devices is not None:
+        mesh = sharding.class_mesh(plan.devices)
+        inv = type(inv)(*(sharding.replicate(a, mesh) for a in inv))
+    orders = jnp.asarray(orders)
+    neighbors = jnp.asarray(nb) if greedy else None
+    return lambda Y, edges, loss, p: boost(Y, edges, inv.members, inv.counts, neighbors, orders[p - 1],
+                                           algorithm=algo, loss=loss, greedy=greedy, trace=False, calls=calls,
+                                           narrow=narrow)
 
 
 class SharedShapes(NamedTuple):
@@ -93,17 +296,15 @@ class WindowedShapes(NamedTuple):
 
 
 def shared_size_boost(Y_np, nbrs, order, dtype, *, algorithm, loss, greedy: bool, windowed: bool, trace: bool,
-                       like: SharedShapes | WindowedShapes | None = None):
+                       like: SharedShapes | WindowedShapes | None = None, narrow: bool | None = None):
     """:func:`boost` on a small problem padded to shared sizes: the m examples
     to M = :func:`shared_sizes.shared_rows` (m) rows (y = 0, n_j = 0, no one's
     neighbour), the T steps to :func:`shared_sizes.in_blocks` (T) (no-ops) and the
     inverse neighbourhoods' width to :func:`shared_sizes.shared_width` (max(P, 8K)),
-    K = :func:`shared_sizes.shared_k` (k, m) (the largest one, P, varies with the
-    data — Gaussian folds of 400 points in 16 dimensions, k = 10, gave P =
-    56–80, all under the floor 8k = 80 at stop 27; a power of two, coarser, made a step at m = 12 000 read 256
-    members instead of 160: 12 % slower warm), so that fits of nearby sizes
-    — cross-validation folds, a learning curve — reuse one compiled boosting
-    instead of compiling ~0.15–0.3 s each (2 CPU cores).
+    K = :func:`shared_sizes.shared_k` (k, m) (the largest inverse
+    neighbourhood P varies with the data; the floor 8K covers most folds),
+    so that fits of nearby sizes — cross-validation folds, a learning curve
+    — reuse one compiled boosting.
     The same steps run on the same edges: the result is that of the
     unpadded call (α, edges and trace sliced back on the host).  ``like``:
     shapes to pad to at least (another fit's, to share its compilation).
@@ -114,7 +315,8 @@ def shared_size_boost(Y_np, nbrs, order, dtype, *, algorithm, loss, greedy: bool
     :class:`WindowedShapes` used).
     """
     if windowed:
-        return shared_size_windowed(Y_np, nbrs, order, dtype, algorithm=algorithm, loss=loss, trace=trace, like=like)
+        return shared_size_windowed(Y_np, nbrs, order, dtype, algorithm=algorithm, loss=loss, trace=trace, like=like,
+                                    narrow=narrow)
     m, k = nbrs.shape
     shapes = SharedShapes.of(m, order.size, inverse_counts(nbrs, m).max(), k)
     if like is not None:
@@ -123,7 +325,8 @@ def shared_size_boost(Y_np, nbrs, order, dtype, *, algorithm, loss, greedy: bool
     inv, neighbors = padded_graph(nbrs, shapes.rows, shapes.width, greedy=greedy)
     result = boost(Y, None, inv.members, inv.counts, neighbors,  # E0 = init_edges(Y) in the program
                    to_device(padded_rows(order, shapes.steps)), to_device(m, np.int32),
-                   to_device(order.size, np.int32), algorithm=algorithm, loss=loss, greedy=greedy, trace=trace)
+                   to_device(order.size, np.int32), algorithm=algorithm, loss=loss, greedy=greedy, trace=trace,
+                   narrow=narrow)
     return _first_of(result, m, order.size), shapes
 
 
@@ -136,7 +339,7 @@ def _first_of(result: BoostResult, m: int, steps: int) -> BoostResult:
 
 
 def shared_size_windowed(Y_np, nbrs, order, dtype, *, algorithm, loss, trace: bool,
-                          like: WindowedShapes | None = None):
+                          like: WindowedShapes | None = None, narrow: bool | None = None):
     """:func:`window.boost_windowed` on a small problem padded to shared sizes:
     the examples to :func:`shared_sizes.shared_rows` (m) rows (y = 0, n_j = 0), the
     layout's windows to three significant bits (``window_layout(shared=True)``:
@@ -154,7 +357,8 @@ def shared_size_windowed(Y_np, nbrs, order, dtype, *, algorithm, loss, trace: bo
     Y = to_device(padded_rows(Y_np, shapes.rows), dtype)
     counts = to_device(padded_rows(inverse_counts(nbrs, m), shapes.rows))
     result = window.boost_windowed(Y, None, counts, layout, to_device(m, np.int32),  # E0 in the program
-                                   algorithm=algorithm, loss=loss, trace=trace, max_count=shapes.max_count)
+                                   algorithm=algorithm, loss=loss, trace=trace, max_count=shapes.max_count,
+                                   narrow=narrow)
     return _first_of(result, m, order.size), shapes
 
 

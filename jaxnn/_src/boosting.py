@@ -30,29 +30,20 @@ Choosers (the weak index chooser, paper 001 [I.0]):
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxnn._src import maxtree, sharding
+from jaxnn._src import maxtree, platforms, steps
 from jaxnn._src.checks import did_you_mean
 from jaxnn._src.losses import Loss
 from jaxnn._src.losses import get as get_loss
+from jaxnn._src.steps import BoostResult
 
 __all__ = ["BoostResult", "boost", "check_chooser", "chooser_order", "CHOOSERS", "surrogate_risk"]
 
 CHOOSERS = ("lazy", "random", "greedy", "colored")
-
-
-class BoostResult(NamedTuple):
-    """alpha (m, C); edges (m, C); trace (T,) total surrogate risk after each
-    step, or None."""
-
-    alpha: jax.Array
-    edges: jax.Array
-    trace: Optional[jax.Array]
 
 
 def surrogate_risk(loss: Loss | str, edges) -> jax.Array:
@@ -70,16 +61,6 @@ def surrogate_risk(loss: Loss | str, edges) -> jax.Array:
         if not np.all(np.isfinite(arr)):
             raise ValueError("edges contain NaN or infinite values")
     return jnp.mean(loss.psi(edges))
-
-
-def initial_risk(loss: Loss, E0, n_points=None) -> jax.Array:
-    """The engines' starting trace value: :func:`surrogate_risk` of E0, or,
-    for a problem padded to shared sizes, its mean over the first
-    ``n_points`` (traced) rows only."""
-    if n_points is None:
-        return surrogate_risk(loss, E0)
-    m, C = E0.shape
-    return jnp.sum(jnp.where((jnp.arange(m) < n_points)[:, None], loss.psi(E0), 0.0)) / (n_points * C)
 
 
 def check_chooser(chooser) -> None:
@@ -122,21 +103,7 @@ GREEDY_PAIRS = 128
 NARROW_MIN_WORK = 1 << 24
 
 
-#: platforms whose steps are narrowed (:func:`step_widths`) and whose greedy
-#: updates run GREEDY_PAIRS at a time.  On a GPU the switch and the inner
-#: loop are control flow that XLA runs as separate kernels, with the loop's
-#: predicate read back by the host every iteration: on one H200 a narrowed
-#: lazy step on the 10⁵-point set's hubs (P = 502) took 104 µs.
-NARROW_PLATFORMS = ("cpu",)
-
-
-def narrows_on(platform: str | None = None) -> bool:
-    """Whether steps on ``platform`` (default: where the computation runs,
-    :func:`sharding.platform`) may be narrowed: one of :data:`NARROW_PLATFORMS`."""
-    return (platform or sharding.platform()) in NARROW_PLATFORMS
-
-
-def step_widths(P: int, work: int | None = None, platform: str | None = None) -> tuple:
+def step_widths(P: int, work: int | None = None, narrow: bool | None = None) -> tuple:
     """The widths at which a sequential or greedy step computes δ: those of
     :data:`STEP_WIDTHS` at most P/4, then P.  A step on example j runs at
     the narrowest width ≥ n_j — the rest of members[j] is padding — so the
@@ -145,11 +112,11 @@ def step_widths(P: int, work: int | None = None, platform: str | None = None) ->
     plain full-width step: when P < 64 (the switch and loop would cost more
     than the padding they save: 2.6 → 12.5 µs a step at P = 26), when the
     padded ``work`` of the call is under :data:`NARROW_MIN_WORK` (the extra
-    compilation would cost more than the run saves), or when ``platform``
-    (default: where the computation runs, :func:`sharding.platform`) is not
-    one of :data:`NARROW_PLATFORMS` (a GPU or TPU reads a padded row in one
-    kernel; control flow costs it more)."""
-    if (work is not None and work < NARROW_MIN_WORK) or not narrows_on(platform):
+    compilation would cost more than the run saves), or when ``narrow`` is
+    False (the plan's decision; None: whether the platform computations run
+    on now narrows steps, :func:`platforms.narrows_steps` — a GPU or TPU
+    reads a padded row in one kernel; control flow costs it more)."""
+    if (work is not None and work < NARROW_MIN_WORK) or not (platforms.narrows_steps() if narrow is None else narrow):
         return (max(int(P), 1),)
     return tuple(w for w in STEP_WIDTHS if 4 * w <= P) + (max(int(P), 1),)
 
@@ -163,10 +130,6 @@ def narrowest(widths: tuple, n, delta_fns, *operands):
     return jax.lax.switch(tier, delta_fns, *operands)
 
 
-def _pad_rows(a, value=0):
-    return jnp.concatenate([a, jnp.full((1,) + a.shape[1:], value, a.dtype)], axis=0)
-
-
 @functools.partial(jax.jit, static_argnames=("algorithm", "loss"))
 def initial_edges(Y, *, algorithm, loss: Loss) -> jax.Array:
     """``algorithm.init_edges(loss, Y)`` (m, C) as one compiled program: run
@@ -176,9 +139,9 @@ def initial_edges(Y, *, algorithm, loss: Loss) -> jax.Array:
     return algorithm.init_edges(loss, Y)
 
 
-@functools.partial(jax.jit, static_argnames=("algorithm", "loss", "greedy", "trace", "calls"))
+@functools.partial(jax.jit, static_argnames=("algorithm", "loss", "greedy", "trace", "calls", "narrow"))
 def boost(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None, *, algorithm, loss: Loss, greedy: bool,
-          trace: bool, calls: int = 1) -> BoostResult:
+          trace: bool, calls: int = 1, narrow: bool | None = None) -> BoostResult:
     """Run ``len(order)`` boosting steps on every class.
 
     A step reads the edges of inv(j) at the narrowest of
@@ -215,32 +178,22 @@ def boost(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None,
         (:func:`step_widths`) is weighed against the padded work of them
         all, not of one call.  Static, so part of the compiled
         program's key: callers that share a program pass the same value.
+      narrow: static, whether steps may be narrowed (the plan's; None: the
+        platform's rule, :func:`platforms.narrows_steps`).
 
     Returns:
       :class:`BoostResult`.
     """
     m, C = Y.shape
-    E0 = algorithm.init_edges(loss, Y) if E0 is None else E0
     P = members.shape[1]
-    widths = step_widths(P, work=calls * order.shape[0] * P * C * (neighbors.shape[1] if greedy else 1))
+    narrow = platforms.narrows_steps() if narrow is None else narrow
+    widths = step_widths(P, work=calls * order.shape[0] * P * C * (neighbors.shape[1] if greedy else 1), narrow=narrow)
     size = m if n_points is None else n_points  # the examples' m (a padded problem: traced)
-
-    def risk_change(e_old, e_new, valid):
-        return jnp.sum(jnp.where(valid, loss.psi(e_new) - loss.psi(e_old), 0.0)) / (size * C)
-
-    def running(t, delta, n):
-        """δ and n_j, or 0 and 0 for a padding step t ≥ n_steps (no change)."""
-        if n_steps is None:
-            return delta, n
-        live = t < n_steps
-        return jnp.where(live, delta, 0.0), jnp.where(live, n, 0)
-
+    state0 = steps.start(Y, E0, algorithm=algorithm, loss=loss, n_points=n_points)
     if greedy:
-        return _boost_greedy(Y, E0, members, counts, neighbors, order, widths, risk_change, size,
-                             initial_risk(loss, E0, n_points),
-                             running, algorithm=algorithm, loss=loss, trace=trace)
-    Yp = _pad_rows(Y)  # sentinel row m has y = 0, hence r = 0 on padding
-    Ep0 = _pad_rows(E0)
+        return _boost_greedy(Y, state0, members, counts, neighbors, order, n_steps, widths, size, narrow,
+                             algorithm=algorithm, loss=loss, trace=trace)
+    Yp = state0[0]  # sentinel row m has y = 0, hence r = 0 on padding
     chunk = CHUNK if len(widths) > 1 else P  # one width: update the whole row at once
     members = jnp.pad(members, ((0, 0), (0, -P % chunk)), constant_values=m)
 
@@ -270,28 +223,27 @@ def boost(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None,
     def step(carry, tj):
         Ep, alpha, risk = carry
         t, j = tj
-        delta, n = running(t, narrowest(widths, counts[j], delta_fns, Ep, j), counts[j])
+        delta, n = steps.live(t, n_steps, narrowest(widths, counts[j], delta_fns, Ep, j), counts[j])
 
         def update(start, state):
             Ep, risk = state
             idx = member_chunk(j, start)  # (chunk,)
-            change = delta[None, :] * Yp[idx] * Y[j][None, :]
+            change = steps.edge_change(delta, Yp[idx], Y[j])
             if trace:
                 e = Ep[idx]
-                risk = risk + risk_change(e, e + change, (idx < m)[:, None])
+                risk = risk + steps.risk_change(loss, e, e + change, (idx < m)[:, None], size * C)
             return Ep.at[idx].add(change), risk
 
         Ep, risk = chunked(n, update, (Ep, risk))
         alpha = alpha.at[j].add(delta)
         return (Ep, alpha, risk), risk
 
-    carry0 = (Ep0, jnp.zeros((m, C), Y.dtype), initial_risk(loss, E0, n_points))
-    (Ep, alpha, _), risks = jax.lax.scan(step, carry0, (jnp.arange(order.shape[0], dtype=jnp.int32), order))
-    return BoostResult(alpha, Ep[:m], risks if trace else None)
+    (Ep, alpha, _), risks = jax.lax.scan(step, state0[1:], (jnp.arange(order.shape[0], dtype=jnp.int32), order))
+    return steps.finish(alpha, Ep, risks, m, trace)
 
 
-def _boost_greedy(Y, E0, members, counts, neighbors, order, widths, risk_change, size, risk0, running, *, algorithm,
-                  loss, trace):
+def _boost_greedy(Y, state0, members, counts, neighbors, order, n_steps, widths, size, narrow, *, algorithm, loss,
+                  trace):
     """:func:`boost`'s greedy chooser (traced inside it): per class, the j
     with the largest |η_j|/n_j.
 
@@ -308,13 +260,14 @@ def _boost_greedy(Y, E0, members, counts, neighbors, order, widths, risk_change,
     P = members.shape[1]
     # gathers and scatters index with unsigned integers: with signed ones XLA
     # first maps negative indices to the end (and the tree's node // 8 keeps
-    # the sign); unsigned, greedy steps take 0.71–0.88× the time (stop 16)
+    # the sign), which costs greedy steps time
     cls = jnp.arange(C, dtype=jnp.uint32)
-    Yp, Ep0 = _pad_rows(Y), _pad_rows(E0)  # sentinel row m: y = 0, hence no change there
+    Yp, Ep0, alpha0, risk0 = state0  # sentinel row m: y = 0, hence no change there
+    E0 = Ep0[:m]
     k = neighbors.shape[1]
-    nbrs_p = _pad_rows(neighbors.astype(jnp.int32), m)  # (m+1, k)
+    nbrs_p = steps.with_sentinel(neighbors.astype(jnp.int32), m)  # (m+1, k)
     inv_n = 1.0 / jnp.maximum(counts, 1).astype(Y.dtype)
-    inv_n_nbrs = _pad_rows(inv_n[neighbors], 0.0)  # (m+1, k); 0 keeps padding at 0
+    inv_n_nbrs = steps.with_sentinel(inv_n[neighbors], 0.0)  # (m+1, k); 0 keeps padding at 0
 
     def scores(E):
         """The tree of v = η/n for edges E (m, C): η_j = Σ_{i: j ∈ NN(i)} w_i y_i,
@@ -335,7 +288,7 @@ def _boost_greedy(Y, E0, members, counts, neighbors, order, widths, risk_change,
     delta_fns = [greedy_delta_at(w) for w in widths]
 
     # all pairs in one update where steps are not narrowed (a GPU: no inner loop)
-    Q = min(GREEDY_PAIRS, P * C) if len(widths) > 1 or narrows_on() else P * C
+    Q = min(GREEDY_PAIRS, P * C) if len(widths) > 1 or narrow else P * C
     looped = Q < P * C
 
     def step(carry, t):
@@ -345,7 +298,7 @@ def _boost_greedy(Y, E0, members, counts, neighbors, order, widths, risk_change,
         # below the best score after 20 passes), so v is recomputed every m steps
         tree = jax.lax.cond((t > 0) & (t % size == 0), lambda: scores(Ep[:m]), lambda: tree)
         jc = maxtree.argmax(tree)  # (C,) uint32
-        delta, n = running(t, narrowest(widths, jnp.max(counts[jc]), delta_fns, Ep, jc), counts[jc])  # n: (C,)
+        delta, n = steps.live(t, n_steps, narrowest(widths, jnp.max(counts[jc]), delta_fns, Ep, jc), counts[jc])
         ends = jnp.cumsum(n)  # pair ranks [ends[c] − n[c], ends[c]) are class c's
         yj = Y[jc, cls]  # (C,)
 
@@ -358,14 +311,14 @@ def _boost_greedy(Y, E0, members, counts, neighbors, order, widths, risk_change,
             i = jnp.where(valid, members[jc[c], jnp.minimum(slot, P - 1)], m).astype(jnp.uint32)  # (Q,); m: sentinel
             y = Yp[i, c]  # 0 on the sentinel: no change there
             e = Ep[i, c]
-            e_new = e + delta[c] * y * yj[c]
+            e_new = e + steps.edge_change(delta[c], y, yj[c])
             Ep = Ep.at[i, c].set(e_new)  # pairs are distinct (the sentinel's writes are no-ops)
             # weights of inv(j) changed: they enter the η of their k neighbours
             dw = jnp.where(valid, loss.weight(e_new) - loss.weight(e), 0.0) * y  # (Q,)
             dv = dw[:, None] * inv_n_nbrs[i]  # (Q, k)
             tree = maxtree.add_pairs(tree, nbrs_p[i].reshape(-1), jnp.repeat(c, k), dv.reshape(-1))
             if trace:
-                risk = risk + risk_change(e, e_new, valid)
+                risk = risk + steps.risk_change(loss, e, e_new, valid, size * C)
             return Ep, tree, risk
 
         state = (Ep, tree, risk)
@@ -377,6 +330,6 @@ def _boost_greedy(Y, E0, members, counts, neighbors, order, widths, risk_change,
         alpha = alpha.at[jc, cls].add(delta)
         return (Ep, alpha, tree, risk), risk
 
-    carry0 = (Ep0, jnp.zeros((m, C), Y.dtype), scores(E0), risk0)
+    carry0 = (Ep0, alpha0, scores(E0), risk0)
     (Ep, alpha, _, _), risks = jax.lax.scan(step, carry0, jnp.arange(order.shape[0], dtype=jnp.int32))
-    return BoostResult(alpha, Ep[:m], risks if trace else None)
+    return steps.finish(alpha, Ep, risks, m, trace)

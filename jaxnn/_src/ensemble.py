@@ -42,22 +42,18 @@ import numpy as np
 
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
-from jaxnn._src import shared_sizes, sharding
-from jaxnn._src.boost_runs import (SharedShapes, auto_chooser, boosts_at_shared_size, padded_graph, runs_windowed,
-                                   shared_size_boost, shared_size_colored)
-from jaxnn._src.boosting import boost, check_chooser, chooser_order, initial_edges
+from jaxnn._src import boost_runs, shared_sizes
 from jaxnn._src.checks import check_bool, check_real, did_you_mean
 from jaxnn._src.checks import check_integer as _check_int
 from jaxnn._src.graph import knn_graph, padded_query
 from jaxnn._src.inputs import as_points, compute_dtype, encode_labels
-from jaxnn._src.inverse import inverse_counts, inverse_neighbors
 from jaxnn._src.model import HostPickled, Model, without_float64
+from jaxnn._src.plan import Plan, make_plan
 from jaxnn._src.points import float32_origin, shift_points
-from jaxnn._src.prediction import _link_posterior, _normalise_rows, _scores
+from jaxnn._src.prediction import link_posterior, normalise_rows, leveraged_scores
 from jaxnn._src.progress import logger
-from jaxnn._src.schedule import boost_colored, color_schedule, stack_schedules
-from jaxnn._src.search import _block_rows, _blocked_topk, _conditioned_search, _conditioning_on_host, _search_kernel
-from jaxnn._src.shared_sizes import first_rows, in_blocks, padded_rows, query_rows, shared_rows, shared_width, to_device
+from jaxnn._src.search import block_rows, blocked_topk, conditioned_search, conditioning_on_host, search_kernel
+from jaxnn._src.shared_sizes import first_rows, padded_rows, query_rows, shared_rows, to_device
 
 __all__ = [
     "SplitModel",
@@ -411,7 +407,7 @@ def _query_blocks(model: SplitModel, X, *, pad: bool):
 @functools.partial(jax.jit, static_argnames=("k", "block", "exclude_self"))
 def _topk_blocks(Q, X, k: int, block: int, exclude_self: bool):
     """vmap of the blocked exact top-k over the leading block axis."""
-    return jax.vmap(lambda q, x: _blocked_topk(q, x, k, block, exclude_self))(Q, X)
+    return jax.vmap(lambda q, x: blocked_topk(q, x, k, block, exclude_self))(Q, X)
 
 
 def _padded_blocks_search(Q, X, n_valid, transform, k: int, block: int, exclude_self: bool):
@@ -421,10 +417,10 @@ def _padded_blocks_search(Q, X, n_valid, transform, k: int, block: int, exclude_
     rows from n_valid on padding (never a neighbour), ``transform`` their
     stacked (e0, shift, s, e); Q (n, rows_Q, w) the query blocks as they are
     (query row r is training point r when ``exclude_self``)."""
-    kernel = _search_kernel(X.shape[1], X.shape[2], k)
+    kernel = search_kernel(X.shape[1], X.shape[2], k)
 
     def one(q, x, t):
-        return _conditioned_search(q, x, n_valid, t, kernel=kernel, k=k, block=block, exclude_self=exclude_self,
+        return conditioned_search(q, x, n_valid, t, kernel=kernel, k=k, block=block, exclude_self=exclude_self,
                                    recall_target=None)[0]
 
     return jax.vmap(one)(Q, X, transform)
@@ -459,44 +455,11 @@ def _block_graphs(Xs, k: int) -> np.ndarray:
     return np.asarray(idx)[:, :m]
 
 
-@functools.partial(jax.jit, static_argnames=("algorithm", "loss", "greedy", "trace"))
-def _boost_blocks(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None, *, algorithm, loss, greedy,
-                  trace):
-    """:func:`boost` on each of stacked (n, m, P) members, (n, m) counts,
-    (n, m, k) neighbours, one block after another (``lax.map``); labels,
-    initial edges and the order are shared.  Not ``vmap``: batched, a step's
-    ``lax.switch`` over widths runs every width up to P, and on a graph with
-    hubs (P = 552) a pass took 17–21× as long.  The body runs n times: its
-    steps' narrowing is weighed against the n blocks' work (``calls``) — per
-    block, spambase's 8 blocks (P = 2560, its duplicate points' hubs) ran
-    every step at full width, 3.1 s instead of 0.64 s warm.  ``neighbors``
-    (n, m, k) for the greedy chooser, else None; ``n_points``, ``n_steps``:
-    as for :func:`boost` (blocks padded to shared sizes)."""
-
-    def one(blk):
-        mem, cnt, nb = blk
-        return boost(Y, E0, mem, cnt, nb, order, n_points, n_steps, algorithm=algorithm, loss=loss, greedy=greedy,
-                     trace=trace, calls=members.shape[0])
-
-    return jax.lax.map(one, (members, counts, neighbors))
-
-
-@functools.partial(jax.jit, static_argnames=("algorithm", "loss", "passes", "trace"))
-def _boost_colored_blocks(Y, E0, counts, schedule, *, algorithm, loss, passes, trace):
-    """vmap of :func:`boost_colored` over (n, m) counts and a stacked
-    schedule (:func:`stack_schedules`); labels and initial edges are shared."""
-
-    def one(cnt, sched):
-        return boost_colored(Y, E0, cnt, sched, algorithm=algorithm, loss=loss, passes=passes, trace=trace)
-
-    return jax.vmap(one)(counts, schedule)
-
-
 @functools.partial(jax.jit, static_argnames=("k", "block"))
 def _scores_blocks(alpha, Y, X, Q, k: int, block: int):
     """(n, rows, C) per-block scores of the (n, rows, w) query blocks Q."""
-    idx, _ = jax.vmap(lambda q, x: _blocked_topk(q, x, k, block, False))(Q, X)
-    return jax.vmap(_scores, in_axes=(0, None, 0))(alpha, Y, idx)
+    idx, _ = jax.vmap(lambda q, x: blocked_topk(q, x, k, block, False))(Q, X)
+    return jax.vmap(leveraged_scores, in_axes=(0, None, 0))(alpha, Y, idx)
 
 
 @functools.partial(jax.jit, static_argnames=("k", "block"))
@@ -506,15 +469,15 @@ def _scores_blocks_padded(alpha, Y, X, Q, n_valid, transform, *, k: int, block: 
     (n, rows, w) conditioned on the host with its ``transform`` (as in
     :func:`_padded_blocks_search`)."""
     idx = _padded_blocks_search(Q, X, n_valid, transform, k, block, exclude_self=False)
-    return jax.vmap(_scores, in_axes=(0, None, 0))(alpha, Y, idx)
+    return jax.vmap(leveraged_scores, in_axes=(0, None, 0))(alpha, Y, idx)
 
 
 def _conditioned_blocks(Xs, rows: int):
     """(the n blocks Xs (n, m, w) conditioned on the host
-    (:func:`search._conditioning_on_host`) and padded to ``rows`` rows, on
+    (:func:`search.conditioning_on_host`) and padded to ``rows`` rows, on
     the device; their (e0, shift, s, e) stacked)."""
     host = np.asarray(Xs)
-    parts = [_conditioning_on_host(host[b]) for b in range(host.shape[0])]
+    parts = [conditioning_on_host(host[b]) for b in range(host.shape[0])]
     X = to_device(np.stack([padded_rows(x, rows) for x, _ in parts]))
     e0, shift, s, e = (np.stack([np.asarray(t[i]) for _, t in parts]) for i in range(4))
     return X, (to_device(e0, np.int32), to_device(shift), to_device(s), to_device(e, np.int32))
@@ -531,7 +494,7 @@ def _combine(H, *, loss, algorithm, multilabel: bool, kind, normalize: bool):
     normalised as :func:`jaxnn.predict_proba`'s (all-underflowed rows: the
     mass on the classes of largest Σ_b H^b; NaN propagates).  With one block
     this is the block model's :func:`jaxnn.predict_proba` exactly."""
-    raw = _link_posterior(loss, algorithm, multilabel, H)
+    raw = link_posterior(loss, algorithm, multilabel, H)
     p = generalized_mean(raw, kind, axis=0)
     if not normalize:
         return p
@@ -540,7 +503,7 @@ def _combine(H, *, loss, algorithm, multilabel: bool, kind, normalize: bool):
         # for all classes; the row counts as underflowed (0), as it would unfloored
         empty = jnp.all(raw <= _P_MIN, axis=(0, 2))
         p = jnp.where(empty[:, None], 0.0, p)
-    return _normalise_rows(p, jnp.sum(H, axis=0))
+    return normalise_rows(p, jnp.sum(H, axis=0))
 
 
 @functools.partial(jax.jit, static_argnames=("loss", "algorithm", "multilabel", "kind"))
@@ -551,7 +514,7 @@ def _split_labels(H, *, loss, algorithm, multilabel: bool, kind):
     or floored) the summed scores S = Σ_b H^b do.  With one block, links
     being non-decreasing in H, this is argmax H (ties → first class) and
     H > 0: :func:`jaxnn.predict` exactly."""
-    p = generalized_mean(_link_posterior(loss, algorithm, multilabel, H), kind, axis=0)
+    p = generalized_mean(link_posterior(loss, algorithm, multilabel, H), kind, axis=0)
     S = jnp.sum(H, axis=0)
     if multilabel:
         return ((p > 0.5) | ((p == 0.5) & (S > 0))).astype(jnp.int32)
@@ -564,7 +527,7 @@ def _split_labels(H, *, loss, algorithm, multilabel: bool, kind):
 
 def _rows_per_tile(m: int, n: int) -> int:
     # keep n vmapped (rows × m) distance tiles within one default tile's budget
-    return max(1, _block_rows(m, None) // n)
+    return max(1, block_rows(m, None) // n)
 
 
 # --------------------------------------------------------------------------
@@ -640,13 +603,8 @@ def fit_split(
     epsilon = check_real(epsilon, "epsilon", low=0.0, high=1.0, low_open=True, high_open=True)
     algo = algos.get(opts["algorithm"], epsilon=epsilon)
     algo.check(loss_obj)
-    check_chooser(opts["chooser"])
     rounds = m if opts["rounds"] is None else _check_int(opts["rounds"], "rounds", low=1)
-    chooser = opts["chooser"]
-    if chooser == "auto":
-        chooser = auto_chooser(m, rounds, sharding.platform(), Y_np.shape[1])
-    if chooser == "colored" and rounds % m:
-        raise ValueError(f"chooser='colored' runs whole passes: rounds must be a multiple of m={m}, got {rounds}")
+    plan = make_plan(m, Y_np.shape[1], rounds, opts["chooser"], blocks=len(block_list))
     seed = _check_int(opts["seed"], "seed", low=0)
     graph_method = opts["graph_method"]
     if graph_method not in ("exact", "nndescent"):  # the blocks' batched search has no "approx"
@@ -660,99 +618,28 @@ def fit_split(
     origin = float32_origin(Xa) if norm is None else None  # under x64 too, as fit
     Xs = _stack_blocks(shift_points(Xa, origin), block_list, norm, dtype)  # (n, m, w)
     _warn_constant_blocks(np.asarray(Xs), block_list, norm)
-    res = _boost_split(Xs, Y_np, dtype, k=k, algo=algo, loss=loss_obj, chooser=chooser, rounds=rounds, seed=seed,
+    res = _boost_split(Xs, Y_np, dtype, plan, k=k, algo=algo, loss=loss_obj, rounds=rounds, seed=seed,
                        graph_method=graph_method, trace=trace)
     Y = to_device(Y_np, dtype)  # cast on the host: nothing compiles per m
     return SplitModel(res.alpha, Xs, Y, res.trace, block_list, norm, mean, d, classes, k, loss_obj, algo, multilabel, rounds,
                       None if origin is None else jnp.asarray(origin, dtype))
 
 
-def _boost_split(Xs, Y_np, dtype, *, k, algo, loss, chooser, rounds, seed, graph_method, trace):
+def _boost_split(Xs, Y_np, dtype, plan: Plan, *, k, algo, loss, rounds, seed, graph_method, trace):
     """Graphs and boosting of the n blocks Xs (n, m, w), labels Y_np (m, C)
-    ±1 on the host: a BoostResult whose alpha (n, m, C) and trace (n, T)
-    carry the block axis first.  Small problems (on one device, at most
-    :data:`shared_sizes.SHARED_MAX_ROWS` points; not the colored schedule
-    of several blocks) are searched and boosted padded to shared sizes, as
-    :func:`jaxnn.fit` pads them: cross-validation folds share the compiled
-    programs."""
-    n, m = Xs.shape[:2]
-    C = Y_np.shape[1]
-    passes = rounds // m
-    padded = boosts_at_shared_size(m, C, chooser, None)
-
-    def labels_and_initial_edges():  # for the unpadded programs only (each compiles per m)
-        Y = to_device(Y_np, dtype)
-        return Y, initial_edges(Y, algorithm=algo, loss=loss)
-
-    if n == 1:  # the unbatched path of jaxnn.fit, op for op
-        nbrs = np.asarray(knn_graph(Xs[0], k, method=graph_method, seed=seed).indices)
-        if padded:  # padded as fit pads it
-            if chooser == "colored":
-                res, _ = shared_size_colored(Y_np, nbrs, dtype, algorithm=algo, loss=loss, passes=passes,
-                                              trace=trace, platform=sharding.platform())
-            else:
-                res, _ = shared_size_boost(Y_np, nbrs, chooser_order(chooser, m, rounds, seed), dtype,
-                                            algorithm=algo, loss=loss, greedy=chooser == "greedy",
-                                            windowed=runs_windowed(m, C, chooser, None), trace=trace)
-            return res._replace(alpha=res.alpha[None], edges=res.edges[None],
-                                trace=None if res.trace is None else res.trace[None])
-        Y, E0 = labels_and_initial_edges()
-        if chooser == "colored":
-            res = boost_colored(Y, E0, jnp.asarray(inverse_counts(nbrs, m)), color_schedule(nbrs, n_classes=C),
-                                algorithm=algo, loss=loss, passes=passes, trace=trace)
-        else:
-            inv = inverse_neighbors(nbrs, m, width=shared_width(inverse_counts(nbrs, m).max()))
-            order = jnp.asarray(chooser_order(chooser, m, rounds, seed))
-            res = boost(Y, E0, inv.members, inv.counts, jnp.asarray(nbrs), order, algorithm=algo, loss=loss,
-                        greedy=chooser == "greedy", trace=trace)
-        return res._replace(alpha=res.alpha[None], edges=res.edges[None], trace=None if res.trace is None else res.trace[None])
-    if graph_method == "exact":
+    ±1 on the host, as ``plan`` says (:func:`boost_runs.run_blocks`): a
+    BoostResult whose alpha (n, m, C) and trace (n, T) carry the block axis
+    first.  One block's graph is :func:`jaxnn.knn_graph`'s, as ``fit``
+    searches it; several blocks' exact graphs are one vmapped search."""
+    n = Xs.shape[0]
+    if n == 1:
+        nbrs = np.asarray(knn_graph(Xs[0], k, method=graph_method, seed=seed).indices)[None]
+    elif graph_method == "exact":
         nbrs = _block_graphs(Xs, k)
     else:
         nbrs = np.stack([np.asarray(knn_graph(Xs[b], k, method=graph_method, seed=seed).indices) for b in range(n)])
-    if padded and chooser != "colored":
-        return _shared_size_blocks(Y_np, nbrs, chooser_order(chooser, m, rounds, seed), dtype, algorithm=algo,
-                                   loss=loss, greedy=chooser == "greedy", trace=trace)
-    Y, E0 = labels_and_initial_edges()
-    if chooser == "colored":  # each block its own colouring; a step runs a part of every block's colour
-        schedule = stack_schedules([color_schedule(nbrs[b], n_classes=C * n) for b in range(n)])
-        counts = np.stack([inverse_counts(nbrs[b], m) for b in range(n)])
-        return _boost_colored_blocks(Y, E0, jnp.asarray(counts), schedule, algorithm=algo, loss=loss, passes=passes,
-                                     trace=trace)
-    # one width for all blocks, shared by refits of other data (padding is inert)
-    counts = np.stack([inverse_counts(nbrs[b], m) for b in range(n)])
-    P = shared_width(counts.max())
-    members = np.stack([np.asarray(inverse_neighbors(nbrs[b], m, width=P).members) for b in range(n)])
-    order = to_device(chooser_order(chooser, m, rounds, seed))
-    greedy = chooser == "greedy"  # the only chooser that reads the neighbours
-    return _boost_blocks(Y, E0, to_device(members), to_device(counts), to_device(nbrs, np.int32) if greedy else None,
-                         order, algorithm=algo, loss=loss, greedy=greedy, trace=trace)
-
-
-def _shared_size_blocks(Y_np, nbrs, order, dtype, *, algorithm, loss, greedy: bool, trace: bool):
-    """:func:`_boost_blocks` on n blocks' (n, m, k) graphs padded to shared
-    sizes, as :func:`boost_runs.shared_size_boost` pads one graph: the
-    examples to :func:`shared_sizes.shared_rows` (m) rows (y = 0, n_j = 0),
-    the steps to :func:`shared_sizes.in_blocks` (no-ops), the members'
-    width to the largest block's P, at least 2k, rounded up to two
-    significant bits (16, 24, 32, 48, …): folds' P straddled
-    :func:`shared_sizes.shared_width`'s steps (19–23 at k = 10: 20 or 24,
-    two compilations), while fit's floor of 8·shared_k (128) made a warm
-    fit_split at m = 500 take 12 ms instead of 10; m and the steps traced,
-    the padding cut on the host.  Returns the :class:`BoostResult` of the m
-    examples and their steps."""
-    n, m, k = nbrs.shape
-    largest = max(int(inverse_counts(nbrs[b], m).max()) for b in range(n))
-    shapes = SharedShapes(shared_rows(m), in_blocks(order.size), in_blocks(max(largest, 2 * k), 1, bits=2))
-    graphs = [padded_graph(nbrs[b], shapes.rows, shapes.width, greedy=greedy) for b in range(n)]
-    members, counts = (to_device(np.stack([np.asarray(inv[i]) for inv, _ in graphs])) for i in range(2))
-    neighbors = to_device(np.stack([np.asarray(nb) for _, nb in graphs])) if greedy else None
-    res = _boost_blocks(to_device(padded_rows(Y_np, shapes.rows), dtype), None, members, counts, neighbors,
-                        to_device(padded_rows(order, shapes.steps)), to_device(m, np.int32),
-                        to_device(order.size, np.int32), algorithm=algorithm, loss=loss, greedy=greedy, trace=trace)
-    alpha, edges = (to_device(np.asarray(a)[:, :m]) for a in (res.alpha, res.edges))
-    return res._replace(alpha=alpha, edges=edges,
-                        trace=None if res.trace is None else to_device(np.asarray(res.trace)[:, :order.size]))
+    return boost_runs.run_blocks(plan, Y_np, nbrs, dtype, algorithm=algo, loss=loss, rounds=rounds, seed=seed,
+                                 trace=trace)
 
 
 def _check_split_model(model) -> SplitModel:
@@ -775,7 +662,7 @@ def _padded_split_scores(model: SplitModel, X):
     n_splits, m = model.n_splits, model.X.shape[1]
     if n_splits == 1:  # as jaxnn.decision_function
         idx, _, _ = padded_query(model.X[0], Q[0], model.k)
-        return _scores(model.alpha[0], model.Y, idx)[None], n
+        return leveraged_scores(model.alpha[0], model.Y, idx)[None], n
     if m > shared_sizes.SHARED_MAX_ROWS or any(isinstance(a, jax.core.Tracer) for a in (model.X, model.alpha)):
         return _scores_blocks(model.alpha, model.Y, model.X, Q, model.k, _rows_per_tile(m, n_splits)), n
     # as the fit searched: the blocks conditioned on the host and padded (models of nearby sizes share the program)
@@ -796,7 +683,7 @@ def block_posteriors(model: SplitModel, X) -> jax.Array:
     return first_rows((p,), n, axis=1)[0]
 
 
-_jitted_link_posterior = jax.jit(_link_posterior, static_argnums=(0, 1, 2))
+_jitted_link_posterior = jax.jit(link_posterior, static_argnums=(0, 1, 2))
 
 
 def predict_proba_split(model: SplitModel, X, *, mean=None, normalize: Optional[bool] = None) -> jax.Array:

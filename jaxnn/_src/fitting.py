@@ -1,35 +1,30 @@
 """``fit``: learn a leveraged k-NN rule by boosting — the neighbour graph,
-the boosting run (:mod:`jaxnn._src.boost_runs`) and the ``posterior="auto"``
-choice between the link and the vote fractions."""
+the boosting plan (:func:`jaxnn._src.plan.make_plan`) and its run
+(:func:`jaxnn._src.boost_runs.run`), and the ``posterior="auto"`` choice
+between the link and the vote fractions."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Optional
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
-from jaxnn._src import sharding, window
-from jaxnn._src.boost_runs import (WindowedShapes, auto_chooser, boosts_at_shared_size, runs_windowed,
-                                   shared_size_boost, shared_size_colored)
-from jaxnn._src.boosting import boost, check_chooser, chooser_order, initial_edges
+from jaxnn._src import boost_runs
 from jaxnn._src.checks import check_bool, check_real, did_you_mean
 from jaxnn._src.checks import check_integer as _check_int
 from jaxnn._src.graph import METHODS as _GRAPH_METHODS
 from jaxnn._src.graph import graph_and_query, knn_graph, subgraph
 from jaxnn._src.inputs import (as_points, check_neighbors, compute_dtype, encode_labels, label_rows, points_of_parts,
                                training_points)
-from jaxnn._src.inverse import inverse_counts, inverse_neighbors
 from jaxnn._src.model import Model
-from jaxnn._src.prediction import _posterior_parts
-from jaxnn._src.progress import logged, logger, progress_shown, progress_wanted
-from jaxnn._src.schedule import boost_colored, color_schedule
+from jaxnn._src.plan import Plan, make_plan
+from jaxnn._src.prediction import posterior_parts
+from jaxnn._src.progress import logged, logger, progress_shown
 from jaxnn._src.select import DEFAULT_KS, DEFAULT_LOSSES, DEFAULT_PASSES, select
-from jaxnn._src.shared_sizes import shared_width, to_device
+from jaxnn._src.shared_sizes import to_device
 
 __all__ = ["fit"]
 
@@ -144,14 +139,9 @@ def fit(
     epsilon = check_real(epsilon, "epsilon", low=0.0, high=1.0, low_open=True, high_open=True)
     algo = algos.get(algorithm, epsilon=epsilon)
     algo.check(loss_obj)
-    check_chooser(chooser)
     rounds = m if rounds is None else _check_int(rounds, "rounds", low=1)
     seed = _check_int(seed, "seed", low=0)
-    platform = sharding.platform(devices)
-    if chooser == "auto":
-        chooser = auto_chooser(m, rounds, platform, Y_np.shape[1])
-    if chooser == "colored" and rounds % m:
-        raise ValueError(f"chooser='colored' runs whole passes: rounds must be a multiple of m={m}, got {rounds}")
+    plan = make_plan(m, Y_np.shape[1], rounds, chooser, devices)
     for value, name in ((posterior, "posterior"), (graph_method, "graph_method")):
         if not isinstance(value, str):
             raise TypeError(f"{name} must be a str, got {type(value).__name__}")
@@ -161,21 +151,19 @@ def fit(
     if graph_method not in _GRAPH_METHODS:  # checked even when neighbors are given
         raise ValueError(f"unknown graph_method {graph_method!r}; use one of {_GRAPH_METHODS}"
                          + did_you_mean(graph_method, _GRAPH_METHODS))
-    return _fit_checked(Xa, y, classes, Y_np, multilabel, k=k, loss_obj=loss_obj, algo=algo, rounds=rounds,
-                        chooser=chooser, seed=seed, graph_method=graph_method, trace=trace, posterior=posterior,
-                        devices=devices, neighbors=neighbors)
+    return _fit_checked(Xa, y, classes, Y_np, multilabel, plan, k=k, loss_obj=loss_obj, algo=algo, rounds=rounds,
+                        seed=seed, graph_method=graph_method, trace=trace, posterior=posterior, neighbors=neighbors)
 
 
-def _fit_checked(Xa, y, classes, Y_np, multilabel: bool, *, k: int, loss_obj, algo, rounds: int, chooser: str, seed: int,
-                 graph_method: str, trace: bool, posterior: str, devices, neighbors, like=None) -> Model:
-    """:func:`fit` once its settings are checked and resolved (``chooser``
-    not ``"auto"``): (m, d) host points Xa, the labels y as given and as
-    :func:`encode_labels` reads them (classes, Y_np, multilabel).  ``like``:
-    the :class:`SharedShapes` of another fit whose compiled search and
-    boosting this one is to reuse (``posterior="auto"``'s auxiliary fit
-    takes the main fit's), or None."""
+def _fit_checked(Xa, y, classes, Y_np, multilabel: bool, plan: Plan, *, k: int, loss_obj, algo, rounds: int, seed: int,
+                 graph_method: str, trace: bool, posterior: str, neighbors, like=None) -> Model:
+    """:func:`fit` once its settings are checked and its :class:`Plan` made:
+    (m, d) host points Xa, the labels y as given and as :func:`encode_labels`
+    reads them (classes, Y_np, multilabel).  ``like``: the padded shapes of
+    another fit whose compiled search and boosting this one is to reuse
+    (``posterior="auto"``'s auxiliary fit takes the main fit's), or None."""
     m = Xa.shape[0]
-    platform = sharding.platform(devices)
+    devices = plan.devices
     dtype = compute_dtype(Xa)
     Xj, origin = training_points(Xa, dtype)
     if neighbors is None:
@@ -186,74 +174,21 @@ def _fit_checked(Xa, y, classes, Y_np, multilabel: bool, *, k: int, loss_obj, al
         nbrs = check_neighbors(neighbors, m, k, rows=m)
     Y = to_device(Y_np, dtype)  # cast on the host: nothing compiles per m
     n_classes = Y.shape[1]
-    # posterior="auto"'s auxiliary fit runs windowed when the main fit did, to share its compiled scan
-    windowed = runs_windowed(m, n_classes, chooser, devices) or isinstance(like, WindowedShapes)
-    shared = boosts_at_shared_size(m, n_classes, chooser, devices)
-    E0 = None if shared else initial_edges(Y, algorithm=algo, loss=loss_obj)
-    if devices is not None:
-        mesh = sharding.class_mesh(devices)
-        n_dev = mesh.devices.size
-        Y = sharding.shard_classes(sharding.pad_classes(Y, n_dev), mesh)
-        E0 = sharding.shard_classes(sharding.pad_classes(E0, n_dev), mesh)
-
-    shapes = None  # the padded shapes of a shared-size boosting
-
-    def run_boosting():
-        nonlocal shapes
-        if shared and chooser == "colored":  # a small problem: the schedule padded to shared sizes
-            result, shapes = shared_size_colored(Y_np, nbrs, dtype, algorithm=algo, loss=loss_obj, passes=rounds // m,
-                                                  trace=bool(trace), platform=platform, like=like)
-            return result
-        if shared:  # a small problem: the (windowed) scan padded to shared sizes
-            result, shapes = shared_size_boost(Y_np, nbrs, chooser_order(chooser, m, rounds, seed), dtype,
-                                                algorithm=algo, loss=loss_obj, greedy=chooser == "greedy",
-                                                windowed=windowed, trace=bool(trace), like=like)
-            return result
-        if chooser != "colored" and not windowed:  # the padded (m, P) inverse neighbourhoods
-            largest = inverse_counts(nbrs, m).max()  # P
-            order = chooser_order(chooser, m, rounds, seed)
-            inv = inverse_neighbors(nbrs, m, width=shared_width(largest))  # refits share the width
-            if devices is not None:
-                inv = type(inv)(*(sharding.replicate(a, mesh) for a in inv))
-            greedy = chooser == "greedy"  # the only chooser that reads the neighbours
-            return boost(Y, E0, inv.members, inv.counts, to_device(nbrs) if greedy else None, to_device(order),
-                         algorithm=algo, loss=loss_obj, greedy=greedy, trace=bool(trace))
-        counts = inverse_counts(nbrs, m)  # n_j; the padded members array is not needed
-        if chooser == "colored":  # the schedule's edge lists replace the members array
-            schedule = color_schedule(nbrs, n_classes=Y.shape[1], platform=platform)
-            if progress_wanted():  # n_colors reads all m colours
-                logger.info("fit: %d colours in %d scan steps a pass (instead of %d sequential steps)",
-                            schedule.n_colors, schedule.n_steps, m)
-            return boost_colored(Y, E0, to_device(counts), schedule, algorithm=algo, loss=loss_obj,
-                                 passes=rounds // m, trace=bool(trace))
-        # a large edge state: the sequential steps run in windows on a local copy (jaxnn._src.window)
-        order = chooser_order(chooser, m, rounds, seed)
-        layout = window.window_layout(nbrs, order, window.window_steps(Y.shape[1], k))
-        return window.boost_windowed(Y, E0, to_device(counts), layout, algorithm=algo, loss=loss_obj,
-                                     trace=bool(trace), n_steps=rounds, max_count=window.shared_max_count(counts))
-
-    scan = "colour schedule" if chooser == "colored" else "windowed scan" if windowed else "scan"
-    result = logged(f"fit: {type(algo).__name__} boosting ({loss_obj.name} loss, {chooser} chooser, {scan}), "
-                     f"{rounds} steps x {n_classes} classes", run_boosting)
-    alpha = result.alpha[:, :n_classes]
-    trace = result.trace
-    padded = Y.shape[1] - n_classes
-    if trace is not None and padded:  # the risk of the real classes: padded columns hold ψ(0) throughout
-        psi0 = loss_obj.psi(jnp.zeros((), trace.dtype))
-        trace = (trace * Y.shape[1] - psi0 * padded) / n_classes
-    Y = Y[:, :n_classes]
-    if devices is not None:  # hand back ordinary single-device arrays, where JAX puts results by default
-        home = next(iter(Xj.devices()))
-        alpha, Y = jax.device_put(alpha, home), jax.device_put(Y, home)
-        trace = None if trace is None else jax.device_put(trace, home)
-    model = Model(alpha, Xj, Y, trace, classes, k, loss_obj, algo, multilabel, rounds=rounds, origin=origin)
+    scan = "colour schedule" if plan.chooser == "colored" else "windowed scan" if plan.windowed else "scan"
+    result, shapes = logged(
+        f"fit: {type(algo).__name__} boosting ({loss_obj.name} loss, {plan.chooser} chooser, {scan}), "
+        f"{rounds} steps x {n_classes} classes",
+        lambda: boost_runs.run(plan, Y_np, nbrs, dtype, algorithm=algo, loss=loss_obj, rounds=rounds, seed=seed,
+                               trace=bool(trace), like=like, home=next(iter(Xj.devices()))))
+    model = Model(result.alpha, Xj, Y, result.trace, classes, k, loss_obj, algo, multilabel, rounds=rounds,
+                  origin=origin)
     mix = {"link": 0.0, "votes": 1.0}.get(posterior)
     if mix is None:
         # the 80 % fit's graph: derived from the caller's (two hops) when they gave one —
         # jaxnn cannot repeat their search, and an exact one of 80 % may take minutes
-        mix = _choose_posterior_mix(Xa, y, k=k, loss=loss_obj, algorithm=algo, rounds=rounds, chooser=chooser, seed=seed,
-                                    graph_method=graph_method, devices=devices,
-                                    graph=nbrs if neighbors is not None else None, like=shapes)
+        mix = _choose_posterior_mix(Xa, y, plan, k=k, loss=loss_obj, algorithm=algo, rounds=rounds, seed=seed,
+                                    graph_method=graph_method, graph=nbrs if neighbors is not None else None,
+                                    like=shapes)
     return dataclasses.replace(model, posterior_mix=float(mix))
 
 
@@ -284,8 +219,8 @@ _MIX_GRID = np.array([0.0, 1.0])
 MAX_SCORED = 10_000
 
 
-def _choose_posterior_mix(X, y, *, k, loss, algorithm, rounds, chooser, seed, graph_method="exact", devices=None,
-                          holdout=0.2, graph=None, like=None) -> float:
+def _choose_posterior_mix(X, y, plan: Plan, *, k, loss, algorithm, rounds, seed, graph_method="exact", holdout=0.2,
+                          graph=None, like=None) -> float:
     """λ ∈ {0, 1} (link or votes) with the lower held-out Brier score.
 
     An auxiliary model is fit on a seeded random 80 % of the data (same
@@ -339,13 +274,15 @@ def _choose_posterior_mix(X, y, *, k, loss, algorithm, rounds, chooser, seed, gr
     elif graph_method == "exact":  # the 80 %'s graph and the scored points' neighbours: one search, one compilation
         aux_graph, val_neighbors = logged(
             f"fit: posterior='auto': exact {k}-NN graph of the {tr.size} points and of the {val.size} scored among them",
-            lambda: graph_and_query(*points_of_parts(X, compute_dtype(X), tr, val), k, devices=devices,
+            lambda: graph_and_query(*points_of_parts(X, compute_dtype(X), tr, val), k, devices=plan.devices,
                                     rows=None if like is None else like.rows, cut_queries=False))
-    aux = _fit_checked(X[tr], y_arr[tr], *encode_labels(y_arr[tr], tr.size), k=k, loss_obj=loss, algo=algorithm,
-                       rounds=aux_rounds, chooser=chooser, seed=seed, graph_method=graph_method, trace=False,
-                       posterior="link", devices=devices, neighbors=aux_graph, like=like)
-    p_link, p_votes = (np.asarray(p, float) for p in _posterior_parts(aux, X[val], found=val_neighbors,
-                                                                      rows=None if like is None else like.rows))
+    aux_labels = encode_labels(y_arr[tr], tr.size)
+    aux_plan = make_plan(tr.size, aux_labels[1].shape[1], aux_rounds, devices=plan.devices, like=plan)
+    aux = _fit_checked(X[tr], y_arr[tr], *aux_labels, aux_plan, k=k, loss_obj=loss, algo=algorithm, rounds=aux_rounds,
+                       seed=seed, graph_method=graph_method, trace=False, posterior="link", neighbors=aux_graph,
+                       like=like)
+    p_link, p_votes = (np.asarray(p, float) for p in posterior_parts(aux, X[val], found=val_neighbors,
+                                                                     rows=None if like is None else like.rows))
     # per-example Brier score of every blend: (scored points, len(grid))
     blends = (1 - _MIX_GRID)[None, :, None] * p_link[:, None, :] + _MIX_GRID[None, :, None] * p_votes[:, None, :]
     brier = np.sum((blends - target[:, None, :]) ** 2, axis=2)

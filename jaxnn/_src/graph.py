@@ -22,10 +22,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxnn._src import sharding
+from jaxnn._src import platforms
 from jaxnn._src.checks import check_integer, check_points, did_you_mean
-from jaxnn._src.points import _as_float, float32_ready
-from jaxnn._src.search import _block_rows, _blocked_topk
+from jaxnn._src.points import as_float, float32_ready
+from jaxnn._src.search import block_rows, blocked_topk
 from jaxnn._src.shared_sizes import first_rows, padded_rows, query_rows, to_device
 
 __all__ = ["Neighbors", "knn_graph", "knn_query", "graph_and_query", "subgraph"]
@@ -41,7 +41,7 @@ logger = logging.getLogger("jaxnn")
 
 
 def _warn_if_slow(n_query: int, m: int, platform: str, what: str, hint: str) -> None:
-    if platform == "cpu" and n_query * m >= SLOW_SEARCH_PAIRS:
+    if platforms.warns_slow_search(platform) and n_query * m >= SLOW_SEARCH_PAIRS:
         logger.warning("%s: the brute-force search compares all %.1e (query, training) pairs on CPU, which takes "
                        "minutes or more; %s", what, float(n_query) * m, hint)
 
@@ -141,7 +141,7 @@ def knn_graph(
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
                 raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
         options = {name: int(v) for name, v in (("n_trees", n_trees), ("n_iters", n_iters)) if v is not None}
-        return _nndescent_index(np.asarray(X), k, seed, int(candidates), int(n_jobs), **options)[0]
+        return nndescent_index(np.asarray(X), k, seed, int(candidates), int(n_jobs), **options)[0]
     for name, value in (("candidates", candidates), ("n_trees", n_trees), ("n_iters", n_iters)):
         if value is not None:
             raise ValueError(f"{name} applies to method='nndescent' only")
@@ -150,12 +150,12 @@ def knn_graph(
     if method == "approx":
         if isinstance(recall_target, bool) or not isinstance(recall_target, (int, float)) or not 0.0 < recall_target <= 1.0:
             raise ValueError(f"recall_target must lie in (0, 1], got {recall_target!r}")
-    Xf = _as_float(X)
+    Xf = as_float(X)
     target = float(recall_target) if method == "approx" else None
-    platform = sharding.platform(devices)
+    platform = platforms.platform(devices)
     _warn_if_slow(m, m, platform, f"knn_graph of {m} points",
                   "method='nndescent' (fit's graph_method=) is approximate and much faster at this size")
-    idx, dist = _blocked_topk(Xf, Xf, k, _block_rows(m, block_size, platform), True, devices, target)
+    idx, dist = blocked_topk(Xf, Xf, k, block_rows(m, block_size, platform), True, devices, target)
     return Neighbors(*first_rows((idx, dist), m))
 
 
@@ -188,7 +188,7 @@ def _search_points(X_train, X_query, k, *, exclude_self: bool):
         raise ValueError(f"X_query has {X_query.shape[1]} features but X_train has {X_train.shape[1]}")
     k = _check_k(k, X_train.shape[0], exclude_self=exclude_self)
     X_train, X_query = float32_ready(X_train, X_query)
-    return X_train, X_query, _as_float(X_train), k
+    return X_train, X_query, as_float(X_train), k
 
 
 def graph_and_query(X_train, X_query, k: int, *, devices=None, rows=None, cut_queries: bool = True,
@@ -222,11 +222,11 @@ def graph_and_query(X_train, X_query, k: int, *, devices=None, rows=None, cut_qu
     if isinstance(X_train, np.ndarray) and isinstance(X_query, np.ndarray):  # stacked on the host: nothing compiles
         Q = to_device(np.concatenate([np.asarray(X_train, Xt.dtype), np.asarray(X_query, Xt.dtype)]))
     else:
-        Q = jnp.concatenate([Xt, _as_float(X_query).astype(Xt.dtype)])
-    platform = sharding.platform(devices)
+        Q = jnp.concatenate([Xt, as_float(X_query).astype(Xt.dtype)])
+    platform = platforms.platform(devices)
     _warn_if_slow(Q.shape[0], m, platform, f"knn_graph of {m} points and knn_query of {X_query.shape[0]}",
                   "method='nndescent' (fit's graph_method=) is approximate and much faster at this size")
-    idx, _ = _blocked_topk(Q, Xt, k, _block_rows(m, None, platform), True, devices, rows=rows, cut=False,
+    idx, _ = blocked_topk(Q, Xt, k, block_rows(m, None, platform), True, devices, rows=rows, cut=False,
                            share_k=share_k)
     idx = np.asarray(idx)
     return idx[:m, :k], idx[m:Q.shape[0], :k] if cut_queries else idx[m:Q.shape[0]]
@@ -243,16 +243,16 @@ def padded_query(X_train, X_query, k: int, *, block_size: int | None = None, dev
     share one compiled program across ks)."""
     X_train, X_query, Xt, k = _search_points(X_train, X_query, k, exclude_self=False)
     m, n = Xt.shape[0], X_query.shape[0]
-    platform = sharding.platform(devices)
-    block = _block_rows(m, block_size, platform)
+    platform = platforms.platform(devices)
+    block = block_rows(m, block_size, platform)
     rows = n if isinstance(X_query, jax.core.Tracer) else query_rows(n, block)
     if isinstance(X_query, np.ndarray):  # the cast and the padding on the host: nothing compiles per n
         Xq = to_device(padded_rows(np.asarray(X_query, dtype=Xt.dtype), rows))
     else:
-        Xq = padded_rows(_as_float(X_query).astype(Xt.dtype), rows)
+        Xq = padded_rows(as_float(X_query).astype(Xt.dtype), rows)
     _warn_if_slow(n, m, platform, f"knn_query of {n} points among {m}",
                   "an approximate index can find the neighbours instead (predict's neighbors=, README)")
-    idx, dist = _blocked_topk(Xq, Xt, k, block, False, devices, cut=cut)
+    idx, dist = blocked_topk(Xq, Xt, k, block, False, devices, cut=cut)
     return idx, dist, n
 
 
@@ -271,9 +271,9 @@ def neighbor_sum(rows, indices, k=None):
     return jax.lax.fori_loop(0, indices.shape[1], lambda t, H: jnp.where(t < k, H + rows[indices[:, t]], H), H0)
 
 
-def _nndescent_index(X: np.ndarray, k: int, seed: int, candidates: int, n_jobs: int, **options):
+def nndescent_index(X: np.ndarray, k: int, seed: int, candidates: int, n_jobs: int, **options):
     """(the k-NN graph of X by pynndescent, self excluded, nearest first;
-    the ``NNDescent`` index that found it, for :func:`_nndescent_query`)."""
+    the ``NNDescent`` index that found it, for :func:`nndescent_query`)."""
     from pynndescent import NNDescent
 
     m = X.shape[0]
@@ -292,7 +292,7 @@ def _nndescent_index(X: np.ndarray, k: int, seed: int, candidates: int, n_jobs: 
     return Neighbors(jnp.asarray(idx, dtype=jnp.int32), jnp.asarray(dist)), index
 
 
-def _nndescent_query(index, X_train, X_query, k: int) -> Neighbors:
+def nndescent_query(index, X_train, X_query, k: int) -> Neighbors:
     """The k nearest training points of each query row by a pynndescent
     ``index`` of X_train (approximate; rows it cannot fill — −1 entries —
     are searched exactly among X_train)."""
@@ -309,7 +309,7 @@ def _exact_among(Q, X, k: int):
     """The exact k nearest rows of X to each row of Q (a few rows to repair):
     NumPy indices and distances, in the search's own tiles (a fixed 256 rows
     planned 1.06 GB at m = 10⁶ for 5 rows)."""
-    return tuple(np.asarray(a)[: Q.shape[0]] for a in _blocked_topk(Q, X, k, _block_rows(X.shape[0], None), False))
+    return tuple(np.asarray(a)[: Q.shape[0]] for a in blocked_topk(Q, X, k, block_rows(X.shape[0], None), False))
 
 
 def _exact_rows(X, rows: np.ndarray, k: int):
@@ -368,7 +368,7 @@ def subgraph(X, neighbors, keep) -> np.ndarray:
     pos = np.full(m, -1, np.int32)
     pos[keep] = np.arange(n, dtype=np.int32)
     (X,) = float32_ready(X)
-    Xj, nbj, posj = _as_float(X), jnp.asarray(nb), jnp.asarray(pos)
+    Xj, nbj, posj = as_float(X), jnp.asarray(nb), jnp.asarray(pos)
     block = max(1, min(SUBGRAPH_BLOCK, n, SUBGRAPH_ELEMENTS // ((k + k * k) * Xj.shape[1])))
     padded = np.concatenate([keep, np.full(-n % block, keep[0])]).astype(np.int32)
     out, ok = [], []

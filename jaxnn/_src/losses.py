@@ -207,7 +207,7 @@ def increasing_root(f: Fn, target: Array, lo: Array, hi: Array, x0: Array, iters
     return x
 
 
-def _iters(dtype) -> int:
+def root_iterations(dtype) -> int:
     return 80 if jnp.dtype(dtype) == jnp.float64 else 50
 
 
@@ -230,7 +230,7 @@ def _derived_link(dphi: Fn, d2phi: Fn) -> Fn:
         def g(s):
             return dphi(jnp.exp(s))
 
-        s = increasing_root(g, -jnp.abs(h), s_min, s_max, jnp.full_like(h, -1.0), _iters(dtype))
+        s = increasing_root(g, -jnp.abs(h), s_min, s_max, jnp.full_like(h, -1.0), root_iterations(dtype))
         q = jnp.exp(s)
         q = jnp.where(s <= s_min * 0.999, 0.0, q)  # saturated: exactly 0
         return jnp.where(h > 0, 1.0 - q, q)
@@ -500,7 +500,7 @@ def from_psi(
         # of reach for Amari's α = −0.9: p̂ → 0 only at the domain's edge)
         lo = inner_min if math.isfinite(domain_min) else -1e8
         hi = -lo
-        return increasing_root(posterior, p, lo, hi, jnp.zeros_like(p), _iters(dtype))
+        return increasing_root(posterior, p, lo, hi, jnp.zeros_like(p), root_iterations(dtype))
 
     @_per_dtype_program
     def hstar(dtype):

@@ -101,7 +101,7 @@ jax.tree_util.register_dataclass(
 )
 
 
-def _check_model(model) -> Model:
+def check_model(model) -> Model:
     if not isinstance(model, Model):
         raise TypeError(f"expected a jaxnn Model (from jaxnn.fit), got {type(model).__name__}")
     return without_float64(model)

@@ -78,11 +78,11 @@ def shift_points(X, origin):
         # the barrier keeps XLA from folding the two constants first, (hi + lo) − origin,
         # which rounds hi + lo back to hi (it did for 120 × 4 points at 10⁸)
         return jax.lax.optimization_barrier(jnp.asarray(hi) - origin) + jnp.asarray(lo)
-    Xf = _as_float(X)
+    Xf = as_float(X)
     return Xf - jnp.asarray(origin, Xf.dtype)
 
 
-def _as_float(X):
+def as_float(X):
     """Points as a floating JAX array to compute distances in: float32 or float64
     stay, anything else becomes the default float (float32, or float64 under
     ``jax_enable_x64``) — integers and bools on the host (jnp.asarray would

@@ -15,7 +15,7 @@ import numpy as np
 from jaxnn._src import algorithms as algos
 from jaxnn._src.graph import neighbor_sum, padded_query
 from jaxnn._src.inputs import as_points, check_neighbors
-from jaxnn._src.model import Model, _check_model
+from jaxnn._src.model import Model, check_model
 from jaxnn._src.points import shift_points
 from jaxnn._src.shared_sizes import at_shared_rows, first_k, first_rows, padded_rows, query_rows, to_device
 
@@ -23,7 +23,7 @@ __all__ = ["decision_function", "predict_proba", "predict", "host_scores", "host
 
 
 @jax.jit
-def _scores(alpha, Y, indices, k=None):
+def leveraged_scores(alpha, Y, indices, k=None):
     """H_c(x) = Σ_{j∈NN_k(x)} α_jc y_jc (eq. 1) → (n, C), for (n, k') neighbour
     indices, nearest first, of which the first k (traced; None: all k') are
     NN_k(x): :func:`jaxnn.select` scores every candidate k with one
@@ -88,12 +88,12 @@ def decision_function(model: Model, X=None, *, neighbors=None) -> jax.Array:
     approximate index, neighbours shared by several models); then X may be
     left out, and no search is run.
     """
-    model = _check_model(model)
+    model = check_model(model)
     alpha, Y, nb, k, n = _query_parts(model, X, neighbors)
-    return first_rows((_scores(alpha, Y, nb, k),), n)[0]
+    return first_rows((leveraged_scores(alpha, Y, nb, k),), n)[0]
 
 
-def _link_posterior(loss, algorithm, multilabel: bool, H):
+def link_posterior(loss, algorithm, multilabel: bool, H):
     """The one-vs-rest link posteriors p̂_c = link(H_c) in [0, 1], (…, C) from H (…, C):
     the loss's posterior (paper 003 eq. 11 / eq. 29), except for single-label
     N³, whose link accounts for N³'s class-balanced initial edges
@@ -130,7 +130,7 @@ def _n3_link(loss, algorithm, H):
     return jnp.where(both_zero, 0.5, p).astype(H.dtype)
 
 
-def _normalise_rows(p, H):
+def normalise_rows(p, H):
     """Rows of the one-vs-rest posteriors p (n, C) normalised to sum to 1.
 
     Where a row's total is 0 (every p̂_c underflowed: H_c far below 0 for all
@@ -146,7 +146,7 @@ def _normalise_rows(p, H):
     return jnp.where(empty, top, p / jnp.where(empty, 1.0, total))
 
 
-def _posterior_parts(model: Model, X, neighbors=None, found=None, rows=None):
+def posterior_parts(model: Model, X, neighbors=None, found=None, rows=None):
     """(link posterior, vote fractions), both (n, C) NumPy arrays: the
     program of :func:`predict_proba` (:func:`_mixed_posterior`) at λ = 0 and
     λ = 1, so that ``posterior="auto"``'s choice compiles nothing that the
@@ -173,15 +173,15 @@ def _posterior_parts(model: Model, X, neighbors=None, found=None, rows=None):
 
 
 def _normalised_link(alpha, Y, nb, k, *, loss, algorithm, multilabel: bool):
-    """The link posterior p̂_c = link(H_c(x)) (:func:`_link_posterior`), (n, C),
+    """The link posterior p̂_c = link(H_c(x)) (:func:`link_posterior`), (n, C),
     for (n, k') neighbour indices nb of which the first k (traced; None: all)
     are NN_k; for single-label models normalised over classes
-    (:func:`_normalise_rows`: rows whose posteriors all underflow put their
+    (:func:`normalise_rows`: rows whose posteriors all underflow put their
     mass on the classes of largest H; NaN propagates).  Traced in the
     caller's program."""
-    H = _scores(alpha, Y, nb, k)
-    p_link = _link_posterior(loss, algorithm, multilabel, H)
-    return p_link if multilabel else _normalise_rows(p_link, H)
+    H = leveraged_scores(alpha, Y, nb, k)
+    p_link = link_posterior(loss, algorithm, multilabel, H)
+    return p_link if multilabel else normalise_rows(p_link, H)
 
 
 def predict_proba(model: Model, X=None, *, neighbors=None) -> jax.Array:
@@ -195,7 +195,7 @@ def predict_proba(model: Model, X=None, *, neighbors=None) -> jax.Array:
     ``neighbors``: the query points' training neighbours, as for
     :func:`decision_function`.
     """
-    return first_rows(*_padded_proba(_check_model(model), X, neighbors))[0]
+    return first_rows(*_padded_proba(check_model(model), X, neighbors))[0]
 
 
 def _padded_proba(model: Model, X, neighbors):
@@ -228,9 +228,9 @@ def predict(model: Model, X=None, *, neighbors=None) -> np.ndarray:
     for multilabel models (H_c > 0): NumPy arrays, or under ``jax.jit`` a JAX
     array (numeric labels only; a clear TypeError otherwise).  ``neighbors``:
     the query points' training neighbours, as for :func:`decision_function`."""
-    model = _check_model(model)
+    model = check_model(model)
     alpha, Y, nb, k, n = _query_parts(model, X, neighbors)
-    H = _scores(alpha, Y, nb, k)
+    H = leveraged_scores(alpha, Y, nb, k)
     if isinstance(H, jax.core.Tracer):  # under jax.jit / vmap: a traced array, not NumPy
         return _traced_predict(model, H[:n])  # a traced model with concrete queries: rows were padded
     H = np.asarray(H)[:n]  # the padding dropped on the host: nothing compiles per n
@@ -240,14 +240,14 @@ def predict(model: Model, X=None, *, neighbors=None) -> np.ndarray:
 def host_scores(model: Model, X) -> np.ndarray:
     """:func:`decision_function` as a NumPy array, the padding dropped on the
     host (no slice compiles per batch size); for callers that want NumPy."""
-    model = _check_model(model)
+    model = check_model(model)
     alpha, Y, nb, k, n = _query_parts(model, X, None)
-    return np.asarray(_scores(alpha, Y, nb, k))[:n]
+    return np.asarray(leveraged_scores(alpha, Y, nb, k))[:n]
 
 
 def host_proba(model: Model, X) -> np.ndarray:
     """:func:`predict_proba` as a NumPy array, as :func:`host_scores`."""
-    (p,), n = _padded_proba(_check_model(model), X, None)
+    (p,), n = _padded_proba(check_model(model), X, None)
     return np.asarray(p)[:n]
 
 

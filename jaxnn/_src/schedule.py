@@ -20,13 +20,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxnn._src import sharding
+from jaxnn._src import platforms
 from jaxnn._src.algorithms import Segments
-from jaxnn._src.boosting import BoostResult, _pad_rows, initial_risk
+from jaxnn._src import steps
 from jaxnn._src.inverse import inverse_csr, members_in_order
 from jaxnn._src.losses import Loss
 from jaxnn._src.maxtree import round_up
 from jaxnn._src.shared_sizes import in_blocks, to_device
+from jaxnn._src.steps import BoostResult
 
 __all__ = ["ColorSchedule", "ScheduleSizes", "color_conflict_graph", "color_schedule", "padded_schedule",
            "stack_schedules", "boost_colored", "colored_order"]
@@ -230,18 +231,6 @@ class ScheduleSizes(NamedTuple):
     width: int
 
 
-#: edge × class updates per scan step of the colored schedule by default.
-#: Measured on 2 CPU cores (2 MiB L2 each) at m = 10⁵, k = 10, C = 10 (45
-#: colours), one GNNB pass: 4096 edges a step 147 ms, 12 288: 113 ms,
-#: 16 384: 95–123 ms, 20 480: 194 ms (the step's (L, C) arrays outgrow the
-#: cache), whole colours (58 291): 252 ms; numba's loop 112–165 ms.
-STEP_ELEMENTS = 131_072
-#: the same on a GPU or TPU, where a scan step costs a few kernel launches
-#: whatever its size and there is no cache to stay within: whole colours up
-#: to 2²³ edge × class updates (at m = 10⁵, k = 10, C = 10 every colour is
-#: one step, as in the GPU measurements: a 9.9 ms pass on an H100, 11.8 ms
-#: on an H200 at stop 34; at C = 100 the largest colours are cut in a few parts).
-STEP_ELEMENTS_ACCELERATOR = 1 << 23
 #: the step's edge and example axes are padded to a multiple of this: on CPU
 #: unaligned lengths ran the same pass 1.5× slower (169 vs 105–111 ms above)
 ALIGN = 256
@@ -252,10 +241,11 @@ def color_schedule(neighbors, *, chunk: int | None = None, n_classes: int = 1, p
     """Colour the conflict graph of an (m, k) neighbour array and lay the
     colours out as flat edge lists,
     cut into scan steps of about ``chunk`` units (see :class:`ColorSchedule`);
-    by default ``chunk = STEP_ELEMENTS // n_classes`` (at least 256) for a
-    schedule run on ``platform="cpu"``, and :data:`STEP_ELEMENTS_ACCELERATOR`
-    instead of :data:`STEP_ELEMENTS` on any other platform (default: where
-    computations run now, ``sharding.platform()``).
+    by default ``chunk = E // n_classes`` (at least 256), E the edge ×
+    class updates a step aims at on ``platform``
+    (:func:`platforms.schedule_step_elements`: a cache's worth on a CPU, whole
+    colours on an accelerator; default platform: where
+    computations run now, :func:`platforms.platform`).
 
     Any order of the colours gives an exact schedule; it runs them in reverse
     order of :func:`color_conflict_graph`'s largest-first colouring (its
@@ -286,7 +276,7 @@ def _host_schedule(neighbors, chunk, n_classes: int, platform, pad_to):
     """:func:`color_schedule`'s arrays on the host, and the number of its
     steps that hold examples (the padding steps come last)."""
     if chunk is None:
-        elements = STEP_ELEMENTS if (platform or sharding.platform()) == "cpu" else STEP_ELEMENTS_ACCELERATOR
+        elements = platforms.schedule_step_elements(platform)
         chunk = max(256, elements // max(int(n_classes), 1))
     if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
         raise ValueError(f"chunk must be a positive number of edges, got {chunk!r}")
@@ -421,11 +411,10 @@ def boost_colored(Y, E0, counts, schedule: ColorSchedule, n_points=None, n_steps
         The trace then holds the passes·T' risks first, then zeros.
     """
     m, C = Y.shape
-    E0 = algorithm.init_edges(loss, Y) if E0 is None else E0
     size = m if n_points is None else n_points  # the examples' m (a padded problem: traced)
     dtype = Y.dtype
-    Yp = _pad_rows(Y)
-    counts_p = _pad_rows(counts.astype(jnp.int32))
+    Yp, Ep0, alpha0, risk0 = steps.start(Y, E0, algorithm=algorithm, loss=loss, n_points=n_points)
+    counts_p = steps.with_sentinel(counts.astype(jnp.int32))
     S = schedule.examples.shape[1]
     T = schedule.examples.shape[0]
 
@@ -441,18 +430,17 @@ def boost_colored(Y, E0, counts, schedule: ColorSchedule, n_points=None, n_steps
         n = jnp.broadcast_to(counts_p[ex_p][:, None], (S + 1, C))
         delta = algorithm.delta(loss, e, r, n, size, layout)  # (S+1, C)
         delta = jnp.where((ex_p < m)[:, None], delta, 0.0)
-        step_edges = delta[seg] * r
+        step_edges = steps.edge_change(delta[seg], Yp[ei], Yp[ex_p[seg]])
         Ep = Ep.at[ei].add(step_edges)
         alpha = alpha.at[ex_p].add(delta)
         if trace:
-            valid = (ei < m)[:, None]
-            risk = risk + jnp.sum(jnp.where(valid, loss.psi(e + step_edges) - loss.psi(e), 0.0)) / (size * C)
+            risk = risk + steps.risk_change(loss, e, e + step_edges, (ei < m)[:, None], size * C)
         return (Ep, alpha, risk), risk
 
-    carry0 = (_pad_rows(E0), jnp.zeros((m + 1, C), dtype), initial_risk(loss, E0, n_points))
+    carry0 = (Ep0, alpha0, risk0)
     if n_steps is None:
         (Ep, alpha, _), risks = jax.lax.scan(step, carry0, jnp.tile(jnp.arange(T), passes))
-        return BoostResult(alpha[:m], Ep[:m], risks if trace else None)
+        return steps.finish(alpha, Ep, risks, m, trace)
 
     def run(i, state):
         carry, risks = state
@@ -461,4 +449,4 @@ def boost_colored(Y, E0, counts, schedule: ColorSchedule, n_points=None, n_steps
 
     risks0 = jnp.zeros((passes * T,) if trace else (0,), dtype)
     (Ep, alpha, _), risks = jax.lax.fori_loop(0, passes * n_steps, run, (carry0, risks0))
-    return BoostResult(alpha[:m], Ep[:m], risks if trace else None)
+    return steps.finish(alpha, Ep, risks, m, trace)

@@ -15,24 +15,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxnn._src import shared_sizes, sharding
+from jaxnn._src import platforms, shared_sizes, sharding
 from jaxnn._src.checks import check_integer
 from jaxnn._src.shared_sizes import first_rows, padded_rows, query_rows, shared_k, shared_rows, to_device
 
-# Elements of one (block × m) distance tile; 2**24 float32 = 64 MiB.
-_TILE_ELEMENTS = 1 << 24
-# The same on a GPU or TPU (512 MiB): 128-row tiles up to m = 10⁶ — the tile
-# height of the GPU measurements (an H100, m = 10⁵: 109–122 ms, 0.02–0.05 of
-# scikit-learn brute, TF32 matmuls; an H200 at stop 34, full float32, d = 64:
-# 0.148 s at 10⁵, 6.7 s at 10⁶) — where 2**24 would leave 16 rows and 62 500 steps.
-_TILE_ELEMENTS_ACCELERATOR = 1 << 27
 
 
-def _block_rows(m: int, block_size: int | None, platform: str | None = None) -> int:
+def block_rows(m: int, block_size: int | None, platform: str | None = None) -> int:
     if block_size is not None:
         block_size = check_integer(block_size, "block_size", low=1)
     if block_size is None:
-        tile = _TILE_ELEMENTS if (platform or sharding.platform()) == "cpu" else _TILE_ELEMENTS_ACCELERATOR
+        tile = platforms.search_tile_elements(platform)
         block_size = max(1, min(128, tile // max(m, 1)))  # 128 rows measured fastest on CPU
     if int(block_size) < 1:
         raise ValueError(f"block_size must be >= 1, got {block_size}")
@@ -55,8 +48,7 @@ def _dots(q, x):
 #: :func:`_smallest_k` selects in two stages from m > 3·32·k columns. Its time
 #: over one ``top_k``'s on a 128-row tile (2 CPU cores), at k = 4 / 8 / 16 / 32 / 64:
 #: 0.75 / 0.78 / 0.88 / 0.85 / 0.89 at m = 4·32k, 1.10 / 1.16 / 1.07 / 1.05 / 1.08
-#: at m = 2·32k.  The ratio was 8 until stop 28 (at m = 2048, k = 10: 0.67 ms a
-#: tile in one ``top_k``, 0.41 ms in two stages)
+#: at m = 2·32k
 TWO_STAGE_MIN_RATIO = 3
 
 
@@ -101,11 +93,10 @@ _CHUNK = 8192
 _MAX_CANDIDATE_FLOATS = 1 << 17
 
 
-def _search_kernel(m: int, d: int, k: int, platform: str | None = None):
+def search_kernel(m: int, d: int, k: int, platform: str | None = None):
     """The jitted exact search for m training points of dimension d on
-    ``platform`` (default: where computations run now, ``sharding.platform()``)."""
-    cpu = (platform or sharding.platform()) == "cpu"
-    if cpu and m >= CHUNKED_MIN_M and k * _GROUP * d <= _MAX_CANDIDATE_FLOATS:
+    ``platform`` (default: where computations run now, :func:`platforms.platform`)."""
+    if platforms.chunked_search(platform) and m >= CHUNKED_MIN_M and k * _GROUP * d <= _MAX_CANDIDATE_FLOATS:
         return _chunked_topk
     return _onepass_topk
 
@@ -141,7 +132,7 @@ def _conditioned(Q, X):
     already is only rescaled, by a power of two: exact ties stay ties, broken
     by the lower index.  Jitted: one dispatch per search, not one per
     operation.  A small search's training points are conditioned on the
-    host instead (:func:`_conditioning_on_host`).
+    host instead (:func:`conditioning_on_host`).
     """
     _, e0 = jnp.frexp(jnp.max(jnp.abs(X)))  # |X| < 2^e0
     Q, X = jnp.ldexp(Q, -e0), jnp.ldexp(X, -e0)  # exact (powers of two): |X| < 1
@@ -152,12 +143,12 @@ def _conditioned(Q, X):
     return (Q - shift) / s, (X - shift) / s, e + e0
 
 
-def _conditioning_on_host(X: np.ndarray):
+def conditioning_on_host(X: np.ndarray):
     """:func:`_conditioned`'s steps for the training points X on the host, in
     X's dtype — the mean's sum in another order (the shift may differ by one
     2^e step: an exact shift either way): (X' (m, d), (e0, shift, s, e)),
     the queries to be conditioned alike, Q' = (ldexp(Q, −e0) − shift)/s
-    (:func:`_conditioned_search`), the distances scaled back by 2^e.  For
+    (:func:`conditioned_search`), the distances scaled back by 2^e.  For
     the small searches: their compiled program then holds no reduction of
     X: 0.19–0.21 → 0.15–0.16 s of compilation for a search of 512–768
     points (2 CPU cores), and on the host it costs O(m·d).  The queries,
@@ -174,7 +165,7 @@ def _conditioning_on_host(X: np.ndarray):
     return (X - shift) / s, (int(e0), shift, s, int(e) + int(e0))
 
 
-def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, recall_target=None, rows=None,
+def blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, recall_target=None, rows=None,
                   cut: bool = True, share_k: bool = True):
     """Exact kNN of rows of Q among rows of X, a tile of ``block`` query rows
     at a time; with ``devices``, the query rows are split across them; with a
@@ -183,7 +174,7 @@ def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, re
 
     Returns (indices, distances) of at least Q's n rows, the first n being
     the answer: on one device, concrete X of at most :data:`shared_sizes.SHARED_MAX_ROWS`
-    points is conditioned on the host (:func:`_conditioning_on_host`),
+    points is conditioned on the host (:func:`conditioning_on_host`),
     padded to :func:`shared_rows` (the padding never a neighbour) and Q to
     :func:`query_rows` rows, so that data of nearby sizes — cross-validation
     folds, a learning curve's steps — share one compiled search
@@ -197,16 +188,16 @@ def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, re
         if recall_target is not None:
             kernel, recall_target = _onepass_topk, float(recall_target)
         else:
-            kernel = _search_kernel(X.shape[0], X.shape[1], k, sharding.platform())
+            kernel = search_kernel(X.shape[0], X.shape[1], k, platforms.platform())
         m, n_valid, transform, found = X.shape[0], None, None, k
         if not isinstance(X, jax.core.Tracer) and not isinstance(Q, jax.core.Tracer) and m <= shared_sizes.SHARED_MAX_ROWS:
-            X, (e0, shift, s, e) = _conditioning_on_host(np.asarray(X))  # no reduction of X in the program
+            X, (e0, shift, s, e) = conditioning_on_host(np.asarray(X))  # no reduction of X in the program
             X, n_valid = to_device(padded_rows(X, max(shared_rows(m), rows or 0))), to_device(m, np.int32)
             Q = padded_rows(Q, query_rows(Q.shape[0], block))
             transform = to_device(e0, np.int32), to_device(shift), to_device(s), to_device(e, np.int32)
             if recall_target is None and share_k:  # a few ks share the program; the padding columns sort last
                 found = min(shared_k(k, m), X.shape[0])
-        idx, dist = _conditioned_search(Q, X, n_valid, transform, kernel=kernel, k=found, block=block,
+        idx, dist = conditioned_search(Q, X, n_valid, transform, kernel=kernel, k=found, block=block,
                                         exclude_self=exclude_self, recall_target=recall_target)
         return first_rows((idx, dist), k, axis=1) if cut else (idx, dist)  # nearest first: cut on the host
     Q, X, exponent = _conditioned(Q, X)
@@ -215,13 +206,13 @@ def _blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, re
 
 
 @functools.partial(jax.jit, static_argnames=("kernel", "k", "block", "exclude_self", "recall_target"))
-def _conditioned_search(Q, X, n_valid=None, transform=None, *, kernel, k: int, block: int, exclude_self: bool,
+def conditioned_search(Q, X, n_valid=None, transform=None, *, kernel, k: int, block: int, exclude_self: bool,
                         recall_target):
-    """:func:`_blocked_topk` on one device, jitted whole: a new shape compiles
+    """:func:`blocked_topk` on one device, jitted whole: a new shape compiles
     one program, not three (the conditioning and the rescaling of the
     distances cost ~0.1 s of compilation of their own per query size).
     ``n_valid``: X's rows from n_valid on are padding (None: none are).
-    ``transform``: X comes conditioned (:func:`_conditioning_on_host`) and
+    ``transform``: X comes conditioned (:func:`conditioning_on_host`) and
     (e0, shift, s, e) condition Q alike and scale the distances back; None:
     both are conditioned here."""
     if transform is None:
@@ -235,11 +226,11 @@ def _conditioned_search(Q, X, n_valid=None, transform=None, *, kernel, k: int, b
 
 
 def _blocked_topk_conditioned(Q, X, k: int, block: int, exclude_self: bool, devices, recall_target):
-    """:func:`_blocked_topk` on points already conditioned."""
+    """:func:`blocked_topk` on points already conditioned."""
     if recall_target is not None:
         kernel, recall_target = _onepass_topk, float(recall_target)
     else:
-        kernel = _search_kernel(X.shape[0], X.shape[1], k, sharding.platform(devices))
+        kernel = search_kernel(X.shape[0], X.shape[1], k, platforms.platform(devices))
     if devices is None:
         extra = {} if recall_target is None else {"recall_target": recall_target}
         return kernel(Q, X, k, block, exclude_self, **extra)

@@ -16,17 +16,14 @@ import numpy as np
 
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
-from jaxnn._src import sharding, window
-from jaxnn._src.boost_runs import (SharedShapes, auto_chooser, boosts_at_shared_size, padded_graph, runs_windowed,
-                                   windowed_layout)
-from jaxnn._src.boosting import boost, check_chooser, chooser_order, initial_edges
+from jaxnn._src import boost_runs, sharding
+from jaxnn._src.boosting import check_chooser, initial_edges
 from jaxnn._src.checks import check_integer, check_real, did_you_mean
-from jaxnn._src.graph import METHODS, _nndescent_index, _nndescent_query, graph_and_query, knn_graph, knn_query
+from jaxnn._src.graph import METHODS, graph_and_query, knn_graph, knn_query, nndescent_index, nndescent_query
 from jaxnn._src.inputs import as_points, compute_dtype, encode_labels, label_rows, points_of_parts
-from jaxnn._src.inverse import inverse_counts, inverse_neighbors
-from jaxnn._src.prediction import _scores
-from jaxnn._src.schedule import ScheduleSizes, boost_colored, color_schedule, padded_schedule
-from jaxnn._src.shared_sizes import padded_rows, query_rows, shared_rows, shared_width, to_device
+from jaxnn._src.plan import make_plan
+from jaxnn._src.prediction import leveraged_scores
+from jaxnn._src.shared_sizes import padded_rows, query_rows, to_device
 
 __all__ = ["Selection", "select", "DEFAULT_KS", "DEFAULT_LOSSES", "DEFAULT_PASSES"]
 
@@ -95,72 +92,6 @@ def _holdout(y: np.ndarray, fraction: float, seed: int):
     return np.setdiff1d(np.arange(m), val), val
 
 
-def _pass_runner(chooser: str, nb: np.ndarray, m: int, n_classes: int, algo, seed: int, max_passes: int,
-                 mesh=None, platform=None, shared=None, window_k=None, calls: int = 1):
-    """``(Y, edges, loss, p) → BoostResult`` of pass p (1-based) on the graph
-    ``nb`` as ``fit`` runs it: the colored schedule, or the scan — windowed
-    for a large edge state — over pass p's slice of ``fit``'s sequence (the
-    random chooser draws a new permutation each pass); with a class ``mesh``,
-    on its devices.  ``shared``: None, or the scan on the problem padded to
-    these :class:`boost_runs.SharedShapes` (:class:`boost_runs.WindowedShapes` for the
-    windowed scan, its windows ``window_k``'s length;
-    :class:`schedule.ScheduleSizes` for the colored schedule), as ``fit`` pads a
-    small one (Y and the edges have ``shared.rows`` rows; the shapes of the
-    largest k serve every k: one compiled scan per loss).  ``calls``: the
-    runs of that compiled scan the caller makes (every k's and pass's): its
-    steps are narrowed to n_j when their padded work pays for the
-    compilation (:func:`boosting.step_widths`) — at the largest k's width,
-    select's passes at full width took 4–5× longer (optdigits)."""
-    if chooser == "colored" and shared is not None:  # padded as fit pads it (boost_runs.shared_size_colored)
-        schedule, real_steps, _ = padded_schedule(nb, n_classes=n_classes, platform=platform, pad_to=shared)
-        schedule = schedule._replace(colors=None)  # not read: its (m,) shape would compile per size
-        counts = to_device(padded_rows(inverse_counts(nb, m), shared.rows))
-        n_points, n_steps = to_device(m, np.int32), to_device(real_steps, np.int32)
-        return lambda Y, edges, loss, p: boost_colored(Y, edges, counts, schedule, n_points, n_steps, algorithm=algo,
-                                                       loss=loss, passes=1, trace=False)
-    if chooser == "colored":
-        schedule = color_schedule(nb, n_classes=n_classes, platform=platform)
-        counts = jnp.asarray(inverse_counts(nb, m))
-        return lambda Y, edges, loss, p: boost_colored(Y, edges, counts, schedule, algorithm=algo, loss=loss,
-                                                       passes=1, trace=False)
-    orders = chooser_order(chooser, m, max_passes * m, seed).reshape(max_passes, m)
-    if runs_windowed(m, n_classes, chooser, mesh):
-        # fit's windowed scan for a large edge state (2.8× faster a pass at m = 10⁵, C = 10, k = 10);
-        # a layout per distinct pass order, built when first needed (lazy: one for all passes)
-        counts = inverse_counts(nb, m)
-        if shared is None:
-            counts_j, max_count, n_points, at_least = to_device(counts), window.shared_max_count(counts), None, None
-        else:  # padded as fit pads it (boost_runs.shared_size_windowed), at the largest k's sizes
-            counts_j, max_count = to_device(padded_rows(counts, shared.rows)), shared.max_count
-            n_points, at_least = to_device(m, np.int32), shared.layout
-        steps, layouts = window.window_steps(n_classes, window_k or nb.shape[1]), {}
-
-        def windowed_pass(Y, edges, loss, p):
-            key = p if chooser == "random" else 1  # lazy: every pass the same order
-            if key not in layouts:
-                layouts[key] = window.window_layout(nb, orders[p - 1], steps, shared=shared is not None,
-                                                    at_least=at_least)
-            return window.boost_windowed(Y, edges, counts_j, layouts[key], n_points, algorithm=algo, loss=loss,
-                                         trace=False, max_count=max_count, calls=calls)
-
-        return windowed_pass
-    if shared is not None:  # padded: sizes near m and the ks share the compiled scan (boost_runs.shared_size_boost)
-        inv, neighbors = padded_graph(nb, shared.rows, shared.width, greedy=chooser == "greedy")
-        sizes = to_device(m, np.int32)
-        orders = padded_rows(orders.T, shared.steps).T  # (passes, steps): no-op steps after the m
-        return lambda Y, edges, loss, p: boost(Y, edges, inv.members, inv.counts, neighbors, to_device(orders[p - 1]),
-                                               sizes, sizes, algorithm=algo, loss=loss, greedy=chooser == "greedy",
-                                               trace=False, calls=calls)
-    inv = inverse_neighbors(nb, m, width=shared_width(inverse_counts(nb, m).max()))  # other folds' data share it
-    if mesh is not None:
-        inv = type(inv)(*(sharding.replicate(a, mesh) for a in inv))
-    orders = jnp.asarray(orders)
-    neighbors = jnp.asarray(nb) if chooser == "greedy" else None
-    return lambda Y, edges, loss, p: boost(Y, edges, inv.members, inv.counts, neighbors, orders[p - 1],
-                                           algorithm=algo, loss=loss, greedy=chooser == "greedy", trace=False,
-                                           calls=calls)
-
-
 def select(
     X,
     y,
@@ -211,16 +142,14 @@ def select(
         raise ValueError(f"holdout={holdout:g} of {y_arr.shape[0]} points leaves {tr.size} to train on and {va.size} "
                          "to validate: too few points for a held-out selection")
     m = tr.size
-    check_chooser(chooser)
+    check_chooser(chooser)  # before the searches below, which may take long
     if not isinstance(graph_method, str):
         raise TypeError(f"graph_method must be a str, got {type(graph_method).__name__}")
     if graph_method not in METHODS:
         raise ValueError(f"unknown graph_method {graph_method!r}; use one of {METHODS}" + did_you_mean(graph_method, METHODS))
     if graph_method == "nndescent":  # its random state (fit checks it the same way, later)
         check_integer(seed, "seed", low=0, high=2**32 - 1)
-    platform = sharding.platform(devices)  # checks devices too
-    if chooser == "auto":
-        chooser = auto_chooser(m, m, platform, Y_all.shape[1])
+    plan = make_plan(m, Y_all.shape[1], m, chooser, devices)  # one pass at a time: whole passes
     given_ks, ks = ks, sorted({int(k) for k in ks if 1 <= int(k) < m})
     if not ks:
         raise ValueError(f"no candidate k of {tuple(int(k) for k in given_ks)} is in [1, {m - 1}] for a training part "
@@ -244,8 +173,8 @@ def select(
     k_max = max(ks)
     # nearest first: prefixes are the k-NN graphs
     if graph_method == "nndescent":
-        graph, index = _nndescent_index(X_tr, k_max, seed, 2 * k_max, 1)
-        graph, query = graph.indices, _nndescent_query(index, X_tr, X_va, k_max).indices
+        graph, index = nndescent_index(X_tr, k_max, seed, 2 * k_max, 1)
+        graph, query = graph.indices, nndescent_query(index, X_tr, X_va, k_max).indices
     elif graph_method == "exact":  # one search, one compilation (graph.graph_and_query)
         # exactly k_max neighbours: the candidate ks share this search already; a shared_k(k_max) search
         # (64 for 50) took 34–35 ms instead of 28–29 at m = 2000 (select warm: 124–132 → 120–121 ms)
@@ -258,16 +187,7 @@ def select(
     max_passes = max(int(p) for p in passes)
     # a small problem is boosted and scored padded to shared sizes, as fit pads it; the largest k's
     # shapes serve every k (its inverse neighbourhoods hold the smaller ks'): one compiled scan
-    shared = None
-    if boosts_at_shared_size(m, n_classes, chooser, devices):
-        if chooser == "colored":  # the largest k's schedule sizes (steps, edges, examples a step), for every k
-            _, _, shared = padded_schedule(graph, n_classes=n_classes, platform=platform,
-                                           pad_to=ScheduleSizes(shared_rows(m), 0, 0, 0))
-        elif runs_windowed(m, n_classes, chooser, devices):  # the windows of the largest k's length, for every k
-            first = chooser_order(chooser, m, m, seed)  # pass 1's order
-            _, shared = windowed_layout(graph, first, window.window_steps(n_classes, k_max))
-        else:
-            shared = SharedShapes.of(m, m, inverse_counts(graph, m).max(), k_max)
+    shared = boost_runs.select_shapes(plan, graph, n_classes, seed)
     Y = to_device(padded_rows(Y_all[tr], m if shared is None else shared.rows), dtype)
     Y_va = Y_all[va]
     n_val = Y_va.shape[0]
@@ -283,8 +203,7 @@ def select(
     calls = max_passes * (len(ks) if shared is not None else 1)  # runs of one loss's compiled scan
     for k in ks:
         nb = graph[:, :k]
-        run_pass = _pass_runner(chooser, nb, m, n_classes, algo, seed, max_passes, mesh, platform, shared, k_max,
-                                calls)
+        run_pass = boost_runs.pass_runner(plan, nb, n_classes, algo, seed, max_passes, shared, k_max, calls)
         for loss in loss_objs:
             edges = on_mesh(initial_edges(Y, algorithm=algo, loss=loss))
             alpha = jnp.zeros(Y_run.shape, Y.dtype)
@@ -292,7 +211,7 @@ def select(
                 res = run_pass(Y_run, edges, loss, p)
                 edges, alpha = res.edges, alpha + res.alpha
                 if p in passes:
-                    H = np.asarray(_scores(alpha[:, :n_classes], Y, query, k))[:n_val]
+                    H = np.asarray(leveraged_scores(alpha[:, :n_classes], Y, query, k))[:n_val]
                     if multilabel:
                         acc = float(np.mean((H > 0) == (Y_va > 0)))
                     else:

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-__all__ = ["class_mesh", "row_mesh", "shard_classes", "shard_rows", "replicate", "pad_classes", "platform"]
+__all__ = ["class_mesh", "row_mesh", "shard_classes", "shard_rows", "replicate", "pad_classes", "resolve_devices"]
 
 AXIS = "classes"
 ROWS = "rows"
@@ -39,19 +39,6 @@ def class_mesh(devices) -> Mesh:
 def row_mesh(devices) -> Mesh:
     """A 1-D mesh named ``"rows"`` (query rows of the neighbour search)."""
     return Mesh(np.asarray(resolve_devices(devices)), (ROWS,))
-
-
-def platform(devices=None) -> str:
-    """Where a computation runs: the platform (``"cpu"``, ``"gpu"``, ``"tpu"``)
-    of ``devices`` when given, else of the ``jax.default_device`` in force,
-    else of JAX's default backend.  Layout choices tuned per platform (CPU
-    caches vs kernel launches) read it."""
-    if devices is not None:
-        return resolve_devices(devices)[0].platform
-    default = jax.config.jax_default_device
-    if default is None:
-        return jax.default_backend()
-    return default.platform if isinstance(default, jax.Device) else str(default)
 
 
 def resolve_devices(devices) -> list:

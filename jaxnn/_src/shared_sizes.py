@@ -19,6 +19,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxnn._src import platforms
+
 
 #: training sets of at most this many points are searched (and boosted, by
 #: ``fit``) padded to :func:`shared_rows`: a few compiled programs serve every
@@ -106,13 +108,13 @@ def padded_rows(a, rows: int):
         out = np.zeros((rows,) + a.shape[1:], a.dtype)
         out[:n] = a
         return out
-    if not isinstance(a, jax.core.Tracer) and next(iter(a.devices())).platform == "cpu":
+    if platforms.on_host(a):
         return to_device(padded_rows(np.asarray(a), rows))
-    return _pad_rows(a, rows)
+    return _jitted_padded_rows(a, rows)
 
 
 @functools.partial(jax.jit, static_argnames=("rows",))
-def _pad_rows(a, rows: int):
+def _jitted_padded_rows(a, rows: int):
     return jnp.zeros((rows,) + a.shape[1:], a.dtype).at[: a.shape[0]].set(a)
 
 
@@ -140,7 +142,7 @@ def _host_sliceable(a) -> bool:
     the neighbours of many queries cut to their first k columns are not)."""
     if not isinstance(a, jax.Array) or isinstance(a, jax.core.Tracer) or len(a.devices()) != 1:
         return False
-    return next(iter(a.devices())).platform == "cpu" or max(a.shape, default=0) <= SHARED_MAX_ROWS
+    return platforms.on_host(a) or max(a.shape, default=0) <= SHARED_MAX_ROWS
 
 
 @functools.partial(jax.jit, static_argnames=("n", "axis"))
@@ -171,9 +173,8 @@ def shared_width(P: int) -> int:
 
 def to_device(a, dtype=None) -> jax.Array:
     """A host array (NumPy, or anything ``np.asarray`` takes) on the default
-    device, in ``dtype`` if given (cast on the host), by ``jax.device_put``:
-    ``jnp.asarray`` of a NumPy array compiles a copy program per shape and
-    dtype (JAX 0.10: 6–12 ms each — ~10 of them in a first fit of a new
-    size), ``device_put`` compiles nothing (75 µs for 400 × 16 floats).
-    Dtypes are canonicalised alike (int64 → int32 without x64)."""
+    device, in ``dtype`` if given (cast on the host), by ``jax.device_put``,
+    which compiles nothing (``jnp.asarray`` of a NumPy array compiles a copy
+    program per shape and dtype).  Dtypes are canonicalised alike (int64 →
+    int32 without x64)."""
     return jax.device_put(np.asarray(a, dtype))

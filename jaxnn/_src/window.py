@@ -28,23 +28,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxnn._src.boosting import BoostResult, CHUNK, _pad_rows, initial_risk, narrowest, step_widths
+from jaxnn._src import steps
+from jaxnn._src.boosting import CHUNK, narrowest, step_widths
 from jaxnn._src.inverse import inverse_csr, members_in_order
 from jaxnn._src.losses import Loss
 from jaxnn._src.shared_sizes import in_blocks, shared_width, to_device
+from jaxnn._src.steps import BoostResult
 
-__all__ = ["WindowLayout", "WindowSizes", "window_layout", "boost_windowed", "shared_max_count", "WINDOW_ELEMENTS",
-           "WINDOWED_MIN_STATE", "WINDOWED_PLATFORMS"]
+__all__ = ["WindowLayout", "WindowSizes", "window_layout", "boost_windowed", "shared_max_count", "WINDOW_ELEMENTS"]
 
 #: local edge entries (U·C) a window aims at: S = this / (C·k) steps
 WINDOW_ELEMENTS = 1 << 15
-#: the windowed scan is used from this many edge-state entries (m·C) on: 256 KB
-#: of float32, where XLA on CPU starts splitting gathers and scatters
-WINDOWED_MIN_STATE = 1 << 16
-#: platforms whose sequential steps run windowed: windows keep a CPU's working
-#: set in cache; on one H200 a windowed pass cost 8.2 s against 0.85 s plain
-WINDOWED_PLATFORMS = ("cpu",)
-
 
 class WindowLayout(NamedTuple):
     """Host-built layout of the windowed scan.
@@ -172,9 +166,9 @@ def _window_rows(csr, examples, lens, m: int, S: int):
     return rows, local
 
 
-@functools.partial(jax.jit, static_argnames=("algorithm", "loss", "trace", "n_steps", "max_count", "calls"))
+@functools.partial(jax.jit, static_argnames=("algorithm", "loss", "trace", "n_steps", "max_count", "calls", "narrow"))
 def boost_windowed(Y, E0, counts, layout: WindowLayout, n_points=None, *, algorithm, loss: Loss, trace: bool,
-                   n_steps: int | None = None, max_count: int, calls: int = 1) -> BoostResult:
+                   n_steps: int | None = None, max_count: int, calls: int = 1, narrow: bool | None = None) -> BoostResult:
     """The steps of ``layout`` — the same result as
     :func:`jaxnn._src.boosting.boost` on its example sequence (tested).
 
@@ -193,23 +187,18 @@ def boost_windowed(Y, E0, counts, layout: WindowLayout, n_points=None, *, algori
         (the steps past T change nothing), for the caller to cut.
       max_count: at least the largest n_j (P), static: the step widths —
         :func:`shared_max_count`, which data of one size share.
-      calls: static, the caller's runs of this compiled program, as for
-        :func:`jaxnn._src.boosting.boost`.
+      calls, narrow: static, as for :func:`jaxnn._src.boosting.boost`.
     """
     M, C = Y.shape
-    E0 = algorithm.init_edges(loss, Y) if E0 is None else E0
     m = M if n_points is None else n_points  # the examples' m (a padded problem: traced)
     dtype = Y.dtype
     n_windows, U = layout.rows.shape
     S = layout.examples.shape[1]
-    Yp = _pad_rows(Y)
-    counts_p = _pad_rows(counts.astype(jnp.int32))
+    Yp, Ep0, alpha0, risk0 = steps.start(Y, E0, algorithm=algorithm, loss=loss, n_points=n_points)
+    counts_p = steps.with_sentinel(counts.astype(jnp.int32))
     P = max(int(max_count), 1)
-    widths = step_widths(P, work=calls * n_windows * S * P * C)
+    widths = step_widths(P, work=calls * n_windows * S * P * C, narrow=narrow)
     chunk = CHUNK if len(widths) > 1 else P
-
-    def risk_change(e_old, e_new, valid):
-        return jnp.sum(jnp.where(valid, loss.psi(e_new) - loss.psi(e_old), 0.0)) / (m * C)
 
     def members(offset, n, width):
         """Local rows of a step's members, ``width`` from ``offset`` (U past n)."""
@@ -233,10 +222,10 @@ def boost_windowed(Y, E0, counts, layout: WindowLayout, n_points=None, *, algori
         def update(c, state):
             Ew, risk = state
             idx = members(offset + c * chunk, n - c * chunk, chunk)
-            change = delta[None, :] * Yw[idx] * y_j[None, :]
+            change = steps.edge_change(delta, Yw[idx], y_j)
             if trace:
                 e = Ew[idx]
-                risk = risk + risk_change(e, e + change, (idx < U)[:, None])
+                risk = risk + steps.risk_change(loss, e, e + change, (idx < U)[:, None], m * C)
             return Ew.at[idx].add(change), risk
 
         Ew, risk = jax.lax.fori_loop(0, (n + chunk - 1) // chunk, update, (Ew, risk))
@@ -270,6 +259,6 @@ def boost_windowed(Y, E0, counts, layout: WindowLayout, n_points=None, *, algori
         return (Ep, alpha, risk, Ew, Yw), risks
 
     local0 = jnp.zeros((U + 1, C), dtype)
-    carry0 = (_pad_rows(E0), jnp.zeros((M + 1, C), dtype), initial_risk(loss, E0, n_points), local0, local0)
+    carry0 = (Ep0, alpha0, risk0, local0, local0)
     (Ep, alpha, _, _, _), risks = jax.lax.scan(window, carry0, jnp.arange(n_windows))
-    return BoostResult(alpha[:M], Ep[:M], risks.reshape(-1)[:n_steps] if trace else None)
+    return steps.finish(alpha, Ep, risks.reshape(-1)[:n_steps], M, trace)
