@@ -1,7 +1,7 @@
-"""Writes docs/API.md, the reference of jaxnn's public names, from the code.
+"""Writes docs/api.md, the reference of jaxnn's public names, from the code.
 
-    python docs/api.py          # rewrite docs/API.md
-    python docs/api.py --check  # exit 1 if docs/API.md is not what the code says
+    python docs/api.py          # rewrite docs/api.md
+    python docs/api.py --check  # exit 1 if docs/api.md is not what the code says
 
 For every name in the ``__all__`` of each public module: its signature
 (annotations left out, defaults kept) and the first paragraph of its
@@ -19,13 +19,13 @@ import sys
 
 MODULES = ("jaxnn", "jaxnn.losses", "jaxnn.datasets", "jaxnn.metrics", "jaxnn.baselines", "jaxnn.ensemble",
            "jaxnn.sklearn", "jaxnn.experiments")
-PATH = pathlib.Path(__file__).with_name("API.md")
+PATH = pathlib.Path(__file__).with_name("api.md")
 HEADER = """# API reference
 
 Every public name of jaxnn, module by module: its signature and the first paragraph of its
-docstring (`help(jaxnn.fit)` and the like give the whole). The README's *Using jaxnn* shows
-how they fit together. Written by `python docs/api.py` from the code; `tests/test_api_docs.py`
-fails when it is out of date.
+docstring (`help(jaxnn.fit)` and the like give the whole). The [user guide](guide/README.md)
+shows how they fit together. Written by `python docs/api.py` from the code;
+`tests/test_api_docs.py` fails when it is out of date.
 """
 
 
@@ -69,7 +69,7 @@ def _kind(obj) -> str:
 
 
 def render() -> str:
-    """The text of docs/API.md."""
+    """The text of docs/api.md."""
     parts = [HEADER]
     for module_name in MODULES:
         module = importlib.import_module(module_name)

@@ -8,7 +8,7 @@ H_c(x) = Σ_{j∈NN_k(x)} α_jc y_jc, with α learned by UNN, GNNB or N³.
 
 from jaxnn import baselines, datasets, ensemble, losses, metrics
 from jaxnn._src.algorithms import GNNB, N3, UNN, UNNFast, gnnb, n3, unn, unn_fast
-from jaxnn._src.boosting import surrogate_risk
+from jaxnn._src.steps import surrogate_risk
 from jaxnn._src.fitting import fit
 from jaxnn._src.graph import Neighbors, knn_graph, knn_query
 from jaxnn._src.inverse import InverseNeighbors, inverse_neighbors

@@ -1,4 +1,4 @@
-"""docs/API.md, the reference of every public name, is what the code says."""
+"""docs/api.md, the reference of every public name, is what the code says."""
 
 import importlib
 import importlib.util
@@ -17,7 +17,7 @@ def _api_script():
 
 def test_api_reference_is_up_to_date():
     api = _api_script()
-    assert (ROOT / "docs" / "API.md").read_text() == api.render(), "docs/API.md is stale: run python docs/api.py"
+    assert (ROOT / "docs" / "api.md").read_text() == api.render(), "docs/api.md is stale: run python docs/api.py"
 
 
 def test_every_public_name_has_an_entry_and_a_summary():

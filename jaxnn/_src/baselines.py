@@ -204,8 +204,8 @@ def shared_features(d: int) -> int:
 def _shared_training(X, labels: np.ndarray):
     """A linear baseline's training set at shared sizes, so that trainings of
     nearby sizes — cross-validation folds, data sets of a few features —
-    share one compiled program (each new (m, d) compiled ~1 s of SGD, SVM and
-    Platt programs on 2 CPU cores).
+    share one compiled program (each new (m, d) would compile the SGD, SVM
+    and Platt programs again).
 
     X (m, d) checked points, labels (m,) int32 → (X (M, d') on the device,
     labels (M,) int32 on the device, m, d): at most
@@ -324,10 +324,8 @@ def sgd_fit(X, y, *, alpha=1e-4, epochs=20, batch_size=64, learning_rate=None, s
     Adam moves every coordinate of W by about ``learning_rate`` per step, so a
     step changes a score x·w_c by about ``learning_rate · √d`` on
     standardised features; the default ``learning_rate = 1/√d`` keeps that
-    O(1) whatever d.  (Measured on standardised UCI-like and synthetic sets,
-    d = 2…1000: it reaches scikit-learn ``SGDClassifier(loss="log_loss")``
-    test accuracy within 20 epochs where a fixed 0.05 under-trains small sets
-    and a fixed 0.5 overshoots for large d.)  Each epoch shuffles with a
+    O(1) whatever d, where a fixed step would under-train small sets or
+    overshoot for large d.  Each epoch shuffles with a
     permutation derived from ``seed``; the ragged last batch is padded with
     zero-weight rows, so every example is seen exactly once per epoch.  The
     whole loop is one jitted ``lax.scan`` (epochs) over a ``lax.scan``
@@ -638,10 +636,10 @@ def svm_fit(
     * hinge (non-smooth): ``optax.adam`` with a cosine-decayed step size from
       ``learning_rate``, ``epochs`` full-batch steps (default 1000).
 
-    The defaults reach the optimum at C ≤ 1; at C = 100 they stop short (an
-    audit on UCI sets: squared hinge 1.02–1.2× the optimal objective, hinge
-    1.9–7×) with the same test accuracy — raise ``epochs`` (squared hinge:
-    1000 reached the optimum) where the objective itself matters.
+    The defaults reach the optimum at C ≤ 1; at C = 100 they can stop short
+    of it (the hinge more than the squared hinge) with the same test
+    accuracy — raise ``epochs`` (squared hinge: 1000) where the objective
+    itself matters.
 
     Posteriors (paper 003 eq. 31, Platt 1999): p̂_c(x) = 1 / (1 + exp(a_c f_c(x) + b_c)),
     (a_c, b_c) maximising the log-likelihood of out-of-fold decision values

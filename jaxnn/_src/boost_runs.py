@@ -19,22 +19,21 @@ the unpadded run, cut back on the host.
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jaxnn._src import sharding, window
-from jaxnn._src.boosting import boost, chooser_order, initial_edges
+from jaxnn._src.boosting import boost
 from jaxnn._src.inverse import inverse_counts, inverse_neighbors
-from jaxnn._src.plan import Plan
+from jaxnn._src.plan import Plan, chooser_order
 from jaxnn._src.progress import logger, progress_wanted
-from jaxnn._src.schedule import ScheduleSizes, boost_colored, color_schedule, padded_schedule, stack_schedules
-from jaxnn._src.shared_sizes import in_blocks, padded_rows, shared_k, shared_rows, shared_width, to_device
-from jaxnn._src.steps import BoostResult
+from jaxnn._src.schedule import boost_colored, color_schedule, padded_schedule, stack_schedules
+from jaxnn._src.shared_sizes import PaddedShapes, in_blocks, padded_rows, shared_k, shared_rows, shared_width, to_device
+from jaxnn._src.steps import BoostResult, initial_edges
 
-__all__ = ["run", "run_blocks", "pass_runner", "select_shapes", "SharedShapes", "WindowedShapes"]
+__all__ = ["run", "run_blocks", "pass_runner", "select_shapes", "shared_shapes"]
 
 
 def run(plan: Plan, Y_np, nbrs, dtype, *, algorithm, loss, rounds: int, seed: int, trace: bool, like=None,
@@ -171,7 +170,7 @@ def _shared_size_blocks(Y_np, nbrs, order, dtype, *, algorithm, loss, greedy: bo
     examples and their steps."""
     n, m, k = nbrs.shape
     largest = max(int(inverse_counts(nbrs[b], m).max()) for b in range(n))
-    shapes = SharedShapes(shared_rows(m), in_blocks(order.size), in_blocks(max(largest, 2 * k), 1, bits=2))
+    shapes = PaddedShapes(rows=shared_rows(m), steps=in_blocks(order.size), width=in_blocks(max(largest, 2 * k), 1, bits=2))
     graphs = [padded_graph(nbrs[b], shapes.rows, shapes.width, greedy=greedy) for b in range(n)]
     members, counts = (to_device(np.stack([np.asarray(inv[i]) for inv, _ in graphs])) for i in range(2))
     neighbors = to_device(np.stack([np.asarray(nb) for _, nb in graphs])) if greedy else None
@@ -189,19 +188,19 @@ def select_shapes(plan: Plan, graph, n_classes: int, seed: int):
     when the plan is shared (else None): those of the largest k's graph
     ``graph`` (m, k_max), whose inverse neighbourhoods hold the smaller ks'
     — one compiled scan per loss for every k.  The colored schedule's
-    :class:`ScheduleSizes`, the windowed scan's :class:`WindowedShapes` (its
-    windows of the largest k's length), else :class:`SharedShapes`."""
+    :class:`PaddedShapes`: the colored schedule's, the windowed scan's (its
+    windows of the largest k's length) or the sequential scan's."""
     if not plan.shared:
         return None
     m, k_max = graph.shape
     if plan.chooser == "colored":
         _, _, shapes = padded_schedule(graph, n_classes=n_classes, platform=plan.platform,
-                                       pad_to=ScheduleSizes(shared_rows(m), 0, 0, 0))
+                                       pad_to=PaddedShapes(rows=shared_rows(m)))
         return shapes
     if plan.windowed:
         first = chooser_order(plan.chooser, m, m, seed)  # pass 1's order
         return windowed_layout(graph, first, window.window_steps(n_classes, k_max))[1]
-    return SharedShapes.of(m, m, inverse_counts(graph, m).max(), k_max)
+    return shared_shapes(m, m, inverse_counts(graph, m).max(), k_max)
 
 
 def pass_runner(plan: Plan, nb: np.ndarray, n_classes: int, algorithm, seed: int, max_passes: int, shared=None,
@@ -215,7 +214,7 @@ def pass_runner(plan: Plan, nb: np.ndarray, n_classes: int, algorithm, seed: int
     ``shared.rows`` rows; the windows are ``window_k``'s length).
     ``calls``: the runs of the compiled scan the caller makes (every k's and
     pass's), against which the steps' narrowing is weighed
-    (:func:`boosting.step_widths`)."""
+    (:func:`steps.step_widths`)."""
     m = nb.shape[0]
     algo, narrow = algorithm, plan.narrow
     if plan.chooser == "colored" and shared is not None:  # padded as run pads it (shared_size_colored)
@@ -237,7 +236,7 @@ def pass_runner(plan: Plan, nb: np.ndarray, n_classes: int, algorithm, seed: int
             counts_j, max_count, n_points, at_least = to_device(counts), window.shared_max_count(counts), None, None
         else:  # padded as run pads it (shared_size_windowed), at the largest k's sizes
             counts_j, max_count = to_device(padded_rows(counts, shared.rows)), shared.max_count
-            n_points, at_least = to_device(m, np.int32), shared.layout
+            n_points, at_least = to_device(m, np.int32), shared
         steps, layouts = window.window_steps(n_classes, window_k or nb.shape[1]), {}
 
         def windowed_pass(Y, edges, loss, p):
@@ -268,35 +267,19 @@ def pass_runner(plan: Plan, nb: np.ndarray, n_classes: int, algorithm, seed: int
                                            narrow=narrow)
 
 
-class SharedShapes(NamedTuple):
-    """The padded sizes of a shared-size boosting (:func:`shared_size_boost`):
-    examples (rows), steps and the inverse neighbourhoods' width."""
-
-    rows: int
-    steps: int
-    width: int
-
-    @classmethod
-    def of(cls, m: int, steps: int, largest: int, k: int) -> "SharedShapes":
-        """The shapes of m examples, ``steps`` steps and a largest inverse
-        neighbourhood ``largest`` (P) of a k-NN graph: :func:`shared_sizes.shared_rows`
-        (m), :func:`shared_sizes.in_blocks` (steps), :func:`shared_sizes.shared_width`
-        (max(P, 8·:func:`shared_sizes.shared_k` (k, m))): the ks that share a search
-        share a width."""
-        return cls(shared_rows(m), in_blocks(steps), shared_width(max(int(largest), 8 * shared_k(k, m))))
-
-
-class WindowedShapes(NamedTuple):
-    """The padded sizes of a shared-size windowed scan: examples (rows), the
-    layout's :class:`window.WindowSizes` and the static ``max_count``."""
-
-    rows: int
-    layout: window.WindowSizes
-    max_count: int
+def shared_shapes(m: int, steps: int, largest: int, k: int) -> PaddedShapes:
+    """The padded shapes of a sequential scan of m examples, ``steps`` steps
+    and a largest inverse neighbourhood ``largest`` (P) of a k-NN graph:
+    rows :func:`shared_sizes.shared_rows` (m), steps
+    :func:`shared_sizes.in_blocks` (steps), width
+    :func:`shared_sizes.shared_width` (max(P, 8·:func:`shared_sizes.shared_k`
+    (k, m))): the ks that share a search share a width."""
+    return PaddedShapes(rows=shared_rows(m), steps=in_blocks(steps),
+                        width=shared_width(max(int(largest), 8 * shared_k(k, m))))
 
 
 def shared_size_boost(Y_np, nbrs, order, dtype, *, algorithm, loss, greedy: bool, windowed: bool, trace: bool,
-                       like: SharedShapes | WindowedShapes | None = None, narrow: bool | None = None):
+                       like: PaddedShapes | None = None, narrow: bool | None = None):
     """:func:`boost` on a small problem padded to shared sizes: the m examples
     to M = :func:`shared_sizes.shared_rows` (m) rows (y = 0, n_j = 0, no one's
     neighbour), the T steps to :func:`shared_sizes.in_blocks` (T) (no-ops) and the
@@ -311,16 +294,13 @@ def shared_size_boost(Y_np, nbrs, order, dtype, *, algorithm, loss, greedy: bool
     ``windowed``: the windowed scan (:mod:`window`), its layout padded too
     (:func:`shared_size_windowed`).
 
-    Returns (:class:`BoostResult`, the :class:`SharedShapes` or
-    :class:`WindowedShapes` used).
+    Returns (:class:`BoostResult`, the :class:`PaddedShapes` used).
     """
     if windowed:
         return shared_size_windowed(Y_np, nbrs, order, dtype, algorithm=algorithm, loss=loss, trace=trace, like=like,
                                     narrow=narrow)
     m, k = nbrs.shape
-    shapes = SharedShapes.of(m, order.size, inverse_counts(nbrs, m).max(), k)
-    if like is not None:
-        shapes = SharedShapes(*(max(a, b) for a, b in zip(shapes, like)))
+    shapes = shared_shapes(m, order.size, inverse_counts(nbrs, m).max(), k).at_least(like)
     Y = to_device(padded_rows(Y_np, shapes.rows), dtype)
     inv, neighbors = padded_graph(nbrs, shapes.rows, shapes.width, greedy=greedy)
     result = boost(Y, None, inv.members, inv.counts, neighbors,  # E0 = init_edges(Y) in the program
@@ -339,7 +319,7 @@ def _first_of(result: BoostResult, m: int, steps: int) -> BoostResult:
 
 
 def shared_size_windowed(Y_np, nbrs, order, dtype, *, algorithm, loss, trace: bool,
-                          like: WindowedShapes | None = None, narrow: bool | None = None):
+                          like: PaddedShapes | None = None, narrow: bool | None = None):
     """:func:`window.boost_windowed` on a small problem padded to shared sizes:
     the examples to :func:`shared_sizes.shared_rows` (m) rows (y = 0, n_j = 0), the
     layout's windows to three significant bits (``window_layout(shared=True)``:
@@ -348,9 +328,9 @@ def shared_size_windowed(Y_np, nbrs, order, dtype, *, algorithm, loss, trace: bo
     (m·C ≥ ``window.WINDOWED_MIN_STATE``: from m = 656 at C = 100) share one
     compiled scan (5 folds of 1602–1603 points, C = 100, compiled it 3 times,
     ~0.26 s each on 2 CPU cores).  ``like``: another fit's
-    :class:`WindowedShapes`, to pad to at least.
+    :class:`PaddedShapes`, to pad to at least.
 
-    Returns (:class:`BoostResult`, the :class:`WindowedShapes` used).
+    Returns (:class:`BoostResult`, the :class:`PaddedShapes` used).
     """
     m, k = nbrs.shape
     layout, shapes = windowed_layout(nbrs, order, window.window_steps(Y_np.shape[1], shared_k(k, m)), like=like)
@@ -363,7 +343,7 @@ def shared_size_windowed(Y_np, nbrs, order, dtype, *, algorithm, loss, trace: bo
 
 
 def shared_size_colored(Y_np, nbrs, dtype, *, algorithm, loss, passes: int, trace: bool, platform: str,
-                         like: ScheduleSizes | None = None):
+                         like: PaddedShapes | None = None):
     """:func:`schedule.boost_colored` on a small problem padded to shared
     sizes: the examples to :func:`shared_sizes.shared_rows` (m) rows (y = 0, n_j = 0,
     in no step), the edges and examples a step to three significant bits and
@@ -374,14 +354,12 @@ def shared_size_colored(Y_np, nbrs, dtype, *, algorithm, loss, passes: int, trac
     colouring and schedule, where each fold's data-dependent shapes compiled
     both (~0.9 s on 2 CPU cores; on a GPU or TPU ``chooser="auto"`` runs
     the colored schedule at every size).  ``like``: another fit's
-    :class:`schedule.ScheduleSizes`, to pad to at least.
+    :class:`PaddedShapes`, to pad to at least.
 
-    Returns (:class:`BoostResult`, the :class:`schedule.ScheduleSizes` used).
+    Returns (:class:`BoostResult`, the :class:`PaddedShapes` used).
     """
     m = nbrs.shape[0]
-    pad_to = ScheduleSizes(shared_rows(m), 0, 0, 0)  # the steps: a power of two ≥ 4k, never run
-    if isinstance(like, ScheduleSizes):
-        pad_to = ScheduleSizes(*(max(a, b) for a, b in zip(pad_to, like)))
+    pad_to = PaddedShapes(rows=shared_rows(m)).at_least(like)  # the steps: a power of two ≥ 4k, never run
     schedule, real_steps, sizes = padded_schedule(nbrs, n_classes=Y_np.shape[1], platform=platform, pad_to=pad_to)
     if progress_wanted():  # n_colors reads all m colours
         logger.info("fit: %d colours in %d scan steps a pass (instead of %d sequential steps)", schedule.n_colors,
@@ -394,17 +372,17 @@ def shared_size_colored(Y_np, nbrs, dtype, *, algorithm, loss, passes: int, trac
     return _first_of(result, m, passes * real_steps), sizes
 
 
-def windowed_layout(nbrs, order, steps: int, like: WindowedShapes | None = None):
+def windowed_layout(nbrs, order, steps: int, like: PaddedShapes | None = None):
     """(the :func:`window.window_layout` of ``order``, ``steps`` a window,
-    padded to shared sizes; its :class:`WindowedShapes`): rows
+    padded to shared sizes; its :class:`PaddedShapes`): rows
     :func:`shared_sizes.shared_rows` (m), ``max_count`` :func:`window.shared_max_count`,
     each at least ``like``'s."""
     m = nbrs.shape[0]
     rows, max_count = shared_rows(m), window.shared_max_count(inverse_counts(nbrs, m))
     if like is not None:
         rows, max_count = max(rows, like.rows), max(max_count, like.max_count)
-    layout = window.window_layout(nbrs, order, steps, shared=True, at_least=None if like is None else like.layout)
-    return layout, WindowedShapes(rows, layout.sizes, max_count)
+    layout = window.window_layout(nbrs, order, steps, shared=True, at_least=like)
+    return layout, layout.sizes._replace(rows=rows, max_count=max_count)
 
 
 def padded_graph(nbrs, rows: int, width: int, *, greedy: bool):

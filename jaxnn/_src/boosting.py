@@ -33,112 +33,17 @@ import functools
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from jaxnn._src import maxtree, platforms, steps
-from jaxnn._src.checks import did_you_mean
 from jaxnn._src.losses import Loss
-from jaxnn._src.losses import get as get_loss
-from jaxnn._src.steps import BoostResult
+from jaxnn._src.steps import BoostResult, CHUNK, narrowest, step_widths
 
-__all__ = ["BoostResult", "boost", "check_chooser", "chooser_order", "CHOOSERS", "surrogate_risk"]
+__all__ = ["boost", "GREEDY_PAIRS"]
 
-CHOOSERS = ("lazy", "random", "greedy", "colored")
-
-
-def surrogate_risk(loss: Loss | str, edges) -> jax.Array:
-    """Total surrogate risk (1/(mC)) Σ_{i,c} ψ(e_ic) — paper 000 eqs (1)–(2).
-
-    ``loss``: a :class:`Loss` or a name; ``edges``: the (m, C) edges
-    e_ic = y_ic·H_c(x_i) (any shape), finite where they are concrete."""
-    loss = get_loss(loss)
-    if not isinstance(edges, jax.core.Tracer):
-        if edges is None or isinstance(edges, (str, bytes, dict, set)):
-            raise TypeError(f"edges must be an array of numbers, got {type(edges).__name__}")
-        arr = np.asarray(edges)
-        if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)) or arr.size == 0:
-            raise TypeError(f"edges must be a non-empty array of real numbers, got dtype {arr.dtype}, shape {arr.shape}")
-        if not np.all(np.isfinite(arr)):
-            raise ValueError("edges contain NaN or infinite values")
-    return jnp.mean(loss.psi(edges))
-
-
-def check_chooser(chooser) -> None:
-    """ValueError unless ``chooser`` is ``"auto"`` or one of :data:`CHOOSERS`."""
-    if not isinstance(chooser, str):
-        raise TypeError(f"chooser must be a str, got {type(chooser).__name__}")
-    if chooser != "auto" and chooser not in CHOOSERS:
-        raise ValueError(f"unknown chooser {chooser!r}; use 'auto' or one of {CHOOSERS}"
-                         + did_you_mean(chooser, ("auto",) + tuple(CHOOSERS)))
-
-
-def chooser_order(chooser: str, m: int, rounds: int, seed: int) -> np.ndarray:
-    """The example sequence of the lazy and random choosers, (rounds,) int32
-    (zeros for greedy, whose steps choose; any other chooser: ValueError —
-    the colored schedule's sequence depends on the graph,
-    :func:`jaxnn._src.schedule.colored_order`)."""
-    if chooser == "lazy":
-        return (np.arange(rounds) % m).astype(np.int32)
-    if chooser == "random":
-        rng = np.random.default_rng(seed)
-        passes = -(-rounds // m)
-        return np.concatenate([rng.permutation(m) for _ in range(passes)])[:rounds].astype(np.int32)
-    if chooser == "greedy":  # the sequence is decided inside the loop; only its length matters
-        return np.zeros(rounds, dtype=np.int32)
-    raise ValueError(f"chooser {chooser!r} has no fixed example sequence here; use 'lazy', 'random' or 'greedy'")
-
-
-#: widths a step's δ is compiled at, below the padded P (see :func:`step_widths`)
-STEP_WIDTHS = (16, 64, 256)
-#: members updated per inner-loop iteration of a step
-CHUNK = 16
 #: (member, class) pairs a greedy step updates per inner-loop iteration: one
 #: iteration for the ~100 pairs of a random graph's step at k = C = 10 (64,
 #: 128 and 256 measured alike there and on the 10⁵-point set's hubs)
 GREEDY_PAIRS = 128
-#: padded work (steps × P × C, × k for greedy, × the calls of one compiled
-#: program) from which narrowing pays for its compilation: at P = 502, C = 10
-#: it compiles in 0.66 s instead of 0.30 s (lazy) and 2.1 s instead of 1.2 s
-#: (greedy), while a padded edge costs 5–10 ns
-NARROW_MIN_WORK = 1 << 24
-
-
-def step_widths(P: int, work: int | None = None, narrow: bool | None = None) -> tuple:
-    """The widths at which a sequential or greedy step computes δ: those of
-    :data:`STEP_WIDTHS` at most P/4, then P.  A step on example j runs at
-    the narrowest width ≥ n_j — the rest of members[j] is padding — so the
-    hubs of a kNN graph (P = 502 at m = 10⁵, k = 10, while the median n_j is
-    4) do not make every step read P·C edges.  A single width means one
-    plain full-width step: when P < 64 (the switch and loop would cost more
-    than the padding they save: 2.6 → 12.5 µs a step at P = 26), when the
-    padded ``work`` of the call is under :data:`NARROW_MIN_WORK` (the extra
-    compilation would cost more than the run saves), or when ``narrow`` is
-    False (the plan's decision; None: whether the platform computations run
-    on now narrows steps, :func:`platforms.narrows_steps` — a GPU or TPU
-    reads a padded row in one kernel; control flow costs it more)."""
-    if (work is not None and work < NARROW_MIN_WORK) or not (platforms.narrows_steps() if narrow is None else narrow):
-        return (max(int(P), 1),)
-    return tuple(w for w in STEP_WIDTHS if 4 * w <= P) + (max(int(P), 1),)
-
-
-def narrowest(widths: tuple, n, delta_fns, *operands):
-    """δ from ``delta_fns[t](*operands)`` for the narrowest ``widths[t]`` ≥ n
-    (a ``lax.switch``: only that one runs; a plain call for one width)."""
-    if len(delta_fns) == 1:
-        return delta_fns[0](*operands)
-    tier = jnp.searchsorted(jnp.asarray(widths, jnp.int32), n.astype(jnp.int32))
-    return jax.lax.switch(tier, delta_fns, *operands)
-
-
-@functools.partial(jax.jit, static_argnames=("algorithm", "loss"))
-def initial_edges(Y, *, algorithm, loss: Loss) -> jax.Array:
-    """``algorithm.init_edges(loss, Y)`` (m, C) as one compiled program: run
-    eagerly, N³'s class-balanced edges compiled ~10 small programs (~0.3 s on
-    2 CPU cores) for each new shape.  (:func:`boost` computes them inside
-    its own program when given ``E0=None``.)"""
-    return algorithm.init_edges(loss, Y)
-
-
 @functools.partial(jax.jit, static_argnames=("algorithm", "loss", "greedy", "trace", "calls", "narrow"))
 def boost(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None, *, algorithm, loss: Loss, greedy: bool,
           trace: bool, calls: int = 1, narrow: bool | None = None) -> BoostResult:

@@ -19,8 +19,8 @@ def compilation_cache_dir(environ=None) -> str | None:
     """Where the CLI keeps XLA's compiled programs between runs, or None.
 
     ``$JAXNN_CACHE_DIR`` (empty: no cache), else ``$XDG_CACHE_HOME/jaxnn/xla``,
-    else ``~/.cache/jaxnn/xla``.  A second ``jaxnn demo`` then loads instead of
-    compiling (2 CPU cores: 37 → 11 s).  The library itself never sets it: in
+    else ``~/.cache/jaxnn/xla``.  A second ``jaxnn demo`` then loads its
+    programs instead of compiling them.  The library itself never sets it: in
     your own processes, set JAX's ``JAX_COMPILATION_CACHE_DIR``.
     """
     env = os.environ if environ is None else environ
@@ -38,7 +38,7 @@ def _use_compilation_cache() -> bool:
     """Turn on JAX's persistent compilation cache at :func:`compilation_cache_dir`
     (every program, however quick to compile), unless the user configured one
     (``JAX_COMPILATION_CACHE_DIR``) or the folder cannot be made or written
-    (one that exists but is read-only had JAX warn once per compiled program).
+    (JAX would warn once per compiled program about one that is read-only).
     Returns whether it turned the cache on."""
     import jax
 
@@ -62,7 +62,7 @@ def _compilation_cache():
     """:func:`_use_compilation_cache` for the command's duration: JAX's own
     settings come back after it, so ``cli.main`` called in-process (a
     notebook, a test) does not leave the persistent cache on for the rest of
-    the process (it did until stop 28)."""
+    the process."""
     import jax
     from jax.experimental.compilation_cache import compilation_cache
 
@@ -159,7 +159,7 @@ def demo(*, k: int = 10, quick: bool = False, out=sys.stdout) -> dict:
     returns {(domain, method): (accuracy, fit_seconds)}.  The last line is
     Ripley's Bayes error rate (not an accuracy).
     """
-    print(demo_intro(k=k, quick=quick), file=out, flush=True)  # at once: the first row takes ~5 s cold
+    print(demo_intro(k=k, quick=quick), file=out, flush=True)  # at once: the first row waits on compilation
     import jax
 
     domains = list(_demo_domains(quick))
@@ -186,7 +186,7 @@ def demo(*, k: int = 10, quick: bool = False, out=sys.stdout) -> dict:
     if "ripley" in {d for d, _ in results}:
         from jaxnn import datasets
 
-        bayes = datasets.ripley_bayes_error()  # 10⁶ draws, 0.4 s: 0.0892 (2·10⁵ printed 0.090 for 0.0893)
+        bayes = datasets.ripley_bayes_error()  # 10⁶ draws: enough for the three printed digits
         print(f"Ripley Bayes error ≈ {bayes:.3f} (an error rate, not an accuracy: the best expected accuracy "
               f"on ripley is ≈ {1 - bayes:.3f})", file=out)
     return results

@@ -1,7 +1,7 @@
 """Losses defined once, by a permissible φ (or, for non-balanced losses, by ψ).
 
 A *permissible* φ: [0, 1] → R is convex, twice differentiable on (0, 1) and
-symmetric about 1/2 (paper 000 §2, DESIGN.md §2).  Everything else is derived
+symmetric about 1/2 (paper 000 §2; docs/design.md).  Everything else is derived
 from φ with :func:`jax.grad`:
 
 ====================  ======================================================
@@ -244,7 +244,7 @@ def _derived_link(dphi: Fn, d2phi: Fn) -> Fn:
         return p, slope * t
 
     # jitted once per loss: called eagerly (predict_proba), the root finder's
-    # fori_loop was traced and compiled anew on every call (0.16 s each)
+    # fori_loop would be traced and compiled anew on every call
     return jax.jit(link)
 
 
@@ -307,8 +307,9 @@ def _numbers_from(evaluate: Callable[[Array], tuple], at: np.ndarray, name: str)
     loss (:func:`_untraceable`).
 
     One program, not the operations one by one: evaluated eagerly, each of
-    φ's operations compiled on its own on first use — 36 compilations, ~2 s
-    of a new process's first ``logistic()`` (and so of its first fit)."""
+    φ's operations would compile on its own on first use, dozens of
+    compilations in a new process's first ``logistic()`` (and so its first
+    fit)."""
     try:
         values = jax.jit(evaluate)(at)
         for value in values:
@@ -609,10 +610,9 @@ def _sqrt_link(h, a):
     cancellation: with s = |h| and r = √(a² + s²), the smaller side is
     q = a²/(2r(r + s)) (as (r − s)(r + s) = a²), and the link is q for
     h < 0, 1 − q for h ≥ 0.  Where s² overflows, r = ∞ gives q = 0, which
-    is q rounded (a²/4s² underflows there).  The plain form read ½ from
-    |h| ≈ 1.8·10¹⁹ in float32 and 0 for link(−10⁴) (1 − 0.99999999 → 0).
-    It is the hot function (the weights are link(−margin)/b, eq. 11): this
-    form costs ~1.03× the plain one in a lazy pass.  Its derivative is
+    is q rounded (a²/4s² underflows there).  The plain form would read ½
+    from |h| ≈ 1.8·10¹⁹ in float32 and 0 for link(−10⁴) (1 − 0.99999999 → 0).
+    It is the hot function (the weights are link(−margin)/b, eq. 11).  Its derivative is
     given, a²/(2r³): through |h| autodiff read link'(0) = 0."""
     s = jnp.abs(h)
     r = jnp.sqrt(a * a + s * s)

@@ -29,15 +29,45 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from jaxnn._src import platforms, shared_sizes
-from jaxnn._src.boosting import check_chooser
+import numpy as np
 
-__all__ = ["Plan", "make_plan", "auto_chooser", "WINDOWED_MIN_STATE"]
+from jaxnn._src import platforms, shared_sizes
+from jaxnn._src.checks import did_you_mean
+
+__all__ = ["Plan", "make_plan", "auto_chooser", "check_chooser", "chooser_order", "CHOOSERS", "WINDOWED_MIN_STATE"]
 
 #: the windowed scan is used from this many edge-state entries (m·C) on: 256 KB
 #: of float32, where XLA on CPU starts splitting gathers and scatters across
 #: its thread pool
 WINDOWED_MIN_STATE = 1 << 16
+
+
+CHOOSERS = ("lazy", "random", "greedy", "colored")
+
+
+def check_chooser(chooser) -> None:
+    """ValueError unless ``chooser`` is ``"auto"`` or one of :data:`CHOOSERS`."""
+    if not isinstance(chooser, str):
+        raise TypeError(f"chooser must be a str, got {type(chooser).__name__}")
+    if chooser != "auto" and chooser not in CHOOSERS:
+        raise ValueError(f"unknown chooser {chooser!r}; use 'auto' or one of {CHOOSERS}"
+                         + did_you_mean(chooser, ("auto",) + tuple(CHOOSERS)))
+
+
+def chooser_order(chooser: str, m: int, rounds: int, seed: int) -> np.ndarray:
+    """The example sequence of the lazy and random choosers, (rounds,) int32
+    (zeros for greedy, whose steps choose; any other chooser: ValueError —
+    the colored schedule's sequence depends on the graph,
+    :func:`jaxnn._src.schedule.colored_order`)."""
+    if chooser == "lazy":
+        return (np.arange(rounds) % m).astype(np.int32)
+    if chooser == "random":
+        rng = np.random.default_rng(seed)
+        passes = -(-rounds // m)
+        return np.concatenate([rng.permutation(m) for _ in range(passes)])[:rounds].astype(np.int32)
+    if chooser == "greedy":  # the sequence is decided inside the loop; only its length matters
+        return np.zeros(rounds, dtype=np.int32)
+    raise ValueError(f"chooser {chooser!r} has no fixed example sequence here; use 'lazy', 'random' or 'greedy'")
 
 
 class Plan(NamedTuple):
@@ -49,7 +79,7 @@ class Plan(NamedTuple):
       windowed: the lazy/random steps run in windows (:mod:`jaxnn._src.window`).
       shared: the run is padded to shared sizes (:mod:`jaxnn._src.shared_sizes`).
       narrow: steps run at the narrowest width ≥ n_j
-        (:func:`jaxnn._src.boosting.step_widths`), else at full width.
+        (:func:`jaxnn._src.steps.step_widths`), else at full width.
       platform: where the run computes (``"cpu"``, ``"gpu"``, ``"tpu"``).
       devices: None, or the devices whose mesh shards the class axis.
     """

@@ -32,7 +32,7 @@ __all__ = ["platform", "is_cpu", "on_host", "narrows_steps", "runs_windows", "co
            "AUTO_COLORED_MIN_STATE_CPU"]
 
 #: platforms whose sequential and greedy steps are narrowed to n_j
-#: (:func:`jaxnn._src.boosting.step_widths`) and whose greedy updates loop over
+#: (:func:`jaxnn._src.steps.step_widths`) and whose greedy updates loop over
 #: pairs: a GPU runs a switch and an inner loop as separate kernels, with the
 #: loop's predicate read back by the host every iteration.
 NARROW_PLATFORMS = ("cpu",)

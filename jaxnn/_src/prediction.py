@@ -150,8 +150,7 @@ def posterior_parts(model: Model, X, neighbors=None, found=None, rows=None):
     """(link posterior, vote fractions), both (n, C) NumPy arrays: the
     program of :func:`predict_proba` (:func:`_mixed_posterior`) at λ = 0 and
     λ = 1, so that ``posterior="auto"``'s choice compiles nothing that the
-    fitted model's ``predict_proba`` does not use (a program of its own took
-    ~0.1 s of a first fit's ~1 s on 2 CPU cores); the padding dropped on the
+    fitted model's ``predict_proba`` does not use; the padding dropped on the
     host: nothing compiles per n.  ``found``: instead of ``neighbors``, the
     (n, k') host indices of X's k' ≥ k nearest training points, nearest
     first, from a search at :func:`shared_sizes.shared_k` (k') — all of them passed

@@ -26,10 +26,10 @@ from jaxnn._src import steps
 from jaxnn._src.inverse import inverse_csr, members_in_order
 from jaxnn._src.losses import Loss
 from jaxnn._src.maxtree import round_up
-from jaxnn._src.shared_sizes import in_blocks, to_device
+from jaxnn._src.shared_sizes import PaddedShapes, in_blocks, to_device
 from jaxnn._src.steps import BoostResult
 
-__all__ = ["ColorSchedule", "ScheduleSizes", "color_conflict_graph", "color_schedule", "padded_schedule",
+__all__ = ["ColorSchedule", "color_conflict_graph", "color_schedule", "padded_schedule",
            "stack_schedules", "boost_colored", "colored_order"]
 
 
@@ -220,24 +220,13 @@ class ColorSchedule(NamedTuple):
         return int(self.examples.shape[0])
 
 
-class ScheduleSizes(NamedTuple):
-    """The padded shapes of a schedule built with ``color_schedule(pad_to=)``:
-    ``rows`` the examples it indexes (its padding's sentinel), ``steps`` T,
-    ``length`` L (edges a step) and ``width`` S (examples a step)."""
-
-    rows: int
-    steps: int
-    length: int
-    width: int
-
-
 #: the step's edge and example axes are padded to a multiple of this: on CPU
 #: unaligned lengths ran the same pass 1.5× slower (169 vs 105–111 ms above)
 ALIGN = 256
 
 
 def color_schedule(neighbors, *, chunk: int | None = None, n_classes: int = 1, platform: str | None = None,
-                   pad_to: ScheduleSizes | None = None) -> ColorSchedule:
+                   pad_to: PaddedShapes | None = None) -> ColorSchedule:
     """Colour the conflict graph of an (m, k) neighbour array and lay the
     colours out as flat edge lists,
     cut into scan steps of about ``chunk`` units (see :class:`ColorSchedule`);
@@ -285,7 +274,7 @@ def _host_schedule(neighbors, chunk, n_classes: int, platform, pad_to):
     counts_np = csr[0]
     m = nbrs.shape[0]
     rows = m if pad_to is None else max(int(pad_to.rows), m)  # the padding's sentinel
-    least = pad_to or ScheduleSizes(m, 0, 0, 0)
+    least = pad_to or PaddedShapes(rows=m)
 
     def shape(n: int, align: int, at_least: int) -> int:
         return round_up(n, align) if pad_to is None else max(in_blocks(n, align), at_least)
@@ -331,14 +320,16 @@ def _host_schedule(neighbors, chunk, n_classes: int, platform, pad_to):
     return ColorSchedule(edge_member, edge_segment, examples, colors), n_steps
 
 
-def padded_schedule(neighbors, *, n_classes: int, platform: str | None, pad_to: ScheduleSizes):
+def padded_schedule(neighbors, *, n_classes: int, platform: str | None, pad_to: PaddedShapes):
     """:func:`color_schedule` padded to at least ``pad_to`` (``fit``'s and
     ``select``'s shared sizes), with what :func:`boost_colored` needs to run
     it: (the schedule, the number of its steps that hold examples — the
-    padding steps come last — and its :class:`ScheduleSizes`)."""
+    padding steps come last — and its :class:`PaddedShapes`: rows, steps T,
+    length L (edges a step), width S (examples a step))."""
     schedule, real_steps = _host_schedule(neighbors, None, n_classes, platform, pad_to)
-    sizes = ScheduleSizes(max(int(pad_to.rows), schedule.colors.size), *schedule.edge_member.shape,
-                          schedule.examples.shape[1])
+    T, L = schedule.edge_member.shape
+    sizes = PaddedShapes(rows=max(int(pad_to.rows), schedule.colors.size), steps=T, length=L,
+                         width=schedule.examples.shape[1])
     return ColorSchedule(*(to_device(a) for a in schedule[:3]), schedule.colors), real_steps, sizes
 
 

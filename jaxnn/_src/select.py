@@ -17,13 +17,13 @@ import numpy as np
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src import boost_runs, sharding
-from jaxnn._src.boosting import check_chooser, initial_edges
 from jaxnn._src.checks import check_integer, check_real, did_you_mean
 from jaxnn._src.graph import METHODS, graph_and_query, knn_graph, knn_query, nndescent_index, nndescent_query
 from jaxnn._src.inputs import as_points, compute_dtype, encode_labels, label_rows, points_of_parts
-from jaxnn._src.plan import make_plan
+from jaxnn._src.plan import check_chooser, make_plan
 from jaxnn._src.prediction import leveraged_scores
 from jaxnn._src.shared_sizes import padded_rows, query_rows, to_device
+from jaxnn._src.steps import initial_edges
 
 __all__ = ["Selection", "select", "DEFAULT_KS", "DEFAULT_LOSSES", "DEFAULT_PASSES"]
 

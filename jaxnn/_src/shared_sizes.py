@@ -14,6 +14,7 @@ sharing off; every module reads them here, at call time.
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -31,6 +32,40 @@ SHARED_MAX_ROWS = 16384
 #: exact searches of at most this many training points find the neighbours of
 #: a shared k (:func:`shared_k`) and keep the first k
 SHARED_K_MAX_ROWS = 2048
+
+
+class PaddedShapes(NamedTuple):
+    """The padded sizes of a run (what its compiled program depends on); a
+    size a run does not use stays 0.
+
+    Attributes:
+      rows: examples M ≥ m (rows from m on: y = 0, n_j = 0, in no one's
+        inverse neighbourhood).
+      steps: scan steps (sequential: T padded with no-op steps; colored: the
+        schedule's steps a pass).
+      width: examples a step reads — the inverse neighbourhoods' width P of
+        the sequential scan, the examples S of a colored step.
+      length: entries of a step's member list — the edges L of a colored
+        step, the flat member list of the windowed layout.
+      windows: windows B of the windowed scan.
+      window_rows: rows U of a window's local copy.
+      max_count: the windowed scan's static largest n_j.
+    """
+
+    rows: int = 0
+    steps: int = 0
+    width: int = 0
+    length: int = 0
+    windows: int = 0
+    window_rows: int = 0
+    max_count: int = 0
+
+    def at_least(self, other: "PaddedShapes | None") -> "PaddedShapes":
+        """These shapes grown to at least ``other``'s, field by field (to share
+        ``other``'s compiled program); None: unchanged."""
+        if other is None:
+            return self
+        return PaddedShapes(*(max(int(a), int(b)) for a, b in zip(self, other)))
 
 
 def shared_k(k: int, m: int) -> int:

@@ -1,4 +1,4 @@
-"""A scikit-learn estimator over the functional API (DESIGN.md §9: a face).
+"""A scikit-learn estimator over the functional API (a face; docs/design.md).
 
 :class:`BoostedKNNClassifier` is :func:`jaxnn.fit` plus :func:`jaxnn.predict`,
 :func:`jaxnn.predict_proba` and :func:`jaxnn.decision_function` behind
@@ -211,7 +211,7 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         if y.ndim == 2:
             values = np.unique(y)
             if type_of_target(y) != "multilabel-indicator" or not (set(values) <= {0, 1} or set(values) <= {-1, 1}):
-                # scikit-learn calls any two-valued matrix an indicator; {0, 2} was read as 0/1
+                # scikit-learn calls any two-valued matrix an indicator: {0, 2} must not pass as 0/1
                 raise ValueError(f"a 2-D y must be a multilabel indicator matrix of 0/1 or -1/+1 values, got values {values}")
             # predict answers in y's own convention: a {−1, +1} matrix gives ±1 back
             negative_label = -1 if np.any(y < 0) else 0

@@ -29,13 +29,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxnn._src import steps
-from jaxnn._src.boosting import CHUNK, narrowest, step_widths
 from jaxnn._src.inverse import inverse_csr, members_in_order
 from jaxnn._src.losses import Loss
-from jaxnn._src.shared_sizes import in_blocks, shared_width, to_device
-from jaxnn._src.steps import BoostResult
+from jaxnn._src.shared_sizes import PaddedShapes, in_blocks, shared_width, to_device
+from jaxnn._src.steps import CHUNK, BoostResult, narrowest, step_widths
 
-__all__ = ["WindowLayout", "WindowSizes", "window_layout", "boost_windowed", "shared_max_count", "WINDOW_ELEMENTS"]
+__all__ = ["WindowLayout", "window_layout", "boost_windowed", "shared_max_count", "WINDOW_ELEMENTS"]
 
 #: local edge entries (U·C) a window aims at: S = this / (C·k) steps
 WINDOW_ELEMENTS = 1 << 15
@@ -60,19 +59,13 @@ class WindowLayout(NamedTuple):
     chunks: jax.Array
 
     @property
-    def sizes(self) -> "WindowSizes":
-        """The layout's data-dependent sizes (what the compiled scan depends on)."""
-        return WindowSizes(*self.rows.shape, self.local.shape[0])
-
-
-class WindowSizes(NamedTuple):
-    """A layout's windows B, rows per window U and ``local`` length L: the
-    least sizes another layout is padded to (:func:`window_layout`'s
-    ``at_least``) so that its scan reuses the first one's compilation."""
-
-    windows: int
-    rows: int
-    length: int
+    def sizes(self) -> PaddedShapes:
+        """The layout's data-dependent sizes (what the compiled scan depends
+        on): windows B, rows per window U (``window_rows``) and the ``local``
+        length L — the least sizes another layout is padded to
+        (:func:`window_layout`'s ``at_least``) to reuse this one's compilation."""
+        B, U = self.rows.shape
+        return PaddedShapes(windows=B, window_rows=U, length=self.local.shape[0])
 
 
 #: a window's rows are gathered and scattered back in chunks of U / ROW_CHUNKS,
@@ -95,7 +88,7 @@ LAYOUT_WINDOWS = 512
 
 
 def window_layout(neighbors, order, steps: int, *, shared: bool = False,
-                  at_least: WindowSizes | None = None) -> WindowLayout:
+                  at_least: PaddedShapes | None = None) -> WindowLayout:
     """The windows of the example sequence ``order`` (T,), ``steps`` at a time,
     for the inverse neighbourhoods of the (m, k) ``neighbors``; built
     :data:`LAYOUT_WINDOWS` windows at a time (the same layout).
@@ -125,7 +118,7 @@ def window_layout(neighbors, order, steps: int, *, shared: bool = False,
     # (three significant bits), so refits on other data of the same size reuse the compiled scan
     U = shared_width(-(-max(rows.shape[1] for rows, _ in pieces) // ROW_CHUNKS)) * ROW_CHUNKS
     if at_least is not None:
-        U = max(U, at_least.rows)
+        U = max(U, at_least.window_rows)
     rows = np.concatenate([np.pad(r, ((0, 0), (0, U - r.shape[1])), constant_values=m) for r, _ in pieces])
     pad = shared_max_count(counts) + CHUNK + 1  # a slice of any step width stays in bounds (no clamping)
     local = np.concatenate([loc for _, loc in pieces])

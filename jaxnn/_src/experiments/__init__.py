@@ -25,8 +25,8 @@ plain-text table:
 prints its table and optionally writes PNG figures (matplotlib);
 :func:`~jaxnn._src.experiments.cli.main` is the ``jaxnn experiment`` command
 line, also reachable as ``python -m jaxnn._src.experiments NAME``.
-``quick=True`` runs a small version (4–90 s each on two CPU cores; uci,
-mostly compilation, is the longest).
+``quick=True`` runs a small version (uci, mostly compilation, takes
+longest).
 
 One concept per module: ``common`` (helpers shared by the experiments),
 ``contenders`` (the methods ``ripley`` and ``uci`` compare), one module per

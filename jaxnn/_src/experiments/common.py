@@ -126,8 +126,8 @@ def _rule(width: int) -> str:
 
 
 def _check_domains(domains) -> tuple:
-    """The domain names, all checked before any runs (a typo surfaced only
-    when the loop reached it, after the domains before it had run)."""
+    """The domain names, all checked before any runs, so that a typo fails
+    at once rather than after the domains before it."""
     from jaxnn import datasets
 
     domains = tuple(domains)

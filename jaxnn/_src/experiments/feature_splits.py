@@ -85,7 +85,7 @@ def splits(
     fit_s = np.full((D, N, F), np.nan)
     dims = []
     data = {}
-    for domain in domains:  # all loaded and checked first: --folds 200 on iris failed after earlier domains ran
+    for domain in domains:  # all loaded and checked first, so a bad --folds fails before any domain runs
         X, y = _load_domain(domain)
         if max_rows is not None and X.shape[0] > max_rows:
             keep = _stratified_subsample(y, max_rows, seed)

@@ -11,7 +11,7 @@ import numpy as np
 
 from jaxnn._src.experiments.common import _nanmean
 from jaxnn._src.experiments.feature_splits import SplitsResult
-from jaxnn._src.experiments.posterior_estimation import PosteriorsResult, _normalise_rows
+from jaxnn._src.experiments.posterior_estimation import PosteriorsResult, normalise_rows
 from jaxnn._src.experiments.pruning_curve import RipleyResult
 from jaxnn._src.experiments.uci_benchmark import UCIResult
 
@@ -118,7 +118,7 @@ def plot_posteriors(result: PosteriorsResult, plot_dir, *, sigma: Optional[float
     fig = _figure(figsize=(4 * len(maps), 4))
     for i, (title, P) in enumerate(maps):
         ax = fig.add_subplot(1, len(maps), i + 1)
-        P = _normalise_rows(P)
+        P = normalise_rows(P)
         rgb = np.zeros((G.shape[0], 3))
         rgb[:, : min(3, P.shape[1])] = P[:, :3]
         ax.imshow(rgb.reshape(grid, grid, 3), origin="lower", extent=(-lim, lim, -lim, lim))

@@ -62,7 +62,7 @@ class PosteriorsResult:
     seconds: float = 0.0
 
 
-def _normalise_rows(p) -> np.ndarray:
+def normalise_rows(p) -> np.ndarray:
     p = np.clip(np.asarray(p, dtype=np.float64), 0.0, None)
     s = p.sum(axis=1, keepdims=True)
     return np.where(s > 0, p / np.where(s > 0, s, 1.0), 1.0 / p.shape[1])
@@ -122,7 +122,7 @@ def posteriors(
             bayes[si, ri] = metrics.accuracy(d.y_test, np.argmax(d.posterior_test, axis=1))
 
             def score(p, ki, mi):
-                p = _normalise_rows(p)
+                p = normalise_rows(p)
                 kl[si, ki, mi, ri] = metrics.kl_divergence(p, d.posterior_test)
                 acc[si, ki, mi, ri] = metrics.accuracy(d.y_test, np.argmax(p, axis=1))
 
