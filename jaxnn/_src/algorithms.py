@@ -13,7 +13,7 @@ pure methods:
   lists (L, C) of several examples whose inverse neighbourhoods are disjoint
   (one colour of the parallel schedule) and δ is (S, C).
 
-Edges, not weights, are the state (DESIGN.md §3): weights are w(e).
+Edges, not weights, are the state (docs/design.md, *The step core*): weights are w(e).
 """
 
 from __future__ import annotations

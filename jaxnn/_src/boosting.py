@@ -1,6 +1,6 @@
 """The boosting engine: one jitted ``lax.scan`` over rounds, all classes at once.
 
-State (DESIGN.md §3): the edges E (m, C), e_ic = y_ic·H_c(x_i) (plus N³'s
+State (docs/design.md, *The step core*): the edges E (m, C), e_ic = y_ic·H_c(x_i) (plus N³'s
 initial offset), and the leveraging coefficients α (m, C).  One step
 leverages one example j per class: it reads the edges of inv(j) from the
 padded ``members (m, P)`` array, asks the algorithm for δ (C,), adds δ·r to

@@ -90,7 +90,7 @@ def fit(
         other 80 % (one extra fit; within one standard error, the votes).
         One pass of boosting leaves link(H) shrunk toward uniform and more
         passes overfit posteriors, while vote fractions are hard to beat when
-        classes separate (README, "Posteriors"); ``"auto"`` is never much
+        classes separate (docs/guide/posteriors.md); ``"auto"`` is never much
         worse than either.  Data too small to hold 10 points out (m < 48),
         or whose 80 % would lack a class, get the votes untested (logged).
         :func:`predict` always uses argmax H.

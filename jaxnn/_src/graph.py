@@ -251,7 +251,7 @@ def padded_query(X_train, X_query, k: int, *, block_size: int | None = None, dev
     else:
         Xq = padded_rows(as_float(X_query).astype(Xt.dtype), rows)
     _warn_if_slow(n, m, platform, f"knn_query of {n} points among {m}",
-                  "an approximate index can find the neighbours instead (predict's neighbors=, README)")
+                  "an approximate index can find the neighbours instead (predict's neighbors=, docs/guide/neighbour-graphs.md)")
     idx, dist = blocked_topk(Xq, Xt, k, block, False, devices, cut=cut)
     return idx, dist, n
 

@@ -1,6 +1,6 @@
 """Inverse neighbourhoods inv(j) = {i : j ∈ NN_k(x_i)}: the compressed form
 on the host (:func:`inverse_csr`) and the padded ``members (m, P)`` /
-``counts (m,)`` arrays the boosting scan reads (DESIGN.md §1, §5)."""
+``counts (m,)`` arrays the boosting scan reads (docs/design.md)."""
 
 from __future__ import annotations
 

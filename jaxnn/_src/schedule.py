@@ -1,4 +1,4 @@
-"""The exact parallel schedule (DESIGN.md §5).
+"""The exact parallel schedule (docs/design.md).
 
 Two examples j, j' *conflict* when their inverse neighbourhoods share a
 member (some x_i has both among its k neighbours).  Examples of one colour of

@@ -2,7 +2,7 @@
 the edges they touch.
 
 On CPU, XLA splits every gather and scatter on an array over 256 KB across
-its thread pool (README, *Design notes*); a sequential step touches a few
+its thread pool (docs/performance.md); a sequential step touches a few
 hundred bytes of the (m, C) edge state, so from m·C ≈ 6·10⁴ on the dispatch,
 not the work, sets the step's cost (5–17 µs at m = 10⁵, C = 10 against
 ~1 µs at 10⁴).  Here the steps of the ``lazy`` and ``random`` choosers run
