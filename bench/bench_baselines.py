@@ -3,16 +3,11 @@
 Contenders (k = 10, logistic loss, defaults otherwise):
 
 * ``jaxnn_gnnb`` / ``jaxnn_unn`` / ``jaxnn_n3`` — ``jaxnn.fit(X, y, k=10,
-  algorithm=…, posterior="link")`` itself, steady state: exact graph + one
-  pass of the default chooser (``posterior="auto"``, the default, adds one
-  auxiliary fit on 80 % of the data).  Until stop 19 this was the graph,
-  inverse neighbourhoods and a plain lazy scan timed apart, which left the
-  search's eager work uncompiled and missed the windowed scan ``fit`` runs
-  from m·C ≥ 2¹⁶ (letter 1.08 s against 0.44 s for the fit);
-* ``jaxnn_gnnb_fast`` (not in quick mode) — pynndescent graph (k + 2
-  candidates, 6 trees, 3 NN-descent rounds, all cores) + two passes of the
-  colored schedule, timed round-robin with
-  ``LinearSVC`` (``FastFitRatio.track_fast_gnnb_fit_ratio_vs_sklearn_linearsvc``);
+  algorithm=…, posterior="link")``: exact graph + one pass of the default
+  chooser (``posterior="auto"``, the default, would add one auxiliary fit
+  on 80 % of the data);
+* ``jaxnn_gnnb_fast`` (not in quick mode) — the pynndescent graph of
+  :func:`_fast_fit` + two passes of the colored schedule;
 * ``jaxnn_knn`` — ``baselines.knn_fit`` (plain k-NN, JAX);
 * ``optax_sgd`` — ``baselines.sgd_fit`` (one-vs-rest logistic regression,
   minibatch Adam, 20 epochs);
@@ -25,17 +20,25 @@ Contenders (k = 10, logistic loss, defaults otherwise):
   only stores the data).
 
 Everything is measured once per ``asv run``, in one process, in
-``setup_cache`` (scikit-learn asv_benchmarks' pattern): JAX contenders after
-compiling (steady state; calls over 20 s are timed once, compile included, to
-keep the 10⁵-point SVM from running twice), scikit-learn ones by one call.
-:class:`Baselines` reports ``track_test_accuracy`` and ``track_fit_seconds``
-for every contender; :class:`FitRatio` reports jaxnn GNNB's fit time over
-each baseline's (``track_gnnb_fit_ratio_vs_*``; < 1: GNNB fits faster).
+``setup_cache`` (scikit-learn asv_benchmarks' pattern): every contender is
+fitted once (its compilation; the model scored for ``track_test_accuracy``),
+then all of them are timed round-robin, each the same number of times
+(:func:`common.interleaved_times`: ``ROUNDS`` rounds, fewer once
+``ROUND_BUDGET`` seconds are spent, at least one), and a contender's fit
+time is the median of its calls.  :class:`Baselines` reports
+``track_test_accuracy`` and ``track_fit_seconds`` for every contender;
+:class:`FitRatio` reports jaxnn GNNB's median fit time over each baseline's,
+from those same rounds (``track_gnnb_fit_ratio_vs_*``; < 1: GNNB fits
+faster); :class:`FastFitRatio` the same for ``jaxnn_gnnb_fast`` against
+``LinearSVC``.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+import jaxnn
+from jaxnn import baselines as B
 
 from .common import (
     DATASETS,
@@ -48,15 +51,9 @@ from .common import (
     block,
     dataset,
     four_class_points,
-    interleaved_best,
-    steady_time,
-    timed_block,
+    interleaved_medians,
+    interleaved_times,
 )
-
-try:  # older commits (asv continuous) may predate the baselines
-    from jaxnn._src import baselines as B
-except ImportError:
-    B = None
 
 JAXNN_ALGORITHMS = ("gnnb",) if QUICK else ("gnnb", "unn", "n3")
 BASELINES = ("jaxnn_knn", "optax_sgd", "optax_svm", "sklearn_sgd", "sklearn_linearsvc", "sklearn_knn")
@@ -64,68 +61,18 @@ METHODS = tuple(f"jaxnn_{a}" for a in JAXNN_ALGORITHMS) + (() if QUICK else ("ja
 #: contenders reported by Baselines (all are measured in setup_cache; the
 #: quick mode reports two, to keep the smoke run's process count down)
 REPORTED = ("jaxnn_gnnb", "sklearn_linearsvc") if QUICK else METHODS
+#: timed rounds after the warm-up call (each contender once a round) and the
+#: seconds after which no new round starts (the 10⁵-point set's UNN fit alone
+#: takes minutes: there, one round)
+ROUNDS = 3
+ROUND_BUDGET = 30.0 if QUICK else 600.0
 
 
-def _measure(name: str) -> dict:
-    """{method: (fit seconds, test accuracy)} on one data set."""
-    import jaxnn
-
-    d = dataset(name)
-    out = {}
-    # jaxnn: the fit a user runs, steady state (compiled by a first call)
-    for algorithm in JAXNN_ALGORITHMS:
-        model, seconds = steady_time(lambda a=algorithm: jaxnn.fit(d.X_train, d.y_train, k=K, algorithm=a,
-                                                                   posterior="link", seed=SEED))
-        out[f"jaxnn_{algorithm}"] = (seconds, accuracy(jaxnn.predict(model, d.X_test), d.y_test))
-
-    def jax_baseline(fit):
-        model, seconds = steady_time(lambda: fit(d.X_train, d.y_train))
-        return seconds, accuracy(B.predict(model, d.X_test), d.y_test)
-
-    if B is not None:
-        out["jaxnn_knn"] = jax_baseline(lambda X, y: B.knn_fit(X, y, k=K))
-        out["optax_sgd"] = jax_baseline(lambda X, y: B.sgd_fit(X, y, seed=SEED))
-        out["optax_svm"] = jax_baseline(lambda X, y: B.svm_fit(X, y, platt_folds=None, seed=SEED))
-    try:
-        from sklearn.linear_model import SGDClassifier
-        from sklearn.neighbors import KNeighborsClassifier
-        from sklearn.svm import LinearSVC
-    except ImportError:
-        return out
-    for method, make in (
-        ("sklearn_sgd", lambda: SGDClassifier(loss="log_loss", random_state=SEED)),
-        ("sklearn_linearsvc", lambda: LinearSVC(random_state=SEED)),
-        ("sklearn_knn", lambda: KNeighborsClassifier(n_neighbors=K, algorithm="brute")),
-    ):
-        est, seconds = timed_block(lambda: make().fit(d.X_train, d.y_train))
-        out[method] = (seconds, accuracy(est.predict(d.X_test), d.y_test))
-    if not QUICK:
-        out.update(_measure_fast(d))
-    return out
-
-
-def _measure_fast(d) -> dict:
+def _fast_fit(d):
     """``jaxnn_gnnb_fast``: the fastest GNNB fit of the public API on CPU —
     ``knn_graph(method="nndescent", candidates=k + 2, n_trees=6, n_iters=3,
-    n_jobs=-1)`` + ``fit(..., chooser="colored", rounds=2 * m,
-    posterior="link")`` — timed round-robin with ``LinearSVC`` in this
-    process after a warm-up call of each (the first call compiles:
-    pynndescent's numba kernels and the jitted loops).
-
-    The graph: on the 10⁵-point set, k + 2 candidates with pynndescent's
-    default effort (21 trees, 17 rounds) reach recall@10 0.65 (2k: 0.85),
-    6 trees and 3 rounds 0.47 — and GNNB's test accuracy barely notices:
-    0.9488 against 0.9496 (mean of three graph seeds, two colored passes)
-    for 2.3 s instead of 3.6 s a fit (ratio to ``LinearSVC`` 0.28 against
-    0.45, one script).  Two colored passes (colouring + layout 0.2 s, a
-    pass 0.12 s) reach the accuracy of two lazy passes in a quarter of the
-    time."""
-    try:
-        import pynndescent  # noqa: F401
-        from sklearn.svm import LinearSVC
-    except ImportError:
-        return {}
-    import jaxnn
+    n_jobs=-1)`` (a low-recall graph that costs GNNB little accuracy) +
+    ``fit(..., chooser="colored", rounds=2 * m, posterior="link")``."""
 
     def fast():
         nb = jaxnn.knn_graph(d.X_train, K, method="nndescent", seed=SEED, candidates=K + 2, n_trees=6, n_iters=3,
@@ -133,21 +80,51 @@ def _measure_fast(d) -> dict:
         return block(jaxnn.fit(d.X_train, d.y_train, k=K, loss="logistic", posterior="link", neighbors=nb,
                                chooser="colored", rounds=2 * len(d.y_train)))
 
-    try:
-        model = fast()
-    except TypeError:  # older jaxnn: no n_jobs option
-        return {}
-    svc = LinearSVC(random_state=SEED).fit(d.X_train, d.y_train)
-    t_fast, t_svc = interleaved_best([fast, lambda: LinearSVC(random_state=SEED).fit(d.X_train, d.y_train)], repeat=2)
-    return {
-        "jaxnn_gnnb_fast": (t_fast, accuracy(jaxnn.predict(model, d.X_test), d.y_test)),
-        "fast_over_linearsvc": t_fast / t_svc,
-        "linearsvc_paired_accuracy": accuracy(svc.predict(d.X_test), d.y_test),
-    }
+    return fast
+
+
+def _contenders(d, fast: bool) -> dict:
+    """{method: (fit callable returning a model, predict(model, X))} on data ``d``."""
+    from sklearn.linear_model import SGDClassifier
+    from sklearn.neighbors import KNeighborsClassifier
+    from sklearn.svm import LinearSVC
+
+    out = {}
+    for algorithm in JAXNN_ALGORITHMS:
+        out[f"jaxnn_{algorithm}"] = (
+            lambda a=algorithm: jaxnn.fit(d.X_train, d.y_train, k=K, algorithm=a, posterior="link", seed=SEED),
+            jaxnn.predict,
+        )
+    if fast:
+        out["jaxnn_gnnb_fast"] = (_fast_fit(d), jaxnn.predict)
+    out["jaxnn_knn"] = (lambda: B.knn_fit(d.X_train, d.y_train, k=K), B.predict)
+    out["optax_sgd"] = (lambda: B.sgd_fit(d.X_train, d.y_train, seed=SEED), B.predict)
+    out["optax_svm"] = (lambda: B.svm_fit(d.X_train, d.y_train, platt_folds=None, seed=SEED), B.predict)
+    sk_predict = lambda est, X: est.predict(X)  # noqa: E731
+    out["sklearn_sgd"] = (lambda: SGDClassifier(loss="log_loss", random_state=SEED).fit(d.X_train, d.y_train),
+                          sk_predict)
+    out["sklearn_linearsvc"] = (lambda: LinearSVC(random_state=SEED).fit(d.X_train, d.y_train), sk_predict)
+    out["sklearn_knn"] = (lambda: KNeighborsClassifier(n_neighbors=K, algorithm="brute").fit(d.X_train, d.y_train),
+                          sk_predict)
+    return out
+
+
+def _measure(name: str, fast: bool = not QUICK) -> dict:
+    """{method: (median fit seconds, test accuracy)} on one data set: every
+    contender fitted once (compiling; that model is scored), then all timed
+    round-robin, each the same number of times."""
+    d = dataset(name)
+    contenders = _contenders(d, fast)
+    out = {}
+    for method, (fit, predict) in contenders.items():
+        model = block(fit())
+        out[method] = accuracy(predict(model, d.X_test), d.y_test)
+    times = interleaved_times([fit for fit, _ in contenders.values()], ROUNDS, ROUND_BUDGET)
+    return {method: (float(np.median(t)), out[method]) for method, t in zip(contenders, times)}
 
 
 class BaselineCache:
-    """Mixin: every contender fitted and scored once per ``asv run``."""
+    """Mixin: every contender fitted, scored and timed once per ``asv run``."""
 
     def setup_cache(self):
         return {name: _measure(name) for name in DATASETS}
@@ -156,19 +133,16 @@ class BaselineCache:
 
     @staticmethod
     def result(cache, name, method):
-        if method not in cache[name]:
-            raise NotImplementedError(f"{method} is unavailable (scikit-learn not installed, or an old jaxnn)")
+        """(median fit seconds, test accuracy); KeyError for an unknown method."""
         return cache[name][method]
 
 
 class Baselines(BaselineCache, Benchmark):
-    """Test accuracy and fit time of every contender."""
+    """Test accuracy and median fit time of every contender (compilation
+    excluded: each is fitted once before it is timed)."""
 
     param_names = ["dataset", "method"]
     params = (DATASETS, REPORTED)
-
-    def setup(self, cache, name, method):
-        self.result(cache, name, method)
 
     def track_test_accuracy(self, cache, name, method):
         return self.result(cache, name, method)[1]
@@ -182,16 +156,14 @@ class Baselines(BaselineCache, Benchmark):
 
 
 class FitRatio(BaselineCache, Benchmark):
-    """jaxnn GNNB fit time (graph + boosting) / the baseline's fit time."""
+    """jaxnn GNNB's median fit time (graph + boosting) over the baseline's,
+    both fitted once first and then timed in the same round-robin rounds."""
 
     param_names = ["dataset"]
     params = (DATASETS,)
 
     def _ratio(self, cache, name, baseline):
         return self.result(cache, name, "jaxnn_gnnb")[0] / self.result(cache, name, baseline)[0]
-
-    def setup(self, cache, name):
-        self.result(cache, name, "jaxnn_gnnb")
 
     def track_gnnb_fit_ratio_vs_optax_sgd(self, cache, name):
         return self._ratio(cache, name, "optax_sgd")
@@ -219,41 +191,50 @@ class FitRatio(BaselineCache, Benchmark):
     del _f
 
 
-if not QUICK:
+class FastFitRatio(Benchmark):
+    """``jaxnn_gnnb_fast`` (nndescent graph + two colored passes) median fit
+    time over ``LinearSVC``'s, both fitted once first (pynndescent's numba
+    kernels and the jitted loops compile) and then timed round-robin, the
+    same number of times, in one process.  Its own ``setup_cache``: the
+    first nndescent call of a process compiles pynndescent's kernels for
+    tens of seconds, which the other classes here do not pay."""
 
-    class FastFitRatio(BaselineCache, Benchmark):
-        """``jaxnn_gnnb_fast`` (nndescent graph + two colored passes) fit time /
-        ``LinearSVC`` fit time, timed round-robin in one process."""
+    param_names = ["dataset"]
+    params = (DATASETS,)
 
-        param_names = ["dataset"]
-        params = (DATASETS,)
+    def setup_cache(self):
+        from sklearn.svm import LinearSVC
 
-        def setup(self, cache, name):
-            if "fast_over_linearsvc" not in cache[name]:
-                raise NotImplementedError("jaxnn_gnnb_fast is unavailable (no pynndescent or scikit-learn, or an old jaxnn)")
+        out = {}
+        for name in DATASETS:
+            d = dataset(name)
+            fast, svc = _fast_fit(d), lambda d=d: LinearSVC(random_state=SEED).fit(d.X_train, d.y_train)
+            fast(), svc()
+            t_fast, t_svc = interleaved_medians([fast, svc], ROUNDS, ROUND_BUDGET)
+            out[name] = t_fast / t_svc
+        return out
 
-        def track_fast_gnnb_fit_ratio_vs_sklearn_linearsvc(self, cache, name):
-            return cache[name]["fast_over_linearsvc"]
+    setup_cache.timeout = 3600.0
 
-        track_fast_gnnb_fit_ratio_vs_sklearn_linearsvc.unit = "ratio"
+    def track_fast_gnnb_fit_ratio_vs_sklearn_linearsvc(self, cache, name):
+        return cache[name]
+
+    track_fast_gnnb_fit_ratio_vs_sklearn_linearsvc.unit = "ratio"
 
 
 class BaselineFolds(FirstCall, Benchmark):
     """Five cross-validation folds of ``baselines.sgd_fit`` and ``svm_fit``
-    (Platt's 5-fold cross-fit included) in a new process.  Since stop 29 a
-    training set of at most 16384 rows trains padded to shared sizes (rows
-    of zero weight, zero feature columns): the folds, a row apart, share one
-    compiled SGD, SVM and Platt program, where each fold size compiled them
-    (~1.3 s together on 2 cores).  ``track_first_baseline_folds_seconds``:
-    the first call, compilation included; ``track_baseline_folds_seconds``:
-    a second call."""
+    (Platt's 5-fold cross-fit included) in a new process.  A training set
+    of at most 16384 rows trains padded to shared sizes (rows of zero
+    weight, zero feature columns), so the folds, a row apart, should share
+    one compiled SGD, SVM and Platt program.
+    ``track_first_baseline_folds_seconds``: the first call, compilation
+    included; ``track_baseline_folds_seconds``: a second call."""
 
     M = 503 if QUICK else 2003
     timeout = 180
 
     def workload(self):
-        if B is None:
-            raise NotImplementedError("this commit has no jaxnn._src.baselines")
         X, y = four_class_points(self.M, 16)
         folds = np.arange(self.M) % 5
         return lambda: [(B.sgd_fit(X[folds != f], y[folds != f]).W, B.svm_fit(X[folds != f], y[folds != f]).W)

@@ -19,10 +19,9 @@
 * :class:`HubSteps` — lazy and greedy steps on the synthetic set's exact
   graph (hubs: P = 502, median n_j = 4): ``track_step_microseconds``.
 * :class:`SplitBlocks` — ``fit_split``'s boosting of two feature blocks at
-  once (``ensemble._boost_blocks``) over two separate ``boost`` calls, one
-  lazy pass on the synthetic set's hub graph: ``track_blocks_over_separate_ratio``
-  (about 1; it was 17–21 when the blocks were vmapped, which ran every step at
-  the widest width P).
+  once (``_boost_blocks``) over two separate ``boost`` calls, one lazy pass
+  on the synthetic set's hub graph: ``track_blocks_over_separate_ratio``
+  (about 1 when a batched step runs at its own width, not the widest P).
 * :class:`TreeStep` — the greedy chooser's tournament tree alone (one
   ``add`` + ``argmax`` a step): ``track_tree_microseconds``, m as GreedyStep.
 * :class:`TraceCost` — ``fit(trace=True)`` / ``fit()`` time, plain and
@@ -48,6 +47,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxnn import inverse_neighbors, knn_graph
+
 from .common import (
     DATASETS,
     K,
@@ -58,17 +59,13 @@ from .common import (
     Problem,
     block,
     best_time,
-    color_schedule,
     interleaved_best,
     dataset,
     four_class_points,
     problem,
     random_neighbors,
     timed_block,
-    warm_exact_graph,
 )
-from jaxnn._src.graph import knn_graph
-from jaxnn._src.inverse import inverse_neighbors
 
 ALGORITHMS = ("gnnb",) if QUICK else ("gnnb", "unn", "n3")
 #: quick: colored only (lazy runs in Predict and NumbaVsColored, greedy in GreedyStep)
@@ -80,7 +77,7 @@ GREEDY_LONG = 9 * GREEDY_STEPS
 GREEDY_C = 10
 #: full passes left out of FitBoost (asv shows n/a): UNN's exact root on 10⁵
 #: points takes ~4 minutes a pass on 2 shared cores, and FitBoost would run it
-#: ~7 times; bench_baselines measures that fit (time and accuracy) once.
+#: ~7 times; bench_baselines measures that fit (time and accuracy).
 SKIP_FULL_PASS = {
     ("synthetic", "unn"): "UNN full pass on the 10^5-point set: see bench_baselines (jaxnn_unn)",
 }
@@ -94,7 +91,7 @@ class FitGraph(GraphCache, Benchmark):
 
     def setup(self, cache, name):
         self.X = jnp.asarray(dataset(name).X_train)
-        warm_exact_graph(self.X, K)
+        self.time_graph(cache, name)  # compiles the search and the inverse neighbourhoods
 
     def time_graph(self, cache, name):
         nb = knn_graph(self.X, K).indices
@@ -109,11 +106,8 @@ class ColorSchedule(GraphCache, Benchmark):
     params = (DATASETS,)
 
     def setup(self, cache, name):
-        if color_schedule is None:
-            raise NotImplementedError("this jaxnn has no colored schedule")
         self.problem = problem(cache, name)
-        p = self.problem
-        p.color_schedule()  # compile
+        self.problem.color_schedule()  # compile
 
     def time_color_schedule(self, cache, name):
         block(self.problem.color_schedule().edge_member)
@@ -172,11 +166,10 @@ class GreedyStep(Benchmark):
     points: ``time_greedy_steps`` runs ``GREEDY_STEPS`` of them (setup of the
     η table included); ``track_greedy_step_microseconds`` is the per-step
     cost alone, (t(GREEDY_LONG) − t(GREEDY_STEPS)) / (GREEDY_LONG −
-    GREEDY_STEPS), both runs sampled round-robin in one process.  (Until
-    stop 13 the short run was one step; at m = 10⁶ the setup — a scatter of
-    m·k rows into the η table, the tree, the (m, C) copies — takes 0.48–0.70 s
-    from one call to the next, as much as 1000 steps, so the 10⁶ figure moved
-    by ±100 µs.)"""
+    GREEDY_STEPS), both runs sampled round-robin in one process: the
+    difference cancels the per-call setup (a scatter of m·k rows into the η
+    table, the tree, the (m, C) copies), which at m = 10⁶ costs as much as
+    ~1000 steps and varies from call to call."""
 
     param_names = ["m"]
     params = (GREEDY_M,)
@@ -209,8 +202,7 @@ class GreedyFloor(Benchmark):
     (``track_chooser_step_microseconds``).  Per step = (t(GREEDY_LONG) −
     t(GREEDY_STEPS)) / (GREEDY_LONG − GREEDY_STEPS), the four runs sampled
     round-robin in one process.  How the update alone grows from m = 10⁴ to
-    10⁶ is what issue 5's "flat within 2×" meets on this machine whatever
-    finds the argmax."""
+    10⁶ is the floor for any greedy step, whatever finds the argmax."""
 
     param_names = ["m"]
     params = (GREEDY_M,)
@@ -244,12 +236,9 @@ class HubSteps(GraphCache, Benchmark):
     the synthetic set, whose hubs make the padded inverse neighbourhoods wide
     (P = 502 at m = 10⁵ while the median n_j is 4):
     ``track_step_microseconds`` is the per-step cost alone, (t(2N) − t(N)) /
-    N, round-robin, both runs long enough to be narrowed (until stop 19 the
-    baseline was one step, compiled without narrowing, whose fixed cost the
-    difference kept: 37 against 9.4 µs lazy, 232 against 85 greedy).  It
-    should follow n_j, not P (the engine narrows a step to the narrowest
-    width ≥ n_j; it was 46–66 µs lazy and ~1 000 µs greedy a step when every
-    step ran at width P)."""
+    N, round-robin, both runs long enough for the engine to narrow their
+    steps (so the difference cancels the fixed cost of a call).  It should
+    follow n_j, not P: the engine runs a step at the narrowest width ≥ n_j."""
 
     param_names = ["chooser"]
     params = (["lazy", "greedy"],)
@@ -273,15 +262,15 @@ class HubSteps(GraphCache, Benchmark):
 
 class SplitBlocks(GraphCache, Benchmark):
     """``fit_split``'s boosting of n = 2 blocks in one call
-    (``ensemble._boost_blocks``, here both blocks the synthetic set's exact
+    (``boost_runs._boost_blocks``, here both blocks the synthetic set's exact
     graph: hubs, P = 502) over the same two blocks boosted by separate
     ``boost`` calls, one lazy pass each, interleaved:
-    ``track_blocks_over_separate_ratio``.  Until stop 20 the blocks were
-    vmapped, and a batched step's ``lax.switch`` over widths runs every width
-    up to P: 17–21× on a hub graph (m = 2·10⁴, P = 552)."""
+    ``track_blocks_over_separate_ratio`` (about 1 when each block's step runs
+    at its own width; a vmapped ``lax.switch`` over widths would run every
+    width up to P)."""
 
     def setup(self, cache):
-        from jaxnn._src.ensemble import _boost_blocks
+        from jaxnn._src.boost_runs import _boost_blocks
 
         p = problem(cache, "synthetic")
         one = p.runner("gnnb", "lazy")
@@ -302,10 +291,8 @@ class SplitBlocks(GraphCache, Benchmark):
 class TreeStep(Benchmark):
     """The greedy chooser's tournament tree alone (``jaxnn._src.maxtree``):
     ``track_tree_microseconds`` is one ``add`` of 10·k targets per class
-    (C = 10; a greedy step's n_j·k on a random graph, n_j ≈ k — 28·k, the
-    padded width, until stop 19, when steps came to update only the chosen
-    examples' (member, class) pairs)
-    followed by one ``argmax``, per step, in a scan of ``GREEDY_STEPS`` —
+    (C = 10; a greedy step's n_j·k on a random graph, n_j ≈ k) followed by
+    one ``argmax``, per step, in a scan of ``GREEDY_STEPS`` —
     how much of ``GreedyStep`` the tree is, and how it grows with m.
     ``targets``: ``random`` rows (a random graph: every update a cache miss
     at m = 10⁶), or ``local`` ones, within a window of 4096 rows per class
@@ -362,14 +349,14 @@ class TraceCost(Benchmark):
 
     def setup(self, scan):
         import jaxnn
-        from jaxnn._src import window
+        from jaxnn._src import plan
 
         rng = np.random.default_rng(0)
         y = rng.integers(0, GREEDY_C, self.M)
         X = (rng.normal(size=(self.M, 8)) + np.eye(GREEDY_C)[y][:, :8] * 2).astype(np.float32)
         nb = np.asarray(knn_graph(X, K).indices)
-        self.threshold = window.WINDOWED_MIN_STATE  # restored in teardown
-        window.WINDOWED_MIN_STATE = 0 if scan == "windowed" else 1 << 62
+        self.threshold = plan.WINDOWED_MIN_STATE  # restored in teardown
+        plan.WINDOWED_MIN_STATE = 0 if scan == "windowed" else 1 << 62
 
         def fit(trace):
             return lambda: jaxnn.fit(X, y, k=K, neighbors=nb, posterior="link", trace=trace).alpha
@@ -379,9 +366,9 @@ class TraceCost(Benchmark):
             block(f())
 
     def teardown(self, scan):
-        from jaxnn._src import window
+        from jaxnn._src import plan
 
-        window.WINDOWED_MIN_STATE = self.threshold
+        plan.WINDOWED_MIN_STATE = self.threshold
 
     def track_traced_over_untraced_ratio(self, scan):
         traced, plain = interleaved_best(self.fits, repeat=3)
@@ -464,12 +451,10 @@ class AutoOnUCI(Benchmark):
     """Warm model selection and split fits on bundled UCI sets (a random 2/3,
     standardised; compiled in ``setup``), ``time_fit``: ``what="fit_auto"`` —
     ``jaxnn.fit(k="auto", loss="auto", rounds="auto", posterior="link")``,
-    ``select``'s 4 ks × 2 losses × 4 passes then the refit (optdigits: 2.04 →
-    0.59 s at stop 30, when each loss's compiled scan in ``select`` began narrowing its
-    steps as the work of all its 16 runs pays for it) — and ``"fit_split"``,
-    ``ensemble.fit_split(n_splits=8)`` on spambase (3.0 → 0.56 s at stop 30:
-    its 8 blocks' program weighed narrowing alike; the duplicate points'
-    hubs make P = 2560).  Quick runs: 900 points of segment and spambase."""
+    ``select``'s 4 ks × 2 losses × 4 passes then the refit — and
+    ``"fit_split"``, ``ensemble.fit_split(n_splits=8)`` on spambase (the
+    duplicate points' hubs make P = 2560).  Quick runs: 900 points of
+    segment and spambase."""
 
     param_names = ["what"]
     params = (["fit_auto", "fit_split"],)
@@ -498,10 +483,9 @@ class NearbySizes(Benchmark):
     folds that differ by a row run them: ``track_nearby_size_seconds`` times
     ``jaxnn.fit`` (defaults: k = 10, ``posterior="auto"``) on m + 3 points
     after a fit on m, compilation included — a new process each.  Small
-    problems are searched and boosted padded to shared sizes
-    (``shared_sizes.shared_rows``, since stop 27), so the second size compiles
-    nothing: ~0.01 s at m = 2000, where each new size compiled ~1 s before;
-    ``track_first_fit_seconds`` is the first fit's (compile included)."""
+    problems are searched and boosted padded to shared sizes, so the second
+    size should compile nothing; ``track_first_fit_seconds`` is the first
+    fit's (compile included)."""
 
     M = 500 if QUICK else 2000
     timeout = 120
@@ -525,11 +509,10 @@ class NearbySizes(Benchmark):
 
 class AutoK(FirstCall, Benchmark):
     """``jaxnn.fit(k="auto")`` in a new process: ``select`` tries k = 5, 10,
-    20, 50 on a held-out 25 % (defaults), then the chosen k is fit.  Since
-    stop 28 every candidate k runs at the largest one's padded shapes and is
-    scored from its neighbours' first k columns: one compiled boosting and
-    one scoring serve the four, where each k compiled its own (first call at
-    m = 2000: 2.43–2.50 → 1.46–1.52 s on 2 cores).
+    20, 50 on a held-out 25 % (defaults), then the chosen k is fit; every
+    candidate k runs at the largest one's padded shapes and is scored from
+    its neighbours' first k columns, so one compiled boosting and one
+    scoring should serve the four.
     ``track_first_auto_k_seconds``: the first call, compilation included;
     ``track_auto_k_seconds``: a second call."""
 
@@ -554,12 +537,11 @@ class AutoK(FirstCall, Benchmark):
 class NearbyKs(FirstCall, Benchmark):
     """``jaxnn.fit`` and ``predict_proba`` (the defaults: ``posterior="auto"``)
     at k = 3, 5, 7, 9, 11, 15 in a new process, as a grid search over k
-    runs them.  Since stop 31 a search of at most 2048 training points finds
-    :func:`shared_sizes.shared_k` (k) neighbours — the power of two ≥ max(k, 8) —
-    and keeps the first k, and the boosting width and the scoring follow
-    it: the six ks compile two searches, boostings and scorings, where each
-    compiled its own (``bench/first_calls.py ks 500``: 6.3–6.5 → 2.3–2.6 s on 2
-    cores).  ``track_first_nearby_ks_seconds``: the first call, compilation
+    runs them.  A search of at most 2048 training points finds the power of
+    two ≥ max(k, 8) neighbours and keeps the first k, and the boosting width
+    and the scoring follow it, so the six ks should compile two searches,
+    boostings and scorings (``bench/first_calls.py ks 500`` times the same
+    as a script).  ``track_first_nearby_ks_seconds``: the first call, compilation
     included; ``track_nearby_ks_seconds``: a second call."""
 
     M = 300 if QUICK else 500
@@ -583,12 +565,10 @@ class NearbyKs(FirstCall, Benchmark):
 class ColoredFolds(FirstCall, Benchmark):
     """Five cross-validation folds of ``jaxnn.fit(chooser="colored")`` — what
     ``chooser="auto"`` runs on a GPU or TPU at every size — in a new
-    process.  Since stop 29 small problems colour the conflict graph and run
-    the schedule padded to shared sizes (steps up to a power of two ≥ 4k,
-    run only as far as the real ones): one compiled colouring and one scan
-    serve the folds, where each fold's data-dependent shapes compiled both
-    (first call at m = 2003: 5.4–5.8 → 2.2 s on 2 cores).
-    ``track_first_colored_folds_seconds``: the five folds' first call,
+    process.  Small problems colour the conflict graph and run the schedule
+    padded to shared sizes (steps up to a power of two ≥ 4k, run only as far
+    as the real ones), so one compiled colouring and one scan should serve
+    the folds.  ``track_first_colored_folds_seconds``: the five folds' first call,
     compilation included; ``track_colored_folds_seconds``: a second call."""
 
     M = 503 if QUICK else 2003
@@ -613,11 +593,9 @@ class ColoredFolds(FirstCall, Benchmark):
 class SplitFolds(FirstCall, Benchmark):
     """Five cross-validation folds of ``jaxnn.ensemble.fit_split`` (4 blocks
     of 8 features, k = 10) and ``predict_proba_split`` of the held-out fold,
-    in a new process.  Since stop 32 the blocks are searched, boosted and
-    scored padded to shared sizes, as ``fit`` pads one set: one compiled
-    search, scan and scoring serve the folds, where each fold size compiled
-    its own (m = 503: 23 → 6 programs, 2.7 → 1.1–1.4 s on 2 cores; m = 2003:
-    3.4 → 1.5–1.6 s).
+    in a new process.  The blocks are searched, boosted and scored padded to
+    shared sizes, as ``fit`` pads one set, so one compiled search, scan and
+    scoring should serve the folds.
     ``track_first_split_folds_seconds``: the first call, compilation
     included; ``track_split_folds_seconds``: a second call."""
 

@@ -16,7 +16,7 @@ once, index order), one pass — on the synthetic set's exact graph
 C = 10, random neighbour arrays of m = 10⁴ / 10⁵ / 10⁶ rows, as
 ``bench_fit.GreedyStep``): a numba loop with the same branch-8 tournament tree
 over |η_j|/n_j, repaired only up to the first ancestor whose maximum did not
-change — the native floor of the step, and how it grows with m on this machine.
+change — the native floor of the step, and how it grows with m.
 ``RandomRows`` times the reads such a step is made of: one random row of an
 (m, 10) table, 128 at a time, by numba and by JAX.
 
@@ -215,13 +215,10 @@ class NumbaVsColored(GraphCache, Benchmark):
         self.scale = SCALE
         self.sequential = p.runner("gnnb", "lazy")
         self.colored = p.runner("gnnb", "colored")
+        self.windowed = p.runner("gnnb", "windowed")
         self.sequential.compile()
         self.colored.compile()
-        try:
-            self.windowed = p.runner("gnnb", "windowed")
-            self.windowed.compile()
-        except NotImplementedError:  # an older jaxnn
-            self.windowed = None
+        self.windowed.compile()
         alpha_numba = kernel(self.members, self.counts, self.Y, 1, self.scale)  # compiles
         check_agrees(alpha_numba, block(self.sequential()).alpha, 1e-2, "numba loop")
 
@@ -238,13 +235,9 @@ class NumbaVsColored(GraphCache, Benchmark):
         block(self.colored())
 
     def time_windowed(self, cache):
-        if self.windowed is None:
-            raise NotImplementedError("this jaxnn has no windowed scan")
         block(self.windowed())
 
     def track_windowed_over_sequential_ratio(self, cache):
-        if self.windowed is None:
-            raise NotImplementedError("this jaxnn has no windowed scan")
         t_windowed, t_sequential = interleaved_best([self.windowed, self.sequential], repeat=3)
         return t_windowed / t_sequential
 
@@ -277,9 +270,8 @@ class NumbaGreedyStep(Benchmark):
     (:func:`_gnnb_greedy_logistic`), against jaxnn's ``boost``.  Per step =
     (t(GREEDY_LONG) − t(GREEDY_STEPS)) / (GREEDY_LONG − GREEDY_STEPS), the four
     runs sampled round-robin in one process.  How the native step grows from
-    m = 10⁴ to 10⁶ is the floor for issue 5's "flat within 2×" on this
-    machine (stop 15: 1.35–1.5×, though its ~10³ leaf updates a step leave the
-    L2 cache at 10⁶; jaxnn's step grew 3×)."""
+    m = 10⁴ to 10⁶ (its ~10³ leaf updates a step leave the L2 cache at 10⁶)
+    is the floor for how flat any greedy step can stay as m grows."""
 
     param_names = ["m"]
     params = (GREEDY_M,)
@@ -332,15 +324,13 @@ def _sum_random_rows(table, rows):
 
 
 class RandomRows(Benchmark):
-    """The machine's floor under issue 5's "greedy step flat within 2×": the
-    time to read one random row of an (m, C = 10) float32 table — what a
-    greedy step does for each of its ~10³ (member, neighbour) updates — by
-    a numba loop and by jitted JAX (a ``fori_loop`` of gathers of
-    :data:`ROW_BATCH` rows), at the sizes of ``GreedyStep``.  How much these
-    grow from m = 10⁴ to 10⁶ is how much any step made of such reads must
-    (stop 17, asv: numba 0.59–0.60 → 4.3–4.7 µs a batch, JAX 0.50–0.58 → 2.6–2.7; a script of
-    the same reads on a table JAX allocated itself: numba 0.48 → 3.0, JAX 1.0 →
-    5.6, or 3.7 with huge pages, ``GLIBC_TUNABLES=glibc.malloc.hugetlb=1``)."""
+    """The machine's floor under a greedy step's growth with m: the time to
+    read one random row of an (m, C = 10) float32 table — what a greedy step
+    does for each of its ~10³ (member, neighbour) updates — by a numba loop
+    and by jitted JAX (a ``fori_loop`` of gathers of :data:`ROW_BATCH`
+    rows), at the sizes of ``GreedyStep``, µs a batch.  How much these grow
+    from m = 10⁴ to 10⁶ is how much any step made of such reads must (huge
+    pages, ``GLIBC_TUNABLES=glibc.malloc.hugetlb=1``, can lower it)."""
 
     param_names = ["m"]
     params = (GREEDY_M,)

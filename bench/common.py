@@ -12,9 +12,13 @@ data set is a deterministic function of a fixed seed.
 * ``JAXNN_BENCH_QUICK=1`` shrinks every data set to at most 2000 points and
   every parameter list to (mostly) one value: the smoke run of
   ``tests/test_bench.py``.  Read at import, so it fixes ``params`` too.
-* Every timed call ends in ``jax.block_until_ready`` (:func:`block`), and JIT
-  compilation happens in ``setup`` (:func:`warm`, ahead-of-time, without
-  running the computation), so ``time_*`` measure steady-state calls.
+* Every timed call ends in ``jax.block_until_ready`` (:func:`block`) before
+  the clock is read, and JIT compilation happens in ``setup`` — ahead of
+  time for the engine's jitted functions (:func:`warm`), by one call of a
+  public function otherwise — so ``time_*`` measure steady-state calls.
+* A ratio of two contenders calls each once first (compilation excluded for
+  both), then times them round-robin the same number of times
+  (:func:`interleaved_times`) and divides like statistics of the two.
 """
 
 from __future__ import annotations
@@ -33,23 +37,14 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import jaxnn  # noqa: E402
-from jaxnn import datasets  # noqa: E402
+from jaxnn import datasets, inverse_neighbors, knn_graph, knn_query  # noqa: E402
+from jaxnn import losses as losses_mod  # noqa: E402
+# engine internals, for the benchmarks that time the boosting alone
 from jaxnn._src import algorithms as algos  # noqa: E402
-from jaxnn._src import graph as graph_mod  # noqa: E402
-from jaxnn._src import search as search_mod
-from jaxnn._src import losses as losses_mod  # noqa: E402
-from jaxnn._src.boosting import boost, chooser_order  # noqa: E402
-from jaxnn._src.graph import knn_graph, knn_query
-from jaxnn._src.inverse import inverse_neighbors  # noqa: E402
-
-try:  # the benchmarks also run on older commits (asv continuous / asv run ALL)
-    from jaxnn._src.schedule import boost_colored, color_schedule  # noqa: E402
-except ImportError:  # no colored schedule yet: its benchmarks are skipped
-    boost_colored = color_schedule = None
-try:
-    from jaxnn._src import window as window_mod  # noqa: E402
-except ImportError:  # no windowed scan yet
-    window_mod = None
+from jaxnn._src import window as window_mod  # noqa: E402
+from jaxnn._src.boosting import boost  # noqa: E402
+from jaxnn._src.plan import chooser_order  # noqa: E402
+from jaxnn._src.schedule import boost_colored, color_schedule  # noqa: E402
 
 # In case JAX was imported before this module: the setting holds until the
 # first computation initialises a backend.
@@ -156,99 +151,53 @@ def best_time(fn: Callable, repeat: int = 3, budget: float = 20.0) -> float:
     return min(times)
 
 
-def interleaved_best(fns, repeat: int = 3, budget: float = 60.0) -> list:
-    """Fastest blocked call of each of ``fns``, sampled round-robin (so a
-    load change on a shared machine hits all of them alike): up to
-    ``repeat`` rounds, stopping after ``budget`` seconds (at least one)."""
+def interleaved_times(fns, rounds: int = 3, budget: float = 60.0) -> list:
+    """Blocked call times of each of ``fns``, sampled round-robin (so a load
+    change on a shared machine hits all of them alike): ``[[seconds, ...], ...]``,
+    one list per function, all of the same length — ``rounds`` rounds, or
+    fewer (at least one) once ``budget`` seconds are spent.  Nothing is
+    warmed here: call each function once first if it compiles."""
     times = [[] for _ in fns]
     start = time.perf_counter()
-    for _ in range(repeat):
+    for _ in range(rounds):
         for t, fn in zip(times, fns):
             t.append(timed_block(fn)[1])
         if time.perf_counter() - start > budget:
             break
-    return [min(t) for t in times]
+    return times
 
 
-def steady_time(fn: Callable, warm_limit: float | None = None, repeat: int = 2):
-    """``(result, seconds)``: steady-state time of ``fn()``, compiling first.
+def interleaved_best(fns, repeat: int = 3, budget: float = 60.0) -> list:
+    """Fastest blocked call of each of ``fns`` (:func:`interleaved_times`)."""
+    return [min(t) for t in interleaved_times(fns, repeat, budget)]
 
-    The first call compiles (and runs); when it took under ``warm_limit``
-    seconds (default 20; 0 in quick mode, where the persistent compilation
-    cache makes a first call a steady one) the best of ``repeat`` further
-    calls is returned, otherwise the first call itself (compilation is then a
-    few per cent of it) — which keeps the minutes-long fits of the
-    10⁵-point set from running twice.
-    """
-    if warm_limit is None:
-        warm_limit = 0.0 if QUICK else 20.0
-    out, first = timed_block(fn)
-    if first >= warm_limit:
-        return out, first
-    times = []
-    start = time.perf_counter()
-    while len(times) < repeat:
-        out, seconds = timed_block(fn)
-        times.append(seconds)
-        if time.perf_counter() - start > warm_limit:
-            break
-    return out, min(times)
+
+def interleaved_medians(fns, rounds: int = 3, budget: float = 60.0) -> list:
+    """Median blocked call time of each of ``fns`` (:func:`interleaved_times`)."""
+    return [float(np.median(t)) for t in interleaved_times(fns, rounds, budget)]
 
 
 def warm(jitted, *args, **kwargs) -> None:
-    """Compile ``jitted`` for these arguments ahead of time, without running it.
-
-    ``jit(f).lower(...).compile()`` fills the same executable cache as a call
-    (checked for the pinned JAX), so the next call does not compile.  If
-    lowering fails, the function is called once instead.
-    """
-    try:
-        jitted.lower(*args, **kwargs).compile()
-    except Exception:  # pragma: no cover - fallback for other JAX versions
-        jax.block_until_ready(jitted(*args, **kwargs))
-
-
-def _search_kernel(X, k: int):
-    """The jitted exact search jaxnn uses for training points X (older jaxnn:
-    the single ``_blocked_topk``)."""
-    if hasattr(graph_mod, "_search_kernel"):
-        return search_mod._search_kernel(X.shape[0], X.shape[1], k)
-    return search_mod._blocked_topk
-
-
-#: below this many (query, training) pairs the warm-ups also run the public
-#: search once (~2 s on 2 cores): the eager work around the kernel (point
-#: checks, the conditioning, the distance rescale) compiles per shape too, and
-#: would otherwise land in the first timed call (a quick run's only one)
-WARM_CALL_PAIRS = 4e9
+    """Compile the jitted function ``jitted`` for these arguments ahead of
+    time, without running it: ``jit(f).lower(...).compile()`` fills the
+    executable cache a call uses, so the next call does not compile
+    (``tests/test_bench.py`` checks this for :meth:`Run.compile`)."""
+    jitted.lower(*args, **kwargs).compile()
 
 
 def warm_exact_graph(X, k: int = K) -> None:
-    """Compile the exact (self-excluded) graph search of ``knn_graph(X, k)``
-    (through jaxnn's private ``_blocked_topk``; without it, by one call), and
-    below :data:`WARM_CALL_PAIRS` run ``knn_graph`` once as well."""
-    X = jnp.asarray(X)
-    try:
-        fn, rows = _search_kernel(X, k), search_mod._block_rows(X.shape[0], None)
-    except AttributeError:
-        jax.block_until_ready(knn_graph(X, k).indices)
-        return
-    warm(fn, X, X, k, rows, True)
-    if X.shape[0] ** 2 <= WARM_CALL_PAIRS:
-        jax.block_until_ready(knn_graph(X, k).indices)
+    """Compile ``knn_graph(X, k)`` by calling it once.
+
+    The exact search compiles one program per shape around its kernel (the
+    point conditioning, padding to shared sizes, the distance rescale), so
+    the public call is what compiles exactly what a timed call runs."""
+    block(knn_graph(X, k).indices)
 
 
 def warm_query(X_train, X_query, k: int = K) -> None:
-    """Compile ``knn_query(X_train, X_query, k)`` (as :func:`warm_exact_graph`)."""
-    Xt, Xq = jnp.asarray(X_train), jnp.asarray(X_query)
-    try:
-        fn, rows = _search_kernel(Xt, k), search_mod._block_rows(Xt.shape[0], None)
-    except AttributeError:
-        jax.block_until_ready(knn_query(Xt, Xq, k).indices)
-        return
-    warm(fn, Xq, Xt, k, rows, False)
-    if Xt.shape[0] * Xq.shape[0] <= WARM_CALL_PAIRS:
-        jax.block_until_ready(knn_query(Xt, Xq, k).indices)
+    """Compile ``knn_query(X_train, X_query, k)`` by calling it once (as
+    :func:`warm_exact_graph`)."""
+    block(knn_query(X_train, X_query, k).indices)
 
 
 def skip_unless(module: str):
@@ -381,19 +330,13 @@ class Problem:
 
     @property
     def schedule(self):
-        if color_schedule is None:
-            raise NotImplementedError("this jaxnn has no colored schedule (jaxnn._src.schedule)")
         if self._schedule is None:
             self._schedule = self.color_schedule()
         return self._schedule
 
     def color_schedule(self):
-        """A fresh :func:`color_schedule` of this graph (older jaxnn took the
-        padded inverse neighbourhoods too)."""
-        try:
-            return color_schedule(self.neighbors, n_classes=self.C)
-        except TypeError:
-            return color_schedule(self.members, self.counts, self.neighbors, n_classes=self.C)
+        """A fresh :func:`color_schedule` of this graph."""
+        return color_schedule(self.neighbors, n_classes=self.C)
 
     def runner(self, algorithm: str = "gnnb", chooser: str = "lazy", rounds: int | None = None, loss: str = LOSS):
         """A :class:`Run`: the jitted ``boost``/``boost_colored`` call on these
@@ -421,9 +364,7 @@ class Run:
             self._args = (problem.Y, E0, problem.counts, sched)
             self._kwargs = dict(algorithm=self.algorithm, loss=self.loss, passes=self.rounds // m, trace=False)
             self.scan_steps = sched.n_steps * (self.rounds // m)
-        elif chooser == "windowed":  # the lazy sequence through the windowed scan (what fit runs for m·C ≥ 2¹⁶)
-            if window_mod is None:
-                raise NotImplementedError("this jaxnn has no windowed scan (jaxnn._src.window)")
+        elif chooser == "windowed":  # the lazy sequence through the windowed scan (what fit runs for large m·C)
             order = chooser_order("lazy", m, self.rounds, SEED)
             counts = np.asarray(problem.counts)
             layout = window_mod.window_layout(problem.neighbors, order, window_mod.window_steps(problem.C, K))

@@ -1,4 +1,4 @@
-"""Stop 29's measurements of compiled programs and warm costs, as a script
+"""Measurements of compiled programs and warm costs, as a script
 (each run a fresh process; compare two versions by alternating them)::
 
     python bench/compile_checks.py demo                 # jaxnn demo without the cache: time, programs compiled
@@ -140,7 +140,7 @@ def main(argv: list[str]) -> None:
             mixed = dataclasses.replace(model, posterior_mix=lam)
             print(f"predict_proba(neighbors=), λ = {lam:g}: "
                   f"{_median_ms(lambda: jaxnn.predict_proba(mixed, neighbors=nb), repeat=30):.2f} ms")
-    elif mode == "split-folds":  # stop 32: the blocks padded to shared sizes
+    elif mode == "split-folds":  # the blocks padded to shared sizes
         m = int(argv[1]) if len(argv) > 1 else 503
         X, y = _four_classes(m, 32)
         folds = np.arange(m) % 5

@@ -1,23 +1,23 @@
 """Wall time of a new process's first calls (compilation included): not an asv
 benchmark (asv times warm calls in one process) but a script, each run a fresh
-process.  Compare two versions as the closing notes do, alternating runs::
+process.  Compare two versions by alternating runs::
 
     python bench/first_calls.py fit-auto 250            # this checkout
     PYTHONPATH=/tmp/old python bench/first_calls.py fit-auto 250   # a copy: git archive REV jaxnn | tar -x -C /tmp/old
     python bench/first_calls.py ripley                  # fit + predict + predict_proba on Ripley's data, import included
     python bench/first_calls.py warm 20000 16           # first and three warm fits (posterior="auto")
-    python bench/first_calls.py select 40000            # select: 2 ks × 2 losses × passes 1, 2, 4 (stop 26)
-    python bench/first_calls.py given 30000 50          # fit(neighbors=a given k-NN graph), posterior="auto" (stop 26)
-    python bench/first_calls.py cv 503                  # cross_val_score of the estimator, cv = 5 (uneven folds compiled twice before stop 27)
-    python bench/first_calls.py cv 2003 100             # the same on 100 Gaussian classes: the windowed scan (stop 28)
-    python bench/first_calls.py curve 400               # learning_curve of the estimator: 5 sizes × 5 folds (stop 27)
-    python bench/first_calls.py grid 500                # GridSearchCV of the estimator over k = 3, 5, 7, 9, 11, 15, cv = 5 (stop 28)
-    python bench/first_calls.py auto-k 2000             # fit(k="auto"): select's 4 ks, then the fit (stop 28)
-    python bench/first_calls.py ks 500                  # fit and predict_proba at k = 3, 5, 7, 9, 11, 15 (stop 31)
-    python bench/first_calls.py folds-colored 2003      # 5 folds of fit(chooser="colored"), as on a GPU (stop 29)
-    python bench/first_calls.py folds-baselines 2003    # 5 folds of baselines.sgd_fit and svm_fit (stop 29)
-    python bench/first_calls.py auto-uci optdigits      # fit(k, loss, rounds="auto") on a random 2/3 of a UCI set (stop 30)
-    python bench/first_calls.py split-uci spambase 8    # fit_split(n_splits=8, norm="l2") on the same (stop 30)
+    python bench/first_calls.py select 40000            # select: 2 ks × 2 losses × passes 1, 2, 4
+    python bench/first_calls.py given 30000 50          # fit(neighbors=a given k-NN graph), posterior="auto"
+    python bench/first_calls.py cv 503                  # cross_val_score of the estimator, cv = 5
+    python bench/first_calls.py cv 2003 100             # the same on 100 Gaussian classes: the windowed scan
+    python bench/first_calls.py curve 400               # learning_curve of the estimator: 5 sizes × 5 folds
+    python bench/first_calls.py grid 500                # GridSearchCV of the estimator over k = 3, 5, 7, 9, 11, 15, cv = 5
+    python bench/first_calls.py auto-k 2000             # fit(k="auto"): select's 4 ks, then the fit
+    python bench/first_calls.py ks 500                  # fit and predict_proba at k = 3, 5, 7, 9, 11, 15
+    python bench/first_calls.py folds-colored 2003      # 5 folds of fit(chooser="colored"), as on a GPU
+    python bench/first_calls.py folds-baselines 2003    # 5 folds of baselines.sgd_fit and svm_fit
+    python bench/first_calls.py auto-uci optdigits      # fit(k, loss, rounds="auto") on a random 2/3 of a UCI set
+    python bench/first_calls.py split-uci spambase 8    # fit_split(n_splits=8, norm="l2") on the same
 
 Modes: ``fit-auto`` / ``fit-link`` M (d = 8, two classes; the first and a
 second fit), ``ripley``, ``warm`` M D (five Gaussian classes), ``select`` M

@@ -1,4 +1,4 @@
-"""Stop 28's measurements of the search and of prediction, as a script (not an
+"""Measurements of the search and of prediction, as a script (not an
 asv benchmark: compile times, peak memory and new batch sizes need a fresh
 process or a cold cache).  Compare two versions by alternating runs::
 
@@ -58,7 +58,7 @@ def main(argv: list[str]) -> None:
             pts = jax.ShapeDtypeStruct((m, 16), jnp.float32)
             transform = (i32, jax.ShapeDtypeStruct((16,), jnp.float32), f32, i32)
             t = time.perf_counter()
-            search_mod._conditioned_search.lower(pts, pts, i32, transform, kernel=search_mod._onepass_topk, k=10, block=128,
+            search_mod.conditioned_search.lower(pts, pts, i32, transform, kernel=search_mod._onepass_topk, k=10, block=128,
                                             exclude_self=True, recall_target=None).compile()
             print(f"m = {m}: search lowered and compiled in {time.perf_counter() - t:.3f} s")
     elif mode == "memory":

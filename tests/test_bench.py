@@ -1,10 +1,14 @@
-"""The asv benchmark suite (bench/, asv.conf.json): ``asv check`` and a quick
-smoke run in which every benchmark must produce a number.
+"""The asv benchmark suite (bench/, asv.conf.json): ``asv check`` and quick
+smoke runs in which every benchmark class runs and every benchmark must
+produce a number.
 
 Skipped when asv is not installed (``pip install asv``, or the ``bench``
-extra).  The smoke run uses ``JAXNN_BENCH_QUICK=1`` (≤ 2000 points, one
+extra).  The smoke runs use ``JAXNN_BENCH_QUICK=1`` (≤ 2000 points, one
 parameter value), ``--quick`` (one call per benchmark), ``--dry-run`` (no
 results saved) and ``--python=same`` (this interpreter, no environment built).
+The classes whose ``setup_cache`` compiles pynndescent's numba kernels (tens
+of seconds a process, :data:`NUMBA_COMPILING`) run in their own smoke run,
+marked ``slow``; the first runs all the others.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ def _load_conf(name: str) -> dict:
 
 def _asv(*args, home: Path, config: Path = ROOT / "asv.conf.json", quick: bool = False) -> subprocess.CompletedProcess:
     env = dict(os.environ, HOME=str(home))  # asv's ~/.asv-machine.json goes to a temp home
+    env["COLUMNS"] = "250"  # asv shortens benchmark names to the terminal's width: keep them whole
     env.setdefault("JAX_PLATFORMS", "cpu")
     if quick:
         env["JAXNN_BENCH_QUICK"] = "1"
@@ -65,7 +70,16 @@ def test_asv_check(tmp_path):
     assert "No problems found" in proc.stdout + proc.stderr, _output(proc)
 
 
-def test_quick_smoke_run_every_benchmark_gives_a_number(tmp_path):
+#: benchmark classes whose setup_cache compiles pynndescent's numba kernels
+#: (not cached on disk: ~30-45 s a process on 2 cores), smoke-run apart
+NUMBA_COMPILING = ("NNDescent", "FastFitRatio")
+_NUMBA_COMPILING = r"\.(" + "|".join(NUMBA_COMPILING) + r")\."
+
+
+def _smoke_run(tmp_path: Path, bench: str) -> None:
+    """``asv run --quick`` of the benchmarks matching ``bench`` (asv's ``-b``):
+    every one selected must appear in the output with a number — no failure,
+    skip (n/a) or traceback anywhere."""
     # asv.conf.json with absolute paths and asv's own files (benchmarks.json,
     # machine.json) in tmp_path, so the list of benchmarks read below is this run's.
     conf = _load_conf("asv.conf.json")
@@ -76,22 +90,83 @@ def test_quick_smoke_run_every_benchmark_gives_a_number(tmp_path):
     machine = _asv("machine", "--yes", "--machine", MACHINE, home=tmp_path, config=config)
     assert machine.returncode == 0, _output(machine)
     proc = _asv("run", "--python=same", "--quick", "--dry-run", "--show-stderr", "--machine", MACHINE,
-                home=tmp_path, config=config, quick=True)
+                "--bench", bench, home=tmp_path, config=config, quick=True)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, _output(proc)
 
-    # Every discovered benchmark is reported...
-    names = [n for n in json.loads((tmp_path / "results" / "benchmarks.json").read_text()) if n != "version"]
-    assert len(names) >= 20, names
+    # Every selected benchmark is reported (benchmarks.json lists all discovered)...
+    discovered = [n for n in json.loads((tmp_path / "results" / "benchmarks.json").read_text()) if n != "version"]
+    names = [n for n in discovered if re.search(bench, n)]
+    assert names, (bench, discovered)
     missing = [n for n in names if n.split(".", 1)[1] not in out and n.rsplit(".", 1)[1] not in out]
     assert not missing, f"not in the output: {missing}\n{_output(proc)}"
     # ...with a number: no failures, skips (n/a) or errors anywhere.
-    allowed_skips = () if importlib.util.find_spec("numba") else ("NumbaVsColored", "NumbaGreedyStep")  # numba is optional
+    allowed_skips = () if importlib.util.find_spec("numba") else ("NumbaVsColored", "NumbaGreedyStep", "RandomRows")
     bad = [
         line for line in out.splitlines()
         if re.search(r"\bfailed\b|\bn/a\b|\bskipped\b|Traceback", line) and not any(s in line for s in allowed_skips)
     ]
     assert not bad, "\n".join(bad) + "\n" + _output(proc)
+    return names
+
+
+def test_quick_smoke_run_every_benchmark_gives_a_number(tmp_path):
+    """Every benchmark but those of :data:`NUMBA_COMPILING`."""
+    names = _smoke_run(tmp_path, f"^(?!.*{_NUMBA_COMPILING})")
+    assert len(names) >= 20, names
+    classes = {n.split(".")[1] for n in names}
+    assert classes.isdisjoint(NUMBA_COMPILING), classes
+
+
+@pytest.mark.slow
+def test_quick_smoke_run_of_the_numba_compiling_classes(tmp_path):
+    """The classes of :data:`NUMBA_COMPILING`, which the quick run above
+    leaves out: between them the two runs execute every benchmark class."""
+    names = _smoke_run(tmp_path, _NUMBA_COMPILING)
+    assert {n.split(".")[1] for n in names} == set(NUMBA_COMPILING), names
+
+
+def test_every_benchmark_class_is_in_a_smoke_run():
+    """In quick mode too the suite defines every class (none hidden behind
+    the full mode), so the two smoke runs above cover them all."""
+    sys.path.insert(0, str(ROOT))
+    try:
+        from bench import direct
+    finally:
+        sys.path.remove(str(ROOT))
+    names = {c.__name__ for c in direct._benchmark_classes()}
+    assert set(NUMBA_COMPILING) <= names, names
+
+
+def test_engine_runs_compile_ahead_of_time():
+    """``Run.compile()`` (bench.common.warm: ``jit(f).lower(...).compile()``)
+    leaves nothing to compile for the timed call, for each kind of run."""
+    import jax
+    import numpy as np
+
+    sys.path.insert(0, str(ROOT))
+    try:
+        from bench.common import Problem, block, random_neighbors
+    finally:
+        sys.path.remove(str(ROOT))
+    compiled = []
+
+    def listen(event, seconds, **kwargs):
+        if event.endswith("backend_compile_duration"):
+            compiled.append(kwargs.get("fun_name", event))
+
+    m, C = 257, 3
+    p = Problem(random_neighbors(m, 5), np.random.default_rng(1).integers(0, C, m), C)
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        for chooser in ("lazy", "greedy", "colored", "windowed"):
+            run = p.runner("gnnb", chooser, rounds=m if chooser != "greedy" else 20)
+            run.compile()
+            before = len(compiled)
+            block(run())
+            assert len(compiled) == before, (chooser, compiled[before:])
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
 
 
 def test_greedy_floor_runs_the_update_with_random_rows_and_leaves_the_engine_alone():

@@ -16,6 +16,8 @@ from jaxnn._src.boosting import boost
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _data import _blobs  # noqa: E402
+from jaxnn._src import boost_runs, plan, platforms
+from jaxnn._src import steps as steps_mod
 
 
 CASES = [
@@ -109,15 +111,15 @@ def _hub_graph(X, k, hub_of_row):
 
 
 def test_step_widths():
-    from jaxnn._src.boosting import NARROW_MIN_WORK, step_widths
+    from jaxnn._src.steps import NARROW_MIN_WORK, step_widths
 
-    assert step_widths(502, platform="cpu") == (16, 64, 502)
-    assert step_widths(1024, platform="cpu") == (16, 64, 256, 1024)
-    assert step_widths(26, platform="cpu") == (26,)  # narrow graphs: one plain full-width step
-    assert step_widths(502, work=NARROW_MIN_WORK - 1, platform="cpu") == (502,)  # small calls: not worth compiling
-    assert step_widths(502, work=NARROW_MIN_WORK, platform="cpu") == (16, 64, 502)
+    assert step_widths(502, narrow=platforms.narrows_steps("cpu")) == (16, 64, 502)
+    assert step_widths(1024, narrow=platforms.narrows_steps("cpu")) == (16, 64, 256, 1024)
+    assert step_widths(26, narrow=platforms.narrows_steps("cpu")) == (26,)  # narrow graphs: one plain full-width step
+    assert step_widths(502, work=NARROW_MIN_WORK - 1, narrow=platforms.narrows_steps("cpu")) == (502,)  # small calls: not worth compiling
+    assert step_widths(502, work=NARROW_MIN_WORK, narrow=platforms.narrows_steps("cpu")) == (16, 64, 502)
     for accelerator in ("gpu", "tpu"):  # control flow costs an accelerator more than padding
-        assert step_widths(1024, work=NARROW_MIN_WORK, platform=accelerator) == (1024,)
+        assert step_widths(1024, work=NARROW_MIN_WORK, narrow=platforms.narrows_steps(accelerator)) == (1024,)
 
 
 @pytest.fixture
@@ -128,9 +130,9 @@ def always_narrow(monkeypatch):
 
     # NARROW_MIN_WORK is read when these trace: drop their compilations (only
     # theirs — clearing every cache made later tests recompile everything)
-    jitted = (boosting.boost, window.boost_windowed, ensemble._boost_blocks)
+    jitted = (boosting.boost, window.boost_windowed, boost_runs._boost_blocks)
     monkeypatch.setattr(boosting, "NARROW_MIN_WORK", 0)
-    monkeypatch.setattr(boosting, "NARROW_PLATFORMS", ("cpu", "gpu", "tpu"))
+    monkeypatch.setattr(platforms, "NARROW_PLATFORMS", ("cpu", "gpu", "tpu"))
     for f in jitted:
         f.clear_cache()
     yield
@@ -151,13 +153,13 @@ def test_lazy_steps_on_hubs_match_reference(algorithm, loss, scan, always_narrow
     import reference as R
 
     from jaxnn._src import window
-    from jaxnn._src.boosting import CHUNK, step_widths
+    from jaxnn._src.steps import CHUNK, step_widths
 
     if scan == "windowed":
         request.getfixturevalue("windowed")
         assert window.window_steps(3, 5) == 16
     else:
-        assert 180 * 3 < window.WINDOWED_MIN_STATE  # m·C: fit runs the plain scan
+        assert 180 * 3 < plan.WINDOWED_MIN_STATE  # m·C: fit runs the plain scan
 
     X, y = _blobs(m=180, C=3, seed=11)
     nb = _hub_graph(X, 5, np.arange(180) % 2)  # rows take hubs 0 and 1 in turn
@@ -203,7 +205,7 @@ def test_steps_at_width_boundaries_match_reference(scan, always_narrow, request)
     sys.path.insert(0, os.path.dirname(__file__))
     import reference as R
 
-    from jaxnn._src.boosting import step_widths
+    from jaxnn._src.steps import step_widths
 
     if scan == "windowed":
         request.getfixturevalue("windowed")
@@ -254,7 +256,7 @@ def test_greedy_steps_on_hubs_match_recomputed_reference(always_narrow, greedy_p
 
 
 def test_accelerator_step_layout_matches_references(monkeypatch):
-    """The layout a GPU or TPU runs (``boosting.NARROW_PLATFORMS`` excludes
+    """The layout a GPU or TPU runs (``platforms.NARROW_PLATFORMS`` excludes
     it): every step at full width with no switch, a greedy step's pairs in
     one update with no inner loop — here forced on the CPU, big calls
     included — equals the float64 references on a graph with hubs, lazy and
@@ -267,14 +269,14 @@ def test_accelerator_step_layout_matches_references(monkeypatch):
     from jaxnn._src import boosting
 
     monkeypatch.setattr(boosting, "NARROW_MIN_WORK", 0)  # size alone would narrow these steps
-    monkeypatch.setattr(boosting, "NARROW_PLATFORMS", ())  # this CPU lays steps out as an accelerator
+    monkeypatch.setattr(platforms, "NARROW_PLATFORMS", ())  # this CPU lays steps out as an accelerator
     boosting.boost.clear_cache()
     try:
         rng = np.random.default_rng(0)
         X, y = rng.normal(size=(240, 4)), rng.integers(0, 3, 240)
         nb = _hub_graph(X, 5, np.where(y == 0, 0, -1))
         P = int(np.bincount(nb.ravel()).max())
-        assert P > 4 * 16 and boosting.step_widths(P) == (P,)
+        assert P > 4 * 16 and steps_mod.step_widths(P) == (P,)
         Y = np.where(y[:, None] == np.arange(3)[None, :], 1.0, -1.0)
         with jax.enable_x64(True):
             lazy = jaxnn.fit(X, y, k=5, loss="logistic", chooser="lazy", neighbors=nb, trace=True)
@@ -300,7 +302,7 @@ def test_float32_matches_float64(algorithm, loss):
 
 
 def test_auto_chooser_runs_colored_on_accelerators_for_whole_passes():
-    from jaxnn._src.boost_runs import auto_chooser
+    from jaxnn._src.plan import auto_chooser
 
     assert auto_chooser(100, 100, "cpu") == "lazy"
     assert auto_chooser(100, 300, "gpu") == "colored"
@@ -315,27 +317,24 @@ def test_auto_chooser_runs_colored_on_accelerators_for_whole_passes():
 
 
 def test_fit_default_chooser_is_what_auto_chooser_says(monkeypatch):
-    from jaxnn._src import sharding
-    from jaxnn._src import fitting as fit_mod
-
     X, y = _blobs(m=150, C=3, seed=5)
     lazy = jaxnn.fit(X, y, k=5, chooser="lazy", posterior="link")
     colored = jaxnn.fit(X, y, k=5, chooser="colored", posterior="link")
-    platform = sharding.platform()
-    expected = lazy if fit_mod.auto_chooser(150, 150, platform, 3) == "lazy" else colored
+    platform = platforms.platform()
+    expected = lazy if plan.auto_chooser(150, 150, platform, 3) == "lazy" else colored
     # the choosers' α differ in the first digits; a GPU's atomic scatter-adds may
     # change the last bits of one chooser's from run to run (README, Performance)
     assert np.abs(np.asarray(lazy.alpha) - np.asarray(colored.alpha)).max() > 1e-2
     same = functools.partial(np.testing.assert_allclose, rtol=1e-6, atol=1e-7)
     same(np.asarray(jaxnn.fit(X, y, k=5, posterior="link").alpha), np.asarray(expected.alpha))
     seen = []
-    monkeypatch.setattr(fit_mod, "auto_chooser", lambda m, rounds, platform, n_classes: seen.append((platform, n_classes)) or "colored")
+    monkeypatch.setattr(plan, "auto_chooser", lambda m, rounds, platform, n_classes: seen.append((platform, n_classes)) or "colored")
     same(np.asarray(jaxnn.fit(X, y, k=5, posterior="link").alpha), np.asarray(colored.alpha))
     assert seen == [(platform, 3)]
 
 
 def test_chooser_order_refuses_a_chooser_without_a_fixed_sequence():
-    from jaxnn._src.boosting import chooser_order
+    from jaxnn._src.plan import chooser_order
 
     with pytest.raises(ValueError, match="colored"):
         chooser_order("colored", 10, 10, 0)
@@ -624,7 +623,7 @@ def test_color_schedule_steps_follow_the_platform():
     assert gpu.n_steps == gpu.n_colors
     np.testing.assert_array_equal(colored_order(cpu), colored_order(gpu))
     default = color_schedule(nb, n_classes=C)
-    assert default.n_steps == (cpu if sharding.platform() == "cpu" else gpu).n_steps
+    assert default.n_steps == (cpu if platforms.platform() == "cpu" else gpu).n_steps
     model = jaxnn.fit(X, y, k=6, chooser="colored", posterior="link")
     E0 = model.algorithm.init_edges(model.loss, model.Y)
     counts = jaxnn.inverse_neighbors(nb).counts
@@ -714,7 +713,7 @@ def windowed(monkeypatch):
     (fit otherwise keeps it for edge states of ≥ 2¹⁶ entries, ~2¹⁵ local entries a window)."""
     from jaxnn._src import window
 
-    monkeypatch.setattr(window, "WINDOWED_MIN_STATE", 0)  # both are read outside jit:
+    monkeypatch.setattr(plan, "WINDOWED_MIN_STATE", 0)  # both are read outside jit:
     monkeypatch.setattr(window, "WINDOW_ELEMENTS", 16)  # no compilation to drop
 
 
@@ -722,7 +721,7 @@ def windowed(monkeypatch):
 def test_windowed_scan_equals_plain_scan(steps):
     """boost_windowed on a random sequence over several passes (its length no
     multiple of the window; examples with n_j = 0 in it) equals boost, float64."""
-    from jaxnn._src.boosting import chooser_order
+    from jaxnn._src.plan import chooser_order
     from jaxnn._src.window import boost_windowed, window_layout
 
     X, y = _blobs(m=150, C=4, seed=5)
@@ -750,21 +749,20 @@ def test_windowed_scan_equals_plain_scan(steps):
 
 
 def test_fit_runs_sequential_choosers_windowed_from_the_state_threshold(monkeypatch):
-    from jaxnn._src import sharding, window
-    from jaxnn._src.boost_runs import runs_windowed
+    from jaxnn._src import window
 
     calls = []
     real = window.boost_windowed
     monkeypatch.setattr(window, "boost_windowed", lambda *a, **kw: calls.append(1) or real(*a, **kw))
     X, y = _blobs(m=300, C=4)  # m·C = 1200 edge entries
-    on_cpu = sharding.platform() in window.WINDOWED_PLATFORMS  # a GPU runs the plain scan
+    on_cpu = platforms.platform() in platforms.WINDOWED_PLATFORMS  # a GPU runs the plain scan
     for threshold, chooser, expected in [(1200, "lazy", 1), (1200, "random", 1), (1201, "lazy", 0), (0, "greedy", 0), (0, "colored", 0)]:
-        monkeypatch.setattr(window, "WINDOWED_MIN_STATE", threshold)
+        monkeypatch.setattr(plan, "WINDOWED_MIN_STATE", threshold)
         calls.clear()
         jaxnn.fit(X, y, k=5, chooser=chooser, posterior="link")
         assert len(calls) == (expected if on_cpu else 0), (threshold, chooser)
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")  # as on a GPU machine
-    assert not runs_windowed(300, 4, "lazy", None) and not runs_windowed(10**6, 10, "lazy", None)
+    assert not plan.make_plan(300, 4, 300, "lazy").windowed and not plan.make_plan(10**6, 10, 10**6, "lazy").windowed
 
 
 def test_window_layout_in_pieces_is_the_layout_at_once(monkeypatch):
@@ -773,7 +771,7 @@ def test_window_layout_in_pieces_is_the_layout_at_once(monkeypatch):
     k = 30, now 0.24 GB); any piece size gives the same layout, hubs (pieces
     of different widths U) and a last window cut short included."""
     from jaxnn._src import window
-    from jaxnn._src.boosting import chooser_order
+    from jaxnn._src.plan import chooser_order
 
     rng = np.random.default_rng(2)
     m, k = 700, 6

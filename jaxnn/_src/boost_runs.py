@@ -108,9 +108,8 @@ def run_blocks(plan: Plan, Y_np, nbrs, dtype, *, algorithm, loss, rounds: int, s
     if n == 1:
         res, _ = run(plan, Y_np, nbrs[0], dtype, algorithm=algorithm, loss=loss, rounds=rounds, seed=seed, trace=trace)
         return BoostResult(res.alpha[None], res.edges[None], None if res.trace is None else res.trace[None])
-    order = chooser_order(plan.chooser, m, rounds, seed)
     if plan.shared:  # (the plan never shares the colored schedule of several blocks)
-        return _shared_size_blocks(Y_np, nbrs, order, dtype, algorithm=algorithm, loss=loss, greedy=plan.greedy,
+        return _shared_size_blocks(Y_np, nbrs, chooser_order(plan.chooser, m, rounds, seed), dtype, algorithm=algorithm, loss=loss, greedy=plan.greedy,
                                    trace=trace, narrow=plan.narrow)
     Y = to_device(Y_np, dtype)
     E0 = initial_edges(Y, algorithm=algorithm, loss=loss)
@@ -124,7 +123,8 @@ def run_blocks(plan: Plan, Y_np, nbrs, dtype, *, algorithm, loss, rounds: int, s
     P = shared_width(counts.max())
     members = np.stack([np.asarray(inverse_neighbors(nbrs[b], m, width=P).members) for b in range(n)])
     return _boost_blocks(Y, E0, to_device(members), to_device(counts),
-                         to_device(nbrs, np.int32) if plan.greedy else None, to_device(order), algorithm=algorithm,
+                         to_device(nbrs, np.int32) if plan.greedy else None,
+                         to_device(chooser_order(plan.chooser, m, rounds, seed)), algorithm=algorithm,
                          loss=loss, greedy=plan.greedy, trace=trace, narrow=plan.narrow)
 
 
