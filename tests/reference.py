@@ -562,3 +562,62 @@ def n3(Y, NN, loss, *, order=None):
     pi = class_balanced_prior(Y)
     E0 = loss.edge_from_prior(pi)
     return gnnb(Y, NN, loss, epsilon=0.5, initial_edges=E0, order=order)
+
+
+# --------------------------------------------------------------------------
+# Colourings and feature blocks (for test_reference_schedules.py)
+# --------------------------------------------------------------------------
+
+
+def colour_conflicts(NN, colours) -> int:
+    """How many pairs of distinct examples of one colour conflict: both sit in
+    one neighbour list NN(i) (so both inverse neighbourhoods hold i and their
+    steps touch the same edge e_i).  0 iff ``colours`` (m,) is a proper
+    colouring of the conflict graph, i.e. running the examples of a colour
+    one after another in any order gives the same edges as running them all
+    at once."""
+    NN = np.asarray(NN)
+    colours = np.asarray(colours)
+    bad = 0
+    for row in NN:
+        row = np.unique(row)
+        _, counts = np.unique(colours[row], return_counts=True)
+        bad += int(np.sum(counts * (counts - 1) // 2))
+    return bad
+
+
+def order_by_colour(colours, rng=None):
+    """The examples grouped by colour, colour 0 first; within a colour by
+    index, or in a random order when ``rng`` (a NumPy Generator) is given."""
+    colours = np.asarray(colours)
+    m = colours.size
+    within = np.arange(m) if rng is None else rng.permutation(m)
+    return np.lexsort((within, colours)).astype(np.int64)
+
+
+def normalised_blocks(X, blocks, norm="l2"):
+    """Paper 000 §6.4's sub-descriptors: for each block (a sequence of column
+    indices) the (m, len(block)) float64 array X[:, block], each row scaled to
+    unit L2 (``"l2"``) or L1 (``"l1"``) norm — an all-zero row stays zero —
+    or left as it is (``None``)."""
+    X = np.asarray(X, dtype=np.float64)
+    out = []
+    for block in blocks:
+        B = X[:, list(block)]
+        if norm is not None:
+            size = np.abs(B).sum(axis=1) if norm == "l1" else np.sqrt((B * B).sum(axis=1))
+            B = np.where(size[:, None] > 0, B / np.where(size > 0, size, 1.0)[:, None], 0.0)
+        out.append(B)
+    return out
+
+
+def knn_margin(X, k):
+    """The smallest relative gap, over all examples, between the squared
+    distance of the k-th and of the (k+1)-th nearest other point: when it is
+    well above float rounding, the k-NN graph of X is unambiguous (any exact
+    search finds :func:`knn_bruteforce`'s graph)."""
+    X = np.asarray(X, dtype=np.float64)
+    d2 = np.sum((X[:, None, :] - X[None, :, :]) ** 2, axis=-1)
+    np.fill_diagonal(d2, np.inf)
+    part = np.sort(d2, axis=1)[:, k - 1 : k + 1]
+    return float(np.min((part[:, 1] - part[:, 0]) / np.maximum(part[:, 1], np.finfo(float).tiny)))
