@@ -27,7 +27,7 @@ import numpy as np
 from jaxnn._src import sharding, window
 from jaxnn._src.boosting import boost
 from jaxnn._src.inverse import inverse_counts, inverse_neighbors
-from jaxnn._src.plan import Plan, chooser_order
+from jaxnn._src.plan import Plan, chooser_order, chooser_orders
 from jaxnn._src.progress import logger, progress_wanted
 from jaxnn._src.schedule import boost_colored, color_schedule, padded_schedule, stack_schedules
 from jaxnn._src.shared_sizes import PaddedShapes, in_blocks, padded_rows, shared_k, shared_rows, shared_width, to_device
@@ -36,10 +36,29 @@ from jaxnn._src.steps import BoostResult, initial_edges
 __all__ = ["run", "run_blocks", "pass_runner", "select_shapes", "shared_shapes"]
 
 
+#: the most steps (per class) one compiled run takes: longer runs go on from
+#: the edges, a segment of whole passes at a time, so that memory (the example
+#: order, the windowed layout, the colored scan's steps) does not grow with rounds
+SEGMENT_STEPS = 1 << 21
+
+
+def segment_rounds(m: int) -> int:
+    """Steps of one segment of a long run on m examples: whole passes, about
+    :data:`SEGMENT_STEPS` (at least one pass)."""
+    return max(1, SEGMENT_STEPS // m) * m
+
+
 def run(plan: Plan, Y_np, nbrs, dtype, *, algorithm, loss, rounds: int, seed: int, trace: bool, like=None,
         home=None):
     """Boost T = ``rounds`` steps per class on the (m, k) graph ``nbrs`` as
     ``plan`` says, labels Y_np (m, C) ±1 on the host, in ``dtype``.
+
+    A run of more than :func:`segment_rounds` (m) steps goes on from the
+    edges one segment of whole passes after another (the same steps in the
+    same order as one run: the lazy order, the random chooser's permutations
+    from one generator, the greedy chooser's scores recomputed from the edges
+    every m steps, the colored schedule's passes), so memory does not grow
+    with ``rounds`` (the trace, when asked for, holds T values).
 
     ``like``: the padded shapes of another run whose compiled program this
     one is to reuse (only read by a shared plan).  ``home``: the device the
@@ -47,16 +66,36 @@ def run(plan: Plan, Y_np, nbrs, dtype, *, algorithm, loss, rounds: int, seed: in
 
     Returns (:class:`BoostResult` of the m examples and C classes — α (m, C),
     edges, the trace (T,) or None —, the padded shapes used or None)."""
+    m = nbrs.shape[0]
+    parts = chooser_orders(plan.chooser, m, rounds, seed, segment_rounds(m))
+    steps, order = next(parts)
+    result, shapes = _run_segment(plan, Y_np, nbrs, dtype, order, steps, None, algorithm=algorithm, loss=loss,
+                                  trace=trace, like=like, home=home)
+    done, alpha, traces = steps, result.alpha, [result.trace]
+    for steps, order in parts:  # a long run: the next segment from the edges
+        logger.info("fit: %d of %d steps done", done, rounds)
+        result, _ = _run_segment(plan, Y_np, nbrs, dtype, order, steps, result.edges, algorithm=algorithm, loss=loss,
+                                 trace=trace, like=shapes, home=home)
+        done, alpha = done + steps, alpha + result.alpha
+        traces.append(result.trace)
+    if len(traces) == 1:
+        return result, shapes
+    return BoostResult(alpha, result.edges, jnp.concatenate(traces) if trace else None), shapes
+
+
+def _run_segment(plan: Plan, Y_np, nbrs, dtype, order, rounds: int, E0, *, algorithm, loss, trace: bool, like, home):
+    """:func:`run`'s work for ``rounds`` steps in the example ``order``
+    (None for the colored schedule, which runs rounds/m passes) from the
+    edges E0 (m, C) (None: the algorithm's initial edges)."""
     m, n_classes = Y_np.shape
     if plan.shared and plan.chooser == "colored":
         return shared_size_colored(Y_np, nbrs, dtype, algorithm=algorithm, loss=loss, passes=rounds // m,
-                                   trace=trace, platform=plan.platform, like=like)
+                                   trace=trace, platform=plan.platform, like=like, E0=E0)
     if plan.shared:
-        return shared_size_boost(Y_np, nbrs, chooser_order(plan.chooser, m, rounds, seed), dtype, algorithm=algorithm,
-                                 loss=loss, greedy=plan.greedy, windowed=plan.windowed, trace=trace, like=like,
-                                 narrow=plan.narrow)
+        return shared_size_boost(Y_np, nbrs, order, dtype, algorithm=algorithm, loss=loss, greedy=plan.greedy,
+                                 windowed=plan.windowed, trace=trace, like=like, narrow=plan.narrow, E0=E0)
     Y = to_device(Y_np, dtype)  # cast on the host: nothing compiles per m
-    E0 = initial_edges(Y, algorithm=algorithm, loss=loss)
+    E0 = initial_edges(Y, algorithm=algorithm, loss=loss) if E0 is None else E0
     mesh = None
     if plan.devices is not None:  # the class axis split across the devices, padded with y = 0 columns
         mesh = sharding.class_mesh(plan.devices)
@@ -70,17 +109,15 @@ def run(plan: Plan, Y_np, nbrs, dtype, *, algorithm, loss, rounds: int, seed: in
                                passes=rounds // m, trace=trace)
     elif plan.windowed:  # a large edge state: the steps run in windows on a local copy
         counts = inverse_counts(nbrs, m)
-        layout = window.window_layout(nbrs, chooser_order(plan.chooser, m, rounds, seed),
-                                      window.window_steps(Y.shape[1], nbrs.shape[1]))
+        layout = window.window_layout(nbrs, order, window.window_steps(Y.shape[1], nbrs.shape[1]))
         result = window.boost_windowed(Y, E0, to_device(counts), layout, algorithm=algorithm, loss=loss, trace=trace,
                                        n_steps=rounds, max_count=window.shared_max_count(counts), narrow=plan.narrow)
     else:  # the padded (m, P) inverse neighbourhoods; refits of other data share the width
         inv = inverse_neighbors(nbrs, m, width=shared_width(inverse_counts(nbrs, m).max()))
         if mesh is not None:
             inv = type(inv)(*(sharding.replicate(a, mesh) for a in inv))
-        result = boost(Y, E0, inv.members, inv.counts, to_device(nbrs) if plan.greedy else None,
-                       to_device(chooser_order(plan.chooser, m, rounds, seed)), algorithm=algorithm, loss=loss,
-                       greedy=plan.greedy, trace=trace, narrow=plan.narrow)
+        result = boost(Y, E0, inv.members, inv.counts, to_device(nbrs) if plan.greedy else None, to_device(order),
+                       algorithm=algorithm, loss=loss, greedy=plan.greedy, trace=trace, narrow=plan.narrow)
     if mesh is not None:
         result = _gathered(result, n_classes, loss, home)
     return result, None
@@ -105,6 +142,9 @@ def run_blocks(plan: Plan, Y_np, nbrs, dtype, *, algorithm, loss, rounds: int, s
     a :class:`BoostResult` whose α (n, m, C), edges and trace (n, T) carry
     the block axis first.  One block is :func:`run` itself."""
     n, m, _ = nbrs.shape
+    if n > 1 and rounds > segment_rounds(m):
+        raise ValueError(f"fit_split boosts several blocks in one run of at most {segment_rounds(m)} steps per class "
+                         f"on {m} points ({segment_rounds(m) // m} passes); got rounds={rounds}")
     if n == 1:
         res, _ = run(plan, Y_np, nbrs[0], dtype, algorithm=algorithm, loss=loss, rounds=rounds, seed=seed, trace=trace)
         return BoostResult(res.alpha[None], res.edges[None], None if res.trace is None else res.trace[None])
@@ -279,7 +319,7 @@ def shared_shapes(m: int, steps: int, largest: int, k: int) -> PaddedShapes:
 
 
 def shared_size_boost(Y_np, nbrs, order, dtype, *, algorithm, loss, greedy: bool, windowed: bool, trace: bool,
-                       like: PaddedShapes | None = None, narrow: bool | None = None):
+                       like: PaddedShapes | None = None, narrow: bool | None = None, E0=None):
     """:func:`boost` on a small problem padded to shared sizes: the m examples
     to M = :func:`shared_sizes.shared_rows` (m) rows (y = 0, n_j = 0, no one's
     neighbour), the T steps to :func:`shared_sizes.in_blocks` (T) (no-ops) and the
@@ -292,22 +332,30 @@ def shared_size_boost(Y_np, nbrs, order, dtype, *, algorithm, loss, greedy: bool
     unpadded call (α, edges and trace sliced back on the host).  ``like``:
     shapes to pad to at least (another fit's, to share its compilation).
     ``windowed``: the windowed scan (:mod:`window`), its layout padded too
-    (:func:`shared_size_windowed`).
+    (:func:`shared_size_windowed`).  ``E0``: the (m, C) edges to start from
+    (None: the algorithm's initial edges, computed in the program).
 
     Returns (:class:`BoostResult`, the :class:`PaddedShapes` used).
     """
     if windowed:
         return shared_size_windowed(Y_np, nbrs, order, dtype, algorithm=algorithm, loss=loss, trace=trace, like=like,
-                                    narrow=narrow)
+                                    narrow=narrow, E0=E0)
     m, k = nbrs.shape
     shapes = shared_shapes(m, order.size, inverse_counts(nbrs, m).max(), k).at_least(like)
     Y = to_device(padded_rows(Y_np, shapes.rows), dtype)
     inv, neighbors = padded_graph(nbrs, shapes.rows, shapes.width, greedy=greedy)
-    result = boost(Y, None, inv.members, inv.counts, neighbors,  # E0 = init_edges(Y) in the program
+    result = boost(Y, _padded_edges(E0, shapes.rows), inv.members, inv.counts, neighbors,
                    to_device(padded_rows(order, shapes.steps)), to_device(m, np.int32),
                    to_device(order.size, np.int32), algorithm=algorithm, loss=loss, greedy=greedy, trace=trace,
                    narrow=narrow)
     return _first_of(result, m, order.size), shapes
+
+
+def _padded_edges(E0, rows: int):
+    """Edges to start a padded run from: None (the algorithm's initial edges,
+    computed in the program) or E0 (m, C) with zero rows appended (the
+    padding rows are no one's neighbour: their edges are never read)."""
+    return None if E0 is None else to_device(padded_rows(np.asarray(E0), rows))
 
 
 def _first_of(result: BoostResult, m: int, steps: int) -> BoostResult:
@@ -319,7 +367,7 @@ def _first_of(result: BoostResult, m: int, steps: int) -> BoostResult:
 
 
 def shared_size_windowed(Y_np, nbrs, order, dtype, *, algorithm, loss, trace: bool,
-                          like: PaddedShapes | None = None, narrow: bool | None = None):
+                          like: PaddedShapes | None = None, narrow: bool | None = None, E0=None):
     """:func:`window.boost_windowed` on a small problem padded to shared sizes:
     the examples to :func:`shared_sizes.shared_rows` (m) rows (y = 0, n_j = 0), the
     layout's windows to three significant bits (``window_layout(shared=True)``:
@@ -336,14 +384,14 @@ def shared_size_windowed(Y_np, nbrs, order, dtype, *, algorithm, loss, trace: bo
     layout, shapes = windowed_layout(nbrs, order, window.window_steps(Y_np.shape[1], shared_k(k, m)), like=like)
     Y = to_device(padded_rows(Y_np, shapes.rows), dtype)
     counts = to_device(padded_rows(inverse_counts(nbrs, m), shapes.rows))
-    result = window.boost_windowed(Y, None, counts, layout, to_device(m, np.int32),  # E0 in the program
+    result = window.boost_windowed(Y, _padded_edges(E0, shapes.rows), counts, layout, to_device(m, np.int32),
                                    algorithm=algorithm, loss=loss, trace=trace, max_count=shapes.max_count,
                                    narrow=narrow)
     return _first_of(result, m, order.size), shapes
 
 
 def shared_size_colored(Y_np, nbrs, dtype, *, algorithm, loss, passes: int, trace: bool, platform: str,
-                         like: PaddedShapes | None = None):
+                         like: PaddedShapes | None = None, E0=None):
     """:func:`schedule.boost_colored` on a small problem padded to shared
     sizes: the examples to :func:`shared_sizes.shared_rows` (m) rows (y = 0, n_j = 0,
     in no step), the edges and examples a step to three significant bits and
@@ -366,8 +414,8 @@ def shared_size_colored(Y_np, nbrs, dtype, *, algorithm, loss, passes: int, trac
                     real_steps, m)
     Y = to_device(padded_rows(Y_np, sizes.rows), dtype)
     counts = to_device(padded_rows(inverse_counts(nbrs, m), sizes.rows))
-    # E0 computed in the program; the (m,) colours, which the scan does not read, left out of its arguments
-    result = boost_colored(Y, None, counts, schedule._replace(colors=None), to_device(m, np.int32),
+    # the (m,) colours, which the scan does not read, left out of its arguments
+    result = boost_colored(Y, _padded_edges(E0, sizes.rows), counts, schedule._replace(colors=None), to_device(m, np.int32),
                            to_device(real_steps, np.int32), algorithm=algorithm, loss=loss, passes=passes, trace=trace)
     return _first_of(result, m, passes * real_steps), sizes
 

@@ -34,7 +34,8 @@ import numpy as np
 from jaxnn._src import platforms, shared_sizes
 from jaxnn._src.checks import did_you_mean
 
-__all__ = ["Plan", "make_plan", "auto_chooser", "check_chooser", "chooser_order", "CHOOSERS", "WINDOWED_MIN_STATE"]
+__all__ = ["Plan", "make_plan", "auto_chooser", "check_chooser", "chooser_order", "chooser_orders", "CHOOSERS",
+           "WINDOWED_MIN_STATE"]
 
 #: the windowed scan is used from this many edge-state entries (m·C) on: 256 KB
 #: of float32, where XLA on CPU starts splitting gathers and scatters across
@@ -68,6 +69,24 @@ def chooser_order(chooser: str, m: int, rounds: int, seed: int) -> np.ndarray:
     if chooser == "greedy":  # the sequence is decided inside the loop; only its length matters
         return np.zeros(rounds, dtype=np.int32)
     raise ValueError(f"chooser {chooser!r} has no fixed example sequence here; use 'lazy', 'random' or 'greedy'")
+
+
+def chooser_orders(chooser: str, m: int, rounds: int, seed: int, segment: int):
+    """The T = ``rounds`` steps in segments of at most ``segment`` steps (a
+    multiple of m): yields (steps, order) per segment, ``order`` the segment's
+    slice of :func:`chooser_order`'s sequence — the random chooser's
+    permutations drawn from one generator, pass after pass — or None for the
+    colored schedule, whose passes follow the graph."""
+    rng = np.random.default_rng(seed) if chooser == "random" else None
+    for start in range(0, rounds, segment):
+        steps = min(segment, rounds - start)
+        if chooser == "colored":
+            yield steps, None
+        elif chooser == "random":
+            passes = -(-steps // m)
+            yield steps, np.concatenate([rng.permutation(m) for _ in range(passes)])[:steps].astype(np.int32)
+        else:
+            yield steps, chooser_order(chooser, m, steps, seed)
 
 
 class Plan(NamedTuple):
