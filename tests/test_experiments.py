@@ -194,3 +194,72 @@ def test_progress_line_and_folds():
         per_class = np.bincount(folds[y == c], minlength=3)
         assert per_class.max() - per_class.min() <= 1
     np.testing.assert_array_equal(common._rank_desc(np.array([0.9, 0.8, 0.9, np.nan])), [1.5, 3.0, 1.5, np.nan])
+
+
+def _splits_result(domains, dims, n_splits, ran):
+    """A SplitsResult by hand: accuracy 0.9 where ``ran[d][n]``, NaN (skipped, n > d) elsewhere."""
+    D, N = len(domains), len(n_splits)
+    acc = np.full((D, N, 3, 1), np.nan)
+    fit_s = np.full((D, N, 1), np.nan)
+    for di in range(D):
+        for ni in range(N):
+            if ran[di][ni]:
+                acc[di, ni] = 0.9
+                fit_s[di, ni] = 1.0
+    return experiments.SplitsResult(domains=tuple(domains), dims=tuple(dims), n_splits=tuple(n_splits),
+                                    means=("arithmetic", "geometric", "harmonic"), accuracy=acc, fit_s=fit_s,
+                                    folds=1, protocol="single stratified 70/30 split", k=10, seed=0)
+
+
+def test_splits_table_names_every_domain_whichever_n_was_skipped():
+    # n = 8 > iris's d = 4 came first: iris's rows lost its name and d, and the mean over one
+    # domain looked like the mean over both
+    r = _splits_result(("wine", "iris"), (13, 4), (8, 1, 2), [[True, True, True], [False, True, True]])
+    buf = io.StringIO()
+    experiments.format_splits(r, out=buf)
+    lines = buf.getvalue().splitlines()
+    iris = [line for line in lines if line.startswith("iris")]
+    assert len(iris) == 1 and iris[0].split()[:3] == ["iris", "4", "1"]
+    assert any(line.split()[:2] == ["mean", "8"] and "(over 1 of 2 domains)" in line for line in lines)
+    assert "n > d" in lines[-1] and "iris (d=4): n = 8" in lines[-1]
+
+
+def test_splits_table_when_no_n_ran_on_a_domain():
+    # `jaxnn experiment splits --domains iris --n-splits 50` printed a table without rows and a
+    # mean row of "—" (the command line refuses it now; the library skips n > d)
+    r = _splits_result(("iris",), (4,), (50,), [[False]])
+    buf = io.StringIO()
+    experiments.format_splits(r, out=buf)
+    text = buf.getvalue()
+    assert "—" not in text and "iris" in text and "no n ran" in text and "iris (d=4): n = 50" in text
+
+
+class _WorkStarted(Exception):
+    pass
+
+
+def _no_fits(*args, **kwargs):
+    raise _WorkStarted("a fit started")
+
+
+def test_uci_refuses_more_folds_than_rows_before_any_fit(monkeypatch):
+    # folds=1000 on iris failed every fold (an empty test part) for 159 s and returned
+    from jaxnn._src.experiments import uci_benchmark
+
+    monkeypatch.setattr(uci_benchmark, "_fit_contender", _no_fits)
+    with pytest.raises(ValueError, match="folds=1000 is more than the 150 rows of iris"):
+        experiments.uci(domains=("iris",), folds=1000, methods=("k-NN",), progress=False)
+    with pytest.raises(ValueError, match="folds=51 is more than the 50 rows of iris's smallest class"):
+        experiments.uci(domains=("wdbc", "iris"), folds=51, methods=("k-NN",), progress=False)
+    with pytest.raises(ValueError, match="folds must be >= 2"):
+        experiments.uci(domains=("iris",), folds=1, methods=("k-NN",), progress=False)
+
+
+def test_splits_refuses_more_folds_than_a_class_has_rows_before_any_fit(monkeypatch):
+    import jaxnn.ensemble
+
+    monkeypatch.setattr(jaxnn.ensemble, "fit_split", _no_fits)
+    with pytest.raises(ValueError, match="folds=51 is more than the 50 rows of iris's smallest class"):
+        experiments.splits(domains=("iris",), folds=51, progress=False)
+    with pytest.raises(ValueError, match="folds must be >= 1"):
+        experiments.splits(domains=("iris",), folds=0, progress=False)

@@ -12,7 +12,63 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["main", "demo", "demo_intro", "compilation_cache_dir"]
+__all__ = ["main", "demo", "demo_intro", "compilation_cache_dir", "OneLineErrorParser", "one_line",
+           "quiet_on_broken_pipe", "BROKEN_PIPE_STATUS"]
+
+
+# --------------------------------------------------------------------------
+# how the command line ends: a user's mistake, a reader gone
+# --------------------------------------------------------------------------
+def one_line(message: str) -> str:
+    """``message`` on one line (its whitespace runs, newlines included, made one space)."""
+    return " ".join(str(message).split())
+
+
+class OneLineErrorParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line on stderr,
+    ``PROG: error: MESSAGE``, and exit status 2 (argparse's own first prints
+    the usage too); ``--help`` prints the usage and options as always.
+    Subparsers made by ``add_subparsers().add_parser`` are of this class too."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {one_line(message)}\n")
+
+
+#: the exit status of a command whose output's reader went away
+#: (``jaxnn demo | head``): 128 + SIGPIPE (13), what a shell reports for a
+#: command that SIGPIPE ended, as ``yes | head`` does
+BROKEN_PIPE_STATUS = 141
+
+
+def quiet_on_broken_pipe(command: Callable[[], int]) -> int:
+    """``command()``'s exit status, or :data:`BROKEN_PIPE_STATUS` without a
+    traceback where the reader of stdout went away (a BrokenPipeError), as
+    the Python documentation's "Note on SIGPIPE" advises: stdout is pointed at
+    os.devnull, so that Python's final flush of what is left in its buffer
+    does not fail again.  An ``argparse`` exit (``--help``) is flushed first."""
+    try:
+        try:
+            status = command()
+        except SystemExit:
+            sys.stdout.flush()
+            raise
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        return BROKEN_PIPE_STATUS
+
+
+def _stdout_to_devnull() -> None:
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (a test's or a notebook's capture): nothing to redirect
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
 
 
 def compilation_cache_dir(environ=None) -> str | None:
@@ -151,21 +207,28 @@ def _contenders(k: int):
     }
 
 
-def demo(*, k: int = 10, quick: bool = False, out=sys.stdout) -> dict:
+def _check_demo_k(k: int, domains) -> None:
+    """ValueError unless 1 <= k < the smallest training set of ``domains`` (as :func:`_demo_domains` yields)."""
+    smallest = min(len(ytr) for _, _, ytr, _, _ in domains)
+    if not 1 <= k < smallest:
+        raise ValueError(f"k must lie in [1, {smallest - 1}] (the smallest training set has {smallest} points), got {k}")
+
+
+def demo(*, k: int = 10, quick: bool = False, out=None) -> dict:
     """Ripley + a few bundled UCI sets: boosted k-NN vs k-NN and linear models.
 
     Prints a table of test accuracy and fit time (seconds, JIT compilation
     included: every domain has new shapes);
     returns {(domain, method): (accuracy, fit_seconds)}.  The last line is
-    Ripley's Bayes error rate (not an accuracy).
+    Ripley's Bayes error rate (not an accuracy).  ``out``: where the table
+    goes (default: sys.stdout at the call).
     """
+    out = sys.stdout if out is None else out
     print(demo_intro(k=k, quick=quick), file=out, flush=True)  # at once: the first row waits on compilation
     import jax
 
     domains = list(_demo_domains(quick))
-    smallest = min(len(ytr) for _, _, ytr, _, _ in domains)
-    if not 1 <= k < smallest:
-        raise ValueError(f"k must lie in [1, {smallest - 1}] (the smallest training set has {smallest} points), got {k}")
+    _check_demo_k(k, domains)
     contenders = _contenders(k)
     results: dict = {}
     header = f"{'domain':<12}" + "".join(f"{name:>12}" for name in contenders)
@@ -193,7 +256,20 @@ def demo(*, k: int = 10, quick: bool = False, out=sys.stdout) -> dict:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="jaxnn", description="Boosted nearest-neighbour classification in JAX.")
+    """``jaxnn demo [--k K] [--quick]`` and ``jaxnn experiment NAME ...``: the
+    exit status.
+
+    A user's mistake (a bad option value, settings no chosen data allow) is
+    refused before any work starts: one line on stderr, ``jaxnn ...: error:
+    ...``, and status 2 (returned, or raised as SystemExit by argparse).
+    A reader of stdout gone (``jaxnn demo | head``) ends the command quietly
+    with status :data:`BROKEN_PIPE_STATUS`.
+    """
+    return quiet_on_broken_pipe(lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    parser = OneLineErrorParser(prog="jaxnn", description="Boosted nearest-neighbour classification in JAX.")
     sub = parser.add_subparsers(dest="command", required=True)
     p_demo = sub.add_parser("demo", help="boosted k-NN vs k-NN, SGD and linear SVM on bundled data",
                             description=_DEMO_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -202,21 +278,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("experiment", help="reproduce a paper experiment: jaxnn experiment NAME --help", add_help=False)
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["experiment"]:
-        from jaxnn._src.experiments import main as experiment_main
+        from jaxnn._src.experiments.cli import command as experiment_command
 
-        if {"-h", "--help"} & set(argv):
-            return experiment_main(argv[1:])
-        with _compilation_cache():
-            return experiment_main(argv[1:])
+        # the options are checked first; the compilation cache is on for the run only
+        return experiment_command(argv[1:], around_run=_compilation_cache)
     args = parser.parse_args(argv)
     if args.command == "demo":
         if args.k < 1:
-            p_demo.error("--k must be >= 1")
-        try:
-            with _compilation_cache():
-                demo(k=args.k, quick=args.quick)
-        except ValueError as err:  # demo's own errors name what is wrong (--k's bound)
-            p_demo.error(str(err))
+            p_demo.error(f"argument --k: must be >= 1, got {args.k}")
+        try:  # before the first line: a k too large for the data is a mistake, found in a blink
+            _check_demo_k(args.k, list(_demo_domains(args.quick)))
+        except ValueError as err:
+            p_demo.error(f"argument --k: {err}")
+        with _compilation_cache():
+            demo(k=args.k, quick=args.quick)
     return 0
 
 

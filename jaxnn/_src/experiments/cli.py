@@ -5,18 +5,21 @@ option parsers and :func:`main`."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import sys
 import tempfile
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
-from jaxnn._src.experiments.common import _check_domains, _save
-from jaxnn._src.experiments.feature_splits import format_splits, splits
+from jaxnn._src.cli import OneLineErrorParser, one_line, quiet_on_broken_pipe
+from jaxnn._src.experiments.common import _check_domains, _check_folds, _load_domain, _save
+from jaxnn._src.experiments.contenders import _SECONDARY, KNN_METHODS
+from jaxnn._src.experiments.feature_splits import _splits_data, _splits_settings, format_splits, splits
 from jaxnn._src.experiments.plots import _require_matplotlib, plot_posteriors, plot_ripley, plot_splits, plot_uci
-from jaxnn._src.experiments.posterior_estimation import format_posteriors, posteriors
-from jaxnn._src.experiments.pruning_curve import format_ripley, ripley
-from jaxnn._src.experiments.uci_benchmark import format_uci, uci
+from jaxnn._src.experiments.posterior_estimation import _posteriors_settings, format_posteriors, posteriors
+from jaxnn._src.experiments.pruning_curve import RIPLEY_K, RIPLEY_N_TRAIN, _ripley_settings, format_ripley, ripley
+from jaxnn._src.experiments.uci_benchmark import _uci_settings, format_uci, uci
 
 
 EXPERIMENTS = {"ripley": ripley, "uci": uci, "posteriors": posteriors, "splits": splits}
@@ -75,22 +78,32 @@ def run(
     return result
 
 
-def _int_at_least(low: int):
-    """An argparse type: an integer >= ``low``."""
+#: the largest --seed: JAX's random keys hold 32 bits, so a larger seed would repeat a smaller one's draws
+MAX_SEED = 2**32 - 1
+#: the most replicates (--seeds, --draws): far more than any run could finish, so a larger count is a typo
+MAX_REPEATS = 10_000
+#: the largest σ (--sigmas): the classes' means lie on the unit circle, and float32 (jaxnn's precision)
+#: rounds them away in points ~10⁷ from the origin; far beyond σ ≈ 10 every posterior is uniform anyway
+MAX_SIGMA = 1e6
+
+
+def _int_at_least(low: int, high: Optional[int] = None):
+    """An argparse type: an integer >= ``low`` (and <= ``high``)."""
 
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {value}")
+        if value < low or (high is not None and value > high):
+            bounds = f">= {low}" if high is None else f"in [{low}, {high}]"
+            raise argparse.ArgumentTypeError(f"expected an integer {bounds}, got {value}")
         return value
 
     return parse
 
 
-_positive_int, _seed = _int_at_least(1), _int_at_least(0)
+_positive_int, _seed, _repeats = _int_at_least(1), _int_at_least(0, MAX_SEED), _int_at_least(1, MAX_REPEATS)
 
 
 def _distinct(values: tuple, text: str) -> tuple:
@@ -123,6 +136,13 @@ def _float_list(text: str) -> tuple:
     return _distinct(floats, text)
 
 
+def _sigma_list(text: str) -> tuple:
+    sigmas = _float_list(text)
+    if max(sigmas) > MAX_SIGMA:
+        raise argparse.ArgumentTypeError(f"expected σ values in (0, {MAX_SIGMA:g}], got {text!r}")
+    return sigmas
+
+
 def _str_list_raw(text: str) -> tuple:
     return tuple(v.strip() for v in text.split(",") if v.strip())
 
@@ -137,18 +157,99 @@ _OPTIONS = {
     "--ks": ("ks", _int_list, ("uci", "posteriors"), "comma-separated k values"),
     "--domains": ("domains", _str_list, ("uci", "splits"), "comma-separated domain names"),
     "--methods": ("methods", _str_list, ("uci", "posteriors"), "comma-separated contender names"),
-    "--seeds": ("n_seeds", _positive_int, ("posteriors",), "replicate seeds per σ"),
-    "--sigmas": ("sigmas", _float_list, ("posteriors",), "comma-separated σ values"),
+    "--seeds": ("n_seeds", _repeats, ("posteriors",), f"replicate seeds per σ (at most {MAX_REPEATS})"),
+    "--sigmas": ("sigmas", _sigma_list, ("posteriors",), f"comma-separated σ values in (0, {MAX_SIGMA:g}]"),
     "--thetas": ("thetas", _float_list, ("ripley",), "comma-separated θ values"),
-    "--draws": ("n_draws", _positive_int, ("ripley",), "random k-NN samples per θ"),
+    "--draws": ("n_draws", _repeats, ("ripley",), f"random k-NN samples per θ (at most {MAX_REPEATS})"),
     "--n-splits": ("n_splits", _int_list, ("splits",), "comma-separated block counts"),
     "--extra-ks": ("extra_ks", _int_list, ("uci",), "k values for GNNB(mat), GNNB(squared), N3(hinge)"),
 }
 
 
+def _check_settings(name: str, quick: bool, seed: int, options: dict) -> None:
+    """ValueError (its message names the option) where the settings cannot
+    run on the data they choose — found before any work, where the run would
+    fail on every fold, or print rows of "—", only after minutes: more folds
+    than a domain's rows or than its smallest class's, a k no chosen
+    domain's training part exceeds, more feature blocks than features, a θ
+    that keeps fewer than k prototypes, seeds past :data:`MAX_SEED`."""
+    if name == "uci":
+        with _naming("--methods"):  # unknown names
+            domains, folds, ks, methods, extra_ks = _uci_settings(quick, options.get("domains"), options.get("folds"),
+                                                                  options.get("ks"), options.get("methods"),
+                                                                  options.get("extra_ks"))
+        labels = {domain: _load_domain(domain)[1] for domain in domains}
+        with _naming("--folds"):
+            _check_folds(labels, folds)
+        training = {domain: len(y) - math.ceil(len(y) / folds) for domain, y in labels.items()}  # smallest per domain
+        largest = max(training, key=training.get)
+        grids = (("--ks", ks, any(m in KNN_METHODS and m not in _SECONDARY for m in methods)),
+                 ("--extra-ks" if "extra_ks" in options else "--ks", extra_ks, any(m in _SECONDARY for m in methods)))
+        for flag, grid, used in grids:
+            for k in grid if used else ():
+                if k >= training[largest]:
+                    raise ValueError(f"{flag}: k={k} is not below the training part of any chosen domain, so no "
+                                     f"fit would run (the largest: {training[largest]} points of {largest} in "
+                                     f"{folds} folds)")
+    elif name == "splits":
+        domains, n_splits, folds, max_rows = _splits_settings(quick, options.get("domains"), options.get("n_splits"),
+                                                              options.get("folds"), None)
+        data = _splits_data(domains, max_rows, seed)
+        with _naming("--folds"):
+            _check_folds({domain: y for domain, (_, y) in data.items()}, folds)
+        for n in n_splits if "n_splits" in options else ():  # the defaults skip an n > d (a note says so)
+            for domain, (X, _) in data.items():
+                if n > X.shape[1]:
+                    raise ValueError(f"--n-splits: n={n} blocks is more than the {X.shape[1]} features of {domain}")
+    elif name == "posteriors":
+        with _naming("--methods"):  # unknown names
+            _, ks, n_seeds, n_train, _, _ = _posteriors_settings(quick, options.get("sigmas"), options.get("ks"),
+                                                                options.get("n_seeds"), None, None,
+                                                                options.get("methods"))
+        for k in ks:
+            if k >= n_train:
+                raise ValueError(f"--ks: k={k} is not below the {n_train} training points"
+                                 f"{' of --quick' if quick else ''}")
+        if seed + n_seeds - 1 > MAX_SEED:
+            raise ValueError(f"--seed: the {n_seeds} seeds from {seed} go past {MAX_SEED}, the largest seed")
+    elif name == "ripley":
+        thetas, _, _ = _ripley_settings(quick, options.get("thetas"), options.get("n_draws"), None)
+        for theta in thetas:
+            kept = math.ceil(round(float(theta) * RIPLEY_N_TRAIN, 9))
+            if kept < RIPLEY_K:
+                raise ValueError(f"--thetas: θ={theta:g} keeps {kept} of the {RIPLEY_N_TRAIN} training points, fewer "
+                                 f"than k={RIPLEY_K}: each θ must be at least {RIPLEY_K / RIPLEY_N_TRAIN:g}")
+
+
+@contextlib.contextmanager
+def _naming(flag: str):
+    """A ValueError raised inside, its message headed by ``flag``."""
+    try:
+        yield
+    except ValueError as err:
+        raise ValueError(f"{flag}: {err}") from None
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """``jaxnn experiment NAME [--quick] [--plot DIR] [--seed S] [overrides]``."""
-    parser = argparse.ArgumentParser(
+    """``jaxnn experiment NAME [--quick] [--plot DIR] [--seed S] [overrides]``.
+
+    Returns the exit status.  Options and settings that cannot run are
+    refused before any work: one line on stderr, ``jaxnn experiment: error:
+    ...``, and status 2 (argparse's refusals raise it as SystemExit).  A
+    reader of stdout gone (``... | head``) ends the command quietly with
+    status 141.
+    """
+    return command(argv)
+
+
+def command(argv: Optional[Sequence[str]] = None, *, around_run: Callable = contextlib.nullcontext) -> int:
+    """:func:`main`, with ``around_run()`` (a context manager: ``jaxnn``'s
+    compilation cache) entered for the run only, once the options are checked."""
+    return quiet_on_broken_pipe(lambda: _command(argv, around_run))
+
+
+def _command(argv: Optional[Sequence[str]], around_run: Callable) -> int:
+    parser = OneLineErrorParser(
         prog="jaxnn experiment",
         description="Reproduce a paper experiment and print its table. "
         + "; ".join(f"{n}: {text}" for n, text in _DESCRIPTIONS.items()) + ".",
@@ -156,7 +257,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("name", metavar="NAME", help=f"one of: {', '.join(EXPERIMENTS)}")
     parser.add_argument("--quick", action="store_true", help="small version (4-90 s on two CPU cores)")
     parser.add_argument("--plot", metavar="DIR", default=None, help="write PNG figures to DIR (needs matplotlib)")
-    parser.add_argument("--seed", type=_seed, default=0, help="base random seed (default 0)")
+    parser.add_argument("--seed", type=_seed, default=0, help=f"base random seed (default 0, at most {MAX_SEED})")
     parser.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     parser.add_argument("--save", metavar="FILE", default=None, help="pickle the result object to FILE (uci: after every domain)")
     for flag, (dest, typ, names, text) in _OPTIONS.items():
@@ -194,13 +295,32 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             options["domains"] = _check_domains(options["domains"])
         except ValueError as err:
             parser.error(f"--domains: {err}")
+    try:  # the settings against the data they choose: the errors of the run's own checks, found before it
+        _check_settings(args.name, args.quick, args.seed, options)
+    except ValueError as err:
+        return _refuse(parser, str(err))
+    if args.plot is not None:
+        try:
+            _require_matplotlib()
+            os.makedirs(args.plot, exist_ok=True)
+            with tempfile.TemporaryFile(dir=args.plot):
+                pass
+        except ImportError as err:
+            parser.error(f"--plot: {err}")
+        except OSError as err:
+            parser.error(f"--plot: cannot write figures to {args.plot!r}: {err.strerror or err}")
     try:
-        run(args.name, quick=args.quick, plot_dir=args.plot, progress=not args.no_progress, seed=args.seed,
-            save=args.save, **options)
-    except ImportError as err:
-        print(f"jaxnn experiment: {err}", file=sys.stderr)
-        return 2
-    except (ValueError, OSError) as err:  # OSError: a figure or --save file that cannot be written
-        print(f"jaxnn experiment: {err}", file=sys.stderr)
-        return 2
+        with around_run():
+            run(args.name, quick=args.quick, plot_dir=args.plot, progress=not args.no_progress, seed=args.seed,
+                save=args.save, **options)
+    except BrokenPipeError:  # the reader of stdout went away: quiet_on_broken_pipe's
+        raise
+    except OSError as err:  # a figure or --save file that could not be written after all (a full disk)
+        return _refuse(parser, str(err))
     return 0
+
+
+def _refuse(parser: argparse.ArgumentParser, message: str) -> int:
+    """Exit status 2 after one line on stderr, as the parser's own errors."""
+    print(f"{parser.prog}: error: {one_line(message)}", file=sys.stderr)
+    return 2

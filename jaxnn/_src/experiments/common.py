@@ -138,6 +138,22 @@ def _check_domains(domains) -> tuple:
     return domains
 
 
+def _check_folds(data: dict, folds: int) -> None:
+    """ValueError unless every domain (``{name: y}``) can be dealt into
+    ``folds`` stratified folds: at most its rows — every domain checked for
+    that first — and at most the rows of its smallest class, so that every
+    fold holds every class (``folds=1``, one 70/30 split, passes)."""
+    for name, y in data.items():
+        if folds > len(y):
+            raise ValueError(f"folds={folds} is more than the {len(y)} rows of {name}")
+    if folds > 1:
+        for name, y in data.items():
+            smallest = int(np.min(np.unique(np.asarray(y), return_counts=True)[1]))
+            if folds > smallest:
+                raise ValueError(f"folds={folds} is more than the {smallest} rows of {name}'s smallest class: "
+                                 f"a stratified fold needs every class (at most {smallest} folds on {name})")
+
+
 def _load_domain(name: str, seed: int = 0):
     """(X, y) of a bundled domain; ``letter-2561`` is the stratified
     2561-row sample of paper 000 (:func:`jaxnn.datasets.letter_sample`)."""

@@ -12,6 +12,7 @@ import numpy as np
 
 from jaxnn._src.experiments.common import (
     _check_domains,
+    _check_folds,
     _fmt,
     _load_domain,
     _nanmean,
@@ -51,6 +52,31 @@ class SplitsResult:
     seconds: float = 0.0
 
 
+def _splits_settings(quick: bool, domains, n_splits, folds, max_rows) -> tuple:
+    """(domains, n_splits, folds, max_rows) that :func:`splits` runs with: the
+    defaults (full or quick) filled in, the domain names checked (ValueError)."""
+    domains = _check_domains(domains) if domains is not None else (("optdigits", "spambase") if quick else SPLITS_DOMAINS)
+    n_splits = tuple(int(n) for n in n_splits) if n_splits is not None else ((1, 4, 16) if quick else (1, 2, 4, 8, 16))
+    folds = (1 if quick else 3) if folds is None else int(folds)
+    if folds < 1:
+        raise ValueError(f"folds must be >= 1 (1: a single 70/30 split), got {folds}")
+    max_rows = (1200 if quick else None) if max_rows is None else int(max_rows)
+    return domains, n_splits, folds, max_rows
+
+
+def _splits_data(domains, max_rows: Optional[int], seed: int) -> dict:
+    """{domain: (X, y)} as :func:`splits` uses them: more than ``max_rows``
+    rows subsampled (stratified, seeded)."""
+    data = {}
+    for domain in domains:
+        X, y = _load_domain(domain)
+        if max_rows is not None and X.shape[0] > max_rows:
+            keep = _stratified_subsample(y, max_rows, seed)
+            X, y = X[keep], y[keep]
+        data[domain] = X, y
+    return data
+
+
 def splits(
     *,
     quick: bool = False,
@@ -71,28 +97,22 @@ def splits(
     3-fold stratified CV.  Quick: optdigits and spambase subsampled to 1200
     rows, n ∈ {1, 4, 16}, a single stratified 70/30 split.  ``folds=1``
     means a single 70/30 split.
+
+    ValueError at once, before any fit, for an unknown domain, ``folds`` < 1,
+    or more folds than a domain's rows or than the rows of its smallest
+    class; an n above a domain's number of features d is skipped there (NaN).
     """
     from jaxnn import datasets, ensemble, metrics
 
     t_start = time.perf_counter()
-    domains = _check_domains(domains) if domains is not None else (("optdigits", "spambase") if quick else SPLITS_DOMAINS)
-    n_splits = tuple(int(n) for n in n_splits) if n_splits is not None else ((1, 4, 16) if quick else (1, 2, 4, 8, 16))
-    folds = (1 if quick else 3) if folds is None else int(folds)
-    max_rows = (1200 if quick else None) if max_rows is None else int(max_rows)
+    domains, n_splits, folds, max_rows = _splits_settings(quick, domains, n_splits, folds, max_rows)
     means = ensemble.MEANS
     D, N, F = len(domains), len(n_splits), folds
     acc = np.full((D, N, len(means), F), np.nan)
     fit_s = np.full((D, N, F), np.nan)
     dims = []
-    data = {}
-    for domain in domains:  # all loaded and checked first, so a bad --folds fails before any domain runs
-        X, y = _load_domain(domain)
-        if max_rows is not None and X.shape[0] > max_rows:
-            keep = _stratified_subsample(y, max_rows, seed)
-            X, y = X[keep], y[keep]
-        if folds > y.shape[0]:
-            raise ValueError(f"folds={folds} is more than the {y.shape[0]} rows of {domain}")
-        data[domain] = X, y
+    data = _splits_data(domains, max_rows, seed)  # all loaded and checked first: a bad folds fails before any fit
+    _check_folds({domain: y for domain, (_, y) in data.items()}, folds)
     bar = _Progress(D * N * F, "splits", progress)
     for di, domain in enumerate(domains):
         X, y = data[domain]
@@ -138,13 +158,30 @@ def format_splits(result: SplitsResult, out=None) -> None:
     head = f"{'domain':<12}{'d':>4}{'n':>5}" + "".join(f"{m:>12}" for m in r.means) + f"{'fit s':>8}"
     print(head, file=out)
     print(_rule(len(head)), file=out)
+    ran = ~np.all(np.isnan(acc), axis=2)  # (D, N): n > d was skipped on that domain
+    skipped = []
     for di, d in enumerate(r.domains):
-        for ni, n in enumerate(r.n_splits):
-            if np.all(np.isnan(acc[di, ni])):
-                continue
-            row = f"{d if ni == 0 else '':<12}{r.dims[di] if ni == 0 else '':>4}{n:>5}"
+        done = np.flatnonzero(ran[di])
+        for j, ni in enumerate(done):  # the domain and its d head its first row that ran
+            row = f"{d if j == 0 else '':<12}{r.dims[di] if j == 0 else '':>4}{r.n_splits[ni]:>5}"
             row += "".join(_fmt(v, ".3f", 12) for v in acc[di, ni]) + _fmt(fit[di, ni], ".1f", 8)
             print(row, file=out)
+        if done.size == 0:
+            print(f"{d:<12}{r.dims[di]:>4}{'':>5}  (no n ran)", file=out)
+        if done.size < len(r.n_splits):
+            gone = ", ".join(str(n) for n, ok in zip(r.n_splits, ran[di]) if not ok)
+            skipped.append(f"{d} (d={r.dims[di]}): n = {gone}")
     print(_rule(len(head)), file=out)
+    first = True
     for ni, n in enumerate(r.n_splits):
-        print(f"{'mean' if ni == 0 else '':<12}{'':>4}{n:>5}" + "".join(_fmt(v, ".3f", 12) for v in _nanmean(acc[:, ni], axis=0)), file=out)
+        count = int(np.sum(ran[:, ni]))
+        if count == 0:  # nothing to average
+            continue
+        row = f"{'mean' if first else '':<12}{'':>4}{n:>5}"
+        row += "".join(_fmt(v, ".3f", 12) for v in _nanmean(acc[:, ni], axis=0))
+        if count < len(r.domains):
+            row += f"  (over {count} of {len(r.domains)} domains)"
+        print(row, file=out)
+        first = False
+    if skipped:
+        print(f"not run, more blocks than features (n > d): {'; '.join(skipped)}", file=out)

@@ -68,6 +68,22 @@ def normalise_rows(p) -> np.ndarray:
     return np.where(s > 0, p / np.where(s > 0, s, 1.0), 1.0 / p.shape[1])
 
 
+def _posteriors_settings(quick: bool, sigmas, ks, n_seeds, n_train, n_test, methods) -> tuple:
+    """(sigmas, ks, n_seeds, n_train, n_test, rows of ``POSTERIOR_METHODS``)
+    that :func:`posteriors` runs with: the defaults (full or quick) filled in,
+    the method names checked (ValueError)."""
+    sigmas = np.asarray(sigmas if sigmas is not None else ((0.4, 1.0) if quick else (0.2, 0.4, 0.6, 0.8, 1.0, 1.1)), float)
+    ks = tuple(int(k) for k in ks) if ks is not None else ((10,) if quick else (10, 20))
+    n_seeds = (1 if quick else 3) if n_seeds is None else int(n_seeds)
+    n_train = (600 if quick else 1500) if n_train is None else int(n_train)
+    n_test = (1500 if quick else 4500) if n_test is None else int(n_test)
+    table = POSTERIOR_METHODS if methods is None else tuple(t for t in POSTERIOR_METHODS if t[0] in methods)
+    if methods is not None and len(table) != len(tuple(methods)):
+        known = [t[0] for t in POSTERIOR_METHODS]
+        raise ValueError(f"unknown posterior method(s) {sorted(set(methods) - set(known))}; use some of {known}")
+    return sigmas, ks, n_seeds, n_train, n_test, table
+
+
 def posteriors(
     *,
     quick: bool = False,
@@ -98,15 +114,8 @@ def posteriors(
     from jaxnn._src import baselines as bl
 
     t_start = time.perf_counter()
-    sigmas = np.asarray(sigmas if sigmas is not None else ((0.4, 1.0) if quick else (0.2, 0.4, 0.6, 0.8, 1.0, 1.1)), float)
-    ks = tuple(int(k) for k in ks) if ks is not None else ((10,) if quick else (10, 20))
-    n_seeds = (1 if quick else 3) if n_seeds is None else int(n_seeds)
-    n_train = (600 if quick else 1500) if n_train is None else int(n_train)
-    n_test = (1500 if quick else 4500) if n_test is None else int(n_test)
-    table = POSTERIOR_METHODS if methods is None else tuple(t for t in POSTERIOR_METHODS if t[0] in methods)
-    if methods is not None and len(table) != len(tuple(methods)):
-        known = [t[0] for t in POSTERIOR_METHODS]
-        raise ValueError(f"unknown posterior method(s) {sorted(set(methods) - set(known))}; use some of {known}")
+    sigmas, ks, n_seeds, n_train, n_test, table = _posteriors_settings(quick, sigmas, ks, n_seeds, n_train, n_test,
+                                                                      methods)
     labels = tuple(t[0] for t in table)
     seeds = tuple(seed + r for r in range(n_seeds))
     S, K, M, R = sigmas.size, len(ks), len(table), n_seeds

@@ -15,6 +15,10 @@ from jaxnn._src.experiments.common import _Progress, _rule
 from jaxnn._src.experiments.contenders import BOOSTED
 
 
+#: ripley's k and training set size (Ripley's 250 points)
+RIPLEY_K, RIPLEY_N_TRAIN = 5, 250
+
+
 @dataclasses.dataclass
 class RipleyResult:
     """Test error vs θ on Ripley's data.
@@ -53,14 +57,23 @@ class RipleyResult:
     seconds: float = 0.0
 
 
+def _ripley_settings(quick: bool, thetas, n_draws, n_mc) -> tuple:
+    """(thetas, n_draws, n_mc) that :func:`ripley` runs with, the defaults (full or quick) filled in."""
+    if thetas is None:
+        thetas = (0.2, 0.5, 1.0) if quick else tuple(np.round(np.arange(1, 11) / 10, 1))
+    n_draws = (2 if quick else 5) if n_draws is None else int(n_draws)
+    n_mc = (100_000 if quick else 1_000_000) if n_mc is None else int(n_mc)
+    return np.asarray(thetas, dtype=float), n_draws, n_mc
+
+
 def ripley(
     *,
     quick: bool = False,
     seed: int = 0,
-    k: int = 5,
+    k: int = RIPLEY_K,
     thetas: Optional[Sequence[float]] = None,
     n_draws: Optional[int] = None,
-    n_train: int = 250,
+    n_train: int = RIPLEY_N_TRAIN,
     n_test: int = 1000,
     n_mc: Optional[int] = None,
     progress: bool = True,
@@ -84,11 +97,7 @@ def ripley(
     from jaxnn._src.prune import knn_subsample, prune
 
     t_start = time.perf_counter()
-    if thetas is None:
-        thetas = (0.2, 0.5, 1.0) if quick else tuple(np.round(np.arange(1, 11) / 10, 1))
-    n_draws = (2 if quick else 5) if n_draws is None else int(n_draws)
-    n_mc = (100_000 if quick else 1_000_000) if n_mc is None else int(n_mc)
-    thetas = np.asarray(thetas, dtype=float)
+    thetas, n_draws, n_mc = _ripley_settings(quick, thetas, n_draws, n_mc)
     sp = datasets.ripley(n_train=n_train, n_test=n_test, seed=seed)
     methods = ("UNN(exp)", "GNNB(log)", "k-NN sample")
     specs = {"UNN(exp)": BOOSTED["UNN(exp)"], "GNNB(log)": BOOSTED["GNNB(log)"]}

@@ -12,6 +12,7 @@ import numpy as np
 
 from jaxnn._src.experiments.common import (
     _check_domains,
+    _check_folds,
     _fmt,
     _load_domain,
     _nanmean,
@@ -81,6 +82,22 @@ class UCIResult:
         return np.stack([_rank_desc(sign * row) for row in m])
 
 
+def _uci_settings(quick: bool, domains, folds, ks, methods, extra_ks) -> tuple:
+    """(domains, folds, ks, methods, extra_ks) that :func:`uci` runs with:
+    the defaults (full or quick) filled in, the names checked (ValueError)."""
+    domains = _check_domains(domains) if domains is not None else (UCI_QUICK_DOMAINS if quick else UCI_DOMAINS)
+    folds = (2 if quick else 5) if folds is None else int(folds)
+    if folds < 2:
+        raise ValueError(f"uci cross-validates: folds must be >= 2, got {folds}")
+    ks = tuple(int(k) for k in ks) if ks is not None else ((10,) if quick else (5, 10, 20, 50))
+    methods = tuple(methods) if methods is not None else UCI_METHODS
+    unknown = [m for m in methods if m not in UCI_METHODS]
+    if unknown:
+        raise ValueError(f"unknown method(s) {unknown}; use some of {UCI_METHODS}")
+    extra_ks = ks if extra_ks is None else tuple(int(k) for k in extra_ks)
+    return domains, folds, ks, methods, extra_ks
+
+
 def uci(
     *,
     quick: bool = False,
@@ -113,17 +130,18 @@ def uci(
 
     Full: 10 domains, 5 folds, k ∈ {5, 10, 20, 50}.  Quick: iris, wdbc, bupa,
     2 folds, k = 10.
+
+    ValueError at once, before any fit, for an unknown domain or method,
+    ``folds`` < 2, or more folds than a domain's rows or than the rows of its
+    smallest class; a contender whose k is not below a training fold's size
+    is skipped there (a note says so).
     """
     from jaxnn import datasets, metrics
 
     t_start = time.perf_counter()
-    domains = _check_domains(domains) if domains is not None else (UCI_QUICK_DOMAINS if quick else UCI_DOMAINS)
-    folds = (2 if quick else 5) if folds is None else int(folds)
-    ks = tuple(int(k) for k in ks) if ks is not None else ((10,) if quick else (5, 10, 20, 50))
-    methods = tuple(methods) if methods is not None else UCI_METHODS
-    unknown = [m for m in methods if m not in UCI_METHODS]
-    if unknown:
-        raise ValueError(f"unknown method(s) {unknown}; use some of {UCI_METHODS}")
+    domains, folds, ks, methods, extra_ks = _uci_settings(quick, domains, folds, ks, methods, extra_ks)
+    data = {domain: _load_domain(domain) for domain in domains}  # all checked first: a bad folds fails at once
+    _check_folds({domain: y for domain, (_, y) in data.items()}, folds)
     notes = []
     if "RBF-SVM" in methods:
         try:
@@ -132,7 +150,6 @@ def uci(
             methods = tuple(m for m in methods if m != "RBF-SVM")
             notes.append("RBF-SVM skipped: scikit-learn is not installed (pip install scikit-learn).")
 
-    extra_ks = ks if extra_ks is None else tuple(int(k) for k in extra_ks)
     contenders, base, cks = [], [], []
     for m in methods:
         if m in KNN_METHODS:
@@ -158,7 +175,7 @@ def uci(
         )
 
     for di, domain in enumerate(domains):
-        X, y = _load_domain(domain)
+        X, y = data[domain]
         sizes[domain] = (X.shape[0], X.shape[1], int(np.unique(y).size))
         fold_id = _stratified_folds(y, folds, seed)
         for f in range(folds):

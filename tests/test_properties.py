@@ -1,0 +1,148 @@
+"""Invariants of fitting and prediction, checked with hypothesis over generated
+problems (``PROPERTY_EXAMPLES`` examples each: 200 in the full suite, fewer in
+the development tier — tests/conftest.py chooses the hypothesis profile).
+
+Problems are generated from a seed (points from a Gaussian mixture, labels,
+sizes, k), so that hypothesis shrinks to small, readable cases.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import numpy as np
+import pytest
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import assume, given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+import jaxnn
+
+ALGORITHMS = ("gnnb", "unn", "n3")
+CHOOSERS = ("lazy", "random", "greedy", "colored")
+
+
+@st.composite
+def problems(draw, min_m=12, max_m=60):
+    """(X (m, d) float64, y (m,) ints with every class present, k)."""
+    m = draw(st.integers(min_m, max_m))
+    d = draw(st.integers(1, 4))
+    C = draw(st.integers(2, 4))
+    k = draw(st.integers(1, min(8, m - 1)))
+    seed = draw(st.integers(0, 2**31 - 1))
+    rng = np.random.default_rng(seed)
+    y = np.concatenate([np.arange(C), rng.integers(0, C, m - C)])
+    rng.shuffle(y)
+    centres = rng.normal(scale=2.0, size=(C, d))
+    X = centres[y] + rng.normal(size=(m, d))
+    return X, y, k
+
+
+def _knn_margin(X, k: int) -> float:
+    """The smallest relative gap between a point's k-th and (k+1)-th nearest
+    distance (float64, self excluded): near 0, float32 may order them otherwise."""
+    d2 = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
+    np.fill_diagonal(d2, np.inf)
+    part = np.sort(d2, axis=1)[:, : k + 1]
+    if part.shape[1] <= k:
+        return np.inf
+    return float(np.min((part[:, k] - part[:, k - 1]) / np.maximum(part[:, k], 1e-300)))
+
+
+@given(problem=problems(), algorithm=st.sampled_from(ALGORITHMS), chooser=st.sampled_from(CHOOSERS),
+       passes=st.integers(1, 3))
+def test_the_surrogate_risk_never_increases_at_a_step(problem, algorithm, chooser, passes):
+    """GNNB Theorem 4, UNN eq. (A.2), N³: every step (every scan step of the
+    colored schedule) leaves the total surrogate risk no higher."""
+    X, y, k = problem
+    model = jaxnn.fit(X, y, k=k, algorithm=algorithm, chooser=chooser, rounds=passes * X.shape[0], trace=True,
+                      posterior="link")
+    trace = np.asarray(model.trace, np.float64)
+    assert np.all(np.isfinite(trace))
+    rises = np.diff(trace)
+    assert np.all(rises <= 1e-5 * np.abs(trace[:-1]) + 1e-7), (rises.max(), trace)
+
+
+@given(problem=problems(), posterior=st.sampled_from(("link", "votes", "auto")))
+def test_posteriors_are_probability_rows(problem, posterior):
+    X, y, k = problem
+    model = jaxnn.fit(X, y, k=k, posterior=posterior)
+    P = np.asarray(jaxnn.predict_proba(model, X + 0.1), np.float64)
+    assert P.shape == (X.shape[0], np.unique(y).size)
+    assert np.all(np.isfinite(P)) and np.all(P >= 0) and np.all(P <= 1)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0, atol=1e-5)
+
+
+@given(problem=problems(), perm_seed=st.integers(0, 2**16))
+def test_permuting_class_labels_permutes_the_columns(problem, perm_seed):
+    X, y, k = problem
+    C = np.unique(y).size
+    perm = np.random.default_rng(perm_seed).permutation(C)
+    base = jaxnn.fit(X, y, k=k, posterior="link")
+    relabelled = jaxnn.fit(X, perm[y], k=k, posterior="link")
+    # class c of the first fit is class perm[c] of the second, its column perm[c]
+    np.testing.assert_allclose(np.asarray(relabelled.alpha)[:, perm], np.asarray(base.alpha), rtol=1e-5, atol=1e-6)
+    Q = X + 0.05
+    np.testing.assert_allclose(np.asarray(jaxnn.predict_proba(relabelled, Q))[:, perm],
+                               np.asarray(jaxnn.predict_proba(base, Q)), rtol=1e-5, atol=1e-6)
+
+
+@given(problem=problems(), shift=st.floats(-1e8, 1e8, allow_nan=False), log2_scale=st.integers(-20, 20))
+def test_translating_or_uniformly_scaling_X_changes_nothing(problem, shift, log2_scale):
+    """The exact graph, α and the predictions of X and of a·X + b (a a power
+    of two, b up to 10⁸) agree when no k-th and (k+1)-th neighbours are near
+    a tie (float32 may order those either way)."""
+    X, y, k = problem
+    assume(_knn_margin(X, k) > 1e-3)
+    moved = X * 2.0**log2_scale + shift
+    base = jaxnn.fit(X, y, k=k, posterior="link")
+    other = jaxnn.fit(moved, y, k=k, posterior="link")
+    np.testing.assert_array_equal(np.sort(np.asarray(jaxnn.knn_graph(moved, k).indices), axis=1),
+                                  np.sort(np.asarray(jaxnn.knn_graph(X, k).indices), axis=1))
+    np.testing.assert_allclose(np.asarray(other.alpha), np.asarray(base.alpha), rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(jaxnn.predict(other, moved), jaxnn.predict(base, X))
+
+
+@given(problem=problems())
+def test_unit_leverage_is_the_knn_vote(problem):
+    """α ≡ 1 gives H_c(x) = Σ_{j∈NN_k(x)} y_jc = k·(2·v_c(x) − 1), v the
+    k-NN vote fractions (self excluded on the training points)."""
+    X, y, k = problem
+    model = jaxnn.fit(X, y, k=k, posterior="link")
+    unit = dataclasses.replace(model, alpha=np.ones_like(np.asarray(model.alpha)))
+    H = np.asarray(jaxnn.decision_function(unit, neighbors=jaxnn.knn_graph(X, k)), np.float64)
+    nb = np.asarray(jaxnn.knn_graph(X, k).indices)
+    votes = (y[nb][:, :, None] == np.unique(y)[None, None, :]).mean(axis=1)
+    np.testing.assert_allclose(H, k * (2 * votes - 1), atol=1e-5)
+
+
+@given(problem=problems(), chooser=st.sampled_from(CHOOSERS), seed=st.integers(0, 2**31 - 1))
+def test_the_same_seed_gives_the_same_alpha_bit_for_bit(problem, chooser, seed):
+    X, y, k = problem
+    a = jaxnn.fit(X, y, k=k, chooser=chooser, seed=seed, posterior="link")
+    b = jaxnn.fit(X, y, k=k, chooser=chooser, seed=seed, posterior="link")
+    np.testing.assert_array_equal(np.asarray(a.alpha), np.asarray(b.alpha))
+
+
+@given(problem=problems(), algorithm=st.sampled_from(ALGORITHMS))
+def test_float32_is_float64_up_to_rounding(problem, algorithm):
+    X, y, k = problem
+    assume(_knn_margin(X, k) > 1e-3)
+    single = jaxnn.fit(X.astype(np.float32), y, k=k, algorithm=algorithm, posterior="link")
+    with jax.enable_x64(True):
+        double = jaxnn.fit(X, y, k=k, algorithm=algorithm, posterior="link")
+        alpha64 = np.asarray(double.alpha)
+    assert alpha64.dtype == np.float64
+    scale = max(1.0, float(np.abs(alpha64).max()))
+    np.testing.assert_allclose(np.asarray(single.alpha, np.float64), alpha64, rtol=1e-3, atol=1e-4 * scale)
+
+
+def test_property_profile_runs_enough_examples(request):
+    """The full suite runs every property over at least 200 examples."""
+    from hypothesis import settings
+
+    if "not slow" in (request.config.getoption("markexpr") or ""):
+        pytest.skip("the development tier runs fewer examples")
+    assert settings.default.max_examples >= 200
