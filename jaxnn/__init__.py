@@ -6,13 +6,18 @@
 H_c(x) = Σ_{j∈NN_k(x)} α_jc y_jc, with α learned by UNN, GNNB or N³.
 """
 
-from jaxnn import baselines, datasets, ensemble, losses, metrics
+from jaxnn._src import config as _config
+
+_config.use_default_cache()  # before anything compiles: the persistent compilation cache (jaxnn.config)
+
+from jaxnn import baselines, config, datasets, ensemble, losses, metrics  # noqa: E402
 from jaxnn._src.algorithms import GNNB, N3, UNN, UNNFast, gnnb, n3, unn, unn_fast
 from jaxnn._src.steps import surrogate_risk
 from jaxnn._src.fitting import fit
 from jaxnn._src.graph import Neighbors, knn_graph, knn_query
 from jaxnn._src.inverse import InverseNeighbors, inverse_neighbors
 from jaxnn._src.model import Model
+from jaxnn._src.persist import ModelFileError, load, save
 from jaxnn._src.prediction import decision_function, predict, predict_proba
 from jaxnn._src.prune import knn_subsample, prune, prune_indices
 from jaxnn._src.select import Selection, select
@@ -23,12 +28,14 @@ __all__ = [
     "GNNB",
     "InverseNeighbors",
     "Model",
+    "ModelFileError",
     "N3",
     "Neighbors",
     "Selection",
     "UNN",
     "UNNFast",
     "baselines",
+    "config",
     "datasets",
     "decision_function",
     "ensemble",
@@ -38,6 +45,7 @@ __all__ = [
     "knn_graph",
     "knn_query",
     "knn_subsample",
+    "load",
     "losses",
     "metrics",
     "n3",
@@ -45,8 +53,19 @@ __all__ = [
     "predict_proba",
     "prune",
     "prune_indices",
+    "save",
     "select",
     "surrogate_risk",
     "unn",
     "unn_fast",
 ]
+
+
+def __getattr__(name):
+    """``jaxnn.plot`` (figures; needs matplotlib), imported on first use so
+    that ``import jaxnn`` imports no matplotlib."""
+    if name == "plot":
+        import importlib
+
+        return importlib.import_module("jaxnn.plot")
+    raise AttributeError(f"module 'jaxnn' has no attribute {name!r}")

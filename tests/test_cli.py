@@ -77,8 +77,8 @@ def test_cli_fills_the_compilation_cache(tmp_path):
 
 def test_cli_main_in_process_leaves_no_compilation_cache_on(tmp_path):
     """cli.main turns the persistent cache on for its command only: called
-    in-process (a notebook), it left it on for the rest of the process until
-    stop 28.  A subprocess: the cache is process-wide JAX configuration."""
+    in-process (a notebook), it must not stay on for the rest of the process.
+    A subprocess: the cache is process-wide JAX configuration."""
     cache = tmp_path / "xla"
     env = {**os.environ, "JAXNN_CACHE_DIR": str(cache), "JAX_PLATFORMS": "cpu"}
     env.pop("JAX_COMPILATION_CACHE_DIR", None)

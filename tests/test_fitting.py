@@ -15,6 +15,7 @@ import jaxnn
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _data import _blobs  # noqa: E402
+from jaxnn._src import platforms
 
 
 @pytest.mark.xdist_group("nndescent")  # pynndescent's numba compilation (~45 s) once per worker
@@ -50,11 +51,11 @@ def test_fit_logs_its_stages_and_their_seconds(caplog):
     assert messages[0] == "fit: exact 5-NN graph of 200 points in 4 dimensions ..."
     assert re.fullmatch(r"fit: exact 5-NN graph of 200 points in 4 dimensions: \d+\.\d\d s", messages[1])
     from jaxnn._src import sharding
-    from jaxnn._src.boost_runs import auto_chooser
+    from jaxnn._src.plan import auto_chooser
 
     # chooser="auto": the lazy scan on CPU at this size, the colored schedule on a GPU
     how = {"lazy": "lazy chooser, scan", "colored": "colored chooser, colour schedule"}[
-        auto_chooser(200, 200, sharding.platform(), 3)]
+        auto_chooser(200, 200, platforms.platform(), 3)]
     assert any(re.fullmatch(rf"fit: GNNB boosting \(logistic loss, {how}\), 200 steps x 3 classes: \d+\.\d\d s", msg)
                for msg in messages)
     assert "fit: posterior='auto': auxiliary fit on 160 points, Brier scores on the other 40" in messages
@@ -294,13 +295,13 @@ def test_auto_posterior_scores_at_most_max_scored_held_out_points(monkeypatch, c
     from jaxnn._src import fitting as fit_mod
 
     seen = []
-    real = fit_mod._posterior_parts
+    real = fit_mod.posterior_parts
 
     def spy(model, X, **how):
         seen.append((model.X.shape[0], np.asarray(X)))
         return real(model, X, **how)
 
-    monkeypatch.setattr(fit_mod, "_posterior_parts", spy)
+    monkeypatch.setattr(fit_mod, "posterior_parts", spy)
     monkeypatch.setattr(fit_mod, "MAX_SCORED", 25)
     X, y = _blobs(m=200, C=3, seed=4)
     with caplog.at_level("INFO", logger="jaxnn"):
@@ -376,8 +377,7 @@ def test_auto_posterior_searches_the_auxiliary_graph_and_the_scored_points_at_on
     """A fit of new shapes with posterior="auto" compiles one exact search:
     the 80 %'s graph and the scored points' neighbours come from one search
     (graph.graph_and_query) — not a third for the query — padded to the
-    shapes of the search of all m points, whose program serves both (~0.25 s
-    each on 2 CPU cores; three programs in stop 25, two in stop 26); and one
+    shapes of the search of all m points, whose program serves both; and one
     boosting, the auxiliary fit padded to the main fit's shapes."""
     from jaxnn._src import boosting
     from jaxnn._src import search as search_mod
@@ -385,9 +385,9 @@ def test_auto_posterior_searches_the_auxiliary_graph_and_the_scored_points_at_on
     # m = 600 (640 rows) and the 80 %'s 480 (512 rows alone): the auxiliary search takes the main one's
     X, y = _blobs(m=600, C=7, seed=6)  # 7 classes: a boosting shape no other test uses
     X = np.c_[X, X[:, :1] * 0.5]  # a width no other test uses: every search shape is new
-    before = search_mod._conditioned_search._cache_size(), boosting.boost._cache_size()
+    before = search_mod.conditioned_search._cache_size(), boosting.boost._cache_size()
     model = jaxnn.fit(X, y, k=5, seed=2, chooser="lazy")  # boosting.boost on every platform
-    after = search_mod._conditioned_search._cache_size(), boosting.boost._cache_size()
+    after = search_mod.conditioned_search._cache_size(), boosting.boost._cache_size()
     assert (after[0] - before[0], after[1] - before[1]) == (1, 1)
     assert model.posterior_mix in (0.0, 1.0)
 

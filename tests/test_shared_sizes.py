@@ -14,6 +14,7 @@ from jaxnn._src import search as search_mod
 from jaxnn._src import sharding
 from jaxnn._src import shared_sizes as sizes_mod
 from jaxnn._src.boosting import boost
+from jaxnn._src import boost_runs, plan, platforms
 
 
 def _blobs(m, C=3, d=5, seed=0):
@@ -30,31 +31,38 @@ def test_shared_rows_buckets():
     assert sizes_mod.shared_rows(sizes_mod.SHARED_MAX_ROWS + 1) == sizes_mod.SHARED_MAX_ROWS + 1  # large: never padded
 
 
-def test_fits_of_nearby_sizes_share_the_compiled_programs():
+def test_fits_of_nearby_sizes_share_the_compiled_programs(compilations):
     """Cross-validation folds differ by a row: the second size compiles no
     search, boosting or scoring (each new m compiled ~1.2 s of programs)."""
-    watched = (search_mod._conditioned_search, boost, predict_mod._scores, predict_mod._mixed_posterior)
-    X, y = _blobs(403, d=7, seed=11)  # a width no other test uses
+    watched = (search_mod.conditioned_search, boost, predict_mod.leveraged_scores, predict_mod._mixed_posterior)
+    X, y = _blobs(403, d=7, seed=11)
     model = jaxnn.fit(X[:400], y[:400], k=6)
     jaxnn.predict(model, X[:50]), jaxnn.predict_proba(model, X[:50])
-    before = [f._cache_size() for f in watched]
-    model = jaxnn.fit(X, y, k=6)
-    jaxnn.predict(model, X[:50]), jaxnn.predict_proba(model, X[:50])
-    assert [f._cache_size() for f in watched] == before
+    with compilations() as compiled:
+        model = jaxnn.fit(X, y, k=6)
+        jaxnn.predict(model, X[:50]), jaxnn.predict_proba(model, X[:50])
+    assert compiled.of(*watched) == []
     assert model.alpha.shape == (403, 3) and model.X.shape == (403, 7) and model.Y.shape == (403, 3)
 
 
-@pytest.mark.parametrize("algorithm", ["gnnb", "unn", "unn_fast", "n3"])
-@pytest.mark.parametrize("chooser", ["lazy", "random", "greedy", "lazy-windowed", "random-windowed"])
+# each algorithm with a plain scan, a windowed one and (but UNN-fast, UNN's step
+# approximated) the greedy chooser; each chooser with two or three algorithms
+# (all 20 pairs: 40 fits' compilations, a sixth of the suite's time)
+@pytest.mark.parametrize("chooser, algorithm", [
+    ("lazy", "gnnb"), ("greedy", "gnnb"), ("lazy-windowed", "gnnb"),
+    ("random", "unn"), ("greedy", "unn"), ("random-windowed", "unn"),
+    ("lazy", "unn_fast"), ("random-windowed", "unn_fast"),
+    ("random", "n3"), ("greedy", "n3"), ("lazy-windowed", "n3"),
+])
 def test_padded_fit_equals_the_unpadded_fit(algorithm, chooser, monkeypatch):
     """Padded to shared sizes, the sequential scan (and "-windowed": the
-    windowed scan of a many-class problem, m·C ≥ 2¹⁶, its windows padded too,
-    since stop 28) gives the unpadded fit's result."""
+    windowed scan of a many-class problem, m·C ≥ 2¹⁶, its windows padded too)
+    gives the unpadded fit's result."""
     if chooser.endswith("-windowed"):
         from jaxnn._src import window
 
         chooser = chooser.removesuffix("-windowed")
-        monkeypatch.setattr(window, "WINDOWED_MIN_STATE", 0)  # windowed at any size
+        monkeypatch.setattr(plan, "WINDOWED_MIN_STATE", 0)  # windowed at any size
     X, y = _blobs(300, seed=3)
     fits = []
     for limit in (sizes_mod.SHARED_MAX_ROWS, 0):
@@ -107,37 +115,22 @@ def test_padded_search_is_exact_with_ties_and_offsets(offset):
     np.testing.assert_array_equal(q, _brute_force(Q, X, 6, False))
 
 
-def test_knn_baseline_of_nearby_sizes_shares_its_vote_count():
-    from jaxnn import baselines as BL
-    from jaxnn._src import baselines as bl_src
-
-    X, y = _blobs(330, d=9, seed=2)  # a width no other test uses
-    np.asarray(BL.predict_proba(BL.knn_fit(X[:320], y[:320], k=5), X[:40]))
-    before = (bl_src._votes._cache_size(), search_mod._conditioned_search._cache_size())
-    model = BL.knn_fit(X, y, k=5)
-    p = np.asarray(BL.predict_proba(model, X[:40]))
-    assert (bl_src._votes._cache_size(), search_mod._conditioned_search._cache_size()) == before
-    idx = _brute_force(X[:40], X, 5, False)
-    classes = np.unique(y)
-    np.testing.assert_allclose(p, (y[idx][:, :, None] == classes).mean(axis=1), atol=1e-6)
-
-
-def test_select_of_nearby_sizes_shares_the_compiled_programs_and_scores_as_unpadded(monkeypatch):
-    watched = (search_mod._conditioned_search, boost, predict_mod._scores)
-    X, y = _blobs(405, d=6, seed=12)  # a width no other test uses
-    kw = dict(ks=(5, 10), losses=("logistic", "matsushita"), passes=(1, 2))
+def test_select_of_nearby_sizes_shares_the_compiled_programs_and_scores_as_unpadded(monkeypatch, compilations):
+    """(One loss: select's programs per loss are test_select_compiles_one_boosting_per_loss's.)"""
+    watched = (search_mod.conditioned_search, boost, predict_mod.leveraged_scores)
+    X, y = _blobs(405, d=6, seed=12)
+    kw = dict(ks=(5, 10), losses=("matsushita",), passes=(1, 2))
     jaxnn.select(X[:400], y[:400], **kw)
-    before = [f._cache_size() for f in watched]
-    padded = jaxnn.select(X, y, **kw)
-    assert [f._cache_size() for f in watched] == before
+    with compilations() as compiled:
+        padded = {"auto": jaxnn.select(X, y, chooser="auto", **kw)}
+    assert compiled.of(*watched) == []
+    padded["greedy"] = jaxnn.select(X, y, chooser="greedy", **kw)
+    monkeypatch.setattr(sizes_mod, "SHARED_MAX_ROWS", 0)
     for chooser in ("auto", "greedy"):
-        monkeypatch.setattr(sizes_mod, "SHARED_MAX_ROWS", 16384)
-        padded = jaxnn.select(X, y, chooser=chooser, **kw)
-        monkeypatch.setattr(sizes_mod, "SHARED_MAX_ROWS", 0)
-        assert jaxnn.select(X, y, chooser=chooser, **kw) == padded
+        assert jaxnn.select(X, y, chooser=chooser, **kw) == padded[chooser], chooser
 
 
-def test_windowed_refits_on_other_data_of_one_size_reuse_the_compiled_scan(monkeypatch):
+def test_windowed_refits_on_other_data_of_one_size_reuse_the_compiled_scan(monkeypatch, compilations):
     """The windowed scan's layout (rows per window U, members list length) and
     its max_count depend on the data: each refit on new data of the same size
     compiled again (~0.3 s at m = 8000, C = 10).  They are rounded to shared
@@ -146,34 +139,33 @@ def test_windowed_refits_on_other_data_of_one_size_reuse_the_compiled_scan(monke
     the rounding), P stays."""
     from jaxnn._src import window
 
-    monkeypatch.setattr(window, "WINDOWED_MIN_STATE", 0)  # windowed at any size
+    monkeypatch.setattr(plan, "WINDOWED_MIN_STATE", 0)  # windowed at any size
     m = 3000  # three windows of 1024 steps (C = 4, k = 6)
-    X, y = _blobs(m, C=4, d=11, seed=21)  # a width no other test uses
+    X, y = _blobs(m, C=4, d=11, seed=21)
     nb = np.asarray(jaxnn.knn_graph(X, 6).indices)
     fits = []
     for seed in (0, 1, 2):
         perm = np.random.default_rng(seed).permutation(m)
         rank = np.argsort(perm)
         Xp, yp, nbp = X[perm], y[perm], rank[nb[perm]]
-        before = window.boost_windowed._cache_size()
-        jaxnn.fit(Xp, yp, k=6, neighbors=nbp, posterior="link")
-        fits.append(window.boost_windowed._cache_size() - before)
-    assert fits[1:] == [0, 0]  # the first compiled (or found) the program; the refits reuse it
+        with compilations(*([window.boost_windowed] if seed == 0 else [])) as compiled:
+            jaxnn.fit(Xp, yp, k=6, neighbors=nbp, posterior="link")
+        fits.append(len(compiled.of(window.boost_windowed)))
+    assert fits == [1, 0, 0]  # the first compiled the program; the refits reuse it
     assert window.shared_max_count(np.array([0, 30, 7])) == 32 and window.shared_max_count(np.array([28])) == 28
 
 
-def test_select_compiles_one_boosting_per_loss_and_one_scoring_for_all_ks():
+def test_select_compiles_one_boosting_per_loss_and_one_scoring_for_all_ks(compilations):
     """Every candidate k runs at the largest one's padded shapes (its inverse
     neighbourhoods hold the smaller ks') and is scored from its neighbours'
     first k columns: fit(k="auto") compiled a boosting per (k, loss) and a
     scoring per k (2.5 → 1.5 s for a first fit of 2000 points)."""
-    watched = (boost, predict_mod._scores)
-    X, y = _blobs(700, C=5, d=4, seed=31)  # five classes: shapes no other test uses
-    ks, losses = (3, 6, 12), ("logistic", "matsushita")
-    before = [f._cache_size() for f in watched]
-    together = jaxnn.select(X, y, ks=ks, losses=losses, passes=(1, 2))
-    new = [f._cache_size() - b for f, b in zip(watched, before)]
-    assert new[0] <= len(losses) and new[1] <= 1, new  # 6 and 3 before
+    X, y = _blobs(300, C=5, d=4, seed=31)
+    ks, losses = (3, 12), ("logistic", "matsushita")
+    with compilations(boost, predict_mod.leveraged_scores) as compiled:  # their programs dropped first
+        together = jaxnn.select(X, y, ks=ks, losses=losses, passes=(1, 2))
+    new = [len(compiled.of(f)) for f in (boost, predict_mod.leveraged_scores)]
+    assert new == [len(losses), 1], compiled  # 4 and 2 before
     for k in ks:  # the same scores as each k selected alone (at its own width, its own columns)
         alone = jaxnn.select(X, y, ks=(k,), losses=losses, passes=(1, 2))
         assert {key: v for key, v in together.scores.items() if key[0] == k} == alone.scores
@@ -187,8 +179,8 @@ def test_scores_of_the_first_k_columns():
     idx = rng.integers(0, 50, size=(20, 9)).astype(np.int32)
     for k in (1, 4, 9):
         want = (alpha * Y)[idx[:, :k]].sum(axis=1)
-        np.testing.assert_allclose(np.asarray(predict_mod._scores(alpha, Y, idx, k)), want, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(np.asarray(predict_mod._scores(alpha, Y, idx)), (alpha * Y)[idx].sum(axis=1), rtol=1e-5,
+        np.testing.assert_allclose(np.asarray(predict_mod.leveraged_scores(alpha, Y, idx, k)), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(predict_mod.leveraged_scores(alpha, Y, idx)), (alpha * Y)[idx].sum(axis=1), rtol=1e-5,
                                atol=1e-6)
 
 
@@ -196,7 +188,7 @@ def test_scores_of_the_first_k_columns():
 @pytest.mark.parametrize("kind", ["gauss", "offset 1e3", "grid + 3e4", "scale 1e19", "scale 1e-20", "identical", "zeros"])
 def test_host_conditioning_is_the_jitted_conditioning(kind, dtype):
     """A small search's training points are conditioned on the host
-    (search_mod._conditioning_on_host), so that its compiled program holds no
+    (search_mod.conditioning_on_host), so that its compiled program holds no
     reduction of them (~0.04 s of compilation less a shape); it takes the
     jitted conditioning's steps: same exponent, same points."""
     rng = np.random.default_rng(7)
@@ -207,14 +199,14 @@ def test_host_conditioning_is_the_jitted_conditioning(kind, dtype):
     Q = (X[:30] * 1.0001 + 0.25).astype(dtype)
     with jax.enable_x64(dtype == np.float64):
         Qj, Xj, e = search_mod._conditioned(Q, X)
-        Xh, (e0, shift, s, eh) = search_mod._conditioning_on_host(X)
+        Xh, (e0, shift, s, eh) = search_mod.conditioning_on_host(X)
         assert Xh.dtype == dtype and eh == int(e)
         np.testing.assert_array_equal(Xh, np.asarray(Xj))
         Qh = (jax.numpy.ldexp(Q, -e0) - shift) / s  # as the search conditions the queries
         np.testing.assert_array_equal(np.asarray(Qh), np.asarray(Qj))
 
 
-@pytest.mark.parametrize("k", [4, 10, 16])
+@pytest.mark.parametrize("k", [4, 16])  # 16: m = 1200 and 2500 on either side of 3·32·k = 1536
 def test_small_searches_conditioned_on_the_host_are_exact(k, monkeypatch):
     """The host-conditioned, padded search and the jitted one of large
     problems (SHARED_MAX_ROWS = 0) against float64 brute force, on integer
@@ -232,16 +224,21 @@ def test_small_searches_conditioned_on_the_host_are_exact(k, monkeypatch):
             np.testing.assert_array_equal(np.asarray(jaxnn.knn_query(X, Q, k).indices), want[1])
 
 
-def test_query_batches_of_new_sizes_compile_no_slice():
+def test_query_batches_of_new_sizes_compile_no_slice(compilations):
     """knn_query, decision_function and predict_proba drop the padded query
     rows on the host: each compiled a slice per batch size (sizes_mod.first_rows)."""
-    X, y = _blobs(260, d=13, seed=4)  # a width no other test uses
+    X, y = _blobs(260, d=13, seed=4)
     model = jaxnn.fit(X, y, k=3, posterior="link")
     calls = (lambda Q: jaxnn.knn_query(X, Q, 3).indices, lambda Q: jaxnn.decision_function(model, Q),
              lambda Q: jaxnn.predict_proba(model, Q))
     for call in calls:
         call(X[:37])
-    before = sizes_mod._first_rows._cache_size(), search_mod._conditioned_search._cache_size()
+    with compilations() as compiled:
+        _query_batches(X, model)
+    assert compiled.of(sizes_mod._first_rows, search_mod.conditioned_search) == []
+
+
+def _query_batches(X, model):
     for n in (38, 41, 100):
         Q = X[:n] + 0.01
         nb = jaxnn.knn_query(X, Q, 3)
@@ -252,65 +249,63 @@ def test_query_batches_of_new_sizes_compile_no_slice():
         np.testing.assert_allclose(np.asarray(H), (np.asarray(model.alpha) * np.asarray(model.Y))[nb.indices].sum(1),
                                    rtol=1e-5, atol=1e-6)
         assert jaxnn.predict_proba(model, Q).shape == (n, 3)
-    assert (sizes_mod._first_rows._cache_size(), search_mod._conditioned_search._cache_size()) == before
 
 
-def test_windowed_fits_of_nearby_sizes_share_the_compiled_scan(monkeypatch):
+def test_windowed_fits_of_nearby_sizes_share_the_compiled_scan(monkeypatch, compilations):
     """Cross-validation folds of a many-class problem (windowed from m = 656 at
     C = 100) compiled the windowed scan per fold size (3 times in 5 folds of
     1602–1603 points, ~0.26 s each); posterior="auto"'s auxiliary fit runs
     windowed at the main fit's sizes."""
     from jaxnn._src import window
 
-    monkeypatch.setattr(window, "WINDOWED_MIN_STATE", 0)
-    X, y = _blobs(709, C=6, d=3, seed=8)  # six classes: shapes no other test uses
+    monkeypatch.setattr(plan, "WINDOWED_MIN_STATE", 0)
+    X, y = _blobs(709, C=6, d=3, seed=8)
     jaxnn.fit(X[:700], y[:700], k=5)
-    before = window.boost_windowed._cache_size(), search_mod._conditioned_search._cache_size()
-    for m in (703, 709):
-        model = jaxnn.fit(X[:m], y[:m], k=5)
-        assert model.alpha.shape == (m, 6)
-    assert (window.boost_windowed._cache_size(), search_mod._conditioned_search._cache_size()) == before
+    with compilations() as compiled:
+        for m in (703, 709):
+            model = jaxnn.fit(X[:m], y[:m], k=5)
+            assert model.alpha.shape == (m, 6)
+    assert compiled.of(window.boost_windowed, search_mod.conditioned_search) == []
 
 
-@pytest.mark.parametrize("chooser", ["lazy", "random"])
-def test_windowed_select_compiles_one_scan_per_loss_and_scores_as_unpadded(chooser, monkeypatch):
+@pytest.mark.parametrize("chooser", ["lazy"])  # the random chooser's padded windows: test_padded_fit_equals_the_unpadded_fit
+def test_windowed_select_compiles_one_scan_per_loss_and_scores_as_unpadded(chooser, monkeypatch, compilations):
     from jaxnn._src import window
 
-    monkeypatch.setattr(window, "WINDOWED_MIN_STATE", 0)
-    X, y = _blobs(500, C=7, d=3, seed=9)  # seven classes: shapes no other test uses
+    monkeypatch.setattr(plan, "WINDOWED_MIN_STATE", 0)
+    X, y = _blobs(500, C=7, d=3, seed=9)
     kw = dict(ks=(3, 6, 12), losses=("logistic",), passes=(1, 2), chooser=chooser)
-    before = window.boost_windowed._cache_size()
-    padded = jaxnn.select(X, y, **kw)
-    assert window.boost_windowed._cache_size() - before <= 1  # one per (k, pass order) before
+    with compilations(window.boost_windowed) as compiled:  # its programs dropped first
+        padded = jaxnn.select(X, y, **kw)
+    assert len(compiled.of(window.boost_windowed)) == 1, compiled  # one per (k, pass order) before
     monkeypatch.setattr(sizes_mod, "SHARED_MAX_ROWS", 0)
     assert jaxnn.select(X, y, **kw) == padded
 
 
 @pytest.mark.parametrize("algorithm", ["gnnb", "n3"])
 @pytest.mark.parametrize("windowed", [False, True])
-def test_a_new_size_compiles_only_the_search_and_the_boosting(algorithm, windowed, monkeypatch, caplog):
+def test_a_new_size_compiles_only_the_search_and_the_boosting(algorithm, windowed, monkeypatch, compilations):
     """The initial edges are computed inside the boosting's program: run
     eagerly on each new padded shape, N³'s class-balanced edges compiled ~10
     small programs (~0.3 s on 2 CPU cores) and GNNB's zeros one."""
-    import logging
-
     from jaxnn._src import window
 
     if windowed:
-        monkeypatch.setattr(window, "WINDOWED_MIN_STATE", 0)  # windowed at any size
-    X, y = _blobs(1700 + 400 * windowed, d=6, seed=9)  # padded sizes (1792, 2560) no other test uses
+        monkeypatch.setattr(plan, "WINDOWED_MIN_STATE", 0)  # windowed at any size
+    X, y = _blobs(300, d=6, seed=9)
     kw = dict(k=5, algorithm=algorithm, posterior="link", chooser="lazy")  # auto's choice on CPU
-    jaxnn.fit(X[:100], y[:100], **kw)  # the loss's own programs
-    with caplog.at_level(logging.WARNING, logger="jax"), jax.log_compiles():
-        jaxnn.fit(X, y, **kw)
-    compiled = {r.getMessage().split()[4] for r in caplog.records if "Finished XLA compilation" in r.getMessage()}
-    windows = windowed and sharding.platform() in window.WINDOWED_PLATFORMS  # boost_runs.runs_windowed
-    assert compiled <= {"jit(_conditioned_search)", "jit(boost_windowed)" if windows else "jit(boost)"}, compiled
+    jax.clear_caches()  # every size new to this process, whatever ran before
+    jaxnn.fit(X[:100], y[:100], **kw)  # the loss's own programs (128 rows)
+    with compilations() as names:
+        jaxnn.fit(X, y, **kw)  # 384 rows
+    windows = windowed and platforms.platform() in platforms.WINDOWED_PLATFORMS  # boost_runs.runs_windowed
+    scan = window.boost_windowed if windows else boost
+    assert set(names) == {f"jit({search_mod.conditioned_search.__name__})", f"jit({scan.__name__})"}, names
 
 
-@pytest.mark.parametrize("algorithm", ["gnnb", "unn", "unn_fast", "n3"])
+@pytest.mark.parametrize("algorithm", ["gnnb", "n3"])  # the others' steps padded: test_padded_fit_equals_the_unpadded_fit
 def test_padded_colored_fit_equals_the_unpadded_fit(algorithm, monkeypatch):
-    """The colored schedule padded to shared sizes (since stop 29: rows, no-op
+    """The colored schedule padded to shared sizes (rows, no-op
     steps, edges and examples a step; m traced) gives the unpadded schedule's
     α, trace and posteriors: the same colouring, the same steps."""
     X, y = _blobs(300, seed=8)
@@ -328,7 +323,7 @@ def test_padded_colored_fit_equals_the_unpadded_fit(algorithm, monkeypatch):
     np.testing.assert_allclose(p_padded, p_plain, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("batch_elements", [1, 64, 4096])
+@pytest.mark.parametrize("batch_elements", [1, 64])
 def test_colouring_padded_vertices_change_no_colour(batch_elements):
     """fit's shared sizes colour the conflict graph on arrays padded to more
     vertices, which are never queued: the colours of the unpadded call, for
@@ -341,11 +336,10 @@ def test_colouring_padded_vertices_change_no_colour(batch_elements):
     nbrs[hub, 0] = 0  # point 0 a neighbour of ~150 points: a hub, so a wider top tier
     csr = inverse_mod.inverse_csr(nbrs)
     plain = schedule._colour(nbrs, csr, batch_elements)
-    for rows in (300, 384, 1024):
-        np.testing.assert_array_equal(schedule._colour(nbrs, csr, batch_elements, rows=rows), plain)
+    np.testing.assert_array_equal(schedule._colour(nbrs, csr, batch_elements, rows=1024), plain)
 
 
-def test_colored_fits_of_nearby_sizes_share_the_compiled_programs():
+def test_colored_fits_of_nearby_sizes_share_the_compiled_programs(compilations):
     """Cross-validation folds of the colored schedule (chooser="auto"'s choice
     on a GPU or TPU at every size) reuse one compiled colouring and scan:
     each fold's data-dependent shapes compiled both (~0.9 s on 2 CPU cores).
@@ -355,46 +349,46 @@ def test_colored_fits_of_nearby_sizes_share_the_compiled_programs():
     watched = (schedule._batched_colors, schedule.boost_colored)
     X, y = _blobs(1030, d=6, seed=12)
     jaxnn.fit(X[:1000], y[:1000], k=6, chooser="colored")
-    before = [f._cache_size() for f in watched]
-    for m, seed in ((1001, 13), (990, 14), (1020, 15)):  # 15–17 steps a pass: all padded to 32, run 15–17
-        X, y = _blobs(m, d=6, seed=seed)
-        model = jaxnn.fit(X, y, k=6, chooser="colored")
-        assert model.alpha.shape == (m, 3)
-    assert [f._cache_size() for f in watched] == before
+    with compilations() as compiled:
+        for m, seed in ((1001, 13), (990, 14), (1020, 15)):  # 15–17 steps a pass: all padded to 32, run 15–17
+            X, y = _blobs(m, d=6, seed=seed)
+            model = jaxnn.fit(X, y, k=6, chooser="colored")
+            assert model.alpha.shape == (m, 3)
+    assert compiled.of(*watched) == []
 
 
-def test_select_runs_colored_candidates_padded_and_scores_as_unpadded(monkeypatch):
+def test_select_runs_colored_candidates_padded_and_scores_as_unpadded(monkeypatch, compilations):
     """select's colored candidates (chooser="auto"'s choice on a GPU or TPU)
     run at the largest k's padded schedule sizes: one compiled scan per loss
-    for all ks (since stop 29; a scan per (k, loss) before), the scores those
+    for all ks, the scores those
     of the unpadded schedule."""
     from jaxnn._src import schedule
 
-    X, y = _blobs(350, C=4, d=5, seed=33)  # four classes: shapes no other test uses
-    kw = dict(ks=(3, 6, 9), losses=("logistic", "matsushita"), passes=(1, 2), chooser="colored")
-    before = schedule.boost_colored._cache_size()
-    padded = jaxnn.select(X, y, **kw)
-    assert schedule.boost_colored._cache_size() - before <= 2  # one per loss
+    X, y = _blobs(350, C=4, d=5, seed=33)
+    kw = dict(ks=(3, 9), losses=("matsushita",), passes=(1, 2), chooser="colored")
+    with compilations(schedule.boost_colored) as compiled:  # its programs dropped first
+        padded = jaxnn.select(X, y, **kw)
+    assert len(compiled.of(schedule.boost_colored)) == 1, compiled  # one per loss (one per k before)
     monkeypatch.setattr(sizes_mod, "SHARED_MAX_ROWS", 0)
     plain = jaxnn.select(X, y, **kw)
     assert plain.scores == padded.scores and plain.k == padded.k
 
 
-def test_predict_proba_of_any_posterior_mix_shares_one_program():
+def test_predict_proba_of_any_posterior_mix_shares_one_program(compilations):
     """posterior="auto" picks λ = 0 (link) or 1 (votes) per fit, and λ was a
     static argument: folds that chose differently compiled the posteriors
     twice per shape.  λ is traced now; the mixture is unchanged."""
     import dataclasses
 
-    X, y = _blobs(300, d=8, seed=41)  # a width no other test uses
+    X, y = _blobs(300, d=8, seed=41)
     model = jaxnn.fit(X, y, k=5, posterior="link")
     Xq = X[:50] + 0.1
     p_link = np.asarray(jaxnn.predict_proba(model, Xq))
-    before = predict_mod._mixed_posterior._cache_size()
-    mixes = {lam: np.asarray(jaxnn.predict_proba(dataclasses.replace(model, posterior_mix=lam), Xq))
-             for lam in (1.0, 0.25)}
-    assert predict_mod._mixed_posterior._cache_size() == before
-    link, votes = predict_mod._posterior_parts(model, Xq)  # the separate link and vote fractions
+    with compilations() as compiled:
+        mixes = {lam: np.asarray(jaxnn.predict_proba(dataclasses.replace(model, posterior_mix=lam), Xq))
+                 for lam in (1.0, 0.25)}
+    assert compiled.of(predict_mod._mixed_posterior) == []
+    link, votes = predict_mod.posterior_parts(model, Xq)  # the separate link and vote fractions
     np.testing.assert_allclose(p_link, link, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(mixes[1.0], votes, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(mixes[0.25], 0.75 * link + 0.25 * votes, rtol=1e-5, atol=1e-6)
@@ -429,15 +423,15 @@ def test_searches_at_a_shared_k_keep_the_exact_first_k(k):
 
 
 @pytest.mark.parametrize("posterior", ["link", "auto"])
-def test_fits_of_nearby_ks_share_the_compiled_programs_and_equal_unshared_fits(posterior, monkeypatch):
+def test_fits_of_nearby_ks_share_the_compiled_programs_and_equal_unshared_fits(posterior, monkeypatch, compilations):
     """A grid over k (3, 5, 7: 8 neighbours searched, width 64): after the
     first k the others compile no search, boosting, scoring or posterior —
     with ``posterior="auto"`` the auxiliary fit's neither (each k compiled
     ~0.5–0.9 s of them, 2 CPU cores) — and every fit, its scores, posteriors,
     labels and posterior choice equal those of the fit without shared ks
     (SHARED_K_MAX_ROWS = 0: the search finds k, the width floor is 8k)."""
-    watched = (search_mod._conditioned_search, boost, predict_mod._scores, predict_mod._mixed_posterior)
-    X, y = _blobs(350 if posterior == "link" else 330, d=6, seed=21)  # widths no other test uses
+    watched = (search_mod.conditioned_search, boost, predict_mod.leveraged_scores, predict_mod._mixed_posterior)
+    X, y = _blobs(350 if posterior == "link" else 330, d=6, seed=21)
     Q = X[:70] + np.float32(0.1)
 
     def fit_and_predict(k):
@@ -446,9 +440,9 @@ def test_fits_of_nearby_ks_share_the_compiled_programs_and_equal_unshared_fits(p
                 np.asarray(jaxnn.predict_proba(model, Q)), jaxnn.predict(model, Q), model.posterior_mix)
 
     fit_and_predict(3)
-    before = [f._cache_size() for f in watched]
-    shared = {k: fit_and_predict(k) for k in (5, 7)}
-    assert [f._cache_size() for f in watched] == before
+    with compilations() as compiled:
+        shared = {k: fit_and_predict(k) for k in (5, 7)}
+    assert compiled.of(*watched) == []
     monkeypatch.setattr(sizes_mod, "SHARED_K_MAX_ROWS", 0)
     for k in (5, 7):
         alpha, H, p, labels, mix = fit_and_predict(k)
@@ -459,27 +453,26 @@ def test_fits_of_nearby_ks_share_the_compiled_programs_and_equal_unshared_fits(p
         assert shared[k][4] == mix
 
 
-def test_knn_baselines_of_nearby_ks_share_the_search_and_vote_count():
-    """The k-NN baseline at k = 3, 5, 7 (8 neighbours searched): one compiled
-    search and vote count, and each k's posteriors are its brute-force vote
-    fractions."""
+def test_knn_baselines_of_nearby_sizes_and_ks_share_the_search_and_vote_count(compilations):
+    """The k-NN baseline on 320 points, then on 330 at k = 3, 5, 7 (8
+    neighbours searched): one compiled search and vote count, and each fit's
+    posteriors are its brute-force vote fractions."""
     from jaxnn import baselines as BL
     from jaxnn._src import baselines as bl_src
 
-    X, y = _blobs(310, d=9, seed=4)  # a width no other test uses
+    X, y = _blobs(330, d=9, seed=4)
     classes = np.unique(y)
-    watched = (bl_src._votes, search_mod._conditioned_search)
-    for k in (3, 5, 7):
-        p = np.asarray(BL.predict_proba(BL.knn_fit(X, y, k=k), X[:40]))
-        if k == 3:
-            before = [f._cache_size() for f in watched]
-        idx = _brute_force(X[:40], X, k, False)
-        np.testing.assert_allclose(p, (y[idx][:, :, None] == classes).mean(axis=1), atol=1e-6)
-    assert [f._cache_size() for f in watched] == before
+    np.asarray(BL.predict_proba(BL.knn_fit(X[:320], y[:320], k=3), X[:40]))
+    with compilations() as compiled:
+        for k in (3, 5, 7):
+            p = np.asarray(BL.predict_proba(BL.knn_fit(X, y, k=k), X[:40]))
+            idx = _brute_force(X[:40], X, k, False)
+            np.testing.assert_allclose(p, (y[idx][:, :, None] == classes).mean(axis=1), atol=1e-6)
+    assert compiled.of(bl_src._votes, search_mod.conditioned_search) == []
 
 
 @pytest.mark.parametrize("m", [400, 500])
-def test_auto_posterior_choice_compiles_only_predict_probas_program(m):
+def test_auto_posterior_choice_compiles_only_predict_probas_program(m, compilations):
     """posterior="auto" scores its held-out points with predict_proba's
     program (λ = 0, then 1), the auxiliary model padded to the main fit's
     rows: a first fit and its predict_proba of a batch of the held-out size
@@ -487,34 +480,33 @@ def test_auto_posterior_choice_compiles_only_predict_probas_program(m):
     2 CPU cores) — also where the 80 % and the whole round to different
     shared sizes (m = 400: 384 and 512 rows)."""
     X, y = _blobs(m, C=5, seed=12)
-    before = predict_mod._mixed_posterior._cache_size()
-    model = jaxnn.fit(X, y, k=6)
-    after_fit = predict_mod._mixed_posterior._cache_size()
-    assert after_fit <= before + 1  # one program for both λ (none if an earlier test compiled these shapes)
-    p = np.asarray(jaxnn.predict_proba(model, X[:90]))  # 90 rows, as the 80–100 scored: 128 query rows
-    assert predict_mod._mixed_posterior._cache_size() == after_fit
+    with compilations(predict_mod._mixed_posterior) as compiled:  # its programs dropped first
+        model = jaxnn.fit(X, y, k=6)
+        assert len(compiled.of(predict_mod._mixed_posterior)) == 1, compiled  # one program for both λ
+        p = np.asarray(jaxnn.predict_proba(model, X[:90]))  # 90 rows, as the 80–100 scored: 128 query rows
+    assert len(compiled.of(predict_mod._mixed_posterior)) == 1, compiled
     np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-5)
 
 
-def test_split_fits_of_nearby_sizes_share_the_compiled_programs():
+def test_split_fits_of_nearby_sizes_share_the_compiled_programs(compilations):
     """fit_split pads its blocks as fit pads one set: folds that differ by
     a row compile no new block search, boosting or scoring (5 folds of
     402–403 points, 4 blocks, compiled 23 programs)."""
     from jaxnn._src import ensemble as ens_src
 
-    watched = (ens_src._topk_blocks_padded, ens_src._boost_blocks, ens_src._scores_blocks_padded)
-    X, y = _blobs(403, d=11, seed=12)  # a width no other test uses
+    watched = (ens_src._topk_blocks_padded, boost_runs._boost_blocks, ens_src._scores_blocks_padded)
+    X, y = _blobs(403, d=11, seed=12)
     model = jaxnn.ensemble.fit_split(X[:400], y[:400], n_splits=3, k=5)
     jaxnn.ensemble.predict_proba_split(model, X[:50])
-    before = [f._cache_size() for f in watched]
-    for m in (403, 401):
-        model = jaxnn.ensemble.fit_split(X[:m], y[:m], n_splits=3, k=5)
-        jaxnn.ensemble.predict_proba_split(model, X[:60])
-        assert model.alpha.shape == (3, m, 3) and model.X.shape == (3, m, 4)
-    assert [f._cache_size() for f in watched] == before
+    with compilations() as compiled:
+        for m in (403, 401):
+            model = jaxnn.ensemble.fit_split(X[:m], y[:m], n_splits=3, k=5)
+            jaxnn.ensemble.predict_proba_split(model, X[:60])
+            assert model.alpha.shape == (3, m, 3) and model.X.shape == (3, m, 4)
+    assert compiled.of(*watched) == []
 
 
-@pytest.mark.parametrize("algorithm, chooser", [("gnnb", "lazy"), ("unn", "random"), ("n3", "greedy")])
+@pytest.mark.parametrize("algorithm, chooser", [("gnnb", "random"), ("n3", "greedy")])  # fit's own: above
 def test_padded_split_fit_equals_the_unpadded(algorithm, chooser, monkeypatch):
     """The padded blocks give the unpadded fit_split's graphs, α, trace and
     predictions; their graphs are each block's knn_graph."""

@@ -10,6 +10,8 @@ it.  Pickles of models name this module (``Model``, ``_unpickled``,
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
 import warnings
 from typing import Any, NamedTuple, Optional
 
@@ -17,7 +19,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["Model", "HostPickled", "without_float64"]
+from jaxnn._src import algorithms, losses
+
+__all__ = ["Model", "HostPickled", "check_model", "validate_model", "without_float64"]
 
 
 class _HostArray(NamedTuple):
@@ -74,6 +78,10 @@ class Model(HostPickled):
         training points far from 0 before their cast to float32, so that
         they keep their digits (:data:`jaxnn._src.points.CENTRE_RATIO`);
         ``X`` is stored shifted, and query points are shifted alike.
+      posterior_temperature: T ≥ 0; T > 0 (``fit(posterior="auto")``, fit
+        on held-out data) makes :func:`predict_proba` the calibrated
+        p̂ = (1 − ε)·softmax(H/T) + ε/C, and ``posterior_mix`` unused; 0 keeps
+        the λ mix above (docs/guide/posteriors.md).
     """
 
     alpha: jax.Array
@@ -88,6 +96,7 @@ class Model(HostPickled):
     posterior_mix: float = 0.0
     rounds: int = 0
     origin: Optional[jax.Array] = None
+    posterior_temperature: float = 0.0
 
     @property
     def n_classes(self) -> int:
@@ -97,14 +106,110 @@ class Model(HostPickled):
 jax.tree_util.register_dataclass(
     Model,
     data_fields=["alpha", "X", "Y", "trace", "origin"],
-    meta_fields=["classes", "k", "loss", "algorithm", "multilabel", "posterior_mix", "rounds"],
+    meta_fields=["classes", "k", "loss", "algorithm", "multilabel", "posterior_mix", "rounds", "posterior_temperature"],
 )
 
 
 def check_model(model) -> Model:
+    """``model`` checked (:func:`validate_model`) as it enters prediction, as
+    :func:`without_float64` gives it."""
     if not isinstance(model, Model):
         raise TypeError(f"expected a jaxnn Model (from jaxnn.fit), got {type(model).__name__}")
+    validate_model(model)
     return without_float64(model)
+
+
+def validate_model(model: Model) -> None:
+    """A TypeError or ValueError naming the field, unless ``model``'s fields
+    agree with each other: α (m, C), X (m, d) and Y (m, C) numeric arrays,
+    trace None or 1-D, origin None or (d,), C class labels (at least 2 for a
+    single-label model), 1 ≤ k ≤ m, posterior_mix a finite number in
+    [0, 1], posterior_temperature a finite number ≥ 0, rounds ≥ 0, multilabel a bool, loss a :class:`~jaxnn.losses.Loss`
+    and algorithm an algorithm object (or None: :func:`jaxnn.knn_subsample`'s
+    vote-only models).
+
+    Shapes and scalars only — no pass over the arrays' values — so it is
+    cheap enough for every prediction, and works on traced leaves (a model
+    passed into ``jax.jit``).  A :class:`Model` built by hand, unpickled,
+    rebuilt from pytree leaves or edited with ``dataclasses.replace`` is not
+    checked when made (JAX rebuilds models from placeholder leaves while it
+    traces): prediction and :func:`jaxnn.load` check it here.  Unchecked, α
+    cut to 7 rows predicted without an error (gathers clamp out-of-range
+    indices), posterior_mix = 2 gave probabilities −0.16 and 1.16, and too
+    few classes an IndexError."""
+    alpha, X, Y = (_array_field(model, name, ndim=2) for name in ("alpha", "X", "Y"))
+    m, d = X.shape
+    if m < 1 or d < 1:
+        raise ValueError(f"model.X must hold at least one training point of at least one feature, got shape {X.shape}")
+    if alpha.shape[0] != m:
+        raise ValueError(f"model.alpha has shape {alpha.shape} but model.X has {m} rows: alpha must be (m, C) "
+                         f"with m = {m} training points")
+    C = alpha.shape[1]
+    if C < 1:
+        raise ValueError(f"model.alpha has shape {alpha.shape}: it needs at least one column (class)")
+    if Y.shape != alpha.shape:
+        raise ValueError(f"model.Y has shape {Y.shape} but model.alpha has {alpha.shape}: both must be (m, C)")
+    _array_field(model, "trace", ndim=1, optional=True)
+    origin = _array_field(model, "origin", ndim=1, optional=True)
+    if origin is not None and origin.shape != (d,):
+        raise ValueError(f"model.origin has shape {origin.shape}: it must be None or (d,) = ({d},), "
+                         f"one value per feature of model.X")
+    multilabel = model.multilabel
+    if not isinstance(multilabel, (bool, np.bool_)):
+        raise TypeError(f"model.multilabel must be a bool, got {type(multilabel).__name__} {multilabel!r}")
+    classes = model.classes
+    if isinstance(classes, (str, bytes)) or not hasattr(classes, "__len__"):
+        raise TypeError(f"model.classes must be a tuple of class labels, got {type(classes).__name__}")
+    if len(classes) != C:
+        raise ValueError(f"model.classes holds {len(classes)} labels but model.alpha has {C} columns: "
+                         "one label per column is needed")
+    if not multilabel and C < 2:
+        raise ValueError(f"model.classes holds {C} label: a single-label model needs at least 2 classes")
+    k = model.k
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral):
+        raise TypeError(f"model.k must be an integer, got {type(k).__name__} {k!r}")
+    if not 1 <= k <= m:
+        raise ValueError(f"model.k must lie in [1, m] = [1, {m}] (m training points), got {k}")
+    mix = model.posterior_mix
+    if isinstance(mix, (bool, np.bool_)) or not isinstance(mix, numbers.Real):
+        raise TypeError(f"model.posterior_mix must be a real number in [0, 1], got {type(mix).__name__} {mix!r}")
+    if not (math.isfinite(float(mix)) and 0.0 <= float(mix) <= 1.0):
+        raise ValueError(f"model.posterior_mix must be finite and lie in [0, 1], got {mix!r}")
+    temperature = getattr(model, "posterior_temperature", 0.0)
+    if isinstance(temperature, (bool, np.bool_)) or not isinstance(temperature, numbers.Real):
+        raise TypeError(f"model.posterior_temperature must be a real number >= 0, "
+                        f"got {type(temperature).__name__} {temperature!r}")
+    if not (math.isfinite(float(temperature)) and float(temperature) >= 0.0):
+        raise ValueError(f"model.posterior_temperature must be finite and >= 0, got {temperature!r}")
+    rounds = model.rounds
+    if isinstance(rounds, (bool, np.bool_)) or not isinstance(rounds, numbers.Integral):
+        raise TypeError(f"model.rounds must be an integer, got {type(rounds).__name__} {rounds!r}")
+    if rounds < 0:
+        raise ValueError(f"model.rounds must be >= 0, got {rounds}")
+    if not isinstance(model.loss, losses.Loss):
+        raise TypeError(f"model.loss must be a jaxnn.losses.Loss (jaxnn.losses.get(name)), "
+                        f"got {type(model.loss).__name__} {model.loss!r}")
+    if model.algorithm is not None and not isinstance(model.algorithm, (algorithms.GNNB, algorithms.UNN, algorithms.N3)):
+        raise TypeError(f"model.algorithm must be an algorithm object (jaxnn.gnnb(), jaxnn.unn(), jaxnn.unn_fast(), "
+                        f"jaxnn.n3()) or None, got {type(model.algorithm).__name__} {model.algorithm!r}")
+
+
+def _array_field(model, name: str, *, ndim: int, optional: bool = False):
+    """``model.<name>`` if it is a numeric array (NumPy, JAX or traced) of
+    ``ndim`` dimensions (or None, when ``optional``), else a TypeError or
+    ValueError naming the field."""
+    value = getattr(model, name)
+    if value is None and optional:
+        return None
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if not isinstance(shape, tuple) or dtype is None:
+        what = "None or an array" if optional else "an array"
+        raise TypeError(f"model.{name} must be {what}, got {type(value).__name__}")
+    if not (jnp.issubdtype(dtype, jnp.number) or dtype == np.bool_):
+        raise TypeError(f"model.{name} must hold numbers, got dtype {dtype}")
+    if len(shape) != ndim:
+        raise ValueError(f"model.{name} must be {ndim}-D, got shape {shape}")
+    return value
 
 
 def without_float64(model):

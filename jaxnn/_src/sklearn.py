@@ -14,6 +14,7 @@ the core imports this module, and ``import jaxnn`` does not import it.
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from typing import NamedTuple
 
@@ -31,7 +32,8 @@ except ImportError as err:  # scikit-learn missing, or older than 1.6 (no public
     ) from err
 
 from jaxnn._src.fitting import fit
-from jaxnn._src.prediction import host_proba, host_scores
+from jaxnn._src.model import Model
+from jaxnn._src.prediction import host_proba, host_rule
 
 __all__ = ["BoostedKNNClassifier"]
 
@@ -81,13 +83,20 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         splits of ``"auto"`` choices.
       graph_method: ``"exact"``, ``"nndescent"`` or ``"approx"``.
       posterior: ``"link"`` (default here), ``"auto"`` or ``"votes"`` — how
-        :meth:`predict_proba` estimates posteriors.  scikit-learn expects the
-        argmax of ``predict_proba`` to be ``predict`` and
-        ``decision_function`` to rank like it; both hold for the link
-        posteriors link(H_c) (up to ties where two classes' posteriors
-        saturate at 1 in float32), which is why this default differs from
-        ``fit``'s ``"auto"`` (which may mix in the k-NN vote fractions: often
-        better calibrated, but their argmax can differ from ``predict``).
+        :meth:`predict_proba` estimates posteriors.  scikit-learn expects
+        ``predict``, the argmax of ``predict_proba`` and that of
+        ``decision_function`` to be one label, and ``predict_proba`` to rank
+        like ``decision_function``; the estimator holds to it for every
+        setting.  ``"link"`` and ``"auto"`` (``fit``'s default: softmax(H/T)
+        calibrated on held-out data, never exactly 0 or 1) are increasing in
+        H: ``predict`` is :func:`jaxnn.predict` (argmax H, exact ties by the
+        k-NN vote, then the nearest neighbour), and where two classes' link
+        posteriors are equal (saturated at 1 in float32) the predicted one
+        is kept one float step above the other.  ``"votes"`` gives the k-NN
+        vote fractions, which need not rank like H: with it the estimator is
+        the k-NN vote rule — ``predict`` the class with the most of the k
+        neighbours (ties by H, then the nearest neighbour) and
+        ``decision_function`` the vote fractions.
       devices: None, an int, a list of devices or ``"all"`` (class axis
         sharded across them).  A device list clones as it is and pickles
         as (platform, id) pairs, found again on loading.
@@ -163,17 +172,54 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
     def __setstate__(self, state):
         devices = state.get("devices")
         if _is_device_list(devices):
-            found = [_device_named(d) if isinstance(d, _PickledDevice) else d for d in devices]
-            missing = [f"{d.platform}:{d.id}" for d, f in zip(devices, found) if f is None]
-            if missing:
-                warnings.warn(
-                    f"this estimator was pickled with devices {missing} that this process does not have; "
-                    "predict works, but fit needs set_params(devices=...)",
-                    UserWarning,
-                    stacklevel=2,
-                )
-            state = dict(state, devices=type(devices)(d if f is None else f for d, f in zip(devices, found)))
+            state = dict(state, devices=_devices_found(devices, "pickled", stacklevel=3))
         super().__setstate__(state)
+
+    # saved in jaxnn's model format (jaxnn.save / jaxnn.load): no pickle, no code run on loading
+
+    def save(self, path) -> None:
+        """Write this estimator to ``path`` (a str or os.PathLike; ``.jaxnn``
+        by convention) in :func:`jaxnn.save`'s format, which never runs code
+        when read: its parameters as JSON and, once fitted, the fitted
+        :class:`jaxnn.Model` and attributes.  :meth:`load` reads it back.
+        Its loss must be a catalogue one (a ValueError otherwise, as for
+        :func:`jaxnn.save`); a device list is stored as (platform, id) pairs,
+        as pickling stores it."""
+        from jaxnn._src import persist
+
+        params = {name: _param_meta(name, value) for name, value in self.get_params(deep=False).items()}
+        fitted = hasattr(self, "model_")
+        meta = {"params": params, "fitted": fitted}
+        arrays = {}
+        if fitted:
+            arrays["estimator_classes"], classes_kind = persist.encode_labels(self.classes_, "classes_")
+            meta.update(classes=classes_kind, negative_label=int(self._negative_label),
+                        n_features_in=int(self.n_features_in_))
+            if hasattr(self, "feature_names_in_"):
+                arrays["estimator_feature_names"], meta["feature_names"] = persist.encode_labels(
+                    self.feature_names_in_, "feature_names_in_")
+        persist.write_file(path, type(self).__name__, self.model_ if fitted else None, extra_meta={"estimator": meta},
+                           extra_arrays=arrays)
+
+    @classmethod
+    def load(cls, path) -> "BoostedKNNClassifier":
+        """The estimator that :meth:`save` wrote to ``path``, fitted as it was
+        (its predictions bitwise the same).  No code is run; the same errors
+        as :func:`jaxnn.load` (FileNotFoundError, :class:`jaxnn.ModelFileError`
+        — also for a file that holds a bare model: load that with
+        :func:`jaxnn.load`).  Saved devices this process lacks give a warning,
+        as unpickling does."""
+        from jaxnn._src import persist
+
+        meta, model, arrays = persist.read_file(path, kinds=(cls.__name__,))
+        try:
+            est = _estimator_of(cls, meta.get("estimator"), model, arrays)
+        except (TypeError, ValueError, KeyError, IndexError) as err:
+            raise persist.ModelFileError(f"{persist._fspath(path)!r} is corrupted: its estimator cannot be rebuilt "
+                                         f"({type(err).__name__}: {err})") from err
+        if _is_device_list(est.devices):
+            est.devices = _devices_found(est.devices, "saved", stacklevel=3)
+        return est
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -244,38 +290,202 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
             del self.trace_
         return self
 
-    def _scores(self, X) -> np.ndarray:
-        """H (n, C) of the fitted rule on validated X."""
+    def _rule(self, X):
+        """(validated X, scores S (n, C) float64, predicted class indices
+        (n,) — None for a multilabel model): S is H and the class
+        :func:`jaxnn.predict`'s, or for a model fit with ``posterior="votes"``
+        the vote fractions and the class of most votes (ties by H, then the
+        nearest neighbour)."""
         check_is_fitted(self, "model_")
         X = validate_data(self, X, reset=False, dtype=_FLOATS)
-        return host_scores(self.model_, X)
+        H, votes, first, top = host_rule(self.model_, X)
+        if self.model_.multilabel:
+            return X, H.astype(np.float64), None
+        if _is_votes(self.model_):
+            return X, votes.astype(np.float64), _lexicographic_argmax(votes, H, first)
+        return X, H.astype(np.float64), top
 
     def decision_function(self, X) -> np.ndarray:
-        """H_c(x), (n, C); binary: (n,) H_1 − H_0, > 0 for ``classes_[1]``."""
-        H = self._scores(X)
-        if not self.model_.multilabel and H.shape[1] == 2:
-            return H[:, 1] - H[:, 0]
-        return H
+        """H_c(x), (n, C); binary: (n,) H_1 − H_0, > 0 for ``classes_[1]``.
+        Where classes tie exactly, the predicted one is one float step above
+        the others, so that the argmax (binary: the sign) is :meth:`predict`'s
+        label.  A model fit with ``posterior="votes"``: the vote fractions
+        instead of H (see the class)."""
+        _, S, top = self._rule(X)
+        if top is not None:
+            S = _above_the_rest(S, top)
+            if S.shape[1] == 2:
+                return S[:, 1] - S[:, 0]
+        return S
 
     def predict(self, X) -> np.ndarray:
-        """Labels (n,) = classes_[argmax_c H_c(x)]; multilabel: (n, C) 0/1 (±1
-        when fit on a {−1, +1} matrix)."""
-        H = self._scores(X)
-        if self.model_.multilabel:
-            return np.where(H > 0, 1, self._negative_label).astype(np.int64)
-        return self.classes_[np.argmax(H, axis=1)]
+        """Labels (n,) — :func:`jaxnn.predict`'s: argmax_c H_c(x), exact ties
+        by the k-NN vote, then the nearest neighbour (a model fit with
+        ``posterior="votes"``: the k-NN vote, ties by H, then the nearest
+        neighbour); multilabel: (n, C) 0/1 (±1 when fit on a {−1, +1}
+        matrix), H_c(x) > 0."""
+        _, S, top = self._rule(X)
+        if top is None:
+            return np.where(S > 0, 1, self._negative_label).astype(np.int64)
+        return self.classes_[top]
 
     def predict_proba(self, X) -> np.ndarray:
         """Posteriors (n, C) in [0, 1], columns in ``classes_`` order (rows
-        sum to 1 unless multilabel) — :func:`jaxnn.predict_proba`."""
-        check_is_fitted(self, "model_")
-        X = validate_data(self, X, reset=False, dtype=_FLOATS)
+        sum to 1 unless multilabel) — :func:`jaxnn.predict_proba`, in float64;
+        where classes' posteriors are equal, those other than :meth:`predict`'s
+        are one float step lower, so that its argmax is :meth:`predict`'s."""
+        X, _, top = self._rule(X)
         P = host_proba(self.model_, X).astype(np.float64)
-        if not self.model_.multilabel:  # rows normalised in float32 are off by ~1e-7 in float64: log_loss warned
+        if top is not None:  # rows normalised in float32 are off by ~1e-7 in float64: log_loss warned
             P /= P.sum(axis=1, keepdims=True)
+            P = _others_below(P, top)
         return P
 
     def predict_log_proba(self, X) -> np.ndarray:
         """log of :meth:`predict_proba` (−inf where a posterior is 0)."""
         with np.errstate(divide="ignore"):
             return np.log(self.predict_proba(X))
+
+
+def _is_votes(model) -> bool:
+    """Whether ``model``'s predict_proba is the plain k-NN vote fractions
+    (``fit(posterior="votes")``)."""
+    return float(getattr(model, "posterior_temperature", 0.0) or 0.0) == 0.0 and float(model.posterior_mix) == 1.0
+
+
+def _lexicographic_argmax(primary, secondary, first) -> np.ndarray:
+    """NumPy twin of :func:`jaxnn._src.prediction.tie_broken_argmax`: the
+    class (n,) of largest ``primary``, exact ties by ``secondary``, then by
+    the smallest ``first`` (the nearest neighbour's class)."""
+    top = primary == primary.max(axis=1, keepdims=True)
+    second = np.where(top, secondary, -np.inf)
+    top &= second == second.max(axis=1, keepdims=True)
+    return np.argmax(np.where(top, first.max() + 1 - first, -1), axis=1)
+
+
+def _above_the_rest(S: np.ndarray, top: np.ndarray) -> np.ndarray:
+    """S (n, C) with S[i, top_i] raised to one float step above the row's
+    largest value where it is not strictly the largest already (exact ties,
+    or a tie-break that S does not show); other rows as they are."""
+    rows = np.arange(S.shape[0])
+    largest = S.max(axis=1)
+    tied = (S[rows, top] < largest) | (np.sum(S == largest[:, None], axis=1) > 1)
+    if tied.any():
+        S = S.copy()
+        S[rows[tied], top[tied]] = np.nextafter(largest[tied], np.inf)
+    return S
+
+
+def _others_below(P: np.ndarray, top: np.ndarray) -> np.ndarray:
+    """P (n, C) with each class other than top_i whose posterior is at least
+    P[i, top_i] set one float step below P[i, top_i] (rows still sum to 1
+    within a few float steps)."""
+    rows = np.arange(P.shape[0])
+    ptop = P[rows, top][:, None]
+    others = (P >= ptop) & (np.arange(P.shape[1])[None, :] != top[:, None])
+    if others.any():
+        P = np.where(others, np.nextafter(ptop, 0.0), P)
+    return P
+
+
+def _devices_found(devices, how: str, stacklevel: int):
+    """A device list with its (platform, id) pairs as this process's devices;
+    those it lacks stay pairs, with a warning (fit then refuses them) at
+    ``stacklevel`` counted from this function."""
+    found = [_device_named(d) if isinstance(d, _PickledDevice) else d for d in devices]
+    missing = [f"{d.platform}:{d.id}" for d, f in zip(devices, found) if f is None]
+    if missing:
+        warnings.warn(
+            f"this estimator was {how} with devices {missing} that this process does not have; "
+            "predict works, but fit needs set_params(devices=...)",
+            UserWarning,
+            stacklevel=stacklevel,
+        )
+    return type(devices)(d if f is None else f for d, f in zip(devices, found))
+
+
+def _param_meta(name: str, value):
+    """An estimator parameter as JSON for :meth:`BoostedKNNClassifier.save`:
+    plain values as they are, a loss or algorithm object by name and
+    parameters, a device list as (platform, id) pairs."""
+    from jaxnn._src import algorithms as algos
+    from jaxnn._src import losses, persist
+
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    if isinstance(value, losses.Loss):
+        return {"loss": persist.loss_meta(value)}
+    if isinstance(value, (algos.GNNB, algos.UNN, algos.N3)):
+        return {"algorithm": persist.algorithm_meta(value)}
+    if _is_device_list(value) or (isinstance(value, (list, tuple)) and not value):
+        pairs = [[d.platform, int(d.id)] for d in value]
+        return {"devices": pairs, "tuple": isinstance(value, tuple)}
+    raise ValueError(f"cannot save the estimator's parameter {name}={value!r}: a jaxnn model file stores numbers, "
+                     "strings, catalogue losses, jaxnn's algorithms and device lists")
+
+
+def _param_back(value):
+    """The parameter that :func:`_param_meta` wrote."""
+    from jaxnn._src import persist
+
+    if not isinstance(value, dict):
+        if isinstance(value, list):
+            raise ValueError(f"a parameter is the list {value!r}")
+        return value
+    if set(value) == {"loss"}:
+        return persist.loss_from_meta(value["loss"])
+    if set(value) == {"algorithm"}:
+        return persist.algorithm_from_meta(value["algorithm"])
+    if set(value) == {"devices", "tuple"}:
+        pairs = value["devices"]
+        if not isinstance(pairs, list) or not all(
+                isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) and isinstance(p[1], int) for p in pairs):
+            raise ValueError(f"devices {pairs!r} are not (platform, id) pairs")
+        devices = [_PickledDevice(platform, i) for platform, i in pairs]
+        devices = tuple(devices) if value["tuple"] is True else devices
+        return devices  # found in this process by load
+    raise ValueError(f"a parameter is {value!r}")
+
+
+def _estimator_of(cls, meta, model, arrays):
+    """The fitted (or not) estimator of :meth:`BoostedKNNClassifier.save`'s metadata."""
+    from jaxnn._src import persist
+
+    if not isinstance(meta, dict) or not isinstance(meta.get("params"), dict):
+        raise ValueError("the metadata lacks the estimator's parameters")
+    params = meta["params"]
+    known = set(cls._get_param_names())
+    if set(params) != known:
+        raise ValueError(f"the parameters {sorted(params)} are not this estimator's {sorted(known)}")
+    est = cls(**{name: _param_back(value) for name, value in params.items()})
+    if meta.get("fitted") is not True:
+        if model is not None:
+            raise ValueError("an unfitted estimator's file holds a model")
+        return est
+    if model is None or not isinstance(model, Model):
+        raise ValueError("a fitted estimator's file holds no jaxnn Model")
+    classes = persist.decode_labels(arrays["estimator_classes"], meta["classes"])
+    if not isinstance(classes, np.ndarray) or classes.shape != (model.n_classes,):
+        raise ValueError(f"classes_ has shape {getattr(classes, 'shape', None)} for a model of {model.n_classes} classes")
+    negative_label, n_features = meta["negative_label"], meta["n_features_in"]
+    if negative_label not in (0, -1) or isinstance(negative_label, bool):
+        raise ValueError(f"the multilabel negative label is {negative_label!r}")
+    if n_features != model.X.shape[1] or isinstance(n_features, bool):
+        raise ValueError(f"n_features_in_ is {n_features!r} for a model of {model.X.shape[1]} features")
+    est.model_, est.classes_, est._negative_label, est.n_features_in_ = model, classes, negative_label, n_features
+    if "feature_names" in meta:
+        names = persist.decode_labels(arrays["estimator_feature_names"], meta["feature_names"])
+        if not isinstance(names, np.ndarray) or names.shape != (n_features,):
+            raise ValueError(f"feature_names_in_ has shape {getattr(names, 'shape', None)} for {n_features} features")
+        est.feature_names_in_ = names
+    if est.trace:
+        if model.trace is None:
+            raise ValueError("the estimator was fit with trace=True but its model holds no trace")
+        est.trace_ = np.asarray(model.trace)
+    return est
