@@ -85,9 +85,8 @@ class GNNB:
     epsilon: float = 0.5
     name = "gnnb"
 
-    def __post_init__(self):
-        if not (isinstance(self.epsilon, (int, float)) and 0.0 < float(self.epsilon) < 1.0):
-            raise ValueError(f"epsilon must lie in (0, 1), got {self.epsilon!r}")
+    def __post_init__(self):  # the factory's check: NumPy numbers pass, stored as a float (equal, hashed alike)
+        object.__setattr__(self, "epsilon", _check_epsilon(self.epsilon))
 
     def check(self, loss: Loss) -> None:
         _require_bounded(loss, "GNNB")
@@ -146,6 +145,10 @@ def _finite_delta(d, n, max_delta: float):
 MAX_DELTA_LIMIT = 1e30
 
 
+def _check_epsilon(epsilon) -> float:
+    return check_real(epsilon, "epsilon", low=0.0, high=1.0, low_open=True, high_open=True)
+
+
 def _check_max_delta(max_delta) -> float:
     return check_real(max_delta, "max_delta", low=0.0, high=MAX_DELTA_LIMIT, low_open=True)
 
@@ -199,6 +202,10 @@ class UNN:
     smoothing: bool = True
     max_delta: float = 50.0
     name = "unn"
+
+    def __post_init__(self):  # the factories' checks (UNNFast's too): NumPy scalars pass, stored as bool / float
+        object.__setattr__(self, "smoothing", check_bool(self.smoothing, "smoothing"))
+        object.__setattr__(self, "max_delta", _check_max_delta(self.max_delta))
 
     def check(self, loss: Loss) -> None:
         _check_max_delta(self.max_delta)
@@ -260,7 +267,7 @@ class UNNFast(UNN):
 
 def gnnb(epsilon: float = 0.5) -> GNNB:
     """GNNB with ε ∈ (0, 1) (paper 000 eq. 10)."""
-    return GNNB(check_real(epsilon, "epsilon", low=0.0, high=1.0, low_open=True, high_open=True))
+    return GNNB(_check_epsilon(epsilon))
 
 
 def unn(smoothing: bool = True, max_delta: float = 50.0) -> UNN:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import math
 import numbers
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -13,7 +14,8 @@ import numpy as np
 
 from jaxnn._src import platforms
 
-__all__ = ["check_bool", "check_real", "check_integer", "check_float32_range", "check_points", "check_whole_labels"]
+__all__ = ["check_bool", "check_real", "check_integer", "check_float32_range", "check_frame_columns", "check_points",
+           "check_whole_labels"]
 
 
 def check_whole_labels(y: np.ndarray) -> None:
@@ -35,7 +37,13 @@ def check_bool(value, name: str) -> bool:
 def check_real(value, name: str, *, low: float = -math.inf, high: float = math.inf, low_open: bool = False,
                high_open: bool = False) -> float:
     """``value`` as a finite float within [low, high] (ends open as asked):
-    Python and NumPy numbers pass, bools and everything else are a TypeError."""
+    Python and NumPy numbers (np.floating, np.integer) and 0-d real arrays
+    pass, bools and everything else are a TypeError.  The one check of every
+    real parameter, so that a class and its factory (``jaxnn.GNNB`` and
+    ``jaxnn.gnnb``) accept the same values."""
+    if (isinstance(value, (np.ndarray, jax.Array)) and not isinstance(value, jax.core.Tracer) and value.shape == ()
+            and (jnp.issubdtype(value.dtype, jnp.integer) or jnp.issubdtype(value.dtype, jnp.floating))):
+        value = value.item()  # a 0-d real array (np.array(0.5), jnp.float32(0.5)) is its number, as in check_integer
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
     x = float(value)
@@ -110,6 +118,46 @@ def check_float32_range(X, name: str) -> None:
                          "`with jax.enable_x64(True):`")
 
 
+def _numeric_column(dtype) -> bool:
+    """Whether a DataFrame column of ``dtype`` holds numbers jaxnn may compute
+    distances with: NumPy numbers and bools, pandas' nullable numbers
+    (Int64, Float64, boolean) and sparse numbers; not dates (datetime64,
+    with or without a time zone), durations (timedelta64), periods,
+    categories, strings or intervals.  A NumPy object column is left to the
+    conversion (numbers stored as objects pass, others are refused by dtype)."""
+    kind = getattr(dtype, "kind", "O")
+    if kind in "mM":
+        return False
+    return isinstance(dtype, np.dtype) or kind in "biuf"
+
+
+def check_frame_columns(X, name: str = "X") -> None:
+    """TypeError naming the columns of a pandas DataFrame that are not
+    numbers (:func:`_numeric_column`).  NumPy refuses a datetime64 array, but
+    a DataFrame of numbers and dates converted to floats — microseconds
+    since 1970, ~10¹⁵, that outweighed every other feature in every
+    distance — and one of categories to their values."""
+    pd = sys.modules.get("pandas")  # imported by the caller if X is one of its frames
+    if pd is None or not isinstance(X, pd.DataFrame):
+        return
+    bad = [(col, dt) for col, dt in zip(X.columns, X.dtypes) if not _numeric_column(dt)]
+    if not bad:
+        return
+    named = ", ".join(f"{col!r} ({dt})" for col, dt in bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+    kinds = {getattr(dt, "kind", "O") for _, dt in bad}
+    hints = []
+    if "M" in kinds:
+        hints.append("dates to numbers on a scale that suits the data, e.g. days since the first: "
+                     "(df[c] - df[c].min()).dt.total_seconds() / 86400")
+    if "m" in kinds:
+        hints.append("durations with df[c].dt.total_seconds()")
+    if kinds - set("mM"):
+        hints.append("categories or strings to indicator columns with pd.get_dummies(df, columns=[...]) "
+                     "(or to codes with df[c].cat.codes, if their order means something)")
+    raise TypeError(f"{name} has non-numeric column(s) {named}: jaxnn computes distances between numbers, so convert "
+                    f"them first — {'; '.join(hints)} — or drop them")
+
+
 def check_points(X, name: str = "X"):
     """``X`` if it is a non-empty 2-D array of finite real numbers, else a
     TypeError or ValueError naming ``name``.
@@ -130,6 +178,7 @@ def check_points(X, name: str = "X"):
     if hasattr(X, "toarray") and hasattr(X, "nnz"):  # scipy.sparse: np.asarray makes a 0-d object array of it
         raise TypeError(f"{name} is a sparse matrix ({type(X).__name__}); jaxnn searches dense points: pass {name}.toarray()")
     if not (hasattr(X, "shape") and hasattr(X, "dtype") and isinstance(X, (np.ndarray, jax.Array))):
+        check_frame_columns(X, name)
         try:
             arr = np.asarray(X)
         except ValueError as err:  # rows of different lengths

@@ -244,7 +244,7 @@ def padded_query(X_train, X_query, k: int, *, block_size: int | None = None, dev
     X_train, X_query, Xt, k = _search_points(X_train, X_query, k, exclude_self=False)
     m, n = Xt.shape[0], X_query.shape[0]
     platform = platforms.platform(devices)
-    block = block_rows(m, block_size, platform)
+    block = block_rows(m, block_size, platform, queries=n)
     rows = n if isinstance(X_query, jax.core.Tracer) else query_rows(n, block)
     if isinstance(X_query, np.ndarray):  # the cast and the padding on the host: nothing compiles per n
         Xq = to_device(padded_rows(np.asarray(X_query, dtype=Xt.dtype), rows))

@@ -4,6 +4,7 @@ points far from 0 shifted before their cast to float32), labels encoded as
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 import jax
@@ -25,15 +26,17 @@ def as_points(X, name: str = "X") -> np.ndarray:
 
 def training_points(Xa, dtype):
     """(X as the model stores it (m, d) in ``dtype``, its origin or None):
-    float64 points far from 0 are shifted before the cast to float32
-    (:func:`points.float32_origin`)."""
+    float64 and 64-bit integer points far from 0 are shifted before the cast
+    to float32 (:func:`points.float32_origin`: (d,), or float32 parts (2, d)
+    whose sum is an origin float32 alone cannot hold — µs timestamps)."""
     (Xp,), origin = _shifted_parts(Xa, dtype, slice(None))
     return to_device(Xp), None if origin is None else to_device(origin, dtype)
 
 
 def _shifted_parts(Xa, dtype, *rows):
     """(``Xa[r]`` for each index r of ``rows`` as NumPy points in ``dtype``,
-    all shifted by the first part's float32 origin; that origin or None)."""
+    all shifted by the first part's origin (:func:`points.float32_origin`);
+    that origin or None)."""
     origin = float32_origin(Xa[rows[0]])  # under x64 too: a float64 model stays right once cast to float32
     return tuple(np.asarray(shift_points(Xa[r], origin), dtype) for r in rows), origin
 
@@ -52,6 +55,40 @@ def label_rows(y) -> np.ndarray:
     encode_labels' to give)."""
     y_arr = np.asarray(y)
     return y_arr[:, 0] if y_arr.ndim == 2 and y_arr.shape[1] == 1 else y_arr
+
+
+def _is_missing(value) -> bool:
+    """Whether one label of an object array is a missing value: None, a float
+    NaN, NaT (NumPy's or pandas'), pandas' NA."""
+    if value is None:
+        return True
+    if isinstance(value, (float, np.floating)):
+        return bool(np.isnan(value))
+    if isinstance(value, (np.datetime64, np.timedelta64)):
+        return bool(np.isnat(value))
+    pd = sys.modules.get("pandas")  # only if the caller has it: its NA and NaT are its own
+    return pd is not None and (value is pd.NA or value is pd.NaT)
+
+
+def check_missing_labels(arr: np.ndarray) -> None:
+    """ValueError for 1-D labels holding missing values: NaN in float labels,
+    NaT in datetime64 / timedelta64 labels; None, NaN, NA or NaT in object labels (a pandas
+    column with gaps), which passed the float NaN check — each NaN, equal to
+    nothing, became a class of its own, and broke the sort that finds the
+    classes (``(0.0, nan, 0.0, 1.0, nan)``: the real labels twice)."""
+    if arr.dtype.kind in "mM":
+        missing = np.isnat(arr)
+    elif arr.dtype.kind == "f":  # a pandas column of labels with gaps (Int64 with NA reads as float NaN)
+        missing = np.isnan(arr)
+    elif arr.dtype == object:
+        missing = np.fromiter((_is_missing(v) for v in arr.tolist()), bool, arr.size)
+    else:
+        return
+    n = int(missing.sum())
+    if n:
+        raise ValueError(f"y has {n} missing label{'s' if n > 1 else ''} (None, NaN, NA or NaT), first at index "
+                         f"{int(np.argmax(missing))}: drop those examples (from X and y) or give them a class of "
+                         "their own")
 
 
 def encode_labels(y, m: int):
@@ -76,13 +113,17 @@ def encode_labels(y, m: int):
                       "needs at least 2 columns)", UserWarning, stacklevel=3)
         arr = arr[:, 0]
     if arr.ndim == 1:
+        check_missing_labels(arr)
         if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
             raise ValueError("y contains NaN or infinite values")
         check_whole_labels(arr)
         try:
             classes, codes = np.unique(arr, return_inverse=True)
         except TypeError as err:
-            raise TypeError(f"labels in y must be mutually comparable (sortable): {err}") from None
+            kinds = sorted({type(v).__name__ for v in arr.tolist()})
+            mix = f", got a mix of {', '.join(kinds)}" if len(kinds) > 1 else ""
+            raise TypeError(f"labels in y must be mutually comparable (sortable){mix}: {err} — give labels of one "
+                            "type (y.astype(str), say)") from None
         if classes.size < 2:
             raise ValueError(f"y has a single class ({classes[0]!r}); at least 2 classes are needed")
         Y = np.full((m, classes.size), -1, np.int8)

@@ -74,7 +74,7 @@ class Model(HostPickled):
       posterior_mix: λ ∈ [0, 1] of :func:`predict_proba`,
         p̂ = (1 − λ)·link(H) + λ·(k-NN vote fractions); chosen by ``fit``.
       rounds: boosting steps per class that were run.
-      origin: None, or (d,) — the point subtracted (in float64) from float64
+      origin: None, (d,) or (2, d) float32 parts whose sum is the point subtracted (in float64) from float64
         training points far from 0 before their cast to float32, so that
         they keep their digits (:data:`jaxnn._src.points.CENTRE_RATIO`);
         ``X`` is stored shifted, and query points are shifted alike.
@@ -150,10 +150,11 @@ def validate_model(model: Model) -> None:
     if Y.shape != alpha.shape:
         raise ValueError(f"model.Y has shape {Y.shape} but model.alpha has {alpha.shape}: both must be (m, C)")
     _array_field(model, "trace", ndim=1, optional=True)
-    origin = _array_field(model, "origin", ndim=1, optional=True)
-    if origin is not None and origin.shape != (d,):
-        raise ValueError(f"model.origin has shape {origin.shape}: it must be None or (d,) = ({d},), "
-                         f"one value per feature of model.X")
+    origin = model.origin
+    origin = _array_field(model, "origin", ndim=2 if getattr(origin, "ndim", 1) == 2 else 1, optional=True)
+    if origin is not None and origin.shape not in ((d,), (2, d)):
+        raise ValueError(f"model.origin has shape {origin.shape}: it must be None, (d,) = ({d},) — one value per "
+                         f"feature of model.X — or (2, d), float32 parts whose sum is the origin")
     multilabel = model.multilabel
     if not isinstance(multilabel, (bool, np.bool_)):
         raise TypeError(f"model.multilabel must be a bool, got {type(multilabel).__name__} {multilabel!r}")

@@ -587,9 +587,10 @@ def _validate_split(model) -> None:
     trace = array("trace", 2, optional=True)
     if trace is not None and trace.shape[0] != n:
         raise ValueError(f"model.trace has shape {trace.shape}: it must be (n, T) for n = {n} blocks")
-    origin = array("origin", 1, optional=True)
-    if origin is not None and origin.shape != (d,):
-        raise ValueError(f"model.origin has shape {origin.shape}: it must be None or (n_features,) = ({d},)")
+    origin = array("origin", 2 if getattr(model.origin, "ndim", 1) == 2 else 1, optional=True)
+    if origin is not None and origin.shape not in ((d,), (2, d)):
+        raise ValueError(f"model.origin has shape {origin.shape}: it must be None, (n_features,) = ({d},) "
+                         f"or (2, n_features)")
     if ensemble._check_norm(model.norm) != model.norm:
         raise ValueError(f"model.norm must be one of {ensemble.NORMS}, got {model.norm!r}")
     if ensemble._check_mean(model.mean, "model.mean") != model.mean:

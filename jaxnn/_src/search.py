@@ -21,15 +21,19 @@ from jaxnn._src.shared_sizes import first_rows, padded_rows, query_rows, shared_
 
 
 
-def block_rows(m: int, block_size: int | None, platform: str | None = None) -> int:
+def block_rows(m: int, block_size: int | None, platform: str | None = None, queries: int | None = None) -> int:
+    """Query rows per distance tile of a search among m training points:
+    ``block_size`` (checked, ≥ 1) clamped to the query rows (``queries``;
+    None: m, as in :func:`knn_graph`) — a block larger than the queries is
+    all of them in one block, and the queries are padded to whole blocks:
+    ``block_size=10**9`` on 80 points aborted the process (SIGABRT) and
+    10⁸ asked for 51 GB; None: at most 128 rows, a tile of at most
+    :func:`platforms.search_tile_elements` distances."""
     if block_size is not None:
         block_size = check_integer(block_size, "block_size", low=1)
-    if block_size is None:
-        tile = platforms.search_tile_elements(platform)
-        block_size = max(1, min(128, tile // max(m, 1)))  # 128 rows measured fastest on CPU
-    if int(block_size) < 1:
-        raise ValueError(f"block_size must be >= 1, got {block_size}")
-    return int(block_size)
+        return max(1, min(block_size, m if queries is None else int(queries)))
+    tile = platforms.search_tile_elements(platform)
+    return max(1, min(128, tile // max(m, 1)))  # 128 rows measured fastest on CPU
 
 _GROUP = 32  # columns per group of the two-stage selection
 
@@ -136,15 +140,17 @@ def _conditioned(Q, X):
     """
     _, e0 = jnp.frexp(jnp.max(jnp.abs(X)))  # |X| < 2^e0
     Q, X = jnp.ldexp(Q, -e0), jnp.ldexp(X, -e0)  # exact (powers of two): |X| < 1
-    mu = jnp.mean(X, axis=0)
-    _, e = jnp.frexp(jnp.max(jnp.abs(X - mu)))
+    mu = X[0] + jnp.mean(X - X[0], axis=0)  # a constant feature's mean is its value: see conditioning_on_host
+    dev = jnp.max(jnp.abs(X - mu), axis=0)
+    _, e = jnp.frexp(jnp.max(dev))
     s = jnp.ldexp(jnp.ones((), X.dtype), e)  # 2^e ≥ the spread; 1 for identical points
-    shift = jnp.round(mu / s) * s
+    shift = jnp.where(dev > 0, jnp.round(mu / s) * s, mu)  # constant features to 0 exactly
     return (Q - shift) / s, (X - shift) / s, e + e0
 
 
 def conditioning_on_host(X: np.ndarray):
     """:func:`_conditioned`'s steps for the training points X on the host, in
+    float64 (X's own precision if wider), X' and the shift then rounded to
     X's dtype — the mean's sum in another order (the shift may differ by one
     2^e step: an exact shift either way): (X' (m, d), (e0, shift, s, e)),
     the queries to be conditioned alike, Q' = (ldexp(Q, −e0) − shift)/s
@@ -154,15 +160,25 @@ def conditioning_on_host(X: np.ndarray):
     points (2 CPU cores), and on the host it costs O(m·d).  The queries,
     possibly many, are conditioned in the program as before (on the host
     too, 0.13–0.14 s, but they held 2.4× their size at the peak of a large
-    prediction, against 1×)."""
-    one = X.dtype.type(1)
-    _, e0 = np.frexp(np.max(np.abs(X)))  # |X| < 2^e0
-    X = np.ldexp(X, -e0).astype(X.dtype, copy=False)  # exact (powers of two): |X| < 1
-    mu = np.sum(X, axis=0, dtype=X.dtype) / X.dtype.type(X.shape[0])
-    _, e = np.frexp(np.max(np.abs(X - mu)))
-    s = np.ldexp(one, e).astype(X.dtype, copy=False)  # 2^e ≥ the spread; 1 for identical points
-    shift = np.round(mu / s) * s
-    return (X - shift) / s, (int(e0), shift, s, int(e) + int(e0))
+    prediction, against 1×).
+
+    The mean is the first point plus the mean of the differences from it, so
+    that a constant feature's mean is exactly its value and it contributes 0
+    to every distance: summed in float32, the mean of a feature constant at
+    10⁹ (float32) or 10²⁰ was off by an ulp, its residue set 2^e, and the
+    other features, 10⁻⁹ of it, vanished — every distance read 0 and the
+    graph was index order."""
+    dtype = X.dtype
+    W = X.astype(np.float64) if dtype.itemsize < 8 else X  # float64, or X's own precision if wider
+    _, e0 = np.frexp(np.max(np.abs(W)))  # |X| < 2^e0
+    W = np.ldexp(W, -e0)  # exact (powers of two): |W| < 1
+    mu = W[0] + np.mean(W - W[0], axis=0)  # a constant feature's mean is exactly its value
+    dev = np.maximum(W.max(axis=0) - mu, mu - W.min(axis=0))  # max |W − mu| a feature, no (m, d) temporary
+    _, e = np.frexp(np.max(dev))
+    s = np.ldexp(W.dtype.type(1), e)  # 2^e ≥ the spread; 1 for identical points
+    shift = np.where(dev > 0, np.round(mu / s) * s, mu).astype(dtype)  # constant features: to 0 exactly
+    # (in X's dtype: the queries are shifted in it, on the device)
+    return ((W - shift) / s).astype(dtype), (int(e0), shift, dtype.type(s), int(e) + int(e0))
 
 
 def blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, recall_target=None, rows=None,
