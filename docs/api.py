@@ -18,7 +18,7 @@ import re
 import sys
 
 MODULES = ("jaxnn", "jaxnn.losses", "jaxnn.datasets", "jaxnn.metrics", "jaxnn.baselines", "jaxnn.ensemble",
-           "jaxnn.sklearn", "jaxnn.experiments")
+           "jaxnn.sklearn", "jaxnn.experiments", "jaxnn.plot")
 PATH = pathlib.Path(__file__).with_name("api.md")
 HEADER = """# API reference
 

@@ -1,4 +1,6 @@
-"""Command line: ``jaxnn demo`` (the main job) and ``jaxnn experiment NAME``."""
+"""Command line: ``jaxnn demo`` (the main job), ``jaxnn experiment NAME``,
+and for a user's own tables ``jaxnn fit``, ``predict``, ``evaluate`` and
+``datasets`` (reading through :mod:`jaxnn._src.tabular`)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 __all__ = ["main", "demo", "demo_intro", "compilation_cache_dir", "OneLineErrorParser", "one_line",
-           "quiet_on_broken_pipe", "BROKEN_PIPE_STATUS"]
+           "quiet_on_broken_pipe", "BROKEN_PIPE_STATUS", "UserError", "COLUMNS_SUFFIX"]
 
 
 # --------------------------------------------------------------------------
@@ -72,65 +74,34 @@ def _stdout_to_devnull() -> None:
 
 
 def compilation_cache_dir(environ=None) -> str | None:
-    """Where the CLI keeps XLA's compiled programs between runs, or None.
-
-    ``$JAXNN_CACHE_DIR`` (empty: no cache), else ``$XDG_CACHE_HOME/jaxnn/xla``,
-    else ``~/.cache/jaxnn/xla``.  A second ``jaxnn demo`` then loads its
-    programs instead of compiling them.  The library itself never sets it: in
-    your own processes, set JAX's ``JAX_COMPILATION_CACHE_DIR``.
+    """Where jaxnn keeps XLA's compiled programs between runs, or None:
+    :func:`jaxnn.config.default_cache_dir` — ``$JAXNN_CACHE_DIR`` (empty: no
+    cache), else ``$XDG_CACHE_HOME/jaxnn/xla``, else ``~/.cache/jaxnn/xla``.
+    The library and the command line share it (:mod:`jaxnn._src.config`).
     """
-    env = os.environ if environ is None else environ
-    if "JAXNN_CACHE_DIR" in env:
-        return env["JAXNN_CACHE_DIR"] or None
-    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "jaxnn", "xla")
+    from jaxnn._src import config
 
-
-_CACHE_SETTINGS = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs",
-                   "jax_persistent_cache_min_entry_size_bytes")
+    return config.default_cache_dir(environ)
 
 
 def _use_compilation_cache() -> bool:
-    """Turn on JAX's persistent compilation cache at :func:`compilation_cache_dir`
-    (every program, however quick to compile), unless the user configured one
-    (``JAX_COMPILATION_CACHE_DIR``) or the folder cannot be made or written
-    (JAX would warn once per compiled program about one that is read-only).
-    Returns whether it turned the cache on."""
-    import jax
+    """jaxnn's compilation cache on (:func:`jaxnn._src.config.use_default_cache`:
+    ``import jaxnn`` turned it on already unless the environment, the user's
+    own JAX cache or ``jaxnn.config.set_cache_dir`` says otherwise); a folder
+    that cannot be made or written is reported on stderr.  Returns whether it
+    is on."""
+    from jaxnn._src import config
 
-    path = compilation_cache_dir()
-    if path is None or jax.config.jax_compilation_cache_dir:
-        return False
-    try:
-        os.makedirs(path, exist_ok=True)
-        with tempfile.TemporaryFile(dir=path):  # writable? (os.access says yes to root, even on /proc/sys)
-            pass
-    except OSError as err:
-        print(f"jaxnn: no compilation cache ({err})", file=sys.stderr)
-        return False
-    for name, value in zip(_CACHE_SETTINGS, (path, 0.0, 0)):
-        jax.config.update(name, value)
-    return True
+    return config.use_default_cache(report=lambda line: print(line, file=sys.stderr))
 
 
 @contextlib.contextmanager
 def _compilation_cache():
-    """:func:`_use_compilation_cache` for the command's duration: JAX's own
-    settings come back after it, so ``cli.main`` called in-process (a
-    notebook, a test) does not leave the persistent cache on for the rest of
-    the process."""
-    import jax
-    from jax.experimental.compilation_cache import compilation_cache
-
-    before = {name: getattr(jax.config, name) for name in _CACHE_SETTINGS}
-    turned_on = _use_compilation_cache()
-    try:
-        yield
-    finally:
-        if turned_on:
-            for name, value in before.items():
-                jax.config.update(name, value)
-            compilation_cache.reset_cache()  # JAX decides once whether the cache is used: ask it again
+    """:func:`_use_compilation_cache` around a command.  The cache is the
+    library's, on for the whole process (``jaxnn.config``), so ``cli.main``
+    called in-process leaves JAX's settings as the library has them."""
+    _use_compilation_cache()
+    yield
 
 
 def _timed(fn: Callable):
@@ -255,8 +226,480 @@ def demo(*, k: int = 10, quick: bool = False, out=None) -> dict:
     return results
 
 
+# --------------------------------------------------------------------------
+# your own data: jaxnn fit / predict / evaluate / datasets
+# --------------------------------------------------------------------------
+class UserError(Exception):
+    """A mistake of the user's (a file, a column, a value, an option): its
+    message becomes the one line ``jaxnn COMMAND: error: MESSAGE``, status 2."""
+
+
+#: the sidecar beside a model that ``jaxnn fit`` writes: the feature columns, by name
+COLUMNS_SUFFIX = ".columns.json"
+_COLUMNS_FORMAT = "jaxnn-columns"
+
+_ALGORITHMS = ("gnnb", "unn", "unn_fast", "n3")
+_CHOOSERS = ("auto", "lazy", "random", "colored", "greedy")
+_POSTERIORS = ("auto", "link", "votes")
+
+_FIT_DESCRIPTION = """\
+Fit a boosted k-NN classifier on a table and save it.  DATA is a CSV file
+with a header line (comma-separated; any column order) or a Parquet file
+(needs pandas and pyarrow: pip install "jaxnn[io]").  --target names the
+class column (text or numbers); every other column is a numeric feature,
+or --features chooses them.  No value may be missing.  The features are
+used as they are: put them on comparable scales first (k-NN measures
+Euclidean distances).  Writes the model (jaxnn.save's format, read back by
+jaxnn.load) and, beside it, MODEL.columns.json: the feature column names,
+which predict and evaluate read the new data by.
+"""
+
+_FIT_EPILOG = """\
+example:
+  jaxnn fit train.csv --target species -o iris.jaxnn
+  jaxnn fit train.csv --target species --features sepal_length,petal_length --k 5 --loss matsushita -o iris.jaxnn
+"""
+
+_PREDICT_DESCRIPTION = """\
+Predict the class of every row of DATA (CSV or Parquet) with a model
+from jaxnn fit.  The features are read by the column names recorded at
+fit time (MODEL.columns.json): any column order, other columns ignored.
+Writes a CSV: one column of labels named after the target, or with
+--proba one probability column per class, p_<class>.
+"""
+
+_PREDICT_EPILOG = """\
+example:
+  jaxnn predict iris.jaxnn new.csv -o labels.csv
+  jaxnn predict iris.jaxnn new.csv --proba        # to stdout: p_setosa,p_versicolor,p_virginica
+"""
+
+_EVALUATE_DESCRIPTION = """\
+Score a model from jaxnn fit on labelled data (CSV or Parquet): accuracy,
+log loss (natural log, probabilities floored at 1e-15), Brier score (sum
+over classes, in [0, 2]) and the confusion matrix (rows: true class,
+columns: predicted class).  --target defaults to the target column the
+model was fit on.  --plot FILE writes a reliability diagram (needs
+matplotlib: pip install "jaxnn[plot]"), in the format of FILE's extension.
+"""
+
+_EVALUATE_EPILOG = """\
+example:
+  jaxnn evaluate iris.jaxnn test.csv
+  jaxnn evaluate iris.jaxnn test.csv --target species --plot reliability.png
+"""
+
+_DATASETS_DESCRIPTION = """\
+List the bundled data sets (name, rows, features, classes), or export one
+as a CSV with a header: feature columns x1 … xd, then the class column
+named target.
+"""
+
+_DATASETS_EPILOG = """\
+example:
+  jaxnn datasets
+  jaxnn datasets iris -o iris.csv
+  jaxnn fit iris.csv --target target -o iris.jaxnn
+"""
+
+
+_MAIN_EPILOG = """\
+your own data (jaxnn COMMAND --help for each):
+  jaxnn datasets iris -o iris.csv
+  jaxnn fit iris.csv --target target -o iris.jaxnn
+  jaxnn predict iris.jaxnn iris.csv -o labels.csv
+  jaxnn evaluate iris.jaxnn iris.csv
+"""
+
+
+def _whole(text: str, low: int, high: int | None, auto: bool = False):
+    """An argparse type: a whole number in [low, high], or "auto" where allowed."""
+    if auto and text.strip() == "auto":
+        return "auto"
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < low or (high is not None and value > high):
+        span = f">= {low}" if high is None else f"in [{low}, {high}]"
+        raise argparse.ArgumentTypeError(f"must be a whole number {span}{' or auto' if auto else ''}, got {text!r}")
+    return value
+
+
+def _add_parser(sub, name: str, help: str, description: str, epilog: str):
+    return sub.add_parser(name, help=help, description=description, epilog=epilog,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def _add_data_commands(sub) -> dict:
+    """The fit, predict, evaluate and datasets subparsers."""
+    p_fit = _add_parser(sub, "fit", "fit a classifier on a CSV or Parquet table and save it", _FIT_DESCRIPTION,
+                        _FIT_EPILOG)
+    p_fit.add_argument("data", metavar="DATA", help="CSV (with a header) or Parquet file")
+    p_fit.add_argument("--target", required=True, metavar="COL", help="the class column")
+    p_fit.add_argument("--features", metavar="A,B,C", help="feature columns (default: every other column)")
+    p_fit.add_argument("--k", type=lambda t: _whole(t, 1, None, auto=True), default=10,
+                       help="neighbours, or auto (default 10)")
+    p_fit.add_argument("--algorithm", choices=_ALGORITHMS, default="gnnb", help="default gnnb")
+    p_fit.add_argument("--loss", default="logistic", metavar="L",
+                       help="a jaxnn.losses name (logistic, matsushita, exponential, squared, calibrated_hinge, "
+                            "phi_mu(0.5), …) or auto (default logistic)")
+    p_fit.add_argument("--chooser", choices=_CHOOSERS, default="auto", help="default auto")
+    p_fit.add_argument("--rounds", type=lambda t: _whole(t, 1, 2**31 - 1, auto=True), default=None,
+                       help="boosting steps per class, or auto (default: one pass, the number of rows)")
+    p_fit.add_argument("--posterior", choices=_POSTERIORS, default="auto",
+                       help="how probabilities are estimated (default auto; link or votes skip auto's held-out fit)")
+    p_fit.add_argument("--seed", type=lambda t: _whole(t, 0, 2**32 - 1), default=0, help="default 0")
+    p_fit.add_argument("-o", "--output", required=True, metavar="MODEL", help="the model file to write (.jaxnn)")
+    p_fit.add_argument("--quiet", action="store_true", help="no summary line")
+
+    p_predict = _add_parser(sub, "predict", "predict the labels (or probabilities) of a table's rows",
+                            _PREDICT_DESCRIPTION, _PREDICT_EPILOG)
+    p_predict.add_argument("model", metavar="MODEL", help="a model file from jaxnn fit")
+    p_predict.add_argument("data", metavar="DATA", help="CSV (with a header) or Parquet file")
+    p_predict.add_argument("--proba", action="store_true", help="class probabilities instead of labels")
+    p_predict.add_argument("-o", "--output", default="-", metavar="OUT.csv", help="where to write (default -: stdout)")
+    p_predict.add_argument("--quiet", action="store_true", help="no summary line")
+
+    p_eval = _add_parser(sub, "evaluate", "accuracy, log loss, Brier score and confusion matrix on labelled data",
+                         _EVALUATE_DESCRIPTION, _EVALUATE_EPILOG)
+    p_eval.add_argument("model", metavar="MODEL", help="a model file from jaxnn fit")
+    p_eval.add_argument("data", metavar="DATA", help="CSV (with a header) or Parquet file")
+    p_eval.add_argument("--target", metavar="COL", help="the class column (default: the one the model was fit on)")
+    p_eval.add_argument("--plot", metavar="FILE", help="write a reliability diagram (png, pdf, svg, …)")
+    p_eval.add_argument("--quiet", action="store_true", help="the table only")
+
+    p_data = _add_parser(sub, "datasets", "list the bundled data sets, or export one as CSV", _DATASETS_DESCRIPTION,
+                         _DATASETS_EPILOG)
+    p_data.add_argument("name", nargs="?", metavar="NAME", help="a data set to export")
+    p_data.add_argument("-o", "--output", default="-", metavar="FILE.csv", help="where to write (default -: stdout)")
+    p_data.add_argument("--quiet", action="store_true", help="no summary line")
+    return {"fit": p_fit, "predict": p_predict, "evaluate": p_eval, "datasets": p_data}
+
+
+def _data_command(args) -> int:
+    return {"fit": _fit_command, "predict": _predict_command, "evaluate": _evaluate_command,
+            "datasets": _datasets_command}[args.command](args)
+
+
+def _check_output(path: str, option: str = "-o") -> None:
+    """A UserError, before any work, unless ``path`` can be written: its
+    folder exists and it is not a folder."""
+    if os.path.isdir(path):
+        raise UserError(f"{option} {path!r} is a directory: give a file name")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise UserError(f"{option} {path!r}: no directory {folder!r}")
+    if not os.access(folder, os.W_OK):
+        raise UserError(f"{option} {path!r}: the directory {folder!r} is not writable")
+
+
+@contextlib.contextmanager
+def _output(path: str):
+    """The open text file to write to: stdout for ``-``."""
+    if path == "-":
+        yield sys.stdout
+        return
+    try:
+        f = open(path, "w", encoding="utf-8", newline="")
+    except OSError as err:
+        raise UserError(f"-o {path!r} cannot be written ({err.strerror or err})") from None
+    with f:
+        yield f
+
+
+def _table(path: str):
+    from jaxnn._src import tabular
+
+    try:
+        return tabular.read_table(path)
+    except tabular.TableError as err:
+        raise UserError(str(err)) from None
+
+
+def _check_loss(name: str):
+    if name == "auto":
+        return name
+    from jaxnn import losses
+
+    try:
+        losses.get(name)
+    except ValueError as err:
+        raise UserError(f"argument --loss: {err}") from None
+    return name
+
+
+def _short_list(values, limit: int = 6) -> str:
+    values = [str(v) for v in values]
+    return ", ".join(values[:limit]) + (f", … ({len(values)} in all)" if len(values) > limit else "")
+
+
+def _fit_command(args) -> int:
+    from jaxnn._src import tabular
+
+    _check_output(args.output)
+    _check_output(args.output + COLUMNS_SUFFIX)
+    loss = _check_loss(args.loss)
+    table = _table(args.data)
+    try:
+        features = None if args.features is None else tabular.split_names(args.features)
+        names = tabular.feature_columns(table, args.target, features)
+        y = tabular.parse_labels(tabular.target_labels(table, args.target))
+        X = tabular.read_features(table, names)
+    except tabular.TableError as err:
+        raise UserError(str(err)) from None
+    classes = np.unique(y)
+    if len(classes) < 2:
+        raise UserError(f"the target column {args.target!r} of {args.data!r} holds one class ({str(classes[0])!r}) "
+                        "in all its rows: a classifier needs two or more")
+    m = len(y)
+    if args.k != "auto" and args.k >= m:
+        raise UserError(f"argument --k: k = {args.k} must be smaller than the {m} rows of {args.data!r}")
+    import jaxnn
+
+    with _compilation_cache():
+        try:
+            model, seconds = _timed(lambda: jaxnn.fit(
+                X, y, k=args.k, loss=loss, algorithm=args.algorithm, rounds=args.rounds, chooser=args.chooser,
+                posterior=args.posterior, seed=args.seed))
+        except ValueError as err:  # what the data cannot run (fit's messages name the setting)
+            raise UserError(one_line(err)) from None
+        accuracy = float(np.mean(np.asarray(jaxnn.predict(model, X)) == y))
+    jaxnn.save(model, args.output)
+    _write_columns(args.output + COLUMNS_SUFFIX, target=args.target, features=names)
+    if not args.quiet:
+        print(f"jaxnn fit: {m} rows, {len(names)} feature{'s' if len(names) > 1 else ''}, {len(classes)} classes "
+              f"({_short_list(classes)}); "
+              f"training accuracy {accuracy:.3f}; fit {seconds:.1f} s; wrote {args.output} "
+              f"(+ {os.path.basename(args.output)}{COLUMNS_SUFFIX})")
+    return 0
+
+
+def _write_columns(path: str, *, target: str, features: list) -> None:
+    import json
+
+    text = json.dumps({"format": _COLUMNS_FORMAT, "version": 1, "target": target, "features": features}, indent=1)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text + "\n")
+    os.replace(tmp, path)
+
+
+def _load_model(path: str):
+    """(the model, its target column's name, its feature columns' names) of
+    ``path`` and the columns file ``jaxnn fit`` wrote beside it."""
+    import json
+
+    import jaxnn
+
+    try:
+        model = jaxnn.load(path)
+    except FileNotFoundError:
+        raise UserError(f"{path!r}: no such model file") from None
+    except IsADirectoryError:
+        raise UserError(f"{path!r} is a directory, not a model file") from None
+    except PermissionError as err:
+        raise UserError(f"{path!r} cannot be read ({err.strerror})") from None
+    except jaxnn.ModelFileError as err:
+        raise UserError(one_line(err)) from None
+    if not isinstance(model, jaxnn.Model) or model.multilabel:
+        raise UserError(f"{path!r} holds a {'multilabel ' if isinstance(model, jaxnn.Model) else ''}"
+                        f"{type(model).__name__}: the command line predicts with single-label models from jaxnn fit")
+    columns = path + COLUMNS_SUFFIX
+    try:
+        with open(columns, encoding="utf-8") as f:
+            meta = json.load(f)
+    except FileNotFoundError:
+        raise UserError(f"{columns!r} is missing: jaxnn fit writes the feature column names there, beside the model "
+                        "(copy it along with the model)") from None
+    except (OSError, ValueError) as err:
+        raise UserError(f"{columns!r} cannot be read as the model's column names ({one_line(err)})") from None
+    d = model.X.shape[1]
+    ok = (isinstance(meta, dict) and meta.get("format") == _COLUMNS_FORMAT and isinstance(meta.get("target"), str)
+          and isinstance(meta.get("features"), list) and all(isinstance(n, str) for n in meta["features"]))
+    if not ok:
+        raise UserError(f"{columns!r} is not the column file jaxnn fit writes")
+    if len(meta["features"]) != d:
+        raise UserError(f"{columns!r} names {len(meta['features'])} feature columns, but the model {path!r} has {d} "
+                        "features: the two files are not of one fit")
+    return model, meta["target"], meta["features"]
+
+
+def _model_features(table, names: list, model_path: str) -> np.ndarray:
+    from jaxnn._src import tabular
+
+    missing = [n for n in names if n not in table.columns]
+    if missing:
+        raise UserError(f"{table.path!r} lacks the feature column{'s' if len(missing) > 1 else ''} "
+                        f"{', '.join(map(repr, missing))} that {model_path!r} was fit on (its features: "
+                        f"{_short_list(names, 12)})")
+    try:
+        return tabular.read_features(table, names)
+    except tabular.TableError as err:
+        raise UserError(str(err)) from None
+
+
+def _predict_command(args) -> int:
+    from jaxnn._src import tabular
+
+    if args.output != "-":
+        _check_output(args.output)
+    model, target, names = _load_model(args.model)
+    X = _model_features(_table(args.data), names, args.model)
+    import jaxnn
+
+    with _compilation_cache():
+        if args.proba:
+            values = np.asarray(jaxnn.predict_proba(model, X))
+            header = [f"p_{c}" for c in model.classes]
+            rows = ([str(p) for p in row] for row in values)
+        else:
+            labels = np.asarray(jaxnn.predict(model, X))
+            header = [target]
+            rows = ([str(label)] for label in labels)
+    with _output(args.output) as out:
+        tabular.write_csv(out, header, rows)
+    if args.output != "-" and not args.quiet:
+        what = "class probabilities" if args.proba else "labels"
+        print(f"jaxnn predict: {len(X)} rows; wrote their {what} to {args.output}")
+    return 0
+
+
+def _class_indices(texts: np.ndarray, classes, column: str, data: str) -> np.ndarray:
+    """Each label text's column in ``classes`` (compared as text for text
+    classes, as numbers for numeric ones); a UserError naming labels the
+    model does not know."""
+    numeric = np.asarray(classes).dtype.kind in "biuf"
+    index = {(float(c) if numeric else str(c)): i for i, c in enumerate(classes)}
+    out = np.empty(len(texts), dtype=np.int64)
+    unknown = []
+    for row, text in enumerate(texts):
+        try:
+            key = float(text) if numeric else str(text)
+        except ValueError:
+            key = None
+        i = index.get(key)
+        if i is None:
+            if text not in unknown:
+                unknown.append(str(text))
+            continue
+        out[row] = i
+    if unknown:
+        raise UserError(f"the target column {column!r} of {data!r} holds labels the model was not fit on: "
+                        f"{_short_list(unknown)} (its classes: {_short_list(classes)})")
+    return out
+
+
+def _evaluate_command(args) -> int:
+    from jaxnn._src import tabular
+
+    if args.plot is not None:
+        _check_plot(args.plot)
+    model, fit_target, names = _load_model(args.model)
+    target = fit_target if args.target is None else args.target
+    table = _table(args.data)
+    if target not in table.columns:
+        raise UserError(f"{args.data!r} has no target column {target!r}{tabular.did_you_mean(target, table.columns)}"
+                        f"{' (the column the model was fit on; choose another with --target)' if args.target is None else ''}; "
+                        f"its columns: {tabular.list_names(table.columns)}")
+    X = _model_features(table, names, args.model)
+    try:
+        texts = tabular.target_labels(table, target)
+    except tabular.TableError as err:
+        raise UserError(str(err)) from None
+    y = _class_indices(texts, model.classes, target, args.data)
+    import jaxnn
+
+    with _compilation_cache():
+        proba = np.asarray(jaxnn.predict_proba(model, X), dtype=np.float64)
+        predicted = _class_indices(np.asarray(jaxnn.predict(model, X)).astype(str), model.classes, target, args.data)
+        if args.plot is not None:
+            _write_reliability(args.plot, model, X, np.asarray(model.classes)[y])
+    C = len(model.classes)
+    accuracy = float(np.mean(predicted == y))
+    log_loss = float(-np.mean(np.log(np.clip(proba[np.arange(len(y)), y], 1e-15, 1.0))))
+    brier = float(np.mean(np.sum((proba - np.eye(C)[y]) ** 2, axis=1)))
+    confusion = np.zeros((C, C), dtype=np.int64)
+    np.add.at(confusion, (y, predicted), 1)
+    if not args.quiet:
+        print(f"jaxnn evaluate: {args.model} on {args.data} ({len(y)} rows, target {target})")
+    print(f"accuracy     {accuracy:.4f}")
+    print(f"log loss     {log_loss:.4f}")
+    print(f"Brier score  {brier:.4f}")
+    print()
+    print("confusion matrix (rows: true class, columns: predicted class)")
+    names_, corner = [str(c) for c in model.classes], "true \\ predicted"
+    first = max(len(corner), *(len(n) for n in names_))
+    widths = [max(len(n), len(str(confusion[:, j].max()))) for j, n in enumerate(names_)]
+    print(f"{corner:<{first}}" + "".join(f"  {n:>{w}}" for n, w in zip(names_, widths)))
+    for i, n in enumerate(names_):
+        print(f"{n:<{first}}" + "".join(f"  {confusion[i, j]:>{w}}" for j, w in enumerate(widths)))
+    if args.plot is not None and not args.quiet:
+        print(f"reliability diagram written to {args.plot}")
+    return 0
+
+
+def _check_plot(path: str) -> None:
+    """Before any work: matplotlib is there, and ``path`` is a writable
+    file in a format it writes."""
+    _check_output(path, "--plot")
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise UserError('--plot needs matplotlib: pip install "jaxnn[plot]"') from None
+    ext = os.path.splitext(path)[1].lstrip(".").lower()
+    formats = Figure().canvas.get_supported_filetypes()
+    if ext not in formats:
+        raise UserError(f"--plot {path!r}: give a file name ending in one of {', '.join('.' + f for f in sorted(formats))}")
+
+
+def _write_reliability(path: str, model, X, y) -> None:
+    from matplotlib.figure import Figure
+
+    try:
+        from jaxnn import plot
+    except ImportError as err:
+        raise UserError(f"--plot needs jaxnn.plot, which this jaxnn cannot import ({one_line(err)})") from None
+    figure = Figure(figsize=(5, 5), layout="constrained")
+    plot.reliability(model, X, y, ax=figure.add_subplot())
+    figure.savefig(path)
+
+
+def _datasets_command(args) -> int:
+    from jaxnn import datasets
+    from jaxnn._src import tabular
+
+    if args.name is None:
+        if args.output != "-":
+            raise UserError("-o exports one data set: give its NAME (jaxnn datasets NAME -o FILE.csv)")
+        rows = []
+        for name in datasets.names():
+            X, y = datasets.load(name)
+            rows.append((name, str(X.shape[0]), str(X.shape[1]), str(len(np.unique(y)))))
+        header = ("name", "rows", "features", "classes")
+        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+        print(f"{header[0]:<{widths[0]}}" + "".join(f"  {h:>{w}}" for h, w in zip(header[1:], widths[1:])))
+        for r in rows:
+            print(f"{r[0]:<{widths[0]}}" + "".join(f"  {v:>{w}}" for v, w in zip(r[1:], widths[1:])))
+        return 0
+    if args.output != "-":
+        _check_output(args.output)
+    try:
+        X, y = datasets.load(args.name)
+    except ValueError as err:
+        raise UserError(one_line(err)) from None
+    header = [f"x{j + 1}" for j in range(X.shape[1])] + ["target"]
+    with _output(args.output) as out:
+        tabular.write_csv(out, header, ([*(str(v) for v in row), str(label)] for row, label in zip(X, y)))
+    if args.output != "-" and not args.quiet:
+        print(f"jaxnn datasets: wrote {args.name} ({X.shape[0]} rows, {X.shape[1]} features x1 … x{X.shape[1]}, "
+              f"{len(np.unique(y))} classes in column target) to {args.output}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """``jaxnn demo [--k K] [--quick]`` and ``jaxnn experiment NAME ...``: the
+    """``jaxnn demo [--k K] [--quick]``, ``jaxnn experiment NAME ...`` and,
+    for your own data, ``jaxnn fit / predict / evaluate / datasets``: the
     exit status.
 
     A user's mistake (a bad option value, settings no chosen data allow) is
@@ -269,13 +712,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = OneLineErrorParser(prog="jaxnn", description="Boosted nearest-neighbour classification in JAX.")
+    parser = OneLineErrorParser(prog="jaxnn", description="Boosted nearest-neighbour classification in JAX.",
+                                epilog=_MAIN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     p_demo = sub.add_parser("demo", help="boosted k-NN vs k-NN, SGD and linear SVM on bundled data",
                             description=_DEMO_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p_demo.add_argument("--k", type=int, default=10, help="neighbours (default 10)")
     p_demo.add_argument("--quick", action="store_true", help="fewer domains")
     sub.add_parser("experiment", help="reproduce a paper experiment: jaxnn experiment NAME --help", add_help=False)
+    data_parsers = _add_data_commands(sub)
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["experiment"]:
         from jaxnn._src.experiments.cli import command as experiment_command
@@ -292,7 +737,11 @@ def _main(argv: Sequence[str] | None) -> int:
             p_demo.error(f"argument --k: {err}")
         with _compilation_cache():
             demo(k=args.k, quick=args.quick)
-    return 0
+        return 0
+    try:
+        return _data_command(args)
+    except UserError as err:
+        data_parsers[args.command].error(str(err))
 
 
 if __name__ == "__main__":  # pragma: no cover
