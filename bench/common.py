@@ -26,6 +26,9 @@ from __future__ import annotations
 import os
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# jaxnn turns on its own persistent compilation cache when imported (jaxnn.config): off here, so that
+# compilation is measured; JAXNN_BENCH_JAX_CACHE below turns a cache on where wanted
+os.environ.setdefault("JAXNN_CACHE_DIR", "")
 
 import functools  # noqa: E402
 import time  # noqa: E402

@@ -28,7 +28,7 @@ from jaxnn._src import sharding, window
 from jaxnn._src.boosting import boost
 from jaxnn._src.inverse import inverse_counts, inverse_neighbors
 from jaxnn._src.plan import Plan, chooser_order, chooser_orders
-from jaxnn._src.progress import logger, progress_wanted
+from jaxnn._src.progress import logger, progress_wanted, steps_done
 from jaxnn._src.schedule import boost_colored, color_schedule, padded_schedule, stack_schedules
 from jaxnn._src.shared_sizes import PaddedShapes, in_blocks, padded_rows, shared_k, shared_rows, shared_width, to_device
 from jaxnn._src.steps import BoostResult, initial_edges
@@ -73,7 +73,7 @@ def run(plan: Plan, Y_np, nbrs, dtype, *, algorithm, loss, rounds: int, seed: in
                                   trace=trace, like=like, home=home)
     done, alpha, traces = steps, result.alpha, [result.trace]
     for steps, order in parts:  # a long run: the next segment from the edges
-        logger.info("fit: %d of %d steps done", done, rounds)
+        steps_done(done, rounds, "fit: %d of %d steps done", done, rounds)  # once a segment
         result, _ = _run_segment(plan, Y_np, nbrs, dtype, order, steps, result.edges, algorithm=algorithm, loss=loss,
                                  trace=trace, like=shapes, home=home)
         done, alpha = done + steps, alpha + result.alpha

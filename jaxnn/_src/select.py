@@ -17,11 +17,12 @@ import numpy as np
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src import boost_runs, sharding
-from jaxnn._src.checks import check_integer, check_real, did_you_mean
+from jaxnn._src.checks import check_bool, check_integer, check_real, did_you_mean
 from jaxnn._src.graph import METHODS, graph_and_query, knn_graph, knn_query, nndescent_index, nndescent_query
 from jaxnn._src.inputs import as_points, compute_dtype, encode_labels, label_rows, points_of_parts
 from jaxnn._src.plan import check_chooser, make_plan
 from jaxnn._src.prediction import leveraged_scores
+from jaxnn._src.progress import logged, progress_shown, stage
 from jaxnn._src.shared_sizes import padded_rows, query_rows, to_device
 from jaxnn._src.steps import initial_edges
 
@@ -106,6 +107,7 @@ def select(
     seed: int = 0,
     graph_method: str = "exact",
     devices=None,
+    verbose: bool = False,
 ) -> Selection:
     """Pick k, the loss and the number of boosting passes on a held-out split.
 
@@ -124,10 +126,17 @@ def select(
         candidates).
       devices: as for :func:`jaxnn.fit`: the searches' query rows and the
         boosting's class axis are split across them.
+      verbose: print the stages (the searches, then the candidates: one
+        step per k and loss, with its best held-out accuracy) to stderr, as
+        :func:`jaxnn.fit`'s ``verbose`` does (a bar on a terminal).
 
     Returns:
       :class:`Selection`.
     """
+    if check_bool(verbose, "verbose"):
+        with progress_shown():
+            return select(X, y, ks=ks, losses=losses, passes=passes, algorithm=algorithm, chooser=chooser,
+                          epsilon=epsilon, holdout=holdout, seed=seed, graph_method=graph_method, devices=devices)
     Xa = as_points(X)
     classes, Y_all, multilabel = encode_labels(y, Xa.shape[0])
     y_arr = label_rows(y)  # a one-column y split as the 1-D labels fit reads it as
@@ -171,18 +180,9 @@ def select(
     # cast as given, points at 10⁸ ± 1 became one and every candidate scored chance)
     X_tr, X_va = points_of_parts(Xa, dtype, tr, va)
     k_max = max(ks)
-    # nearest first: prefixes are the k-NN graphs
-    if graph_method == "nndescent":
-        graph, index = nndescent_index(X_tr, k_max, seed, 2 * k_max, 1)
-        graph, query = graph.indices, nndescent_query(index, X_tr, X_va, k_max).indices
-    elif graph_method == "exact":  # one search, one compilation (graph.graph_and_query)
-        # exactly k_max neighbours: the candidate ks share this search already; a shared_k(k_max) search
-        # (64 for 50) took 34–35 ms instead of 28–29 at m = 2000 (select warm: 124–132 → 120–121 ms)
-        graph, query = graph_and_query(X_tr, X_va, k_max, devices=devices, share_k=False)
-    else:
-        graph = knn_graph(X_tr, k_max, method=graph_method, seed=seed, devices=devices).indices
-        query = knn_query(X_tr, X_va, k_max, devices=devices).indices
-    graph, query = np.asarray(graph), np.asarray(query)
+    graph, query = logged(f"select: {graph_method} {k_max}-NN graph of {m} training points and the {va.size} "
+                          f"held-out points' neighbours",
+                          lambda: _searched(X_tr, X_va, k_max, graph_method, seed, devices))
     n_classes = Y_all.shape[1]
     max_passes = max(int(p) for p in passes)
     # a small problem is boosted and scored padded to shared sizes, as fit pads it; the largest k's
@@ -201,25 +201,48 @@ def select(
     Y_run = on_mesh(Y)
     scores = {}
     calls = max_passes * (len(ks) if shared is not None else 1)  # runs of one loss's compiled scan
-    for k in ks:
-        nb = graph[:, :k]
-        run_pass = boost_runs.pass_runner(plan, nb, n_classes, algo, seed, max_passes, shared, k_max, calls)
-        for loss in loss_objs:
-            edges = on_mesh(initial_edges(Y, algorithm=algo, loss=loss))
-            alpha = jnp.zeros(Y_run.shape, Y.dtype)
-            for p in range(1, max_passes + 1):
-                res = run_pass(Y_run, edges, loss, p)
-                edges, alpha = res.edges, alpha + res.alpha
-                if p in passes:
-                    H = np.asarray(leveraged_scores(alpha[:, :n_classes], Y, query, k))[:n_val]
-                    if multilabel:
-                        acc = float(np.mean((H > 0) == (Y_va > 0)))
-                    else:
-                        acc = float(np.mean(np.argmax(H, axis=1) == np.argmax(Y_va, axis=1)))
-                    scores[(k, loss.name, p)] = acc
+    n_candidates = len(ks) * len(loss_objs)
+    with stage(f"select: {n_candidates} candidates (k, loss) x passes {sorted(set(passes))} on {m} points",
+               total=n_candidates, unit="candidate") as progress:
+        for k in ks:
+            nb = graph[:, :k]
+            run_pass = boost_runs.pass_runner(plan, nb, n_classes, algo, seed, max_passes, shared, k_max, calls)
+            for loss in loss_objs:
+                edges = on_mesh(initial_edges(Y, algorithm=algo, loss=loss))
+                alpha = jnp.zeros(Y_run.shape, Y.dtype)
+                for p in range(1, max_passes + 1):
+                    res = run_pass(Y_run, edges, loss, p)
+                    edges, alpha = res.edges, alpha + res.alpha
+                    if p in passes:
+                        H = np.asarray(leveraged_scores(alpha[:, :n_classes], Y, query, k))[:n_val]
+                        if multilabel:
+                            acc = float(np.mean((H > 0) == (Y_va > 0)))
+                        else:
+                            acc = float(np.mean(np.argmax(H, axis=1) == np.argmax(Y_va, axis=1)))
+                        scores[(k, loss.name, p)] = acc
+                # a step per candidate (k, loss), from the host: never per boosting step
+                progress.step(None, None, "select: k=%d, %s loss: held-out accuracy %.4f (%d of %d)", k, loss.name,
+                              max(scores[(k, loss.name, p)] for p in passes), progress.done + 1, n_candidates)
     rank = {loss.name: i for i, loss in enumerate(loss_objs)}
     best = max(scores, key=lambda key: (scores[key], -key[0], -key[2], -rank[key[1]]))
     return Selection(best[0], _fit_ready(loss_objs[rank[best[1]]]), best[2], scores)
+
+
+def _searched(X_tr, X_va, k_max: int, graph_method: str, seed: int, devices):
+    """(the (m, k_max) training graph, the (n_val, k_max) neighbours of the
+    held-out points in it), host arrays, nearest first: prefixes are the
+    k-NN graphs of the smaller ks."""
+    if graph_method == "nndescent":
+        graph, index = nndescent_index(X_tr, k_max, seed, 2 * k_max, 1)
+        graph, query = graph.indices, nndescent_query(index, X_tr, X_va, k_max).indices
+    elif graph_method == "exact":  # one search, one compilation (graph.graph_and_query)
+        # exactly k_max neighbours: the candidate ks share this search already; a shared_k(k_max) search
+        # (64 for 50) took 34–35 ms instead of 28–29 at m = 2000 (select warm: 124–132 → 120–121 ms)
+        graph, query = graph_and_query(X_tr, X_va, k_max, devices=devices, share_k=False)
+    else:
+        graph = knn_graph(X_tr, k_max, method=graph_method, seed=seed, devices=devices).indices
+        query = knn_query(X_tr, X_va, k_max, devices=devices).indices
+    return np.asarray(graph), np.asarray(query)
 
 
 def _fit_ready(loss):

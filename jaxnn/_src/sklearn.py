@@ -33,11 +33,15 @@ except ImportError as err:  # scikit-learn missing, or older than 1.6 (no public
 
 from jaxnn._src.fitting import fit
 from jaxnn._src.model import Model
-from jaxnn._src.prediction import host_proba, host_rule
+from jaxnn._src.prediction import host_rule
 
 __all__ = ["BoostedKNNClassifier"]
 
 _FLOATS = (np.float64, np.float32)
+
+#: the estimator's k when ``k=None`` (its default), as :func:`jaxnn.fit`'s default k,
+#: on training sets larger than it
+DEFAULT_K = 10
 
 
 class _PickledDevice(NamedTuple):
@@ -66,10 +70,15 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
     learned by boosting (UNN, GNNB/GNNB*, N³ — papers 000–003).
 
     Parameters are those of :func:`jaxnn.fit` (see its docstring), with the
-    same defaults except ``posterior``:
+    same defaults except ``k`` and ``posterior``:
 
     Args:
-      k: neighbours, 1 ≤ k < n_samples, or ``"auto"``.
+      k: neighbours, 1 ≤ k < n_samples, ``"auto"``, or None (default):
+        :data:`DEFAULT_K` = 10 (``fit``'s default), or n_samples − 1 on
+        training sets of 10 points or fewer, so that the default estimator
+        fits any data of at least 2 points (scikit-learn's checks fit 10).
+        A k you give is used as given: one of n_samples or more is refused
+        (ValueError) rather than quietly changed.  ``k_`` is the k used.
       loss: a loss name (:func:`jaxnn.losses.names`), a
         :class:`jaxnn.losses.Loss` or ``"auto"``.
       algorithm: ``"gnnb"``, ``"unn"``, ``"unn_fast"``, ``"n3"`` or an
@@ -106,6 +115,8 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
 
     Attributes:
       model_: the fitted :class:`jaxnn.Model` (use it with the functional API).
+      k_: the neighbours the fitted rule sums (``model_.k``): ``k``, the
+        default's (see ``k``) or the one ``k="auto"`` chose.
       classes_: (C,) class labels, sorted; multilabel: ``arange(C)``.
       n_features_in_: number of features seen by :meth:`fit`.
       feature_names_in_: column names, when X had string column names.
@@ -122,7 +133,7 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(
         self,
-        k=10,
+        k=None,
         loss="logistic",
         algorithm="gnnb",
         rounds=None,
@@ -268,7 +279,7 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         model = fit(
             X,
             y,
-            k=self.k,
+            k=_k_for(self.k, X.shape[0]),
             loss=self.loss,
             algorithm=self.algorithm,
             rounds=self.rounds,
@@ -290,20 +301,30 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
             del self.trace_
         return self
 
-    def _rule(self, X):
-        """(validated X, scores S (n, C) float64, predicted class indices
-        (n,) — None for a multilabel model): S is H and the class
+    @property
+    def k_(self) -> int:
+        """The neighbours the fitted rule sums: ``k``, the default's
+        (min(10, n_samples − 1)) or the one ``k="auto"`` chose."""
+        check_is_fitted(self, "model_")
+        return int(self.model_.k)
+
+    def _rule(self, X, proba: bool = False):
+        """(scores S (n, C) float64, predicted class indices (n,) — None for
+        a multilabel model[, :func:`jaxnn.predict_proba` with ``proba``]) on
+        validated X, from one neighbour search: S is H and the class
         :func:`jaxnn.predict`'s, or for a model fit with ``posterior="votes"``
         the vote fractions and the class of most votes (ties by H, then the
         nearest neighbour)."""
         check_is_fitted(self, "model_")
         X = validate_data(self, X, reset=False, dtype=_FLOATS)
-        H, votes, first, top = host_rule(self.model_, X)
+        H, votes, first, top, *P = host_rule(self.model_, X, proba=proba)
         if self.model_.multilabel:
-            return X, H.astype(np.float64), None
-        if _is_votes(self.model_):
-            return X, votes.astype(np.float64), _lexicographic_argmax(votes, H, first)
-        return X, H.astype(np.float64), top
+            S, top = H.astype(np.float64), None
+        elif _is_votes(self.model_):
+            S, top = votes.astype(np.float64), _lexicographic_argmax(votes, H, first)
+        else:
+            S = H.astype(np.float64)
+        return (S, top, *P)
 
     def decision_function(self, X) -> np.ndarray:
         """H_c(x), (n, C); binary: (n,) H_1 − H_0, > 0 for ``classes_[1]``.
@@ -311,7 +332,7 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         the others, so that the argmax (binary: the sign) is :meth:`predict`'s
         label.  A model fit with ``posterior="votes"``: the vote fractions
         instead of H (see the class)."""
-        _, S, top = self._rule(X)
+        S, top = self._rule(X)
         if top is not None:
             S = _above_the_rest(S, top)
             if S.shape[1] == 2:
@@ -324,7 +345,7 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         ``posterior="votes"``: the k-NN vote, ties by H, then the nearest
         neighbour); multilabel: (n, C) 0/1 (±1 when fit on a {−1, +1}
         matrix), H_c(x) > 0."""
-        _, S, top = self._rule(X)
+        S, top = self._rule(X)
         if top is None:
             return np.where(S > 0, 1, self._negative_label).astype(np.int64)
         return self.classes_[top]
@@ -334,8 +355,8 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         sum to 1 unless multilabel) — :func:`jaxnn.predict_proba`, in float64;
         where classes' posteriors are equal, those other than :meth:`predict`'s
         are one float step lower, so that its argmax is :meth:`predict`'s."""
-        X, _, top = self._rule(X)
-        P = host_proba(self.model_, X).astype(np.float64)
+        _, top, P = self._rule(X, proba=True)
+        P = P.astype(np.float64)
         if top is not None:  # rows normalised in float32 are off by ~1e-7 in float64: log_loss warned
             P /= P.sum(axis=1, keepdims=True)
             P = _others_below(P, top)
@@ -345,6 +366,16 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         """log of :meth:`predict_proba` (−inf where a posterior is 0)."""
         with np.errstate(divide="ignore"):
             return np.log(self.predict_proba(X))
+
+
+def _k_for(k, n_samples: int):
+    """The ``k`` handed to :func:`jaxnn.fit` for ``n_samples`` training
+    points: None (the estimator's default) is :data:`DEFAULT_K`, or
+    n_samples − 1 where that is smaller; any other value as given (fit
+    checks it)."""
+    if k is None:
+        return max(1, min(DEFAULT_K, n_samples - 1))
+    return k
 
 
 def _is_votes(model) -> bool:

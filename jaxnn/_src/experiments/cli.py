@@ -258,7 +258,8 @@ def _command(argv: Optional[Sequence[str]], around_run: Callable) -> int:
     parser.add_argument("--quick", action="store_true", help="small version (4-90 s on two CPU cores)")
     parser.add_argument("--plot", metavar="DIR", default=None, help="write PNG figures to DIR (needs matplotlib)")
     parser.add_argument("--seed", type=_seed, default=0, help=f"base random seed (default 0, at most {MAX_SEED})")
-    parser.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    parser.add_argument("--no-progress", "--quiet", dest="no_progress", action="store_true",
+                        help="no progress on stderr (a bar on a terminal, one line a step otherwise)")
     parser.add_argument("--save", metavar="FILE", default=None, help="pickle the result object to FILE (uci: after every domain)")
     for flag, (dest, typ, names, text) in _OPTIONS.items():
         parser.add_argument(flag, dest=dest, type=typ, default=None, help=f"{text} ({'/'.join(names)} only)")
