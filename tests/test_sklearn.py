@@ -42,6 +42,7 @@ def _expected_failures(estimator):
     [BoostedKNNClassifier(k=3), BoostedKNNClassifier(k=3, posterior="auto")],
     expected_failed_checks=_expected_failures,
 )
+@pytest.mark.slow  # scikit-learn's ~70 checks, each fitting anew
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
 
@@ -77,6 +78,7 @@ def test_binary_decision_function_is_the_margin_of_class_1(blobs):
     assert est.predict(Xt).dtype == yb.dtype  # string labels come back as given
 
 
+@pytest.mark.slow
 def test_pipeline_and_grid_search(blobs):
     X, y, Xt, yt = blobs
     pipe = make_pipeline(StandardScaler(), BoostedKNNClassifier())
@@ -296,7 +298,7 @@ def test_import_jaxnn_does_not_import_sklearn():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def test_estimator_predictions_compile_nothing_per_batch_size():
+def test_estimator_predictions_compile_nothing_per_batch_size(compilations):
     """The estimator's answers are NumPy: it drops the query padding on the
     host, so batches of 1 … 128 rows compile nothing after the first (not
     even a slice), and give the full batch's rows."""
@@ -308,9 +310,9 @@ def test_estimator_predictions_compile_nothing_per_batch_size():
     est = BoostedKNNClassifier(k=5).fit(X, y)
     Xq = X[:128 - 8] + 0.1
     full = (est.predict_proba(Xq), est.decision_function(Xq), est.predict(Xq))
-    before = sizes_mod._first_rows._cache_size()
-    for n in (1, 33, 119):
-        np.testing.assert_allclose(est.predict_proba(Xq[:n]), full[0][:n], rtol=1e-6)
-        np.testing.assert_allclose(est.decision_function(Xq[:n]), full[1][:n], rtol=1e-6, atol=1e-6)
-        np.testing.assert_array_equal(est.predict(Xq[:n]), full[2][:n])
-    assert sizes_mod._first_rows._cache_size() == before
+    with compilations() as compiled:
+        for n in (1, 33, 119):
+            np.testing.assert_allclose(est.predict_proba(Xq[:n]), full[0][:n], rtol=1e-6)
+            np.testing.assert_allclose(est.decision_function(Xq[:n]), full[1][:n], rtol=1e-6, atol=1e-6)
+            np.testing.assert_array_equal(est.predict(Xq[:n]), full[2][:n])
+    assert compiled == [], compiled  # nothing at all (the slice of sizes_mod.first_rows was one a size)

@@ -1,13 +1,16 @@
 """``fit``: learn a leveraged k-NN rule by boosting — the neighbour graph,
 the boosting plan (:func:`jaxnn._src.plan.make_plan`) and its run
-(:func:`jaxnn._src.boost_runs.run`), and the ``posterior="auto"`` choice
-between the link and the vote fractions."""
+(:func:`jaxnn._src.boost_runs.run`), the leverage of the examples no step
+reached (:func:`unreached_leverage`), and the temperature of the
+``posterior="auto"`` posteriors, fit on held-out data."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Optional
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from jaxnn._src import algorithms as algos
@@ -21,12 +24,12 @@ from jaxnn._src.inputs import (as_points, check_neighbors, compute_dtype, encode
                                training_points)
 from jaxnn._src.model import Model
 from jaxnn._src.plan import Plan, make_plan
-from jaxnn._src.prediction import posterior_parts
+from jaxnn._src.prediction import POSTERIOR_FLOOR, held_out_scores
 from jaxnn._src.progress import logged, logger, progress_shown
 from jaxnn._src.select import DEFAULT_KS, DEFAULT_LOSSES, DEFAULT_PASSES, select
 from jaxnn._src.shared_sizes import to_device
 
-__all__ = ["fit"]
+__all__ = ["fit", "unreached_leverage"]
 
 
 def fit(
@@ -83,17 +86,17 @@ def fit(
       trace: record the total surrogate risk after every step (``model.trace``;
         after every step of the schedule for ``chooser="colored"``).  It
         evaluates ψ on every edge a step writes: 2–6× the time of a lazy pass.
-      posterior: how :func:`predict_proba` estimates posteriors — ``"link"``
-        (the papers' p̂ = link(H), paper 003 eq. 29), ``"votes"`` (k-NN vote
-        fractions) or ``"auto"`` (default): whichever of the two has the
-        lower Brier score on a held-out 20 % for an auxiliary fit on the
-        other 80 % (one extra fit; within one standard error, the votes).
-        One pass of boosting leaves link(H) shrunk toward uniform and more
-        passes overfit posteriors, while vote fractions are hard to beat when
-        classes separate (docs/guide/posteriors.md); ``"auto"`` is never much
-        worse than either.  Data too small to hold 10 points out (m < 48),
-        or whose 80 % would lack a class, get the votes untested (logged).
-        :func:`predict` always uses argmax H.
+      posterior: how :func:`predict_proba` estimates posteriors — ``"auto"``
+        (default): p̂ = (1 − ε)·softmax(H/T) + ε/C (multilabel: per label
+        (1 − ε)·σ(H_c/T) + ε/2), ε = 0.01, with the temperature T of least
+        log loss on a held-out 20 % for an auxiliary fit on the other 80 %
+        (one extra fit; ``model.posterior_temperature``): never exactly 0
+        or 1, increasing in H, so that its argmax is always :func:`predict`'s
+        label.  Data too small to hold 10 points out (m < 48), or whose 80 %
+        would lack a class, fit T on the training points' own scores
+        (logged).  ``"link"``: the papers' p̂ = link(H) (paper 003 eq. 29),
+        no auxiliary fit; ``"votes"``: the k-NN vote fractions (both may be
+        exactly 0 or 1).  docs/guide/posteriors.md compares them.
       devices: None (default device), an int n (the first n devices), a list
         of devices or ``"all"``: the class axis of the boosting state is
         sharded across them, and so are the query rows of the exact graph
@@ -106,7 +109,13 @@ def fit(
 
     Returns:
       A fitted :class:`Model`.  Computation is float32 unless X is float64 and
-      ``jax_enable_x64`` is on.
+      ``jax_enable_x64`` is on.  ``model.alpha`` is boosting's α, except for
+      the examples that are no example's neighbour in the training graph
+      (n_j = 0: boosting never steps on them, frequent at small k — a third
+      of the examples at k = 1): they take the mean α of the reached
+      examples of their class and label sign (:func:`unreached_leverage`),
+      so that no query's score ignores a neighbour.  :func:`predict` breaks
+      exact ties in H by the k-NN vote, then the nearest neighbour.
     """
     if check_bool(verbose, "verbose"):
         with progress_shown():
@@ -180,16 +189,62 @@ def _fit_checked(Xa, y, classes, Y_np, multilabel: bool, plan: Plan, *, k: int, 
         f"{rounds} steps x {n_classes} classes",
         lambda: boost_runs.run(plan, Y_np, nbrs, dtype, algorithm=algo, loss=loss_obj, rounds=rounds, seed=seed,
                                trace=bool(trace), like=like, home=next(iter(Xj.devices()))))
-    model = Model(result.alpha, Xj, Y, result.trace, classes, k, loss_obj, algo, multilabel, rounds=rounds,
+    # examples that are nobody's neighbour (n_j = 0) were never leveraged: they take
+    # their class's mean leverage, so that no query's score ignores its neighbours
+    alpha = unreached_leverage(result.alpha, Y, nbrs)
+    model = Model(alpha, Xj, Y, result.trace, classes, k, loss_obj, algo, multilabel, rounds=rounds,
                   origin=origin)
     mix = {"link": 0.0, "votes": 1.0}.get(posterior)
-    if mix is None:
-        # the 80 % fit's graph: derived from the caller's (two hops) when they gave one —
-        # jaxnn cannot repeat their search, and an exact one of 80 % may take minutes
-        mix = _choose_posterior_mix(Xa, y, plan, k=k, loss=loss_obj, algorithm=algo, rounds=rounds, seed=seed,
-                                    graph_method=graph_method, graph=nbrs if neighbors is not None else None,
-                                    like=shapes)
-    return dataclasses.replace(model, posterior_mix=float(mix))
+    if mix is not None:
+        return dataclasses.replace(model, posterior_mix=mix)
+    # the 80 % fit's graph: derived from the caller's (two hops) when they gave one —
+    # jaxnn cannot repeat their search, and an exact one of 80 % may take minutes
+    temperature = _choose_posterior_temperature(
+        Xa, y, plan, k=k, loss=loss_obj, algorithm=algo, rounds=rounds, seed=seed, graph_method=graph_method,
+        graph=nbrs if neighbors is not None else None, like=shapes, model=model, model_graph=nbrs)
+    return dataclasses.replace(model, posterior_mix=0.0, posterior_temperature=temperature)
+
+
+def unreached_leverage(alpha, Y, neighbors):
+    """α (m, C) with the rows of the examples that are no example's neighbour
+    in ``neighbors`` — the (m, k) training graph boosting ran on (n_j = 0) —
+    set to a leverage of their class: for each class c, the mean α_jc of the
+    examples that are someone's neighbour (n_j > 0) and share the example's
+    label sign y_jc, floored at 0 (0 where there are none).
+
+    Boosting's step for example j is computed from the examples whose
+    neighbour j is: with none, j is never leveraged and keeps α = 0 — yet
+    j can be a query's neighbour, whose score then ignores it (at k = 1, 37 %
+    of a digits training set; 27 % of the test rows scored all zero and were
+    all labelled class 0).  Filled with the mean of its class-sign (the
+    mean over all reached examples of class c, or a small positive leverage
+    such as 10⁻³, did as well or worse: docs/guide/posteriors.md), an
+    unreached example votes for its label like a typical reached one, and at
+    k = 1 with every α > 0 the rule is exactly 1-NN.  Examples that were
+    reached keep their α.  Vectorised over the examples (one jitted program
+    when some are unreached; α itself when none is); deterministic.
+    :func:`jaxnn.ensemble.fit_split` is to apply it to each block's α and
+    graph, as :func:`fit` does."""
+    nb = np.asarray(neighbors)
+    reached = np.bincount(nb.ravel(), minlength=alpha.shape[0])[: alpha.shape[0]] > 0
+    if reached.all():
+        return alpha
+    return _unreached_filled(alpha, Y, to_device(reached))
+
+
+@jax.jit
+def _unreached_filled(alpha, Y, reached):
+    """:func:`unreached_leverage` for a (m,) boolean ``reached`` on the device."""
+    r = reached[:, None]
+    positive = Y > 0
+
+    def group_mean(group):  # (C,): mean α over the reached examples of each column's group
+        w = (group & r).astype(alpha.dtype)
+        n = jnp.sum(w, axis=0)
+        return jnp.where(n > 0, jnp.sum(alpha * w, axis=0) / jnp.maximum(n, 1), 0)
+
+    fill = jnp.where(positive, group_mean(positive)[None, :], group_mean(~positive)[None, :])
+    return jnp.where(r, alpha, jnp.maximum(fill, 0).astype(alpha.dtype))
 
 
 def _given_passes(rounds, m: int) -> int:
@@ -205,68 +260,74 @@ def _auto(value):
     return "auto" if isinstance(value, str) and value == "auto" else None
 
 
-# λ candidates of posterior="auto".  Intermediate blends were tried (21-point
-# grid): they put link mass where the votes are 0 and the true posterior is
-# tiny, which the KL to the truth punishes; choosing one estimator is safer.
-_MIX_GRID = np.array([0.0, 1.0])
-
-
 #: at most this many held-out points are scored by posterior="auto" (a seeded
-#: random subset of the 20 %).  A per-point Brier score lies in [0, 2], so the
-#: standard error of a mean over 10⁴ points is below 0.01, while scoring costs an
-#: exact neighbour query of every scored point against the 80 % (m = 10⁶, d = 16:
-#: ~150 s for all 2·10⁵ held-out points, half of the whole fit)
+#: random subset of the 20 %).  The standard error of a mean log loss over 10⁴
+#: points is ~0.01 of its spread, while scoring costs an exact neighbour query
+#: of every scored point against the 80 % (m = 10⁶, d = 16: ~150 s for all
+#: 2·10⁵ held-out points, half of the whole fit)
 MAX_SCORED = 10_000
 
+#: the temperatures posterior="auto" tries, as multiples of the RMS of the
+#: scored H: 46 steps of 10^0.1 from 10⁻² to 10^2.5, then 11 steps of 10^0.01
+#: around the best (a log loss flat to 0.1 % over one coarse step)
+_T_GRID = np.logspace(-2.0, 2.5, 46)
+_T_REFINE = np.logspace(-0.05, 0.05, 11)
 
-def _choose_posterior_mix(X, y, plan: Plan, *, k, loss, algorithm, rounds, seed, graph_method="exact", holdout=0.2,
-                          graph=None, like=None) -> float:
-    """λ ∈ {0, 1} (link or votes) with the lower held-out Brier score.
+
+def _choose_posterior_temperature(X, y, plan: Plan, *, k, loss, algorithm, rounds, seed, graph_method="exact",
+                                  holdout=0.2, graph=None, like=None, model=None, model_graph=None) -> float:
+    """The temperature T > 0 of ``posterior="auto"``'s calibrated posteriors
+    (:func:`jaxnn._src.prediction.calibrated_posterior`): the T of least
+    held-out log loss (:func:`_fit_temperature`).
 
     An auxiliary model is fit on a seeded random 80 % of the data (same
     settings — its neighbour graph by the same ``graph_method``, or, given
     ``graph`` (the (m, k) graph of all the data), derived from it by
-    :func:`graph.subgraph` — rounds scaled with the sample) and scored on the
-    other 20 % (at most :data:`MAX_SCORED` of them, drawn at random).  An
-    exact graph and the scored points' neighbours come from one search
-    (:func:`graph.graph_and_query`: one compilation, not two).  ``like``: the
-    main fit's :class:`SharedShapes` (a small fit's), to which the auxiliary
-    fit's search and boosting are padded — the m points' graph search and
-    boosting compiled already serve them (a new size's first fit compiles
-    two programs fewer, ~0.4 s on 2 CPU cores).
-    Returns 1 (the votes, which the choice keeps within one standard error)
-    without a fit when the data cannot be split so: fewer than 10 held-out
-    points, k + 1 or fewer points left in the 80 %, or a class (a label's
-    positives or negatives) missing from the 80 %.
+    :func:`graph.subgraph` — rounds scaled with the sample), and its scores H
+    at the other 20 % (at most :data:`MAX_SCORED` of them, drawn at random)
+    are what T is fit on: honest out-of-sample scores, as the main model's
+    will be at new points.  An exact graph and the scored points' neighbours
+    come from one search (:func:`graph.graph_and_query`: one compilation, not
+    two).  ``like``: the main fit's :class:`SharedShapes` (a small fit's), to
+    which the auxiliary fit's search and boosting are padded — the m points'
+    graph search and boosting compiled already serve them.
+    Where the data cannot be split so — fewer than 10 held-out points, k + 1
+    or fewer points left in the 80 %, or a class (a label's positives or
+    negatives) missing from the 80 % — T is fit instead on the scores of the
+    training points themselves (``model`` at its own graph ``model_graph``,
+    each point's k nearest others: in-sample α, so T errs confident), with
+    a log line saying why.
     """
     m = X.shape[0]
     n_val = int(round(holdout * m))
+    multilabel = bool(model.multilabel)
 
-    def votes_untested(reason: str) -> float:
-        logger.info("fit: posterior='auto' takes the votes untested: %s", reason)
-        return 1.0
+    def on_training_scores(reason: str) -> float:
+        logger.info("fit: posterior='auto' fits its temperature on the training points' own scores: %s", reason)
+        H = held_out_scores(model, X, found=model_graph)
+        T = _fit_temperature(H, _targets(y, np.arange(m), model.classes, multilabel), multilabel)
+        logger.info("fit: posterior='auto': temperature %.4g", T)
+        return T
 
     if n_val < 10:
-        return votes_untested(f"{m} points leave {n_val} < 10 to hold out")
+        return on_training_scores(f"{m} points leave {n_val} < 10 to hold out")
     if m - n_val <= k + 1:
-        return votes_untested(f"the auxiliary fit's {m - n_val} points are too few for k={k}")
+        return on_training_scores(f"the auxiliary fit's {m - n_val} points are too few for k={k}")
     perm = np.random.default_rng(seed).permutation(m)
     val, tr = perm[:n_val], perm[n_val:]
     val = val[:MAX_SCORED]  # perm is random: its first entries are a random subset
     y_arr = label_rows(y)
     if y_arr.ndim == 1:
-        classes = np.unique(y_arr)
-        if np.unique(y_arr[tr]).size != classes.size:
-            return votes_untested("a class has no example in the auxiliary fit's 80 %")
-        target = (y_arr[val][:, None] == classes[None, :]).astype(float)
+        if np.unique(y_arr[tr]).size != np.unique(y_arr).size:
+            return on_training_scores("a class has no example in the auxiliary fit's 80 %")
     else:
         positive = y_arr[tr] > 0
         if np.any(np.all(positive == positive[:1], axis=0)):
-            return votes_untested("a label has no positive (or no negative) example in the auxiliary fit's 80 %")
-        target = (y_arr[val] > 0).astype(float)
+            return on_training_scores("a label has no positive (or no negative) example in the auxiliary fit's 80 %")
     aux_rounds = max(1, int(round(rounds * tr.size / m)))
     scored = "" if val.size == n_val else f"{val.size} of "
-    logger.info("fit: posterior='auto': auxiliary fit on %d points, Brier scores on %sthe other %d", tr.size, scored, n_val)
+    logger.info("fit: posterior='auto': auxiliary fit on %d points, temperature fit on %sthe other %d",
+                tr.size, scored, n_val)
     aux_graph = val_neighbors = None
     if graph is not None:
         aux_graph = logged(f"fit: posterior='auto': {k}-NN graph of the {tr.size} points from the full graph (two hops)",
@@ -281,20 +342,86 @@ def _choose_posterior_mix(X, y, plan: Plan, *, k, loss, algorithm, rounds, seed,
     aux = _fit_checked(X[tr], y_arr[tr], *aux_labels, aux_plan, k=k, loss_obj=loss, algo=algorithm, rounds=aux_rounds,
                        seed=seed, graph_method=graph_method, trace=False, posterior="link", neighbors=aux_graph,
                        like=like)
-    p_link, p_votes = (np.asarray(p, float) for p in posterior_parts(aux, X[val], found=val_neighbors,
-                                                                     rows=None if like is None else like.rows))
-    # per-example Brier score of every blend: (scored points, len(grid))
-    blends = (1 - _MIX_GRID)[None, :, None] * p_link[:, None, :] + _MIX_GRID[None, :, None] * p_votes[:, None, :]
-    brier = np.sum((blends - target[:, None, :]) ** 2, axis=2)
-    mix = float(_MIX_GRID[_one_standard_error_choice(brier)])
-    logger.info("fit: posterior='auto': held-out Brier score %s -> %s",
-                ", ".join(f"{name} {b:.4f}" for name, b in zip(("link", "votes"), brier.mean(axis=0))),
-                "votes" if mix else "link")
-    return mix
+    rows = None if like is None else like.rows
+    H = held_out_scores(aux, X[val], found=val_neighbors, rows=rows)
+    target = _targets(y_arr, val, model.classes, multilabel)
+    T = _fit_temperature(H, target, multilabel)
+    # the held-out posteriors by predict_proba's own program (the fitted model's predict_proba reuses it)
+    _, p = held_out_scores(aux, X[val], found=val_neighbors, rows=rows, temperature=T)
+    logloss, brier = _posterior_scores(p, target, multilabel)
+    logger.info("fit: posterior='auto': temperature %.4g, held-out log loss %.4f, Brier score %.4f", T, logloss, brier)
+    return T
+
+
+def _targets(y, rows, classes, multilabel: bool) -> np.ndarray:
+    """The 0/1 targets (len(rows), C) of ``rows`` of the labels y: one-hot
+    over ``classes``, or the indicator matrix's positives (multilabel)."""
+    y_arr = label_rows(y)[rows]
+    if multilabel:
+        return (y_arr > 0).astype(np.float64)
+    return (y_arr[:, None] == np.asarray(classes)[None, :]).astype(np.float64)
+
+
+def _calibrated_log_probs(H, T: float, multilabel: bool):
+    """log p̂ and log(1 − p̂) (both (n, C), float64) of
+    :func:`jaxnn._src.prediction.calibrated_posterior` at temperature T."""
+    eps = POSTERIOR_FLOOR
+    Z = H / T
+    if multilabel:
+        s = 1.0 / (1.0 + np.exp(-np.clip(Z, -700, 700)))
+        p = (1 - eps) * s + eps / 2
+        return np.log(p), np.log1p(-p)
+    Z = Z - Z.max(axis=1, keepdims=True)
+    E = np.exp(Z)
+    p = (1 - eps) * E / E.sum(axis=1, keepdims=True) + eps / H.shape[1]
+    return np.log(p), np.log1p(-np.minimum(p, 1.0))
+
+
+def _log_loss_at(H, target, T: float, multilabel: bool) -> float:
+    """Mean log loss of the calibrated posteriors at T: −log p̂ of the true
+    class (single-label), or the summed per-label binary log losses."""
+    log_p, log_q = _calibrated_log_probs(H, T, multilabel)
+    if multilabel:
+        return float(-np.mean(np.sum(target * log_p + (1 - target) * log_q, axis=1)))
+    return float(-np.mean(np.sum(target * log_p, axis=1)))
+
+
+def _fit_temperature(H, target, multilabel: bool) -> float:
+    """The T > 0 of least mean log loss (:func:`_log_loss_at`) of the
+    calibrated posteriors on scores H (n, C) and 0/1 targets (n, C): a grid
+    of :data:`_T_GRID` times the RMS of H, refined by :data:`_T_REFINE`
+    around its best (the smallest T on equal losses); rows with a non-finite
+    score are left out.  1.0 where H is 0 everywhere (every T gives the
+    uniform posterior) or no row is finite.  NumPy, deterministic."""
+    H = np.asarray(H, np.float64)
+    keep = np.all(np.isfinite(H), axis=1)
+    H, target = H[keep], np.asarray(target, np.float64)[keep]
+    scale = float(np.sqrt(np.mean(H ** 2))) if H.size else 0.0
+    if not scale > 0:
+        return 1.0
+    best_T, best = 0.0, np.inf
+    for grid in (scale * _T_GRID, None):
+        for T in (best_T * _T_REFINE if grid is None else grid):
+            value = _log_loss_at(H, target, float(T), multilabel)
+            if value < best:
+                best_T, best = float(T), value
+    return best_T
+
+
+def _posterior_scores(p, target, multilabel: bool) -> tuple:
+    """(mean log loss, mean Brier score Σ_c (p̂_c − t_c)²) of posteriors p
+    (n, C) against 0/1 targets: for the log line."""
+    p = np.asarray(p, np.float64)
+    if multilabel:
+        logloss = -np.mean(np.sum(target * np.log(p) + (1 - target) * np.log1p(-p), axis=1))
+    else:
+        logloss = -np.mean(np.sum(target * np.log(p), axis=1))
+    return float(logloss), float(np.mean(np.sum((p - target) ** 2, axis=1)))
 
 
 def _one_standard_error_choice(brier: np.ndarray) -> int:
-    """The one-standard-error rule toward the last candidate: (n, G) per-point
+    """(Unused since posterior="auto" fits a temperature; kept for callers.)
+    The one-standard-error rule toward the last candidate: (n, G) per-point
     scores (lower is better) of G candidates on n ≥ 2 points → the largest
     index whose mean is within one standard error of the best mean, the
     error being that of the mean paired difference to the best candidate,

@@ -1,6 +1,9 @@
 """Prediction with a fitted :class:`~jaxnn._src.model.Model`:
-``decision_function`` (H, eq. 1), ``predict_proba`` (link posteriors, paper
-003 eq. 29, mixed with k-NN vote fractions) and ``predict``; query batches
+``decision_function`` (H, eq. 1), ``predict`` (argmax H, exact ties broken by
+the k-NN vote, then by the nearest neighbour: :func:`tie_broken_argmax`) and
+``predict_proba`` (the default: softmax(H/T) with a temperature T fit on
+held-out data and a floor, ranked like ``predict``; or the papers' link
+posteriors, paper 003 eq. 29, mixed with k-NN vote fractions); query batches
 padded to shared sizes so that nearby batch sizes share one compiled
 program."""
 
@@ -19,7 +22,18 @@ from jaxnn._src.model import Model, check_model
 from jaxnn._src.points import shift_points
 from jaxnn._src.shared_sizes import at_shared_rows, first_k, first_rows, padded_rows, query_rows, to_device
 
-__all__ = ["decision_function", "predict_proba", "predict", "host_scores", "host_proba"]
+__all__ = ["decision_function", "predict_proba", "predict", "host_scores", "host_proba", "host_rule",
+           "tie_broken_argmax", "calibrated_posterior", "POSTERIOR_FLOOR"]
+
+#: ε of the default (calibrated) posteriors p̂ = (1 − ε)·softmax(H/T) + ε/C
+#: (multilabel: (1 − ε)·σ(H_c/T) + ε/2): every class keeps at least ε/C, so
+#: that no default posterior is exactly 0 or 1 (a log loss of +inf where the
+#: true class got 0), and a confident error costs at most log(C/ε).  Test log
+#: loss, mean over 10 bundled / scikit-learn sets × k ∈ {1, 3, 10} with T fit
+#: for each ε: 0.378 at ε = 10⁻⁴, 0.372 at 10⁻³, 0.366 at 10⁻², 0.367 at 0.03
+#: (small sets gain most: iris 0.229 → 0.133); a correct confident row pays
+#: −log(1 − ε(C − 1)/C) < 0.01.
+POSTERIOR_FLOOR = 1e-2
 
 
 @jax.jit
@@ -36,6 +50,72 @@ def _vote_fractions(Y, indices, k=None):
     """v_c(x) = #{j ∈ NN_k(x) : y_jc > 0}/k for (n, k') neighbour indices, of
     which the first k (traced; None: all k') are NN_k(x) → (n, C)."""
     return neighbor_sum((Y > 0).astype(Y.dtype), indices, k) / (indices.shape[1] if k is None else k)
+
+
+def _first_positions(Y, indices, k=None):
+    """f_c(x) = the position (0 = nearest) of the first of the k nearest
+    neighbours in class c (y_jc > 0), k' where none is: (n, C) int32, for
+    (n, k') neighbour indices of which the first k (traced; None: all) are
+    NN_k(x) — one neighbour column at a time, from the farthest, as
+    :func:`graph.neighbor_sum` (no (n, k, C) gather).  Traced in the
+    caller's program."""
+    kk = indices.shape[1]
+    f0 = jnp.full((indices.shape[0], Y.shape[1]), kk, jnp.int32)
+
+    def step(i, f):
+        t = kk - 1 - i
+        hit = Y[indices[:, t]] > 0
+        if k is not None:
+            hit = hit & (t < k)
+        return jnp.where(hit, t, f)
+
+    return jax.lax.fori_loop(0, kk, step, f0)
+
+
+def tie_broken_argmax(primary, secondary, first, width: int):
+    """The class index (n,) of largest ``primary`` (n, C); exact ties go to the
+    tied class of largest ``secondary`` (n, C), then to the tied class of the
+    nearest neighbour (smallest ``first``, :func:`_first_positions`, values in
+    [0, width]) — never to the lowest class index, unless no neighbour is in
+    any class still tied (then the lowest of them).  ``predict`` ranks by
+    (H, votes, nearest neighbour); the estimator's ``posterior="votes"`` by
+    (votes, H, nearest neighbour).  Traced (jnp); NaN rows give 0."""
+    top = primary == jnp.max(primary, axis=1, keepdims=True)
+    second = jnp.where(top, secondary, -jnp.inf)
+    top = top & (second == jnp.max(second, axis=1, keepdims=True))
+    return jnp.argmax(jnp.where(top, width - first, -1), axis=1)
+
+
+@jax.jit
+def _rule_parts(alpha, Y, indices, k=None):
+    """(H, vote counts, first positions, index of the predicted class), each
+    (n, C) but the last (n,): the parts of :func:`predict`'s rule (argmax H,
+    exact ties by the vote, then the nearest neighbour) for (n, k') neighbour
+    indices of which the first k (traced; None: all) are NN_k(x)."""
+    H = leveraged_scores(alpha, Y, indices, k)
+    counts = neighbor_sum((Y > 0).astype(H.dtype), indices, k)
+    first = _first_positions(Y, indices, k)
+    return H, counts, first, tie_broken_argmax(H, counts, first, indices.shape[1])
+
+
+def calibrated_posterior(H, temperature, top, multilabel: bool):
+    """The default posteriors from scores H (n, C), traced: single-label
+    p̂ = (1 − ε)·softmax(H/T) + ε/C with ε = :data:`POSTERIOR_FLOOR`, where an
+    exact tie at a row's largest p̂ (equal H, or H/T too close to tell apart
+    in float32) is broken toward ``top`` (n,) — :func:`predict`'s class — by
+    moving the other tied classes one float step down, so that argmax p̂ is
+    always ``predict``'s label; multilabel p̂_c = (1 − ε)·σ(H_c/T) + ε/2,
+    above 1/2 exactly where H_c > 0 (``predict``'s rule).  Strictly inside
+    (0, 1), increasing in H_c within a row.  NaN in H gives NaN."""
+    eps = jnp.asarray(POSTERIOR_FLOOR, H.dtype)
+    Z = H / jnp.asarray(temperature, H.dtype)
+    if multilabel:
+        return (1 - eps) * jax.nn.sigmoid(Z) + eps / 2
+    C = H.shape[1]
+    p = (1 - eps) * jax.nn.softmax(Z, axis=1) + eps / C
+    ptop = jnp.take_along_axis(p, top[:, None], axis=1)
+    others = (p >= ptop) & (jnp.arange(C)[None, :] != top[:, None])
+    return jnp.where(others, jnp.nextafter(ptop, jnp.zeros_like(ptop)), p)
 
 
 def _check_query(model: Model, X):
@@ -167,18 +247,45 @@ def posterior_parts(model: Model, X, neighbors=None, found=None, rows=None):
         nb = to_device(padded_rows(found, query_rows(n)))
         k = first_k(found, model.k)
     options = {"loss": model.loss, "algorithm": model.algorithm, "multilabel": model.multilabel}
-    # λ as a Python float, positional, as predict_proba passes model.posterior_mix: the same program
-    return tuple(np.asarray(_mixed_posterior(alpha, Y, nb, lam, k, **options))[:n] for lam in (0.0, 1.0))
+    # λ and T as Python floats, positional, as predict_proba passes model.posterior_mix and
+    # model.posterior_temperature: the same program
+    return tuple(np.asarray(_mixed_posterior(alpha, Y, nb, lam, k, 0.0, **options))[:n] for lam in (0.0, 1.0))
 
 
-def _normalised_link(alpha, Y, nb, k, *, loss, algorithm, multilabel: bool):
+def held_out_scores(model: Model, X, found=None, rows=None, temperature=None):
+    """H (n, C) of ``model`` at X as a NumPy array — what ``posterior="auto"``
+    fits its temperature on — by :func:`predict`'s compiled scoring
+    (:func:`_rule_parts`), the padding dropped on the host; with a
+    ``temperature``, (H, the calibrated posteriors at it) — the latter by
+    :func:`predict_proba`'s program, which the fitted model's
+    ``predict_proba`` then reuses.  ``found`` and ``rows`` as for
+    :func:`posterior_parts`: X's (n, k') host neighbour indices among the
+    model's points (a graph of the training points themselves, self
+    excluded, serves too), and the rows α is padded to."""
+    if found is None:
+        alpha, Y, nb, k, n = _query_parts(model, X, None)
+    else:
+        alpha, Y = at_shared_rows(model.alpha, model.Y, rows=rows)
+        n = found.shape[0]
+        if X.shape[0] != n:
+            raise ValueError(f"X and found have mismatched lengths: {X.shape[0]} rows in X, {n} in found")
+        nb = to_device(padded_rows(np.asarray(found), query_rows(n)))
+        k = first_k(found, model.k)
+    H = np.asarray(_rule_parts(alpha, Y, nb, k)[0])[:n]
+    if temperature is None:
+        return H
+    # λ and T as Python floats, positional, as predict_proba passes them: the same program
+    p = _mixed_posterior(alpha, Y, nb, 0.0, k, float(temperature), loss=model.loss, algorithm=model.algorithm,
+                         multilabel=model.multilabel)
+    return H, np.asarray(p)[:n]
+
+
+def _normalised_link(H, *, loss, algorithm, multilabel: bool):
     """The link posterior p̂_c = link(H_c(x)) (:func:`link_posterior`), (n, C),
-    for (n, k') neighbour indices nb of which the first k (traced; None: all)
-    are NN_k; for single-label models normalised over classes
+    from scores H (n, C); for single-label models normalised over classes
     (:func:`normalise_rows`: rows whose posteriors all underflow put their
     mass on the classes of largest H; NaN propagates).  Traced in the
     caller's program."""
-    H = leveraged_scores(alpha, Y, nb, k)
     p_link = link_posterior(loss, algorithm, multilabel, H)
     return p_link if multilabel else normalise_rows(p_link, H)
 
@@ -186,13 +293,19 @@ def _normalised_link(alpha, Y, nb, k, *, loss, algorithm, multilabel: bool):
 def predict_proba(model: Model, X=None, *, neighbors=None) -> jax.Array:
     """Class posteriors p̂_c(x) ∈ [0, 1], (n, C), columns in ``model.classes`` order.
 
-    p̂ = (1 − λ)·link(H_c(x)) + λ·v_c(x), with link the loss's posterior
-    (paper 003 eq. 29 / eq. 11), v_c the fraction of the k neighbours in class
-    c and λ = ``model.posterior_mix`` (see ``fit(posterior=...)``).  For
-    single-label models rows sum to 1 (the one-vs-rest link posteriors are
-    normalised); multilabel models return per-class posteriors.
+    A model fit with ``posterior="auto"`` (the default) has a temperature
+    T = ``model.posterior_temperature`` > 0, fit on held-out data, and gets
+    p̂ = (1 − ε)·softmax(H(x)/T) + ε/C, ε = :data:`POSTERIOR_FLOOR`
+    (multilabel: (1 − ε)·σ(H_c(x)/T) + ε/2 per label): never exactly 0 or 1,
+    increasing in H_c within a row, and its argmax is always :func:`predict`'s
+    label (exact ties broken as ``predict`` breaks them).  Otherwise (T = 0:
+    ``posterior="link"`` or ``"votes"``) p̂ = (1 − λ)·link(H_c(x)) + λ·v_c(x),
+    with link the loss's posterior (paper 003 eq. 29 / eq. 11), v_c the
+    fraction of the k neighbours in class c and λ = ``model.posterior_mix``.
+    For single-label models rows sum to 1 (the one-vs-rest link posteriors
+    are normalised); multilabel models return per-class posteriors.
     ``neighbors``: the query points' training neighbours, as for
-    :func:`decision_function`.
+    :func:`decision_function`.  docs/guide/posteriors.md compares them.
     """
     return first_rows(*_padded_proba(check_model(model), X, neighbors))[0]
 
@@ -200,40 +313,63 @@ def predict_proba(model: Model, X=None, *, neighbors=None) -> jax.Array:
 def _padded_proba(model: Model, X, neighbors):
     """((:func:`predict_proba` on the padded query rows,), n)."""
     alpha, Y, nb, k, n = _query_parts(model, X, neighbors)
-    return (_mixed_posterior(alpha, Y, nb, model.posterior_mix, k, loss=model.loss, algorithm=model.algorithm,
-                             multilabel=model.multilabel),), n
+    return (_mixed_posterior(alpha, Y, nb, model.posterior_mix, k, _temperature(model), loss=model.loss,
+                             algorithm=model.algorithm, multilabel=model.multilabel),), n
+
+
+def _temperature(model: Model) -> float:
+    """``model.posterior_temperature`` (0.0 for a model without one: pickled
+    before the field existed)."""
+    return float(getattr(model, "posterior_temperature", 0.0) or 0.0)
 
 
 @functools.partial(jax.jit, static_argnames=("loss", "algorithm", "multilabel"))
-def _mixed_posterior(alpha, Y, nb, lam, k=None, *, loss, algorithm, multilabel: bool):
-    """(1 − λ)·link + λ·votes, (n, C): the link posterior of
-    :func:`_normalised_link` and the vote fractions v_c(x) = #{j ∈ NN_k(x) :
-    y_jc = +1}/k (:func:`_vote_fractions`), for (n, k') neighbour indices nb
-    of which the first k (traced; None: all) are NN_k.  λ is traced:
-    one program serves the link (λ = 0) and the votes (λ = 1) of
-    ``posterior="auto"``, where a static λ compiled one each (folds of a
-    cross-validation choose either); the votes are computed where λ ≠ 0 only
-    (a ``lax.cond``)."""
-    p_link = _normalised_link(alpha, Y, nb, k, loss=loss, algorithm=algorithm, multilabel=multilabel)
+def _mixed_posterior(alpha, Y, nb, lam, k=None, temperature=0.0, *, loss, algorithm, multilabel: bool):
+    """:func:`predict_proba`'s posteriors (n, C), for (n, k') neighbour
+    indices nb of which the first k (traced; None: all) are NN_k: where the
+    temperature T > 0 the calibrated posteriors (:func:`calibrated_posterior`,
+    ties toward :func:`predict`'s class), else (1 − λ)·link + λ·votes — the
+    link posterior of :func:`_normalised_link` and the vote fractions
+    v_c(x) = #{j ∈ NN_k(x) : y_jc = +1}/k (:func:`_vote_fractions`).  λ and T
+    are traced: one program serves every fitted model of these shapes (folds
+    of a cross-validation fit other Ts), where static ones compiled one each;
+    each branch is computed only where taken (``lax.cond``)."""
+    H = leveraged_scores(alpha, Y, nb, k)
 
-    def mixed(p_link):
-        return (1.0 - lam) * p_link + lam * _vote_fractions(Y, nb, k).astype(p_link.dtype)
+    def calibrated(H):
+        top = None
+        if not multilabel:
+            counts = neighbor_sum((Y > 0).astype(H.dtype), nb, k)
+            top = tie_broken_argmax(H, counts, _first_positions(Y, nb, k), nb.shape[1])
+        return calibrated_posterior(H, temperature, top, multilabel)
 
-    return jax.lax.cond(lam == 0.0, lambda p: p, mixed, p_link)
+    def link_or_votes(H):
+        p_link = _normalised_link(H, loss=loss, algorithm=algorithm, multilabel=multilabel)
+
+        def mixed(p_link):
+            return (1.0 - lam) * p_link + lam * _vote_fractions(Y, nb, k).astype(p_link.dtype)
+
+        return jax.lax.cond(lam == 0.0, lambda p: p, mixed, p_link)
+
+    return jax.lax.cond(temperature > 0.0, calibrated, link_or_votes, H)
 
 
 def predict(model: Model, X=None, *, neighbors=None) -> np.ndarray:
-    """Labels (n,) (argmax of H, ties → first class), or (n, C) 0/1 indicators
-    for multilabel models (H_c > 0): NumPy arrays, or under ``jax.jit`` a JAX
-    array (numeric labels only; a clear TypeError otherwise).  ``neighbors``:
-    the query points' training neighbours, as for :func:`decision_function`."""
+    """Labels (n,): argmax_c H_c(x); an exact tie goes to the tied class with
+    the most of the k neighbours, then to the tied class of the nearest
+    neighbour (:func:`tie_broken_argmax`) — not to the first class, so that a
+    point's label always follows its neighbours (every H = 0 is plain k-NN,
+    and k = 1 with every α > 0 exactly 1-NN).  Multilabel models: (n, C) 0/1
+    indicators (H_c > 0).  NumPy arrays, or under ``jax.jit`` a JAX array
+    (numeric labels only; a clear TypeError otherwise).  ``neighbors``: the
+    query points' training neighbours, as for :func:`decision_function`."""
     model = check_model(model)
     alpha, Y, nb, k, n = _query_parts(model, X, neighbors)
-    H = leveraged_scores(alpha, Y, nb, k)
+    H, _, _, top = _rule_parts(alpha, Y, nb, k)
     if isinstance(H, jax.core.Tracer):  # under jax.jit / vmap: a traced array, not NumPy
-        return _traced_predict(model, H[:n])  # a traced model with concrete queries: rows were padded
-    H = np.asarray(H)[:n]  # the padding dropped on the host: nothing compiles per n
-    return _labels(model, H)
+        return _traced_predict(model, H[:n], top[:n])  # a traced model with concrete queries: rows were padded
+    # the padding dropped on the host: nothing compiles per n
+    return _labels(model, np.asarray(H)[:n], np.asarray(top)[:n])
 
 
 def host_scores(model: Model, X) -> np.ndarray:
@@ -250,14 +386,35 @@ def host_proba(model: Model, X) -> np.ndarray:
     return np.asarray(p)[:n]
 
 
-def _labels(model: Model, H: np.ndarray) -> np.ndarray:
-    """Labels (n,) or multilabel (n, C) indicators from NumPy scores H (n, C)."""
+def host_rule(model: Model, X, proba: bool = False) -> tuple:
+    """(H, vote fractions, first positions, predicted class index), NumPy, the
+    parts of :func:`predict`'s rule at X (:func:`_rule_parts`), as
+    :func:`host_scores`: what the scikit-learn estimator ranks its classes by
+    — and with ``proba``, :func:`predict_proba` last, from the same search.
+    The first positions are :func:`_first_positions`' (k where no neighbour
+    is in the class)."""
+    model = check_model(model)
+    alpha, Y, nb, k, n = _query_parts(model, X, None)
+    H, counts, first, top = (np.asarray(a)[:n] for a in _rule_parts(alpha, Y, nb, k))
+    if nb.shape[1] != model.k:  # a wider search (shared_k): no class was first beyond the k-th
+        first = np.minimum(first, model.k)
+    parts = (H, counts / model.k, first, top)
+    if proba:
+        p = _mixed_posterior(alpha, Y, nb, model.posterior_mix, k, _temperature(model), loss=model.loss,
+                             algorithm=model.algorithm, multilabel=model.multilabel)
+        parts += (np.asarray(p)[:n],)
+    return parts
+
+
+def _labels(model: Model, H: np.ndarray, top: np.ndarray) -> np.ndarray:
+    """Labels (n,) (class ``top``) or multilabel (n, C) indicators (H > 0)
+    from NumPy scores H (n, C) and predicted class indices top (n,)."""
     if model.multilabel:
         return (H > 0).astype(np.int64)
-    return np.asarray(model.classes)[np.argmax(H, axis=1)]
+    return np.asarray(model.classes)[top]
 
 
-def _traced_predict(model: Model, H) -> jax.Array:
+def _traced_predict(model: Model, H, top) -> jax.Array:
     """:func:`predict` inside ``jax.jit``: the labels as a JAX array (numeric
     or boolean labels only; indicators int32 for multilabel models)."""
     if model.multilabel:
@@ -279,4 +436,4 @@ def _traced_predict(model: Model, H) -> jax.Array:
             "enable x64, predict outside jax.jit, or take jnp.argmax(jaxnn.decision_function(model, X), axis=1) "
             "for class indices into model.classes"
         )
-    return jnp.asarray(as_held)[jnp.argmax(H, axis=1)]
+    return jnp.asarray(as_held)[top]

@@ -28,6 +28,8 @@ POSTERIOR_METHODS = (
     ("GNNB(mat) auto", "Gm/A", "gnnb", "matsushita", "auto"),
     ("k-NN votes", "kNN", None, None, "votes"),
     ("LinSVM+Platt", "SVM", None, None, "platt"),
+    ("SVC(prob)", "SVCp", None, None, "svc"),
+    ("LogReg", "LR", None, None, "logreg"),
 )
 
 
@@ -39,12 +41,19 @@ class PosteriorsResult:
       sigmas: (S,) class standard deviations.
       ks: (K,) neighbours.
       methods: (M,) estimator labels (see ``POSTERIOR_METHODS``); "link" is
-        the papers' p̂ = link(H), "auto" the default ``fit`` posterior
-        (the fitted α are the same; only λ differs).
+        the papers' p̂ = link(H), "auto" the default ``fit`` posterior,
+        softmax(H/T) with T fit on held-out data (the fitted α are the same);
+        "SVC(prob)" a scikit-learn ``SVC(probability=True)`` whose C and γ a
+        3-fold CV of log loss chooses, "LogReg" ``LogisticRegression``.
       kl: (S, K, M, R) KL divergence per replicate seed.
       accuracy: (S, K, M, R) test accuracy of argmax p̂.
-      mix: (S, K, M, R) λ chosen by posterior="auto" (NaN for others).
+      mix: (S, K, M, R) λ of posterior="auto" models (0: unused by the
+        calibrated posteriors; NaN for others).
       bayes_accuracy: (S, R) accuracy of the Bayes rule on the test sets.
+      log_loss, brier: (S, K, M, R) test log loss (probabilities clipped at
+        10⁻¹⁵) and multi-class Brier score Σ_c (p̂_c − 1[y = c])² on the
+        sampled labels (None in results saved before they existed).
+      temperature: (S, K, M, R) T of posterior="auto" models (NaN for others).
     """
 
     sigmas: np.ndarray
@@ -60,6 +69,9 @@ class PosteriorsResult:
     n_test: int
     n_classes: int
     seconds: float = 0.0
+    log_loss: Optional[np.ndarray] = None
+    brier: Optional[np.ndarray] = None
+    temperature: Optional[np.ndarray] = None
 
 
 def normalise_rows(p) -> np.ndarray:
@@ -102,8 +114,11 @@ def posteriors(
     For each σ, k and seed: UNN (exponential, logistic, Matsushita) and GNNB
     (logistic, Matsushita) are fit once with ``posterior="auto"`` (one pass);
     the same model is scored with the papers' link estimator (λ = 0) and with
-    the default blend; plus plain k-NN vote fractions and a linear SVM with
-    Platt scaling (jaxnn baselines).
+    the default posteriors (softmax(H/T), T fit on held-out data); plus plain
+    k-NN vote fractions, a linear SVM with Platt scaling (jaxnn baselines), a
+    tuned RBF ``SVC(probability=True)`` and logistic regression (scikit-learn).
+    Each is scored by KL to the true posteriors, and by log loss and Brier
+    score on the test labels.
 
     Full: σ ∈ {0.2, 0.4, 0.6, 0.8, 1.0, 1.1}, k ∈ {10, 20}, 3 seeds,
     1500 train / 4500 test points.  Quick: σ ∈ {0.4, 1.0}, k = 10, 1 seed,
@@ -122,6 +137,7 @@ def posteriors(
     kl = np.full((S, K, M, R), np.nan)
     acc = np.full_like(kl, np.nan)
     mix = np.full_like(kl, np.nan)
+    lloss, brier, temp = np.full_like(kl, np.nan), np.full_like(kl, np.nan), np.full_like(kl, np.nan)
     bayes = np.zeros((S, R))
     fits = sorted({(t[2], t[3]) for t in table if t[2] is not None})
     bar = _Progress(S * R * (K * (len(fits) + 1) + 1), "posteriors", progress)
@@ -134,9 +150,14 @@ def posteriors(
                 p = normalise_rows(p)
                 kl[si, ki, mi, ri] = metrics.kl_divergence(p, d.posterior_test)
                 acc[si, ki, mi, ri] = metrics.accuracy(d.y_test, np.argmax(p, axis=1))
+                truth = p[np.arange(d.y_test.size), d.y_test]
+                lloss[si, ki, mi, ri] = float(-np.mean(np.log(np.clip(truth, 1e-15, 1.0))))
+                brier[si, ki, mi, ri] = metrics.brier_score(d.y_test, p, np.arange(n_classes))
 
-            bar.step(f"σ={sigma:g} seed {s} LinSVM+Platt")
+            bar.step(f"σ={sigma:g} seed {s} LinSVM+Platt / SVC(prob) / LogReg")
             svm = bl.svm_fit(d.X_train, d.y_train, seed=s) if "LinSVM+Platt" in labels else None
+            sk = {est: _sklearn_proba(est, d.X_train, d.y_train, d.X_test, s)
+                  for est in ("svc", "logreg") if any(t[4] == est for t in table)}
             for ki, k in enumerate(ks):
                 for algorithm, loss in fits:
                     bar.step(f"σ={sigma:g} seed {s} k={k} {algorithm.upper()}({loss})")
@@ -144,22 +165,69 @@ def posteriors(
                     for mi, (_, _, alg, ls, est) in enumerate(table):
                         if (alg, ls) != (algorithm, loss):
                             continue
-                        m = model if est == "auto" else dataclasses.replace(model, posterior_mix=0.0)
+                        m = model if est == "auto" else dataclasses.replace(model, posterior_mix=0.0,
+                                                                            posterior_temperature=0.0)
                         score(jaxnn.predict_proba(m, d.X_test), ki, mi)
                         if est == "auto":
                             mix[si, ki, mi, ri] = model.posterior_mix
+                            temp[si, ki, mi, ri] = model.posterior_temperature
                 bar.step(f"σ={sigma:g} seed {s} k={k} k-NN / SVM")
                 for mi, t in enumerate(table):
                     if t[4] == "votes":
                         score(bl.predict_proba(bl.knn_fit(d.X_train, d.y_train, k=k), d.X_test), ki, mi)
                     elif t[4] == "platt":
                         score(bl.predict_proba(svm, d.X_test), ki, mi)
+                    elif t[4] in sk:
+                        score(sk[t[4]], ki, mi)
     bar.close()
     return PosteriorsResult(
         sigmas=sigmas, ks=ks, methods=labels, abbrev=tuple(t[1] for t in table), seeds=seeds, kl=kl,
         accuracy=acc, mix=mix, bayes_accuracy=bayes, n_train=n_train, n_test=n_test, n_classes=n_classes,
-        seconds=time.perf_counter() - t_start,
+        seconds=time.perf_counter() - t_start, log_loss=lloss, brier=brier, temperature=temp,
     )
+
+
+def _sklearn_proba(estimator: str, X, y, X_test, seed: int) -> np.ndarray:
+    """Test posteriors (n, C) of a scikit-learn contender: ``"svc"`` an RBF
+    ``SVC(probability=True)`` (Platt scaling by internal 5-fold CV), C and γ
+    chosen by 3-fold CV log loss over {1, 10, 100} × {"scale", 0.1};
+    ``"logreg"`` ``LogisticRegression(max_iter=1000)``."""
+    import warnings
+
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.svm import SVC
+
+    with warnings.catch_warnings():  # scikit-learn 1.9 deprecates probability=True (its Platt scaling stays)
+        warnings.simplefilter("ignore", FutureWarning)
+        if estimator == "svc":
+            grid = {"C": [1, 10, 100], "gamma": ["scale", 0.1]}
+            model = GridSearchCV(SVC(probability=True, random_state=seed), grid, cv=3, n_jobs=1,
+                                 scoring="neg_log_loss").fit(X, y)
+        else:
+            model = LogisticRegression(max_iter=1000).fit(X, y)
+        return model.predict_proba(X_test)
+
+
+def _format_scores(r: PosteriorsResult, out, cw: int) -> None:
+    """Test log loss and Brier score on the sampled labels, per k: rows σ,
+    columns estimators (mean over seeds), when the result holds them."""
+    for name, title in (("log_loss", "test log loss (p̂ clipped at 1e-15)"),
+                        ("brier", "test Brier score Σ_c (p̂_c − 1[y=c])²")):
+        values = getattr(r, name, None)
+        if values is None:
+            continue
+        mean = _nanmean(values, axis=3)  # (S, K, M)
+        print("", file=out)
+        print(f"{title} on the test labels, mean over seeds; lower is better "
+              "(/A = default predict_proba, SVCp = tuned SVC(probability=True), LR = logistic regression)", file=out)
+        for ki, k in enumerate(r.ks):
+            head = f"{'k=' + str(k):>5}" + "".join(f"{a:>{cw}}" for a in r.abbrev)
+            print(head, file=out)
+            print(_rule(len(head)), file=out)
+            for si, sigma in enumerate(r.sigmas):
+                print(f"{sigma:>5.2f}" + "".join(_fmt(v, ".4f", cw) for v in mean[si, ki]), file=out)
+            print(f"{'mean':>5}" + "".join(_fmt(v, ".4f", cw) for v in _nanmean(mean[:, ki], axis=0)), file=out)
 
 
 def format_posteriors(result: PosteriorsResult, out=None) -> None:
@@ -197,9 +265,13 @@ def format_posteriors(result: PosteriorsResult, out=None) -> None:
     accm = _nanmean(np.moveaxis(r.accuracy, 2, 0).reshape(len(r.methods), -1), axis=1)
     print("      " + "".join(f"{a:>{cw}}" for a in r.abbrev), file=out)
     print("      " + "".join(_fmt(v, ".3f", cw) for v in accm), file=out)
-    lam = [(m, _nanmean(r.mix[:, :, i])) for i, m in enumerate(r.methods) if m.endswith(" auto")]
-    if lam:
-        print("mean λ chosen by posterior='auto': " + ", ".join(f"{m.replace(' auto', '')} {v:.2f}" for m, v in lam), file=out)
+    temps = getattr(r, "temperature", None)
+    if temps is not None:
+        lam = [(m, _nanmean(temps[:, :, i])) for i, m in enumerate(r.methods) if m.endswith(" auto")]
+        if lam:
+            print("mean temperature T of posterior='auto' (softmax(H/T)): "
+                  + ", ".join(f"{m.replace(' auto', '')} {v:.3g}" for m, v in lam), file=out)
+    _format_scores(r, out, cw)
     # verdict: default predict_proba vs k-NN votes at the same k
     if "k-NN votes" in r.methods:
         kv = r.methods.index("k-NN votes")

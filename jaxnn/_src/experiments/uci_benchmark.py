@@ -21,9 +21,10 @@ from jaxnn._src.experiments.common import (
     _rule,
     _save,
     _stratified_folds,
+    _stratified_subsample,
     _timed,
 )
-from jaxnn._src.experiments.contenders import KNN_METHODS, UCI_METHODS, _SECONDARY, _fit_contender
+from jaxnn._src.experiments.contenders import KNN_METHODS, RBF_GRID, UCI_METHODS, _SECONDARY, _fit_contender
 
 
 UCI_DOMAINS = ("bupa", "ionosphere", "pima", "satimage", "segment", "optdigits", "letter-2561", "letter", "wdbc", "iris")
@@ -53,6 +54,12 @@ class UCIResult:
       info: {(domain, contender): [per-fold string]} (auto's choices, RBF grid).
       sizes: {domain: (n, d, C)}.
       notes: footnotes.
+      proba_contenders: P probabilistic contenders scored when RBF-SVM runs
+        (:data:`PROBA_CONTENDERS`: jaxnn's default fit, a tuned
+        ``SVC(probability=True)``, logistic regression); () otherwise.
+      log_loss, brier: (D, P, F) per fold test log loss and multi-class
+        Brier score Σ_c (p̂_c − 1[y = c])² of their predict_proba (None when
+        not run).
     """
 
     domains: tuple
@@ -70,6 +77,9 @@ class UCIResult:
     notes: list
     seed: int = 0
     seconds: float = 0.0
+    proba_contenders: tuple = ()
+    log_loss: Optional[np.ndarray] = None
+    brier: Optional[np.ndarray] = None
 
     def mean(self, metric: str = "accuracy") -> np.ndarray:
         """(D, N) mean over folds."""
@@ -167,11 +177,15 @@ def uci(
     sizes: dict = {}
     bar = _Progress(D * folds * N, "uci", progress)
 
+    proba = PROBA_CONTENDERS if "RBF-SVM" in methods else ()
+    scored = {metric: np.full((D, len(proba), folds), np.nan) for metric in ("log_loss", "brier")}
+
     def result(n_done: int, extra_notes=()) -> UCIResult:
         return UCIResult(
             domains=domains[:n_done], contenders=tuple(contenders), methods=tuple(base), ks=tuple(cks),
             folds=folds, info=dict(info), sizes=dict(sizes), notes=list(notes) + list(extra_notes), seed=seed,
             seconds=time.perf_counter() - t_start, **{k: v[:n_done].copy() for k, v in arrays.items()},
+            proba_contenders=proba, **({k: v[:n_done].copy() for k, v in scored.items()} if proba else {}),
         )
 
     for di, domain in enumerate(domains):
@@ -206,6 +220,16 @@ def uci(
                 arrays["test_s"][di, ci, f] = t_pred
                 if extra:
                     info.setdefault((domain, name), []).append(extra)
+            for pi, name in enumerate(proba):
+                try:
+                    P, classes = _fit_proba_contender(name, Xtr, ytr, Xte, seed=seed, rbf_max=rbf_max)
+                except Exception as err:  # keep a long run going; report the failure
+                    msg = f"{domain} fold {f + 1} {name} failed: {type(err).__name__}: {err}"
+                    print(msg, file=sys.stderr)
+                    notes.append(msg)
+                    continue
+                scored["log_loss"][di, pi, f] = log_loss(yte, P, classes)
+                scored["brier"][di, pi, f] = metrics.brier_score(yte, P, classes)
         if save:
             _save(result(di + 1, [f"partial result: {di + 1} of {D} domains done"]), save)
     bar.close()
@@ -216,6 +240,13 @@ def uci(
                 f"RBF-SVM: on {', '.join(big)} the grid search ran on a stratified subsample of {rbf_max} "
                 "training points to bound its time; the best (C, γ) was then refit on the whole training fold."
             )
+    if proba:
+        notes.append(
+            "Posteriors (with RBF-SVM): jaxnn = jaxnn.fit(X, y) with every default (k=10, GNNB, logistic loss, "
+            'posterior="auto": softmax(H/T), T fit on a held-out 20 %); SVC(prob) = SVC(probability=True), '
+            f"C and γ chosen by 3-fold CV log loss over {RBF_GRID} (on at most {rbf_max} points, then refit); "
+            "LogReg = LogisticRegression(max_iter=1000).  Log loss clips probabilities at 1e-15 (as scikit-learn's)."
+        )
     if extra_ks != ks:
         notes.append(f"k grid: {list(ks)} for k-NN, UNN(exp), GNNB(log); {list(extra_ks)} for {', '.join(m for m in _SECONDARY if m in methods)}.")
     notes.append(
@@ -230,6 +261,67 @@ def uci(
     if save:
         _save(out, save)
     return out
+
+
+#: the probabilistic contenders whose posteriors ``uci`` scores (log loss,
+#: Brier score) when RBF-SVM is among its methods
+PROBA_CONTENDERS = ("jaxnn", "SVC(prob)", "LogReg")
+
+
+def log_loss(y_true, proba, classes, eps: float = 1e-15) -> float:
+    """Mean −log p̂(y) of probabilities proba (n, C), columns ``classes``,
+    clipped to [eps, 1] (a posterior of exactly 0 for the true class would
+    make it infinite; scikit-learn's ``log_loss`` clips alike)."""
+    idx = np.searchsorted(np.asarray(classes), np.asarray(y_true))
+    p = np.asarray(proba, np.float64)[np.arange(idx.size), idx]
+    return float(-np.mean(np.log(np.clip(p, eps, 1.0))))
+
+
+def _fit_proba_contender(name: str, Xtr, ytr, Xte, *, seed: int, rbf_max: int):
+    """(test posteriors (n, C) in float64, their column labels) of one of
+    :data:`PROBA_CONTENDERS` fit on the training fold."""
+    import warnings
+
+    import jaxnn
+
+    if name == "jaxnn":
+        model = jaxnn.fit(Xtr, ytr, seed=seed)
+        return np.asarray(jaxnn.predict_proba(model, Xte), np.float64), np.asarray(model.classes)
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.svm import SVC
+
+    with warnings.catch_warnings():  # scikit-learn 1.9 deprecates probability=True (its Platt scaling stays)
+        warnings.simplefilter("ignore", FutureWarning)
+        if name == "SVC(prob)":
+            sub = _stratified_subsample(ytr, rbf_max, seed)
+            gs = GridSearchCV(SVC(probability=True, random_state=seed), RBF_GRID, cv=3, n_jobs=1, scoring="neg_log_loss")
+            gs.fit(Xtr[sub], ytr[sub])
+            model = gs.best_estimator_ if sub.size == ytr.shape[0] else \
+                SVC(probability=True, random_state=seed, **gs.best_params_).fit(Xtr, ytr)
+        elif name == "LogReg":
+            model = LogisticRegression(max_iter=1000).fit(Xtr, ytr)
+        else:
+            raise ValueError(f"unknown probabilistic contender {name!r}; use one of {PROBA_CONTENDERS}")
+        return model.predict_proba(Xte), model.classes_
+
+
+def _format_posteriors(r: UCIResult, out, cw: int, lw: int, doms: str) -> None:
+    """The log loss and Brier score tables of the probabilistic contenders
+    (rows; columns domains and their mean), when they ran."""
+    proba = getattr(r, "proba_contenders", ())
+    if not proba or r.log_loss is None:
+        return
+    for metric, title in (("log_loss", "test log loss"), ("brier", "test Brier score Σ_c (p̂_c − 1[y=c])²")):
+        mean = _nanmean(getattr(r, metric), axis=2)  # (D, P)
+        head = f"{'':<{lw}}{doms}{'mean':>{cw}}"
+        print("", file=out)
+        print(f"posteriors: {title}, mean over folds; lower is better", file=out)
+        print(head, file=out)
+        print(_rule(len(head)), file=out)
+        for pi, name in enumerate(proba):
+            row = f"{name:<{lw}}" + "".join(_fmt(v, ".3f", cw) for v in mean[:, pi])
+            print(row + _fmt(_nanmean(mean[:, pi]), ".3f", cw), file=out)
 
 
 def _short(domain: str, width: int) -> str:
@@ -259,6 +351,7 @@ def format_uci(result: UCIResult, out=None, metrics: Sequence[str] = _METRICS) -
             row = f"{name:<{lw}}" + "".join(_fmt(v, spec, cw) for v in mean[:, ci])
             row += _fmt(_nanmean(mean[:, ci]), spec, cw) + _fmt(_nanmean(ranks[:, ci]), ".1f", cw - 2)
             print(row, file=out)
+    _format_posteriors(r, out, cw, lw, doms)
     # best k per method
     acc = r.mean("accuracy")
     kmethods = [m for m in KNN_METHODS if m in r.methods]

@@ -1,0 +1,325 @@
+"""Predictions one can trust at any k: examples no step reached take their
+class's leverage, exact ties in H go to the k-NN vote and then the nearest
+neighbour (never the class index), predict and predict_proba agree, and the
+default posteriors (softmax(H/T), T fit on held-out data) are never exactly
+0 or 1.  Small data: the file runs in about 35 s on one core (no compilation
+cache); the measurements of docs/results.md#small-k are the slow test at the
+end."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import pickle
+import sys
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxnn
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _data import _blobs  # noqa: E402
+
+
+def _knn_rule(y, nb):
+    """Plain k-NN labels of neighbour indices nb (n, k), nearest first: the
+    most frequent class, ties to the tied class of the nearest neighbour."""
+    labels = y[nb]
+    out = []
+    for row in labels:
+        values, counts = np.unique(row, return_counts=True)
+        tied = set(values[counts == counts.max()])
+        out.append(next(v for v in row if v in tied))
+    return np.array(out)
+
+
+def _digits(train=1300):
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    X, y = load_digits(return_X_y=True)
+    return train_test_split(X, y, train_size=train, random_state=0, stratify=y)
+
+
+def _log_loss(P, y, classes):
+    idx = np.searchsorted(np.asarray(classes), y)
+    return float(-np.mean(np.log(np.asarray(P, np.float64)[np.arange(len(y)), idx])))
+
+
+# ----------------------------------------------------------------------------
+# 1. small k: unreached examples, ties
+# ----------------------------------------------------------------------------
+
+def test_examples_nobody_reached_take_the_mean_leverage_of_their_class_sign():
+    """At k = 1 a third of the examples are no one's neighbour (n_j = 0):
+    boosting never steps on them and left α = 0, so a query whose neighbour
+    they were scored 0.  They now take, per class c, the mean α_jc of the
+    reached examples with the same label sign y_jc (floored at 0)."""
+    X, y = _blobs(m=150, C=3, seed=2)
+    model = jaxnn.fit(X, y, k=1, posterior="link")
+    nb = np.asarray(jaxnn.knn_graph(X, 1).indices)
+    reached = np.bincount(nb.ravel(), minlength=150) > 0
+    assert 0.1 < np.mean(~reached) < 0.6
+    A, Y = np.asarray(model.alpha), np.asarray(model.Y)
+    for c in range(3):
+        for sign in (-1.0, 1.0):
+            fill = max(A[reached & (Y[:, c] == sign), c].mean(), 0.0)
+            got = A[~reached & (Y[:, c] == sign), c]
+            assert got.size and fill > 0
+            np.testing.assert_allclose(got, fill, rtol=1e-5)
+    # the function itself: reached rows untouched, nothing reached in a group → 0, no reached row → α itself
+    from jaxnn._src.fitting import unreached_leverage
+
+    alpha = jnp.asarray([[2.0, -1.0], [4.0, 3.0], [0.0, 0.0], [0.0, 0.0]])
+    Yp = jnp.asarray([[1.0, -1.0], [1.0, -1.0], [1.0, -1.0], [-1.0, 1.0]])
+    graph = np.array([[1], [0], [0], [1]])  # 2 and 3 are no one's neighbour
+    np.testing.assert_allclose(np.asarray(unreached_leverage(alpha, Yp, graph)),
+                               [[2.0, -1.0], [4.0, 3.0], [3.0, 1.0], [0.0, 0.0]])
+    assert unreached_leverage(alpha, Yp, np.array([[1], [2], [3], [0]])) is alpha
+
+
+def test_k1_with_every_alpha_positive_is_exactly_1nn():
+    """k = 1: H_c(x) = α_jc y_jc for x's nearest training point j; with every
+    α > 0 the label is j's — exactly 1-NN, for the fitted α (unreached
+    examples included) and for any positive α."""
+    X, y = _blobs(m=200, C=3, seed=5, spread=6.0)
+    Xq = _blobs(m=120, C=3, seed=6, spread=6.0)[0]
+    labels = np.array(["ant", "bee", "cat"])[y]
+    model = jaxnn.fit(X, labels, k=1, posterior="link")
+    assert np.all(np.asarray(model.alpha) > 0)
+    nn = np.asarray(jaxnn.knn_query(X, Xq, 1).indices)[:, 0]
+    np.testing.assert_array_equal(jaxnn.predict(model, Xq), labels[nn])
+    rng = np.random.default_rng(0)
+    positive = dataclasses.replace(model, alpha=jnp.asarray(rng.uniform(1e-3, 5.0, size=(200, 3)), jnp.float32))
+    np.testing.assert_array_equal(jaxnn.predict(positive, Xq), labels[nn])
+
+
+def test_exact_ties_go_to_the_vote_then_the_nearest_neighbour():
+    """H ≡ 0 (every α 0): every class ties, and the label is plain k-NN's —
+    the most frequent class among the k neighbours, a tied vote to the class
+    of the nearest of them — not the first class; eagerly, under jax.jit, from
+    given neighbours and through the estimator."""
+    from jaxnn.sklearn import BoostedKNNClassifier
+
+    X, y = _blobs(m=120, C=3, seed=2, spread=1.5)
+    Xq = _blobs(m=60, C=3, seed=3, spread=1.5)[0]
+    model = jaxnn.fit(X, y + 10, k=4, posterior="link")
+    flat = dataclasses.replace(model, alpha=jnp.zeros_like(model.alpha))
+    nb = np.asarray(jaxnn.knn_query(X, Xq, 4).indices)
+    want = _knn_rule(y + 10, nb)
+    counts = np.stack([(y[nb] == c).sum(1) for c in range(3)], 1)
+    assert np.sum(np.sort(counts, 1)[:, -1] == np.sort(counts, 1)[:, -2]) >= 3  # tied votes occur
+    assert len(set(want)) == 3
+    np.testing.assert_array_equal(jaxnn.predict(flat, Xq), want)
+    np.testing.assert_array_equal(np.asarray(jax.jit(jaxnn.predict)(flat, Xq)), want)
+    np.testing.assert_array_equal(jaxnn.predict(flat, neighbors=nb), want)
+    est = BoostedKNNClassifier(k=4).fit(X, y + 10)
+    est.model_ = flat
+    np.testing.assert_array_equal(est.predict(Xq), want)
+    np.testing.assert_array_equal(np.asarray(est.classes_)[np.argmax(est.predict_proba(Xq), 1)], want)
+    np.testing.assert_array_equal(np.asarray(est.classes_)[np.argmax(est.decision_function(Xq), 1)], want)
+
+
+def test_small_k_on_digits_is_as_accurate_as_knn():
+    """scikit-learn's digits, 1300 training rows: at k = 1, 39 % of them had
+    α = 0 and 29 % of the test rows scored all zero, all labelled 0 (0.722
+    accuracy for 1-NN's 0.978); k = 2: 0.958 for 0.982."""
+    from sklearn.neighbors import KNeighborsClassifier
+
+    Xtr, Xte, ytr, yte = _digits()
+    for k in (1, 2):
+        model = jaxnn.fit(Xtr, ytr, k=k, posterior="link")
+        acc = np.mean(jaxnn.predict(model, Xte) == yte)
+        knn = KNeighborsClassifier(k).fit(Xtr, ytr).score(Xte, yte)
+        assert acc >= knn - 0.015, (k, acc, knn)
+        H = np.asarray(jaxnn.decision_function(model, Xte))
+        assert np.mean(np.all(H == 0, axis=1)) == 0.0
+
+
+def test_fit_with_unreached_examples_is_deterministic():
+    X, y = _blobs(m=150, C=3, seed=4)
+    a, b = (jaxnn.fit(X, y, k=2, chooser="random", seed=1) for _ in range(2))
+    np.testing.assert_array_equal(np.asarray(a.alpha), np.asarray(b.alpha))
+    assert a.posterior_temperature == b.posterior_temperature > 0
+
+
+# ----------------------------------------------------------------------------
+# 2. predict and predict_proba agree
+# ----------------------------------------------------------------------------
+
+def test_default_predict_proba_ranks_like_predict():
+    """argmax predict_proba differed from predict on 3 of 150 iris rows up to
+    45 of 1797 digits (the k-NN vote fractions of posterior="auto"); now the
+    default posteriors increase with H within a row and break exact ties as
+    predict does."""
+    from sklearn.datasets import load_iris, load_wine
+
+    for X, y in (load_iris(return_X_y=True), load_wine(return_X_y=True), _digits(500)[::2]):
+        X = jaxnn.datasets.standardize(X, X)[0]
+        model = jaxnn.fit(X, y, k=10)
+        assert model.posterior_temperature > 0
+        P = np.asarray(jaxnn.predict_proba(model, X))
+        np.testing.assert_array_equal(np.asarray(model.classes)[np.argmax(P, axis=1)], jaxnn.predict(model, X))
+        H = np.asarray(jaxnn.decision_function(model, X))
+        for i in range(0, len(X), 7):  # within a row, p̂ is increasing in H
+            order = np.argsort(H[i], kind="stable")
+            assert np.all(np.diff(P[i][order]) >= 0)
+    # exact ties in H (α ≡ 0): the posterior's argmax is still predict's label
+    X, y = _blobs(m=120, C=3, seed=2, spread=1.5)
+    model = jaxnn.fit(X, y, k=4)
+    flat = dataclasses.replace(model, alpha=jnp.zeros_like(model.alpha))
+    P = np.asarray(jaxnn.predict_proba(flat, X))
+    np.testing.assert_array_equal(np.argmax(P, axis=1), jaxnn.predict(flat, X))
+    np.testing.assert_allclose(P, 1.0 / 3.0, atol=1e-6)
+
+
+@pytest.mark.parametrize("posterior", ["auto", "link", "votes"])
+def test_sklearn_consistency_checks_pass_for_every_posterior(posterior):
+    """check_classifiers_train (predict = argmax predict_proba = argmax
+    decision_function) and check_decision_proba_consistency (predict_proba
+    ranked like decision_function) for each posterior setting; "auto" and
+    "votes" failed both."""
+    from sklearn.utils.estimator_checks import check_classifiers_train, check_decision_proba_consistency
+
+    from jaxnn.sklearn import BoostedKNNClassifier
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for check in (check_classifiers_train, check_decision_proba_consistency):
+            check("BoostedKNNClassifier", BoostedKNNClassifier(k=3, posterior=posterior))
+
+
+# ----------------------------------------------------------------------------
+# 3. the default posteriors: never 0 or 1, calibrated on held-out data
+# ----------------------------------------------------------------------------
+
+def test_default_posteriors_are_never_exactly_zero_or_one():
+    """posterior="auto" took the vote fractions, 0 for the true class on a few
+    rows (log loss 0.25–0.33 where SVC's was 0.07–0.11); the default
+    posteriors lie strictly inside (0, 1), in float32 and in the estimator's
+    float64, single-label and multilabel, and beat the votes' log loss."""
+    from sklearn.datasets import load_breast_cancer
+
+    from jaxnn.sklearn import BoostedKNNClassifier
+
+    X, y = load_breast_cancer(return_X_y=True)
+    Xtr, Xte, ytr, yte = jaxnn.datasets.train_test_split(X, y, test_size=0.4, seed=0)
+    Xtr, Xte = jaxnn.datasets.standardize(Xtr, Xte)
+    model = jaxnn.fit(Xtr, ytr, k=10)
+    P = np.asarray(jaxnn.predict_proba(model, Xte))
+    assert P.dtype == np.float32 and np.all((P > 0) & (P < 1))
+    Pe = BoostedKNNClassifier(k=10, posterior="auto").fit(Xtr, ytr).predict_proba(Xte)
+    assert Pe.dtype == np.float64 and np.all((Pe > 0) & (Pe < 1))
+    votes = np.asarray(jaxnn.predict_proba(jaxnn.fit(Xtr, ytr, k=10, posterior="votes"), Xte))
+    with np.errstate(divide="ignore"):
+        assert _log_loss(P, yte, model.classes) < _log_loss(votes, yte, model.classes)
+    # extreme scores stay inside (0, 1) and keep predict's label
+    from jaxnn._src.prediction import POSTERIOR_FLOOR, calibrated_posterior
+
+    H = jnp.asarray([[1e4, -1e4, 0.0], [3.0, 3.0, -2.0], [-5e3, -5e3, -5e3]], jnp.float32)
+    p = np.asarray(calibrated_posterior(H, 1e-3, jnp.asarray([0, 1, 2]), False))
+    assert np.all((p > 0) & (p < 1)) and list(np.argmax(p, 1)) == [0, 1, 2]
+    np.testing.assert_allclose(p.sum(1), 1.0, rtol=1e-6)
+    assert p[0, 1] == pytest.approx(POSTERIOR_FLOOR / 3, rel=1e-5)
+    # multilabel: per label (1 − ε)σ(H/T) + ε/2, above 1/2 exactly where predict says 1
+    Xm, Ym = jaxnn.datasets.multilabel(n_samples=300, n_classes=4, seed=0)
+    ml = jaxnn.fit(Xm[:200], Ym[:200], k=8)
+    Pm = np.asarray(jaxnn.predict_proba(ml, Xm[200:]))
+    assert ml.posterior_temperature > 0 and np.all((Pm > 0) & (Pm < 1))
+    np.testing.assert_array_equal(Pm > 0.5, jaxnn.predict(ml, Xm[200:]) == 1)
+
+
+def test_temperature_minimises_the_held_out_log_loss():
+    """_fit_temperature: scores drawn with a known temperature are given it
+    back, and the log loss is no lower a step either side."""
+    from jaxnn._src.fitting import _fit_temperature, _log_loss_at
+
+    rng = np.random.default_rng(0)
+    H = rng.normal(scale=3.0, size=(6000, 4))
+    Z = H / 2.0
+    P = np.exp(Z - Z.max(1, keepdims=True))
+    P /= P.sum(1, keepdims=True)
+    y = np.array([rng.choice(4, p=p) for p in P])
+    target = np.eye(4)[y]
+    T = _fit_temperature(H, target, multilabel=False)
+    assert 1.7 < T < 2.3, T
+    loss = _log_loss_at(H, target, T, False)
+    assert loss <= min(_log_loss_at(H, target, T * f, False) for f in (0.9, 1.1))
+    assert _fit_temperature(np.zeros((10, 3)), np.eye(3)[np.arange(10) % 3], False) == 1.0
+
+
+def test_small_data_fit_the_temperature_on_the_training_scores(caplog):
+    """Too few points to hold 10 out (m < 48): posterior="auto" took the votes
+    untested; it now fits T on the training points' own scores (logged)."""
+    X, y = _blobs(m=40, C=2, seed=1, spread=1.5)
+    with caplog.at_level(logging.INFO, logger="jaxnn"):
+        model = jaxnn.fit(X, y, k=5)
+    assert model.posterior_temperature > 0 and model.posterior_mix == 0.0
+    assert any("training points' own scores" in r.getMessage() and "40 points leave 8 < 10" in r.getMessage()
+               for r in caplog.records)
+    P = np.asarray(jaxnn.predict_proba(model, X))
+    assert np.all((P > 0) & (P < 1))
+
+
+def test_link_and_votes_keep_their_meaning_and_the_temperature_survives_pickling():
+    X, y = _blobs(m=150, C=3, seed=7)
+    Xq = _blobs(m=40, C=3, seed=8)[0]
+    link = jaxnn.fit(X, y, k=5, posterior="link")
+    votes = jaxnn.fit(X, y, k=5, posterior="votes")
+    assert link.posterior_temperature == votes.posterior_temperature == 0.0
+    nb = np.asarray(jaxnn.knn_query(X, Xq, 5).indices)
+    np.testing.assert_allclose(np.asarray(jaxnn.predict_proba(votes, Xq)),
+                               np.stack([(y[nb] == c).mean(1) for c in range(3)], 1), atol=1e-6)
+    H = np.asarray(jaxnn.decision_function(link, Xq))
+    raw = np.asarray(link.loss.posterior(H))
+    np.testing.assert_allclose(np.asarray(jaxnn.predict_proba(link, Xq)), raw / raw.sum(1, keepdims=True), rtol=1e-5)
+    auto = jaxnn.fit(X, y, k=5)
+    back = pickle.loads(pickle.dumps(auto))
+    assert back.posterior_temperature == auto.posterior_temperature > 0
+    np.testing.assert_array_equal(np.asarray(jaxnn.predict_proba(back, Xq)), np.asarray(jaxnn.predict_proba(auto, Xq)))
+    # under jit, the model traced: the same posteriors
+    np.testing.assert_allclose(np.asarray(jax.jit(jaxnn.predict_proba)(auto, jnp.asarray(Xq))),
+                               np.asarray(jaxnn.predict_proba(auto, Xq)), rtol=1e-6)
+
+
+# ----------------------------------------------------------------------------
+# the measurements of docs/results.md (minutes): small k against plain k-NN
+# ----------------------------------------------------------------------------
+
+_BOOSTING_LOSES = pytest.mark.xfail(
+    reason="one GNNB pass's own α at k <= 3 (negative or large leverages estimated from 1-3 reciprocal "
+           "neighbours), not the unreached examples or the ties: docs/results.md#small-k", strict=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["sk-digits", "sk-breast", "iris", "wine", "wdbc", "pima", "optdigits",
+                                  pytest.param("sk-iris", marks=_BOOSTING_LOSES),
+                                  pytest.param("segment", marks=_BOOSTING_LOSES),
+                                  pytest.param("penbased", marks=_BOOSTING_LOSES),
+                                  pytest.param("letter", marks=_BOOSTING_LOSES)])
+def test_small_k_is_as_accurate_as_knn_on_bundled_sets(name):
+    """docs/results.md#small-k: k = 1, 2, 3 on a fixed stratified 70/30 split
+    (standardised, at most 3000 training rows): accuracy at least
+    scikit-learn's KNeighborsClassifier's minus two standard errors of the
+    difference of two accuracies.  On the sets marked xfail one boosting pass
+    loses to plain k-NN beyond that at some k ≤ 3."""
+    from sklearn import datasets as skd
+    from sklearn.neighbors import KNeighborsClassifier
+
+    loaders = {"sk-digits": skd.load_digits, "sk-iris": skd.load_iris, "sk-breast": skd.load_breast_cancer}
+    X, y = loaders[name](return_X_y=True) if name in loaders else jaxnn.datasets.load(name)
+    y = np.asarray(y)
+    if X.shape[0] > 4285:
+        X, _, y, _ = jaxnn.datasets.train_test_split(X, y, test_size=X.shape[0] - 4285, seed=0)
+    Xtr, Xte, ytr, yte = jaxnn.datasets.train_test_split(X, y, test_size=0.3, seed=0)
+    Xtr, Xte = jaxnn.datasets.standardize(Xtr, Xte)
+    for k in (1, 2, 3):
+        acc = np.mean(jaxnn.predict(jaxnn.fit(Xtr, ytr, k=k, posterior="link"), Xte) == yte)
+        knn = KNeighborsClassifier(k).fit(Xtr, ytr).score(Xte, yte)
+        noise = 2 * np.sqrt(2 * max(knn * (1 - knn), 0.01) / len(yte))
+        assert acc >= knn - noise, (name, k, acc, knn)
