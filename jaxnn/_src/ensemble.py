@@ -45,6 +45,7 @@ from jaxnn._src import losses as losses_mod
 from jaxnn._src import boost_runs, shared_sizes
 from jaxnn._src.checks import check_bool, check_real, did_you_mean
 from jaxnn._src.checks import check_integer as _check_int
+from jaxnn._src.fitting import unreached_leverage
 from jaxnn._src.graph import knn_graph, padded_query
 from jaxnn._src.inputs import as_points, compute_dtype, encode_labels
 from jaxnn._src.model import HostPickled, Model, without_float64
@@ -638,8 +639,10 @@ def _boost_split(Xs, Y_np, dtype, plan: Plan, *, k, algo, loss, rounds, seed, gr
         nbrs = _block_graphs(Xs, k)
     else:
         nbrs = np.stack([np.asarray(knn_graph(Xs[b], k, method=graph_method, seed=seed).indices) for b in range(n)])
-    return boost_runs.run_blocks(plan, Y_np, nbrs, dtype, algorithm=algo, loss=loss, rounds=rounds, seed=seed,
-                                 trace=trace)
+    res = boost_runs.run_blocks(plan, Y_np, nbrs, dtype, algorithm=algo, loss=loss, rounds=rounds, seed=seed,
+                                trace=trace)
+    Y = to_device(Y_np, dtype)  # each block's unreached examples take their class-sign leverage, as fit's do
+    return res._replace(alpha=jnp.stack([unreached_leverage(res.alpha[b], Y, nbrs[b]) for b in range(n)]))
 
 
 def _check_split_model(model) -> SplitModel:

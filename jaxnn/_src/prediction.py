@@ -22,7 +22,7 @@ from jaxnn._src.model import Model, check_model
 from jaxnn._src.points import shift_points
 from jaxnn._src.shared_sizes import at_shared_rows, first_k, first_rows, padded_rows, query_rows, to_device
 
-__all__ = ["decision_function", "predict_proba", "predict", "host_scores", "host_proba", "host_rule",
+__all__ = ["decision_function", "predict_proba", "predict", "host_scores", "host_proba", "host_rule", "PREDICT_BLOCK_ROWS",
            "tie_broken_argmax", "calibrated_posterior", "POSTERIOR_FLOOR"]
 
 #: ε of the default (calibrated) posteriors p̂ = (1 − ε)·softmax(H/T) + ε/C
@@ -159,6 +159,48 @@ def _query_parts(model: Model, X, neighbors):
     return alpha, Y, to_device(padded_rows(nb, query_rows(n))), None, n  # padding rows name training point 0
 
 
+#: query rows scored at a time: a larger batch of queries is streamed in
+#: blocks of this many rows, so that the working memory of a prediction (the
+#: padded queries, their neighbours and the (rows, k, C) gathers of the
+#: scores) does not grow with the number of queries — only the (n, C) answer does
+PREDICT_BLOCK_ROWS = 1 << 16
+
+
+def _streamed(score, model: Model, X, neighbors, join):
+    """``score(model, X, neighbors)`` on the rows of X (and of ``neighbors``)
+    :data:`PREDICT_BLOCK_ROWS` at a time, the answers joined by ``join``; one
+    call for at most that many rows, and under ``jax.jit`` (traced queries or
+    neighbours)."""
+    if isinstance(X, jax.core.Tracer) or isinstance(neighbors, jax.core.Tracer):
+        return score(model, X, neighbors)
+    if X is not None:
+        X = as_points(X)  # checked once; the blocks are slices of the host array
+    if neighbors is not None:
+        neighbors = getattr(neighbors, "indices", neighbors)
+        if isinstance(neighbors, jax.core.Tracer):
+            return score(model, X, neighbors)
+    source = X if X is not None else neighbors
+    n = 0 if source is None or np.ndim(source) == 0 else np.shape(source)[0]
+    if n <= PREDICT_BLOCK_ROWS or (neighbors is not None and np.ndim(neighbors) != 2):
+        return score(model, X, neighbors)
+    if X is not None and neighbors is not None and np.shape(neighbors)[0] != n:
+        return score(model, X, neighbors)  # the mismatch is reported by the one call
+
+    def rows(a, start):
+        return None if a is None else a[start:start + PREDICT_BLOCK_ROWS]
+
+    return join([score(model, rows(X, start), rows(neighbors, start)) for start in range(0, n, PREDICT_BLOCK_ROWS)])
+
+
+def _device_rows(parts):
+    return jnp.concatenate(parts, axis=0)
+
+
+def _host_rows(parts):
+    return np.concatenate([np.asarray(p) for p in parts], axis=0)
+
+
+
 def decision_function(model: Model, X=None, *, neighbors=None) -> jax.Array:
     """H_c(x) for each row of X: (n, C), columns in ``model.classes`` order.
 
@@ -166,9 +208,13 @@ def decision_function(model: Model, X=None, *, neighbors=None) -> jax.Array:
     points (``model.X`` rows, nearest first; k = ``model.k``), or a
     :class:`Neighbors` with at least k columns — from any search (an
     approximate index, neighbours shared by several models); then X may be
-    left out, and no search is run.
+    left out, and no search is run.  Many queries are scored
+    :data:`PREDICT_BLOCK_ROWS` at a time.
     """
-    model = check_model(model)
+    return _streamed(_decision_function, check_model(model), X, neighbors, _device_rows)
+
+
+def _decision_function(model: Model, X, neighbors) -> jax.Array:
     alpha, Y, nb, k, n = _query_parts(model, X, neighbors)
     return first_rows((leveraged_scores(alpha, Y, nb, k),), n)[0]
 
@@ -306,8 +352,10 @@ def predict_proba(model: Model, X=None, *, neighbors=None) -> jax.Array:
     are normalised); multilabel models return per-class posteriors.
     ``neighbors``: the query points' training neighbours, as for
     :func:`decision_function`.  docs/guide/posteriors.md compares them.
+    Many queries are scored :data:`PREDICT_BLOCK_ROWS` at a time.
     """
-    return first_rows(*_padded_proba(check_model(model), X, neighbors))[0]
+    return _streamed(lambda mdl, Xb, nb: first_rows(*_padded_proba(mdl, Xb, nb))[0], check_model(model), X,
+                     neighbors, _device_rows)
 
 
 def _padded_proba(model: Model, X, neighbors):
@@ -362,8 +410,12 @@ def predict(model: Model, X=None, *, neighbors=None) -> np.ndarray:
     and k = 1 with every α > 0 exactly 1-NN).  Multilabel models: (n, C) 0/1
     indicators (H_c > 0).  NumPy arrays, or under ``jax.jit`` a JAX array
     (numeric labels only; a clear TypeError otherwise).  ``neighbors``: the
-    query points' training neighbours, as for :func:`decision_function`."""
-    model = check_model(model)
+    query points' training neighbours, as for :func:`decision_function`.
+    Many queries are scored :data:`PREDICT_BLOCK_ROWS` at a time."""
+    return _streamed(_predict, check_model(model), X, neighbors, _host_rows)
+
+
+def _predict(model: Model, X, neighbors):
     alpha, Y, nb, k, n = _query_parts(model, X, neighbors)
     H, _, _, top = _rule_parts(alpha, Y, nb, k)
     if isinstance(H, jax.core.Tracer):  # under jax.jit / vmap: a traced array, not NumPy
@@ -375,15 +427,17 @@ def predict(model: Model, X=None, *, neighbors=None) -> np.ndarray:
 def host_scores(model: Model, X) -> np.ndarray:
     """:func:`decision_function` as a NumPy array, the padding dropped on the
     host (no slice compiles per batch size); for callers that want NumPy."""
-    model = check_model(model)
-    alpha, Y, nb, k, n = _query_parts(model, X, None)
-    return np.asarray(leveraged_scores(alpha, Y, nb, k))[:n]
+    return _streamed(lambda mdl, Xb, _: np.asarray(_decision_function(mdl, Xb, None)), check_model(model), X, None,
+                     _host_rows)
 
 
 def host_proba(model: Model, X) -> np.ndarray:
     """:func:`predict_proba` as a NumPy array, as :func:`host_scores`."""
-    (p,), n = _padded_proba(check_model(model), X, None)
-    return np.asarray(p)[:n]
+    def proba(mdl, Xb, _):
+        (p,), n = _padded_proba(mdl, Xb, None)
+        return np.asarray(p)[:n]
+
+    return _streamed(proba, check_model(model), X, None, _host_rows)
 
 
 def host_rule(model: Model, X, proba: bool = False) -> tuple:
@@ -393,7 +447,12 @@ def host_rule(model: Model, X, proba: bool = False) -> tuple:
     — and with ``proba``, :func:`predict_proba` last, from the same search.
     The first positions are :func:`_first_positions`' (k where no neighbour
     is in the class)."""
-    model = check_model(model)
+    parts = _streamed(lambda mdl, Xb, _: _host_rule(mdl, Xb, proba), check_model(model), X, None,
+                      lambda blocks: tuple(_host_rows(p) for p in zip(*blocks)))
+    return tuple(parts)
+
+
+def _host_rule(model: Model, X, proba: bool) -> tuple:
     alpha, Y, nb, k, n = _query_parts(model, X, None)
     H, counts, first, top = (np.asarray(a)[:n] for a in _rule_parts(alpha, Y, nb, k))
     if nb.shape[1] != model.k:  # a wider search (shared_k): no class was first beyond the k-th
