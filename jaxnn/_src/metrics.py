@@ -166,7 +166,7 @@ def _resolve_classes(
     return cls
 
 
-def _encode(y_true: NDArray, classes: NDArray) -> NDArray[np.int64]:
+def class_indices(y_true: NDArray, classes: NDArray) -> NDArray[np.int64]:
     """Column index of every label of ``y_true`` within ``classes``."""
     _same_kind("y_true", y_true, "classes", classes)
     order = np.argsort(classes, kind="stable")
@@ -198,7 +198,7 @@ def _targets(
     y = _labels("y_true", y)
     _same_length("y_true", y, "proba", proba)
     cls = _resolve_classes(y, proba.shape[1], classes, "proba")
-    return _encode(y, cls)
+    return class_indices(y, cls)
 
 
 # --------------------------------------------------------------------------
@@ -261,7 +261,7 @@ def top_k_accuracy(
             UserWarning,
             stacklevel=2,
         )
-    idx = _encode(y_true, cls)
+    idx = class_indices(y_true, cls)
     ranked = np.argsort(scores, axis=1, kind="mergesort")[:, ::-1][:, : int(k)]
     return float(np.mean(np.any(ranked == idx[:, None], axis=1)))
 

@@ -23,7 +23,7 @@ import numbers
 
 import numpy as np
 
-from jaxnn._src.metrics import _encode
+from jaxnn._src.metrics import class_indices
 from jaxnn._src.model import Model
 from jaxnn._src.prune import knn_subsample, prune, prune_indices
 
@@ -92,7 +92,7 @@ def _class_index(model: Model, y, n: int, name: str = "y") -> np.ndarray:
     if y.ndim != 1 or y.shape[0] != n:
         raise ValueError(f"{name} must be a 1-D array of {n} labels (one per row of X), got shape {y.shape}")
     try:
-        return _encode(y, np.asarray(model.classes))
+        return class_indices(y, np.asarray(model.classes))
     except (TypeError, ValueError) as err:
         raise ValueError(f"{name}: {err} (the model's classes: {list(model.classes)})") from err
 
