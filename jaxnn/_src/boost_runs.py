@@ -49,7 +49,7 @@ def segment_rounds(m: int) -> int:
 
 
 def run(plan: Plan, Y_np, nbrs, dtype, *, algorithm, loss, rounds: int, seed: int, trace: bool, like=None,
-        home=None):
+        home=None, Y=None):
     """Boost T = ``rounds`` steps per class on the (m, k) graph ``nbrs`` as
     ``plan`` says, labels Y_np (m, C) ±1 on the host, in ``dtype``.
 
@@ -63,6 +63,8 @@ def run(plan: Plan, Y_np, nbrs, dtype, *, algorithm, loss, rounds: int, seed: in
     ``like``: the padded shapes of another run whose compiled program this
     one is to reuse (only read by a shared plan).  ``home``: the device the
     results of a sharded run are gathered on (default: the first device).
+    ``Y``: Y_np already on the device in ``dtype``, if the caller has it
+    (an unpadded run then does not copy the labels again).
 
     Returns (:class:`BoostResult` of the m examples and C classes — α (m, C),
     edges, the trace (T,) or None —, the padded shapes used or None)."""
@@ -70,12 +72,12 @@ def run(plan: Plan, Y_np, nbrs, dtype, *, algorithm, loss, rounds: int, seed: in
     parts = chooser_orders(plan.chooser, m, rounds, seed, segment_rounds(m))
     steps, order = next(parts)
     result, shapes = _run_segment(plan, Y_np, nbrs, dtype, order, steps, None, algorithm=algorithm, loss=loss,
-                                  trace=trace, like=like, home=home)
+                                  trace=trace, like=like, home=home, Y=Y)
     done, alpha, traces = steps, result.alpha, [result.trace]
     for steps, order in parts:  # a long run: the next segment from the edges
         steps_done(done, rounds, "fit: %d of %d steps done", done, rounds)  # once a segment
         result, _ = _run_segment(plan, Y_np, nbrs, dtype, order, steps, result.edges, algorithm=algorithm, loss=loss,
-                                 trace=trace, like=shapes, home=home)
+                                 trace=trace, like=shapes, home=home, Y=Y)
         done, alpha = done + steps, alpha + result.alpha
         traces.append(result.trace)
     if len(traces) == 1:
@@ -83,7 +85,8 @@ def run(plan: Plan, Y_np, nbrs, dtype, *, algorithm, loss, rounds: int, seed: in
     return BoostResult(alpha, result.edges, jnp.concatenate(traces) if trace else None), shapes
 
 
-def _run_segment(plan: Plan, Y_np, nbrs, dtype, order, rounds: int, E0, *, algorithm, loss, trace: bool, like, home):
+def _run_segment(plan: Plan, Y_np, nbrs, dtype, order, rounds: int, E0, *, algorithm, loss, trace: bool, like, home,
+                 Y=None):
     """:func:`run`'s work for ``rounds`` steps in the example ``order``
     (None for the colored schedule, which runs rounds/m passes) from the
     edges E0 (m, C) (None: the algorithm's initial edges)."""
@@ -94,7 +97,8 @@ def _run_segment(plan: Plan, Y_np, nbrs, dtype, order, rounds: int, E0, *, algor
     if plan.shared:
         return shared_size_boost(Y_np, nbrs, order, dtype, algorithm=algorithm, loss=loss, greedy=plan.greedy,
                                  windowed=plan.windowed, trace=trace, like=like, narrow=plan.narrow, E0=E0)
-    Y = to_device(Y_np, dtype)  # cast on the host: nothing compiles per m
+    if Y is None:
+        Y = to_device(Y_np, dtype)  # cast on the host: nothing compiles per m
     E0 = initial_edges(Y, algorithm=algorithm, loss=loss) if E0 is None else E0
     mesh = None
     if plan.devices is not None:  # the class axis split across the devices, padded with y = 0 columns

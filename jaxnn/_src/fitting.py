@@ -188,7 +188,7 @@ def _fit_checked(Xa, y, classes, Y_np, multilabel: bool, plan: Plan, *, k: int, 
         f"fit: {type(algo).__name__} boosting ({loss_obj.name} loss, {plan.chooser} chooser, {scan}), "
         f"{rounds} steps x {n_classes} classes",
         lambda: boost_runs.run(plan, Y_np, nbrs, dtype, algorithm=algo, loss=loss_obj, rounds=rounds, seed=seed,
-                               trace=bool(trace), like=like, home=next(iter(Xj.devices()))))
+                               trace=bool(trace), like=like, home=next(iter(Xj.devices())), Y=Y))
     # examples that are nobody's neighbour (n_j = 0) were never leveraged: they take
     # their class's mean leverage, so that no query's score ignores its neighbours
     alpha = unreached_leverage(result.alpha, Y, nbrs)
@@ -418,15 +418,3 @@ def _posterior_scores(p, target, multilabel: bool) -> tuple:
         logloss = -np.mean(np.sum(target * np.log(p), axis=1))
     return float(logloss), float(np.mean(np.sum((p - target) ** 2, axis=1)))
 
-
-def _one_standard_error_choice(brier: np.ndarray) -> int:
-    """(Unused since posterior="auto" fits a temperature; kept for callers.)
-    The one-standard-error rule toward the last candidate: (n, G) per-point
-    scores (lower is better) of G candidates on n ≥ 2 points → the largest
-    index whose mean is within one standard error of the best mean, the
-    error being that of the mean paired difference to the best candidate,
-    std(ddof=1)/√n."""
-    mean = brier.mean(axis=0)
-    best = int(np.argmin(mean))
-    se = (brier - brier[:, [best]]).std(axis=0, ddof=1) / np.sqrt(brier.shape[0])
-    return int(np.nonzero(mean <= mean[best] + se)[0].max())

@@ -421,7 +421,7 @@ def boost_colored(Y, E0, counts, schedule: ColorSchedule, n_points=None, n_steps
         n = jnp.broadcast_to(counts_p[ex_p][:, None], (S + 1, C))
         delta = algorithm.delta(loss, e, r, n, size, layout)  # (S+1, C)
         delta = jnp.where((ex_p < m)[:, None], delta, 0.0)
-        step_edges = steps.edge_change(delta[seg], Yp[ei], Yp[ex_p[seg]])
+        step_edges = steps.edge_change(delta[seg], r)  # r = y_ic·y_jc of the step's edges
         Ep = Ep.at[ei].add(step_edges)
         alpha = alpha.at[ex_p].add(delta)
         if trace:

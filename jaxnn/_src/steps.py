@@ -71,9 +71,11 @@ def start(Y, E0, *, algorithm, loss: Loss, n_points=None):
             initial_risk(loss, E0, n_points))
 
 
-def edge_change(delta, y_members, y_j):
-    """δ_c·y_ic·y_jc: (C,) δ, (…, C) member labels, (C,) or (…, C) labels of j."""
-    return delta * y_members * y_j
+def edge_change(delta, y_members, y_j=None):
+    """δ_c·y_ic·y_jc: (C,) or (…, C) δ, (…, C) member labels y_ic and (C,) or
+    (…, C) labels y_jc of j — or, with ``y_j`` None, ``y_members`` the
+    products r_i = y_ic·y_jc a step computed already for δ."""
+    return delta * y_members if y_j is None else delta * y_members * y_j
 
 
 def risk_change(loss: Loss, e_old, e_new, valid, size):
