@@ -138,7 +138,7 @@ def main(argv: list[str]) -> None:
         model = jaxnn.fit(X, y, k=10, posterior="link")
         nb = np.asarray(jaxnn.knn_query(X, X[:2000] + 0.1, 10).indices)
         for lam in (0.0, 1.0):
-            mixed = dataclasses.replace(model, posterior_mix=lam)
+            mixed = dataclasses.replace(model, posterior_mix=lam, posterior_temperature=0.0)  # the link or the votes
             print(f"predict_proba(neighbors=), λ = {lam:g}: "
                   f"{_median_ms(lambda: jaxnn.predict_proba(mixed, neighbors=nb), repeat=30):.2f} ms")
     elif mode == "split-folds":  # the blocks padded to shared sizes

@@ -121,19 +121,14 @@ def test_sgd_deterministic_and_seeded(blobs):
     assert not np.array_equal(np.asarray(a.W), np.asarray(c.W))
 
 
-def _cache_size(jitted):
-    if not hasattr(jitted, "_cache_size"):  # private JAX API
-        pytest.skip("this JAX version does not expose the jit cache size")
-    return jitted._cache_size()
-
-
-def test_sgd_refit_does_not_retrace(blobs):
+def test_sgd_refit_does_not_retrace(blobs, compilations):
+    """Other data, a regularisation, a learning rate and a seed are traced: one compiled training."""
     Xtr, _, ytr, _ = blobs
     BL.sgd_fit(Xtr, ytr)
-    before = _cache_size(_B._sgd_train)
-    BL.sgd_fit(Xtr, ytr, alpha=1e-2, learning_rate=0.3, seed=7)
-    BL.sgd_fit(Xtr + 1.0, ytr)
-    assert _cache_size(_B._sgd_train) == before
+    with compilations() as compiled:
+        BL.sgd_fit(Xtr, ytr, alpha=1e-2, learning_rate=0.3, seed=7)
+        BL.sgd_fit(Xtr + 1.0, ytr)
+    assert compiled.of(_B._sgd_train) == []
 
 
 def test_sgd_float64_and_full_batch():
@@ -248,6 +243,7 @@ def test_svm_matches_linearsvc_objective(blobs, svm_blobs):
     assert abs(_acc(svm_blobs, Xte, yte) - np.mean(sk.predict(Xte) == yte)) <= 0.02
 
 
+@pytest.mark.slow
 def test_svm_separable_binary(separable):
     Xtr, Xte, ytr, yte = separable
     model = BL.svm_fit(Xtr, ytr, C=10.0)
@@ -318,14 +314,14 @@ def test_stratified_folds():
     np.testing.assert_array_equal(folds, _B._stratified_folds(labels, 5, seed=0))
 
 
-def test_svm_deterministic_and_no_retrace(blobs, svm_blobs):
+def test_svm_deterministic_and_no_retrace(blobs, svm_blobs, compilations):
     Xtr, _, ytr, _ = blobs
-    before = _cache_size(_B._svm_fit_jit), _cache_size(_B._platt_jit)
-    again = BL.svm_fit(Xtr, ytr)
-    for field in ("W", "b", "platt_a", "platt_b"):
-        np.testing.assert_array_equal(getattr(again, field), getattr(svm_blobs, field))
-    other = BL.svm_fit(Xtr, ytr, C=0.1, seed=5)
-    assert (_cache_size(_B._svm_fit_jit), _cache_size(_B._platt_jit)) == before
+    with compilations() as compiled:  # svm_blobs fit these data first
+        again = BL.svm_fit(Xtr, ytr)
+        for field in ("W", "b", "platt_a", "platt_b"):
+            np.testing.assert_array_equal(getattr(again, field), getattr(svm_blobs, field))
+        other = BL.svm_fit(Xtr, ytr, C=0.1, seed=5)
+    assert compiled.of(_B._svm_fit_jit, _B._platt_jit) == []
     assert float(jnp.sum(other.W**2)) < float(jnp.sum(svm_blobs.W**2))  # more regularised
 
 
@@ -337,6 +333,7 @@ def test_svm_weights_match_linearsvc(blobs, svm_blobs):
     np.testing.assert_allclose(svm_blobs.b, sk.intercept_, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_svm_platt_fit_on_out_of_fold_scores(blobs, svm_blobs):
     # Platt's (a, b) come from scores of each fold by the fit on the other folds (same C, seed 0 folds)
     Xtr, _, ytr, _ = blobs
@@ -390,6 +387,7 @@ def test_svm_hinge_minimises_the_hinge_objective(blobs):
     np.testing.assert_array_equal(model.W, BL.svm_fit(Xtr, ytr, loss="hinge", platt_folds=None, epochs=1000).W)
 
 
+@pytest.mark.slow
 def test_inclusive_upper_bounds_are_accepted():
     # platt_folds ≤ m (leave-one-out), seed < 2³²
     assert BL.svm_fit(_X, _Y, platt_folds=10).platt_a.shape == (2,)
@@ -556,6 +554,7 @@ def test_bad_hyperparameters(fit, kwargs, error, match):
         fit(_X, _Y, **kwargs)
 
 
+@pytest.mark.slow
 def test_svm_platt_folds_above_m_explain_the_cross_fit():
     # the default platt_folds=5 on 4 rows: say what needs 5 examples and how to avoid it
     X4, y4 = _X[:4], np.array([0, 1, 0, 1])
@@ -570,6 +569,7 @@ def test_svm_platt_folds_above_m_explain_the_cross_fit():
     assert BL.svm_fit(X4, y4, platt_folds=4).platt_a.shape == (2,)
 
 
+@pytest.mark.slow
 def test_svm_platt_cross_fit_refuses_classes_with_one_example():
     # a class with a single example: the fold holding it trained with no positive of the class, so
     # its out-of-fold score said nothing and Platt's slope came out inverted (platt_a > 0: P(class)
@@ -621,19 +621,21 @@ def test_predict_input_checks():
             fn({"W": 1}, np.zeros((4, 2)))
 
 
-def test_platt_scaling_tries_its_step_lengths_one_at_a_time():
+@pytest.mark.slow
+def test_platt_scaling_tries_its_step_lengths_one_at_a_time(temp_bytes):
     # the 30 trial step lengths were vmapped inside the vmap over classes: a
     # (C, 30, m) buffer, 504 MB at m = 2·10⁴, C = 100 (25 GB at m = 10⁶); XLA's plan, no timing
     import jax
     import jax.numpy as jnp
 
     m, C = 20_000, 100
-    plan = _B._platt_jit.lower(jax.ShapeDtypeStruct((m, C), jnp.float32), jax.ShapeDtypeStruct((m,), jnp.int32),
-                               m, n_classes=C).compile().memory_analysis()
-    assert plan.temp_size_in_bytes < 30 * m * C * 4 / 4  # well below the 30 trials' (C, 30, m)
+    temp = temp_bytes(_B._platt_jit.lower(jax.ShapeDtypeStruct((m, C), jnp.float32),
+                                          jax.ShapeDtypeStruct((m,), jnp.int32), m, n_classes=C))
+    assert temp < 30 * m * C * 4 / 4  # well below the 30 trials' (C, 30, m)
 
 
-def test_svm_fits_its_platt_folds_one_after_another():
+@pytest.mark.slow
+def test_svm_fits_its_platt_folds_one_after_another(temp_bytes):
     # the F + 1 fits (all data, then each training fold) were vmapped with the classes: the
     # solver's (F·C, m) vectors and an (F, m, C) block of fold scores, 12.4 GB at m = 10⁶,
     # d = 16, C = 100 (2.8 GB now); XLA's plan, no timing
@@ -642,10 +644,10 @@ def test_svm_fits_its_platt_folds_one_after_another():
 
     m, d, C, F = 20_000, 16, 100, 5
     S = jax.ShapeDtypeStruct
-    plan = _B._svm_fit_jit.lower(S((m, d), jnp.float32), S((m,), jnp.int32), S((m,), jnp.int32),
-                                 S((), jnp.int32), S((), jnp.float32), S((), jnp.float32),
-                                 n_classes=C, n_folds=F, epochs=3, squared=True).compile().memory_analysis()
-    assert plan.temp_size_in_bytes < 10 * m * C * 4  # one fit's vectors, not the (F + 1)·C problems'
+    temp = temp_bytes(_B._svm_fit_jit.lower(S((m, d), jnp.float32), S((m,), jnp.int32), S((m,), jnp.int32),
+                                            S((), jnp.int32), S((), jnp.float32), S((), jnp.float32),
+                                            n_classes=C, n_folds=F, epochs=3, squared=True))
+    assert temp < 10 * m * C * 4  # one fit's vectors, not the (F + 1)·C problems'
 
 
 def test_knn_baseline_keeps_the_digits_of_points_far_from_zero():
@@ -658,7 +660,7 @@ def test_knn_baseline_keeps_the_digits_of_points_far_from_zero():
     assert far.origin is not None
 
 
-def test_knn_baseline_batches_of_other_sizes_share_the_compiled_search():
+def test_knn_baseline_batches_of_other_sizes_share_the_compiled_search(compilations):
     """The k-NN baseline pads its queries as jaxnn.predict does: batches of
     1 … 128 rows reuse one compiled search and vote count, with the full
     batch's answers."""
@@ -670,15 +672,15 @@ def test_knn_baseline_batches_of_other_sizes_share_the_compiled_search():
     model = BL.knn_fit(X, y, k=5)
     Xq = X[:128] + 0.1
     p_all, labels_all = np.asarray(BL.predict_proba(model, Xq)), BL.predict(model, Xq)
-    before = (bl_src._votes._cache_size(), search_mod._conditioned_search._cache_size())
-    for n in (1, 40, 127):
-        np.testing.assert_allclose(np.asarray(BL.predict_proba(model, Xq[:n])), p_all[:n])
-        np.testing.assert_array_equal(BL.predict(model, Xq[:n]), labels_all[:n])
-    assert (bl_src._votes._cache_size(), search_mod._conditioned_search._cache_size()) == before
+    with compilations() as compiled:
+        for n in (1, 40, 127):
+            np.testing.assert_allclose(np.asarray(BL.predict_proba(model, Xq[:n])), p_all[:n])
+            np.testing.assert_array_equal(BL.predict(model, Xq[:n]), labels_all[:n])
+    assert compiled.of(bl_src._votes, search_mod.conditioned_search) == []
 
 
 @pytest.mark.parametrize("fit", ["sgd_fit", "svm_fit"])
-def test_linear_baselines_batches_of_other_sizes_share_the_compiled_scoring(fit):
+def test_linear_baselines_batches_of_other_sizes_share_the_compiled_scoring(fit, compilations):
     """SGD and SVM predictions pad their queries as jaxnn.predict does: batches
     of 1 … 128 rows reuse one compiled scoring, with the full batch's answers."""
     rng = np.random.default_rng(4)
@@ -688,12 +690,13 @@ def test_linear_baselines_batches_of_other_sizes_share_the_compiled_scoring(fit)
     p_all, f_all, labels_all = (np.asarray(BL.predict_proba(model, Xq)), np.asarray(BL.decision_function(model, Xq)),
                                 BL.predict(model, Xq))
     jitted = (_B._linear_scores, _B._ovr_logistic_proba if fit == "sgd_fit" else _B._platt_proba)
-    before = [f._cache_size() for f in jitted]
-    for n in (1, 40, 127):
-        np.testing.assert_allclose(np.asarray(BL.predict_proba(model, Xq[:n])), p_all[:n], rtol=1e-6)
-        np.testing.assert_allclose(np.asarray(BL.decision_function(model, Xq[:n])), f_all[:n], rtol=1e-6, atol=1e-6)
-        np.testing.assert_array_equal(BL.predict(model, Xq[:n]), labels_all[:n])
-    assert [f._cache_size() for f in jitted] == before
+    with compilations() as compiled:
+        for n in (1, 40, 127):
+            np.testing.assert_allclose(np.asarray(BL.predict_proba(model, Xq[:n])), p_all[:n], rtol=1e-6)
+            np.testing.assert_allclose(np.asarray(BL.decision_function(model, Xq[:n])), f_all[:n], rtol=1e-6,
+                                       atol=1e-6)
+            np.testing.assert_array_equal(BL.predict(model, Xq[:n]), labels_all[:n])
+    assert compiled.of(*jitted) == []
 
 
 def test_predict_under_jit_is_refused_with_the_traceable_alternative():
@@ -722,6 +725,7 @@ _TRAINERS = {
 
 @pytest.mark.parametrize("trainer", sorted(_TRAINERS))
 @pytest.mark.parametrize("m, d", [(37, 3), (130, 9)])
+@pytest.mark.slow
 def test_linear_baselines_trained_padded_equal_the_unpadded_training(trainer, m, d, monkeypatch):
     """Training sets of at most SHARED_MAX_ROWS rows are padded with zero rows
     (weight 0 in every loss, in no Platt fold) and zero features: the weights,
@@ -745,7 +749,8 @@ def test_linear_baselines_trained_padded_equal_the_unpadded_training(trainer, m,
                                    rtol=1e-7, atol=1e-9, err_msg=field)  # rounding, grown by unconverged steps
 
 
-def test_linear_baselines_of_nearby_sizes_share_the_compiled_training():
+@pytest.mark.slow  # counts compilations
+def test_linear_baselines_of_nearby_sizes_share_the_compiled_training(compilations):
     """Cross-validation folds (sizes a row apart) and data sets of a few
     features more or less reuse one compiled SGD, SVM and Platt program each,
     where each new (m, d) compiled them again (~1 s on 2 CPU cores)."""
@@ -754,13 +759,14 @@ def test_linear_baselines_of_nearby_sizes_share_the_compiled_training():
     X, y = rng.normal(size=(170, 6)), rng.integers(0, 2, 170)
     BL.sgd_fit(X, y)
     BL.svm_fit(X, y)
-    before = [_cache_size(f) for f in jitted]
-    for m, d in ((169, 6), (151, 5), (140, 2), (166, 8)):  # all within 256 rows and 8 features
-        BL.sgd_fit(X[:m, :d], y[:m])
-        BL.svm_fit(X[:m, :d], y[:m])
-    assert [_cache_size(f) for f in jitted] == before
-    BL.svm_fit(np.c_[X, X], y)  # 12 features: a new width
-    assert _cache_size(_B._svm_fit_jit) == before[1] + 1
+    with compilations() as compiled:
+        for m, d in ((169, 6), (151, 5), (140, 2), (166, 8)):  # all within 256 rows and 8 features
+            BL.sgd_fit(X[:m, :d], y[:m])
+            BL.svm_fit(X[:m, :d], y[:m])
+    assert compiled.of(*jitted) == []
+    with compilations(_B._svm_fit_jit) as compiled:  # its programs dropped first
+        BL.svm_fit(np.c_[X, X], y)  # 12 features: a new width
+    assert len(compiled.of(_B._svm_fit_jit)) == 1  # the watch sees a compilation
 
 
 def test_linear_baselines_report_divergence_before_cutting_the_padding():

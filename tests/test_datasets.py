@@ -598,32 +598,16 @@ def test_train_test_split_sizes_are_not_rounded_up_by_float_error():
     assert D.train_test_split(X, y, test_size=4e-10)[1].shape[0] == 1  # any positive share is a row
 
 
-def test_check_points_reads_a_cpu_jax_array_in_place():
+def test_check_points_reads_a_cpu_jax_array_in_place(compilations):
     """A JAX array on the CPU is checked for NaN/inf by NumPy, in place: the
     eager isfinite and all compiled two programs per new shape (~0.1 s)."""
-    import logging
-
-    import jax
     import jax.numpy as jnp
 
     from jaxnn._src.checks import check_points
 
     X = jnp.asarray(np.random.default_rng(3).normal(size=(37, 5)).astype(np.float32))
-    compiled = []
-
-    class Compiled(logging.Handler):
-        def emit(self, record):
-            if "Finished XLA compilation" in record.getMessage():
-                compiled.append(record.getMessage()[:80])
-
-    logger = logging.getLogger("jax")
-    handler = Compiled()
-    logger.addHandler(handler)
-    try:
-        with jax.log_compiles():
-            assert check_points(X) is X
-    finally:
-        logger.removeHandler(handler)
+    with compilations() as compiled:
+        assert check_points(X) is X
     assert compiled == []
     for bad in (jnp.nan, jnp.inf):
         for dtype in (jnp.float32, jnp.bfloat16, jnp.float16):

@@ -11,6 +11,8 @@ import pytest
 
 import jaxnn
 from jaxnn import ensemble as ens
+from jaxnn._src import boost_runs, plan, platforms
+from jaxnn._src import steps as steps_mod
 
 # Shapes are shared across tests (m = 120, d = 10, C = 3, k = 5, n_splits = 3,
 # 30 query rows) so that compiled programs are reused and the file stays fast.
@@ -176,6 +178,7 @@ def test_one_split_without_norm_equals_fit(data):
     np.testing.assert_allclose(np.asarray(ens.predict_proba_split(sm, Xq)), np.asarray(jaxnn.predict_proba(ref, Xq)), atol=1e-6)
 
 
+@pytest.mark.slow
 def test_one_split_colored_equals_fit(data):
     X, y, _ = data
     kw = dict(k=5, chooser="colored", rounds=240, trace=True)
@@ -185,12 +188,14 @@ def test_one_split_colored_equals_fit(data):
     np.testing.assert_array_equal(np.asarray(blk.trace), np.asarray(ref.trace))
 
 
+@pytest.mark.slow
 def test_colored_blocks_each_run_their_own_schedule(data):
     """Each block's colored fit equals the sequential scan in *its own*
     colour order (blocks have different graphs, so different schedules,
     padded to a common step count); its trace never increases and stays
     flat at the padding steps."""
     from jaxnn._src.boosting import boost
+    from jaxnn._src.fitting import unreached_leverage
     from jaxnn._src.schedule import color_schedule, colored_order
 
     X, y, _ = data
@@ -206,7 +211,9 @@ def test_colored_blocks_each_run_their_own_schedule(data):
         E0 = sm.algorithm.init_edges(sm.loss, sm.Y)
         seq = boost(sm.Y, E0, inv.members, inv.counts, jax.numpy.asarray(nb), jax.numpy.asarray(np.tile(order, 2)),
                     algorithm=sm.algorithm, loss=sm.loss, greedy=False, trace=False)
-        np.testing.assert_allclose(np.asarray(sm.alpha[b]), np.asarray(seq.alpha), rtol=1e-5, atol=1e-6)
+        # fit_split's α: the block's boosting α, its unreached examples (n_j = 0) given their class-sign leverage
+        want = unreached_leverage(seq.alpha, sm.Y, nb)
+        np.testing.assert_allclose(np.asarray(sm.alpha[b]), np.asarray(want), rtol=1e-5, atol=1e-6)
     assert len(set(steps)) == 3  # the padding is exercised
     trace = np.asarray(sm.trace)
     assert trace.shape == (3, 2 * max(steps))
@@ -216,17 +223,16 @@ def test_colored_blocks_each_run_their_own_schedule(data):
         np.testing.assert_array_equal(trace[b, pad], trace[b, steps[b] - 1])
 
 
+@pytest.mark.slow
 def test_auto_chooser_picks_as_fit(sm3, data, monkeypatch):
-    from jaxnn._src import sharding
-    from jaxnn._src import ensemble as ens_mod
-    from jaxnn._src.boost_runs import auto_chooser
+    from jaxnn._src.plan import auto_chooser
 
     X, y, _ = data
-    platform = sharding.platform()
+    platform = platforms.platform()
     expected = ens.fit_split(X, y, n_splits=3, k=5, chooser=auto_chooser(120, 120, platform, 3))
     np.testing.assert_array_equal(np.asarray(sm3.alpha), np.asarray(expected.alpha))  # sm3: the default chooser
     seen = []
-    monkeypatch.setattr(ens_mod, "auto_chooser", lambda m, rounds, platform, n_classes: seen.append((m, rounds, platform, n_classes)) or "colored")
+    monkeypatch.setattr(plan, "auto_chooser", lambda m, rounds, platform, n_classes: seen.append((m, rounds, platform, n_classes)) or "colored")
     auto = ens.fit_split(X, y, n_splits=3, k=5, rounds=240)
     assert seen == [(120, 240, platform, 3)]
     colored = ens.fit_split(X, y, n_splits=3, k=5, rounds=240, chooser="colored")
@@ -238,6 +244,7 @@ def _l1(A):
 
 
 @pytest.mark.parametrize("chooser, check_blocks", [("lazy", (0, 1, 2)), ("greedy", (1,)), ("colored", (0, 1, 2))])
+@pytest.mark.slow
 def test_vmapped_blocks_equal_a_loop_of_fits(data, chooser, check_blocks):
     X, y, Xq = data
     sm = ens.fit_split(X, y, n_splits=3, norm="l1", k=5, chooser=chooser)
@@ -264,14 +271,14 @@ def test_blocks_weigh_narrow_steps_against_all_blocks(data, monkeypatch):
 
     X, y, _ = data
     seen = []
-    real = boosting.step_widths
-    monkeypatch.setattr(boosting, "step_widths", lambda P, work=None: seen.append((P, work)) or real(P, work))
-    ens_src._boost_blocks.clear_cache()
+    real = steps_mod.step_widths
+    monkeypatch.setattr(boosting, "step_widths", lambda P, work=None, **kw: seen.append((P, work)) or real(P, work, **kw))
+    boost_runs._boost_blocks.clear_cache()
     boosting.boost.clear_cache()
     try:
         ens.fit_split(X, y, n_splits=3, norm="l1", k=5, rounds=2 * X.shape[0], chooser="lazy")
     finally:
-        ens_src._boost_blocks.clear_cache()
+        boost_runs._boost_blocks.clear_cache()
         boosting.boost.clear_cache()
     (P, work), = seen
     steps = shared_sizes.in_blocks(2 * X.shape[0])  # a small problem's steps run padded to a shared number
@@ -429,6 +436,7 @@ def _saturating(n_splits, sep, seed):
     return X, y, Xq, kw, ens.fit_split(X, y, n_splits=n_splits, norm=None, **kw)
 
 
+@pytest.mark.slow
 def test_one_block_predicts_as_fit_where_posteriors_saturate_or_underflow():
     """fit_split's promise (n_splits=1, norm=None ≡ fit, labels included) where
     two classes' posteriors both round to 1 (predict_split took the first,
@@ -492,6 +500,7 @@ def test_generalized_mean_floors_only_two_or_more_entries_of_means_that_need_it(
 # ---------------------------------------------------------------- splitting helps
 
 
+@pytest.mark.slow
 def test_more_splits_help_with_independent_blocks():
     # 8 blocks × 4 features, 2 classes, m = 300 train / 600 test, k = 7,
     # norm="l2", geometric mean.  Measured test errors for n_splits = 1, 2, 8:
@@ -565,6 +574,7 @@ def test_bad_flags(sm3, data, call, exc, match):
         call(X, y, sm3)
 
 
+@pytest.mark.slow
 def test_float64_features_far_from_zero_keep_their_digits_without_a_norm():
     # as jaxnn.fit: with norm=None, features at 10⁸ ± 1 are centred in float64 before the
     # cast to float32 (they all became one point); query blocks are shifted alike
@@ -591,7 +601,8 @@ def test_split_prediction_under_jit_and_a_mistyped_graph_method_say_what_to_do(d
 
 
 @pytest.mark.parametrize("n_splits", [1, 3])
-def test_split_batches_of_other_sizes_share_the_compiled_prediction(n_splits):
+@pytest.mark.slow
+def test_split_batches_of_other_sizes_share_the_compiled_prediction(n_splits, compilations):
     """Split-model queries are padded to shared_sizes.query_rows like jaxnn.predict's:
     batches of 1 … 128 rows reuse the compiled search and scoring, and each
     row gets what it gets in the full batch."""
@@ -604,12 +615,16 @@ def test_split_batches_of_other_sizes_share_the_compiled_prediction(n_splits):
     H_all = np.asarray(ens.decision_function_split(sm, Xq))
     post_all = np.asarray(ens.block_posteriors(sm, Xq))
     labels_all = ens.predict_split(sm, Xq)
-    watched = ens_src._scores_blocks if n_splits > 1 else jaxnn._src.prediction._scores
-    before = (watched._cache_size(), ens_src._combine._cache_size(), ens_src._split_labels._cache_size())
+    watched = ens_src._scores_blocks if n_splits > 1 else jaxnn._src.prediction.leveraged_scores
+    with compilations() as compiled:
+        _batches_of_other_sizes(sm, Xq, p_all, H_all, post_all, labels_all)
+    assert compiled.of(watched, ens_src._combine, ens_src._split_labels) == []
+
+
+def _batches_of_other_sizes(sm, Xq, p_all, H_all, post_all, labels_all):
     for n in (1, 9, 127):
         np.testing.assert_allclose(np.asarray(ens.predict_proba_split(sm, Xq[:n])), p_all[:n], rtol=1e-6, atol=1e-7)
         np.testing.assert_allclose(np.asarray(ens.decision_function_split(sm, Xq[:n])), H_all[:, :n], rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(np.asarray(ens.block_posteriors(sm, Xq[:n])), post_all[:, :n], rtol=1e-6, atol=1e-7)
         np.testing.assert_array_equal(ens.predict_split(sm, Xq[:n]), labels_all[:n])
         assert ens.split_features(sm, Xq[:n]).shape[1] == n
-    assert (watched._cache_size(), ens_src._combine._cache_size(), ens_src._split_labels._cache_size()) == before

@@ -45,6 +45,7 @@ def test_registry_and_public_api():
         assert hasattr(experiments, name)
 
 
+@pytest.mark.slow  # the paper's experiments, end to end
 def test_ripley(ripley_result):
     r = ripley_result
     assert r.error.shape == r.error_std.shape == (3, 2)
@@ -66,6 +67,7 @@ def test_ripley(ripley_result):
     assert "Bayes" in text and "UNN(exp)" in text and "0.50" in text and "T=θm" in text
 
 
+@pytest.mark.slow  # the paper's experiments, end to end
 def test_uci(uci_result):
     r = uci_result
     assert r.contenders == ("k-NN k=5", "GNNB(log) k=5", "SGD", "RBF-SVM")
@@ -91,6 +93,7 @@ def test_uci_rejects_unknown_method():
         experiments.uci(domains=("iris",), methods=("nope",), progress=False)
 
 
+@pytest.mark.slow  # the paper's experiments, end to end
 def test_posteriors(posteriors_result):
     r = posteriors_result
     assert r.kl.shape == r.accuracy.shape == (1, 1, 3, 1)
@@ -111,6 +114,7 @@ def test_posteriors(posteriors_result):
                                [float(v) for v in eq32_row.split()[1:]], atol=1e-4)
 
 
+@pytest.mark.slow  # the paper's experiments, end to end
 def test_splits(splits_result):
     r = splits_result
     assert r.dims == (13,)
@@ -125,6 +129,7 @@ def test_splits(splits_result):
     assert "geometric" in buf.getvalue() and "wine" in buf.getvalue()
 
 
+@pytest.mark.slow  # the paper's experiments, end to end
 def test_main_ripley_quick_prints_a_table(capsys, tmp_path):
     path = tmp_path / "ripley.pkl"
     assert experiments.main(["ripley", "--quick", "--no-progress", "--save", str(path)]) == 0
@@ -158,6 +163,7 @@ def test_plot_without_matplotlib_says_how_to_install(monkeypatch, tmp_path):
         experiments.run("ripley", plot_dir=str(tmp_path), progress=False)
 
 
+@pytest.mark.slow  # the paper's experiments, end to end
 def test_plots(tmp_path, ripley_result, uci_result, posteriors_result, splits_result):
     pytest.importorskip("matplotlib")
     paths = []
@@ -172,6 +178,7 @@ def test_plots(tmp_path, ripley_result, uci_result, posteriors_result, splits_re
             assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow  # the paper's experiments, end to end
 def test_main_plot_writes_pngs(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     argv = ["ripley", "--no-progress", "--thetas", "1", "--draws", "1", "--plot", str(tmp_path)]

@@ -58,8 +58,9 @@ def test_fit_logs_its_stages_and_their_seconds(caplog):
         auto_chooser(200, 200, platforms.platform(), 3)]
     assert any(re.fullmatch(rf"fit: GNNB boosting \(logistic loss, {how}\), 200 steps x 3 classes: \d+\.\d\d s", msg)
                for msg in messages)
-    assert "fit: posterior='auto': auxiliary fit on 160 points, Brier scores on the other 40" in messages
-    assert re.fullmatch(r"fit: posterior='auto': held-out Brier score link \d\.\d{4}, votes \d\.\d{4} -> (link|votes)", messages[-1])
+    assert "fit: posterior='auto': auxiliary fit on 160 points, temperature fit on the other 40" in messages
+    assert re.fullmatch(r"fit: posterior='auto': temperature \d\S*, held-out log loss \d\.\d{4}, Brier score \d\.\d{4}",
+                        messages[-1])
     caplog.clear()
     with caplog.at_level("INFO", logger="jaxnn"):
         jaxnn.fit(X, y, k=5, posterior="link", chooser="colored")
@@ -68,6 +69,7 @@ def test_fit_logs_its_stages_and_their_seconds(caplog):
                for msg in messages), messages
 
 
+@pytest.mark.slow
 def test_verbose_fits_in_overlapping_threads_keep_their_lines_and_restore_the_logger(caplog):
     """verbose=True is per call, also in threads (a threaded grid search):
     each verbose fit gets all its lines, a plain fit running beside them none,
@@ -156,18 +158,36 @@ def test_multilabel():
     assert np.max(np.diff(np.asarray(model.trace))) <= 1e-6
 
 
-def test_multilabel_rare_label_and_posterior_auto():
+def test_multilabel_rare_label_and_posterior_auto(caplog):
     # a label with one positive example: the auxiliary 80 % fit of posterior="auto" may
-    # miss it, and then takes the votes untested (λ = 1, what the choice keeps within one
-    # standard error; it kept the link) instead of failing on a constant column
+    # miss it, and then fits its temperature on the training points' own scores (logged)
+    # instead of failing on a constant column
     X, Y = jaxnn.datasets.multilabel(n_samples=300, n_classes=4, seed=0)
     rare = np.zeros((300, 1), dtype=Y.dtype)
     rare[int(np.random.default_rng(0).permutation(300)[0])] = 1  # lands in the held-out 20 %
-    model = jaxnn.fit(X, np.hstack([Y, rare]), k=8, posterior="auto")
-    assert model.alpha.shape == (300, 5) and model.posterior_mix == 1.0
+    with caplog.at_level("INFO", logger="jaxnn"):
+        model = jaxnn.fit(X, np.hstack([Y, rare]), k=8, posterior="auto")
+    assert model.alpha.shape == (300, 5) and model.posterior_mix == 0.0
+    assert any("training points' own scores" in r.getMessage() and "a label has no positive" in r.getMessage()
+               for r in caplog.records)
+    assert model.posterior_temperature == pytest.approx(_training_temperature(model, X, np.hstack([Y, rare]), 8),
+                                                        rel=1e-6)
+    P = np.asarray(jaxnn.predict_proba(model, X))
+    assert P.shape == (300, 5) and np.all((P > 0) & (P < 1))
 
 
 _HELD_FIRST = int(np.random.default_rng(0).permutation(60)[0])  # fit's seed 0 holds this point out first
+
+
+def _training_temperature(model, X, y, k):
+    """The temperature of least log loss on the training points' own scores
+    (each point's k nearest others): posterior="auto"'s fallback."""
+    from jaxnn._src.fitting import _fit_temperature, _targets
+    from jaxnn._src.prediction import held_out_scores
+
+    graph = np.asarray(jaxnn.knn_graph(X, k).indices)
+    H = held_out_scores(model, jnp.asarray(X, jnp.float32), found=graph)
+    return _fit_temperature(H, _targets(y, np.arange(X.shape[0]), model.classes, model.multilabel), model.multilabel)
 
 
 @pytest.mark.parametrize("m, k, y_of, reason", [
@@ -175,16 +195,22 @@ _HELD_FIRST = int(np.random.default_rng(0).permutation(60)[0])  # fit's seed 0 h
     (60, 47, lambda i: i % 3, "auxiliary fit's 48 points are too few for k=47"),
     (60, 5, lambda i: np.where(i == _HELD_FIRST, 3, i % 3), "a class has no example"),
 ])
-def test_posterior_auto_takes_the_votes_where_it_cannot_hold_out(m, k, y_of, reason, caplog):
-    # the fallback was the link, silently: on 45 iris points its Brier score was 0.144
-    # against the votes' 0.095 on the other 105
+def test_posterior_auto_fits_the_temperature_on_the_training_scores_where_it_cannot_hold_out(m, k, y_of, reason,
+                                                                                              caplog):
+    # the fallback was the link, silently (on 45 iris points its Brier score was 0.144
+    # against the votes' 0.095 on the other 105), then the votes untested; now the
+    # temperature is fit on the training points' own scores, with a log line saying why
     X = np.random.default_rng(1).normal(size=(m, 2))
+    y = y_of(np.arange(m))
     with caplog.at_level("INFO", logger="jaxnn"):
-        model = jaxnn.fit(X, y_of(np.arange(m)), k=k)
-    assert model.posterior_mix == 1.0
-    assert any("takes the votes untested" in r.getMessage() and reason in r.getMessage() for r in caplog.records)
+        model = jaxnn.fit(X, y, k=k)
+    assert model.posterior_mix == 0.0 and model.posterior_temperature > 0
+    assert any("fits its temperature on the training points' own scores" in r.getMessage()
+               and reason in r.getMessage() for r in caplog.records)
+    assert model.posterior_temperature == pytest.approx(_training_temperature(model, X, y, k), rel=1e-6)
 
 
+@pytest.mark.slow
 def test_ripley_close_to_bayes():
     sp = jaxnn.datasets.ripley(seed=0)
     bayes = float(np.mean(jaxnn.datasets.ripley_bayes_predict(sp.X_test) != sp.y_test))
@@ -294,47 +320,37 @@ def test_auto_posterior_scores_at_most_max_scored_held_out_points(monkeypatch, c
     the auxiliary model is still fit on the whole 80 %."""
     from jaxnn._src import fitting as fit_mod
 
+    from jaxnn._src.fitting import _fit_temperature, _log_loss_at
+
     seen = []
-    real = fit_mod.posterior_parts
+    real = fit_mod.held_out_scores
 
     def spy(model, X, **how):
         seen.append((model.X.shape[0], np.asarray(X)))
         return real(model, X, **how)
 
-    monkeypatch.setattr(fit_mod, "posterior_parts", spy)
+    monkeypatch.setattr(fit_mod, "held_out_scores", spy)
     monkeypatch.setattr(fit_mod, "MAX_SCORED", 25)
     X, y = _blobs(m=200, C=3, seed=4)
     with caplog.at_level("INFO", logger="jaxnn"):
         capped = jaxnn.fit(X, y, k=5, seed=3)
     perm = np.random.default_rng(3).permutation(200)
-    assert len(seen) == 1 and seen[0][0] == 160
-    np.testing.assert_array_equal(seen[0][1], X[perm[:25]])
-    assert "fit: posterior='auto': auxiliary fit on 160 points, Brier scores on 25 of the other 40" in [
+    assert len(seen) == 2 and seen[0][0] == seen[1][0] == 160  # the scores, then the posteriors at T (logged)
+    for _, scored in seen:
+        np.testing.assert_array_equal(scored, X[perm[:25]])
+    assert "fit: posterior='auto': auxiliary fit on 160 points, temperature fit on 25 of the other 40" in [
         r.getMessage() for r in caplog.records]
-    # the choice is the one-standard-error rule on those 25 points
+    # the temperature is the one of least log loss on those 25 points
     aux = jaxnn.fit(X[perm[40:]], y[perm[40:]], k=5, seed=3, posterior="link")
-    p_link, p_votes = (np.asarray(p, float) for p in real(aux, X[perm[:25]]))
+    H = np.asarray(real(aux, X[perm[:25]]), float)
     target = (y[perm[:25]][:, None] == np.arange(3)[None, :]).astype(float)
-    brier = np.stack([np.sum((p - target) ** 2, axis=1) for p in (p_link, p_votes)], axis=1)
-    best = int(np.argmin(brier.mean(0)))
-    se = (brier - brier[:, [best]]).std(axis=0, ddof=1) / 5.0
-    assert capped.posterior_mix == float(np.nonzero(brier.mean(0) <= brier.mean(0)[best] + se)[0].max())
+    T = capped.posterior_temperature
+    assert T == pytest.approx(_fit_temperature(H, target, False), rel=1e-4)
+    assert _log_loss_at(H, target, T, False) <= min(_log_loss_at(H, target, T * f, False) for f in (0.9, 1.1)) + 1e-6
     seen.clear()
     monkeypatch.setattr(fit_mod, "MAX_SCORED", 40)  # the whole 20 %: as before the cap
     jaxnn.fit(X, y, k=5, seed=3)
     np.testing.assert_array_equal(seen[0][1], X[perm[:40]])
-
-
-def test_one_standard_error_rule():
-    """The last candidate within one standard error (std with ddof = 1 over
-    √n, of the paired differences to the best) of the best mean."""
-    from jaxnn._src.fitting import _one_standard_error_choice
-
-    # differences to the best (column 0): 0.9, −0.1 → mean 0.4, se = 1/2 (ddof = 0: 0.354)
-    assert _one_standard_error_choice(np.array([[0.1, 1.0], [0.2, 0.1]])) == 1
-    assert _one_standard_error_choice(np.array([[0.1, 1.0], [0.2, 0.3]])) == 0  # 0.9, 0.1: mean 0.5 > se 0.4
-    assert _one_standard_error_choice(np.array([[0.0, 0.3], [0.0, 0.3], [0.0, 0.3]])) == 0  # se 0 < mean 0.3
-    assert _one_standard_error_choice(np.array([[0.3, 0.0], [0.3, 0.0]])) == 1  # the last is the best
 
 
 def test_auto_posterior_with_given_neighbors_derives_the_auxiliary_graph(monkeypatch, caplog):
@@ -373,7 +389,8 @@ def test_auto_posterior_with_given_neighbors_derives_the_auxiliary_graph(monkeyp
     np.testing.assert_array_equal(given[1], np.asarray(graph_mod.knn_graph(X[tr], 5).indices))
 
 
-def test_auto_posterior_searches_the_auxiliary_graph_and_the_scored_points_at_once():
+@pytest.mark.slow  # counts compilations of fresh programs
+def test_auto_posterior_searches_the_auxiliary_graph_and_the_scored_points_at_once(compilations):
     """A fit of new shapes with posterior="auto" compiles one exact search:
     the 80 %'s graph and the scored points' neighbours come from one search
     (graph.graph_and_query) — not a third for the query — padded to the
@@ -383,16 +400,16 @@ def test_auto_posterior_searches_the_auxiliary_graph_and_the_scored_points_at_on
     from jaxnn._src import search as search_mod
 
     # m = 600 (640 rows) and the 80 %'s 480 (512 rows alone): the auxiliary search takes the main one's
-    X, y = _blobs(m=600, C=7, seed=6)  # 7 classes: a boosting shape no other test uses
-    X = np.c_[X, X[:, :1] * 0.5]  # a width no other test uses: every search shape is new
-    before = search_mod.conditioned_search._cache_size(), boosting.boost._cache_size()
-    model = jaxnn.fit(X, y, k=5, seed=2, chooser="lazy")  # boosting.boost on every platform
-    after = search_mod.conditioned_search._cache_size(), boosting.boost._cache_size()
-    assert (after[0] - before[0], after[1] - before[1]) == (1, 1)
+    X, y = _blobs(m=600, C=7, seed=6)
+    watched = search_mod.conditioned_search, boosting.boost
+    with compilations(*watched) as compiled:  # their programs dropped first: every shape new
+        model = jaxnn.fit(X, y, k=5, seed=2, chooser="lazy")  # boosting.boost on every platform
+    assert [len(compiled.of(f)) for f in watched] == [1, 1], compiled
     assert model.posterior_mix in (0.0, 1.0)
 
 
 @pytest.mark.parametrize("kind", ["uint8", "bool"])
+@pytest.mark.slow
 def test_auto_posterior_with_given_neighbors_derives_from_float_points(kind, monkeypatch):
     """The derived 80 % graph is computed on the points as floats: uint8
     differences used to wrap (0.8 % of rows right) and bool points crashed."""
@@ -524,6 +541,7 @@ def test_verbose_prints_the_stages_to_stderr(caplog):
         jaxnn.fit(X, y, k=3, verbose="yes")
 
 
+@pytest.mark.slow
 def test_auto_posterior_from_given_neighbors_centres_points_far_from_zero():
     """The 80 % graph derived from given neighbours (graph.subgraph) is computed
     on points centred like fit's: cast as given, float64 points at 10⁸ ± 1
@@ -548,7 +566,7 @@ def test_auto_posterior_from_given_neighbors_centres_points_far_from_zero():
                                np.asarray(jaxnn.predict_proba(near, X)), atol=1e-5)
 
 
-def test_refits_on_other_data_of_one_shape_reuse_the_compiled_boosting():
+def test_refits_on_other_data_of_one_shape_reuse_the_compiled_boosting(compilations):
     """fit pads the members array to sizes_mod.shared_width: data sets of one shape
     whose largest inverse neighbourhoods differ (cross-validation folds,
     refits) run one compiled boost, with the α of the exact width (to float
@@ -563,17 +581,21 @@ def test_refits_on_other_data_of_one_shape_reuse_the_compiled_boosting():
     assert same, widths  # data whose exact widths differ but share a padded width
     other = same[0]
     jaxnn.fit(*sets[0], k=5, chooser="lazy", posterior="link")
-    before = boost._cache_size()
     X, y = sets[other]
-    model = jaxnn.fit(X, y, k=5, chooser="lazy", posterior="link")
-    assert boost._cache_size() == before
+    with compilations() as compiled:
+        model = jaxnn.fit(X, y, k=5, chooser="lazy", posterior="link")
+    assert compiled.of(boost) == []
     nb = np.asarray(jaxnn.knn_graph(X, 5).indices)
     inv = jaxnn.inverse_neighbors(nb)  # the exact width
     algo = model.algorithm
     E0 = algo.init_edges(model.loss, model.Y)
     ref = boost(model.Y, E0, inv.members, inv.counts, jnp.asarray(nb), jnp.arange(200, dtype=jnp.int32),
                 algorithm=algo, loss=model.loss, greedy=False, trace=False)
-    np.testing.assert_allclose(np.asarray(model.alpha), np.asarray(ref.alpha), rtol=1e-5, atol=1e-6)
+    # fit's α is boosting's, the unreached examples (n_j = 0) given their class-sign leverage
+    from jaxnn._src.fitting import unreached_leverage
+
+    np.testing.assert_allclose(np.asarray(model.alpha), np.asarray(unreached_leverage(ref.alpha, model.Y, nb)),
+                               rtol=1e-5, atol=1e-6)
 
 
 def test_a_sliced_graph_of_a_larger_set_is_refused_with_the_reason():

@@ -7,6 +7,7 @@ import pytest
 from sklearn.neighbors import NearestNeighbors
 
 import jaxnn
+from jaxnn._src import platforms
 
 #: tests that run pynndescent share one pytest-xdist worker: its numba
 #: compilation (~45 s on 2 cores) is paid once per process
@@ -268,6 +269,7 @@ def test_search_keeps_exact_ties_of_grid_points():
 
 
 @pytest.mark.parametrize("exclude_self", [True, False])
+@pytest.mark.slow
 def test_chunked_search_is_exact(exclude_self):
     """The column-chunked search (used from CHUNKED_MIN_M points on), run on a
     small set with exact duplicates, returns the k nearest points: their true
@@ -288,8 +290,8 @@ def test_chunked_search_is_exact(exclude_self):
     np.testing.assert_allclose(dist, got, atol=3e-3)
     assert not np.any(idx == rows[:, None]) if exclude_self else True
     assert all(len(set(r)) == 10 for r in idx)
-    assert search_mod._search_kernel(search_mod.CHUNKED_MIN_M, 64, 10, "cpu") is search_mod._chunked_topk
-    assert search_mod._search_kernel(search_mod.CHUNKED_MIN_M - 1, 64, 10, "cpu") is search_mod._onepass_topk
+    assert search_mod.search_kernel(search_mod.CHUNKED_MIN_M, 64, 10, "cpu") is search_mod._chunked_topk
+    assert search_mod.search_kernel(search_mod.CHUNKED_MIN_M - 1, 64, 10, "cpu") is search_mod._onepass_topk
 
 
 def test_search_layout_follows_the_platform():
@@ -300,16 +302,16 @@ def test_search_layout_follows_the_platform():
     from jaxnn._src import search as search_mod
 
     m = 1_000_000
-    assert search_mod._search_kernel(m, 64, 10, "gpu") is search_mod._onepass_topk
-    assert search_mod._search_kernel(m, 64, 10, "tpu") is search_mod._onepass_topk
-    assert search_mod._search_kernel(m, 64, 10, "cpu") is search_mod._chunked_topk
-    assert search_mod._block_rows(m, None, "cpu") == 16
-    assert search_mod._block_rows(m, None, "gpu") == 128
-    assert search_mod._block_rows(10**7, None, "gpu") == 13
-    assert search_mod._block_rows(m, 7, "gpu") == 7  # an explicit block_size wins
+    assert search_mod.search_kernel(m, 64, 10, "gpu") is search_mod._onepass_topk
+    assert search_mod.search_kernel(m, 64, 10, "tpu") is search_mod._onepass_topk
+    assert search_mod.search_kernel(m, 64, 10, "cpu") is search_mod._chunked_topk
+    assert search_mod.block_rows(m, None, "cpu") == 16
+    assert search_mod.block_rows(m, None, "gpu") == 128
+    assert search_mod.block_rows(10**7, None, "gpu") == 13
+    assert search_mod.block_rows(m, 7, "gpu") == 7  # an explicit block_size wins
     here = jax.default_backend()
-    assert search_mod._search_kernel(m, 64, 10) is search_mod._search_kernel(m, 64, 10, here)
-    assert search_mod._block_rows(m, None) == search_mod._block_rows(m, None, here)
+    assert search_mod.search_kernel(m, 64, 10) is search_mod.search_kernel(m, 64, 10, here)
+    assert search_mod.block_rows(m, None) == search_mod.block_rows(m, None, here)
 
 
 @pytest.mark.parametrize("kernel", ["_onepass_topk", "_chunked_topk"])
@@ -350,16 +352,17 @@ def test_platform_is_where_computations_run(monkeypatch):
 
     from jaxnn._src import sharding
 
-    assert sharding.platform() == jax.default_backend()
-    assert sharding.platform(1) == jax.devices()[0].platform
+    assert platforms.platform() == jax.default_backend()
+    assert platforms.platform(1) == jax.devices()[0].platform
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")  # as on a GPU machine
-    assert sharding.platform() == "gpu"
+    assert platforms.platform() == "gpu"
     with jax.default_device(jax.devices("cpu")[0]):
-        assert sharding.platform() == "cpu"
+        assert platforms.platform() == "cpu"
     with jax.default_device("cpu"):
-        assert sharding.platform() == "cpu"
+        assert platforms.platform() == "cpu"
 
 
+@pytest.mark.slow
 def test_approx_method_runs_approx_min_k():
     """method="approx" selects with lax.approx_min_k: approximate on TPU, exact
     (XLA's fallback) elsewhere — so here it must equal the exact graph."""
@@ -431,6 +434,7 @@ def two_hops(monkeypatch):
 
 
 @pytest.mark.parametrize("m, d, k, frac", [(300, 2, 5, 0.8), (400, 8, 10, 0.8), (250, 3, 4, 0.3)])
+@pytest.mark.slow
 def test_subgraph_equals_a_float64_two_hop_reference(m, d, k, frac, two_hops):
     from jaxnn._src.graph import subgraph
 
@@ -507,6 +511,7 @@ def test_subgraph_for_a_large_k_is_the_exact_graph_of_the_kept_points(monkeypatc
     np.testing.assert_array_equal(got, np.asarray(jaxnn.knn_graph(X[keep], 8).indices))
 
 
+@pytest.mark.slow
 def test_half_precision_points_are_searched_in_float32():
     """float16 squared distances overflow: searches and the baselines compute
     in float32 (the same neighbours as the float32 copy of the data)."""
@@ -652,13 +657,13 @@ def test_nndescent_drops_self_by_index_and_repairs_unfilled_rows(monkeypatch):
     X = _data(m=40, d=3, seed=2)
     X[1] = X[0]  # a duplicate pair
     k = 4
-    nb, index = graph._nndescent_index(X, k, 0, 6, 1)
+    nb, index = graph.nndescent_index(X, k, 0, 6, 1)
     assert _FakeNNDescent.built == [7]
     want = np.asarray(jaxnn.knn_graph(X, k).indices)
     np.testing.assert_array_equal(np.asarray(nb.indices), want)
     assert np.asarray(nb.indices)[0, 0] == 1 and np.asarray(nb.indices)[1, 0] == 0
     Q = X[:6] + np.float32(0.01)
-    q = graph._nndescent_query(index, X, Q, k)
+    q = graph.nndescent_query(index, X, Q, k)
     np.testing.assert_array_equal(np.asarray(q.indices), np.asarray(jaxnn.knn_query(X, Q, k).indices))
     assert np.isfinite(np.asarray(q.distances)).all()
 
@@ -726,6 +731,7 @@ def test_inverse_neighbors_at_a_given_width():
 
 
 @pytest.mark.parametrize("kind", ["gaussian", "grid ties", "far from 0", "int64", "bool", "jax"])
+@pytest.mark.slow
 def test_graph_and_query_equals_the_graph_and_the_query_searched_apart(kind):
     """fit(posterior="auto") finds the 80 %'s graph and the scored points'
     neighbours in one search (one compilation instead of two): the same

@@ -180,6 +180,7 @@ def _far_and_near(Xfar, Xnear, y, Qfar, Qnear):
     return far
 
 
+@pytest.mark.slow
 def test_fit_and_predict_on_timestamps_far_from_zero():
     base = 1_712_345_678_901_234.0
     t = np.arange(400.0)

@@ -36,6 +36,7 @@ def test_fast_paths_equal_derived(name):
 
 
 @pytest.mark.parametrize("name", BALANCED + ["phi_power(0.5)", "phi_power(0.7)"])
+@pytest.mark.slow
 def test_balanced_identities(name):
     loss = losses.get(name)
     x = jnp.asarray(GRID)
@@ -139,6 +140,7 @@ def test_exponential_posterior_inverse_near_0_and_1(dtype):
     np.testing.assert_allclose(got, ref, rtol=1e-4 if dtype == np.float32 else 1e-9, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_curvature_vanishing_at_the_ends_is_unbounded():
     # φ(p) = −sin(πp)/π is permissible but φ'' → 0 at 0 and 1: sup ψ'' = ∞. A
     # grid stopping at 10⁻⁴ read H* = 3183 and GNNB barely moved; it is refused
@@ -158,6 +160,7 @@ def test_curvature_vanishing_at_the_ends_is_unbounded():
 
 
 @pytest.mark.parametrize("C", [3, 100, 20_000, 100_000])
+@pytest.mark.slow
 def test_n3_hinge_initial_edges_for_many_classes(C):
     # the calibrated hinge's p̂⁻¹(1/(2(C − 1))) = −(2(C − 1) − 2): the root
     # finder's bracket of ±10⁴ cut it off from C ≈ 5000 on
@@ -274,6 +277,7 @@ def test_not_permissible():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("name, a", [("matsushita", 1.0), ("phi_mu(0.3)", 0.7)])
+@pytest.mark.slow
 def test_square_root_losses_in_both_tails(name, a, dtype):
     """The closed forms ½(1 + h/√(a² + h²)) and ψ(x) = √(1 + x²) − x against
     80-digit decimal arithmetic: the plain forms read link(10³⁰) = ½ (h²
@@ -305,6 +309,7 @@ def test_square_root_losses_in_both_tails(name, a, dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.slow
 def test_derived_gini_link_saturates_exactly(dtype):
     """The Gini φ = p² − p has ∇φ(p) = 2p − 1 with range [−1, 1]: the derived
     link (∇φ)⁻¹ is exactly 0 below −1 and exactly 1 above 1, and the weight
@@ -353,6 +358,7 @@ def test_amari_posterior_inverse_round_trips_near_0_and_1(alpha):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.slow
 def test_phi_power_half_is_matsushita_in_the_tails(dtype):
     """φ_{1/2} = −√(p(1 − p)) is Matsushita's φ: the derived link (Newton in
     log p) must follow the closed form a²/(2r(r + s)) ≈ 1/(4h²) down to

@@ -15,6 +15,7 @@ def _check(tree, v, m):
 @pytest.mark.parametrize("m", [1, 5, 7, 8, 9, 64, 65, 513, 5000])
 @pytest.mark.parametrize("T", [2, 40])  # 2: levels repaired node by node; 40: whole
 @pytest.mark.parametrize("branch", [2, 8])
+@pytest.mark.slow
 def test_add_then_argmax_matches_numpy(m, T, branch):
     rng = np.random.default_rng(m + T)
     C = 3
@@ -39,6 +40,7 @@ def test_ties_go_to_the_smallest_row_and_padding_never_wins():
 
 
 @pytest.mark.parametrize("N", [3, 200])  # 3: levels repaired node by node; 200: whole
+@pytest.mark.slow
 def test_add_pairs_mixes_classes_and_accumulates_repeats(N):
     """``add_pairs`` takes entries of any classes in one list (the greedy
     step's (member, class) pairs), repeats included, against numpy."""

@@ -67,6 +67,7 @@ def _psi64(loss):
 
 @pytest.mark.parametrize("name", ["logistic", "matsushita", "calibrated_hinge", "squared"])
 @pytest.mark.parametrize("C", [3, 10])
+@pytest.mark.slow
 def test_n3_posterior_is_the_minimiser_of_the_initial_edge_risk(name, C):
     # independent of the model code: H* = argmin_H p·ψ(e0⁺ + H) + (1 − p)·ψ(e0⁻ − H)
     # with e0⁺ = 0, e0⁻ = −p̂⁻¹(1/(2(C − 1))) (N³'s class-balanced initial edges),
@@ -94,6 +95,7 @@ def _gaussians(C, seed=0, d=5, m=2000, spread=3.0):
     return X[:m], y[:m], X[m:], y[m:]
 
 
+@pytest.mark.slow
 def test_n3_link_posteriors_are_calibrated():
     # 10 Gaussian classes, 2000 train / 2000 test points, d = 5; accuracy 0.965
     # for both.  Brier score: GNNB 0.094; N³ 0.522 with the plain link
@@ -110,6 +112,7 @@ def test_n3_link_posteriors_are_calibrated():
     assert b_n3 <= 2 * b_gnnb and b_n3 < 0.2, (b_n3, b_gnnb)
 
 
+@pytest.mark.slow
 def test_n3_posteriors_unchanged_for_two_classes_and_multilabel():
     # no-change guard: with C = 2 both initial edges are 0 and the posterior is
     # the loss's; multilabel N³ keeps the plain link
@@ -125,6 +128,7 @@ def test_n3_posteriors_unchanged_for_two_classes_and_multilabel():
 
 
 @pytest.mark.parametrize("algorithm", ["n3", "gnnb"])
+@pytest.mark.slow
 def test_split_posteriors_follow_predict_proba(algorithm):
     # one block without a norm is fit itself: its combined posteriors are
     # predict_proba's with posterior="link" (the ensemble used the plain link

@@ -198,6 +198,7 @@ COLORED_GRID = [  # (algorithm, loss, case, passes, epsilon): every algorithm, t
 
 @pytest.mark.parametrize("algorithm, loss, case, passes, epsilon", COLORED_GRID,
                          ids=[f"{a}-{l}-k{c[0]}-C{c[1]}{'-ml' if c[2] else ''}-{p}passes" for a, l, c, p, _ in COLORED_GRID])
+@pytest.mark.slow
 def test_colored_schedule_matches_reference_in_colour_order(algorithm, loss, case, passes, epsilon):
     ref, order, colours, steps = colored_reference(algorithm, loss, case, passes, epsilon)
     _, _, Y, NN = dataset(*case)
@@ -268,6 +269,7 @@ SPLIT_GRID = [  # (algorithm, loss, split, norm, k, rounds): contiguous and expl
 
 @pytest.mark.parametrize("algorithm, loss, split, norm, k, rounds", SPLIT_GRID,
                          ids=[f"{a}-{l}-{'explicit' if isinstance(s, list) else s}-blocks" for a, l, s, *_ in SPLIT_GRID])
+@pytest.mark.slow
 def test_fit_split_greedy_blocks_match_reference(greedy_picks, algorithm, loss, split, norm, k, rounds):
     import jax
 
@@ -306,6 +308,7 @@ def test_fit_split_greedy_blocks_match_reference(greedy_picks, algorithm, loss, 
     assert all(np.abs(alpha[b] - alpha[0]).max() > 1e-3 for b in range(1, n))
 
 
+@pytest.mark.slow
 def test_fit_split_colored_blocks_match_reference_in_their_colour_orders():
     """The colored chooser in fit_split: each block runs its own colouring
     of its own graph (all blocks in one vmapped scan, padded to a common

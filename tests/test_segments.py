@@ -29,6 +29,7 @@ CASES = [
 
 
 @pytest.mark.parametrize("chooser, algorithm, shared, windowed", CASES)
+@pytest.mark.slow
 def test_segments_give_the_one_run_result(monkeypatch, chooser, algorithm, shared, windowed):
     """α of 5 passes in segments of 2 passes (2 + 2 + 1) equals α of one run
     (float32 rounding of the summed segments aside), and the trace has one
@@ -69,6 +70,7 @@ def test_segment_orders_are_the_one_run_order():
     assert [s for s, o in plan.chooser_orders("colored", 7, 35, 2, 14)] == [14, 14, 7]
 
 
+@pytest.mark.slow
 def test_many_rounds_do_not_allocate_an_order_of_rounds(monkeypatch):
     """rounds = 10⁹ on 80 points ran out of memory building a (10⁹,) order;
     in segments every order is at most one segment long."""

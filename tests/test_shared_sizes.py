@@ -31,6 +31,7 @@ def test_shared_rows_buckets():
     assert sizes_mod.shared_rows(sizes_mod.SHARED_MAX_ROWS + 1) == sizes_mod.SHARED_MAX_ROWS + 1  # large: never padded
 
 
+@pytest.mark.slow  # counts compilations: new shapes, fresh programs
 def test_fits_of_nearby_sizes_share_the_compiled_programs(compilations):
     """Cross-validation folds differ by a row: the second size compiles no
     search, boosting or scoring (each new m compiled ~1.2 s of programs)."""
@@ -54,6 +55,7 @@ def test_fits_of_nearby_sizes_share_the_compiled_programs(compilations):
     ("lazy", "unn_fast"), ("random-windowed", "unn_fast"),
     ("random", "n3"), ("greedy", "n3"), ("lazy-windowed", "n3"),
 ])
+@pytest.mark.slow  # compiles fits at new shapes, padded and not
 def test_padded_fit_equals_the_unpadded_fit(algorithm, chooser, monkeypatch):
     """Padded to shared sizes, the sequential scan (and "-windowed": the
     windowed scan of a many-class problem, m·C ≥ 2¹⁶, its windows padded too)
@@ -80,6 +82,7 @@ def test_padded_fit_equals_the_unpadded_fit(algorithm, chooser, monkeypatch):
     np.testing.assert_array_equal(y_padded, y_plain)
 
 
+@pytest.mark.slow  # compiles fits at new shapes, padded and not
 def test_padded_auto_posterior_choice_equals_the_unpadded(monkeypatch):
     X, y = _blobs(260, seed=5)
     fits = []
@@ -115,6 +118,7 @@ def test_padded_search_is_exact_with_ties_and_offsets(offset):
     np.testing.assert_array_equal(q, _brute_force(Q, X, 6, False))
 
 
+@pytest.mark.slow  # counts compilations: new shapes, fresh programs
 def test_select_of_nearby_sizes_shares_the_compiled_programs_and_scores_as_unpadded(monkeypatch, compilations):
     """(One loss: select's programs per loss are test_select_compiles_one_boosting_per_loss's.)"""
     watched = (search_mod.conditioned_search, boost, predict_mod.leveraged_scores)
@@ -130,6 +134,7 @@ def test_select_of_nearby_sizes_shares_the_compiled_programs_and_scores_as_unpad
         assert jaxnn.select(X, y, chooser=chooser, **kw) == padded[chooser], chooser
 
 
+@pytest.mark.slow  # counts compilations: new shapes, fresh programs
 def test_windowed_refits_on_other_data_of_one_size_reuse_the_compiled_scan(monkeypatch, compilations):
     """The windowed scan's layout (rows per window U, members list length) and
     its max_count depend on the data: each refit on new data of the same size
@@ -155,6 +160,7 @@ def test_windowed_refits_on_other_data_of_one_size_reuse_the_compiled_scan(monke
     assert window.shared_max_count(np.array([0, 30, 7])) == 32 and window.shared_max_count(np.array([28])) == 28
 
 
+@pytest.mark.slow  # counts compilations: new shapes, fresh programs
 def test_select_compiles_one_boosting_per_loss_and_one_scoring_for_all_ks(compilations):
     """Every candidate k runs at the largest one's padded shapes (its inverse
     neighbourhoods hold the smaller ks') and is scored from its neighbours'
@@ -207,6 +213,7 @@ def test_host_conditioning_is_the_jitted_conditioning(kind, dtype):
 
 
 @pytest.mark.parametrize("k", [4, 16])  # 16: m = 1200 and 2500 on either side of 3·32·k = 1536
+@pytest.mark.slow  # compiles fits at new shapes, padded and not
 def test_small_searches_conditioned_on_the_host_are_exact(k, monkeypatch):
     """The host-conditioned, padded search and the jitted one of large
     problems (SHARED_MAX_ROWS = 0) against float64 brute force, on integer
@@ -224,6 +231,7 @@ def test_small_searches_conditioned_on_the_host_are_exact(k, monkeypatch):
             np.testing.assert_array_equal(np.asarray(jaxnn.knn_query(X, Q, k).indices), want[1])
 
 
+@pytest.mark.slow  # counts compilations: new shapes, fresh programs
 def test_query_batches_of_new_sizes_compile_no_slice(compilations):
     """knn_query, decision_function and predict_proba drop the padded query
     rows on the host: each compiled a slice per batch size (sizes_mod.first_rows)."""
@@ -251,6 +259,7 @@ def _query_batches(X, model):
         assert jaxnn.predict_proba(model, Q).shape == (n, 3)
 
 
+@pytest.mark.slow  # counts compilations: new shapes, fresh programs
 def test_windowed_fits_of_nearby_sizes_share_the_compiled_scan(monkeypatch, compilations):
     """Cross-validation folds of a many-class problem (windowed from m = 656 at
     C = 100) compiled the windowed scan per fold size (3 times in 5 folds of
@@ -269,6 +278,7 @@ def test_windowed_fits_of_nearby_sizes_share_the_compiled_scan(monkeypatch, comp
 
 
 @pytest.mark.parametrize("chooser", ["lazy"])  # the random chooser's padded windows: test_padded_fit_equals_the_unpadded_fit
+@pytest.mark.slow  # counts compilations: new shapes, fresh programs
 def test_windowed_select_compiles_one_scan_per_loss_and_scores_as_unpadded(chooser, monkeypatch, compilations):
     from jaxnn._src import window
 
@@ -284,6 +294,7 @@ def test_windowed_select_compiles_one_scan_per_loss_and_scores_as_unpadded(choos
 
 @pytest.mark.parametrize("algorithm", ["gnnb", "n3"])
 @pytest.mark.parametrize("windowed", [False, True])
+@pytest.mark.slow  # counts compilations: new shapes, fresh programs
 def test_a_new_size_compiles_only_the_search_and_the_boosting(algorithm, windowed, monkeypatch, compilations):
     """The initial edges are computed inside the boosting's program: run
     eagerly on each new padded shape, N³'s class-balanced edges compiled ~10
@@ -300,10 +311,16 @@ def test_a_new_size_compiles_only_the_search_and_the_boosting(algorithm, windowe
         jaxnn.fit(X, y, **kw)  # 384 rows
     windows = windowed and platforms.platform() in platforms.WINDOWED_PLATFORMS  # boost_runs.runs_windowed
     scan = window.boost_windowed if windows else boost
-    assert set(names) == {f"jit({search_mod.conditioned_search.__name__})", f"jit({scan.__name__})"}, names
+    # and the leverage of the examples no step reached (n_j = 0), at the unpadded (m, C): one small program
+    from jaxnn._src.fitting import _unreached_filled
+
+    assert not np.all(np.bincount(np.asarray(jaxnn.knn_graph(X, 5).indices).ravel(), minlength=300) > 0)
+    assert set(names) == {f"jit({search_mod.conditioned_search.__name__})", f"jit({scan.__name__})",
+                          f"jit({_unreached_filled.__name__})"}, names
 
 
 @pytest.mark.parametrize("algorithm", ["gnnb", "n3"])  # the others' steps padded: test_padded_fit_equals_the_unpadded_fit
+@pytest.mark.slow  # compiles fits at new shapes, padded and not
 def test_padded_colored_fit_equals_the_unpadded_fit(algorithm, monkeypatch):
     """The colored schedule padded to shared sizes (rows, no-op
     steps, edges and examples a step; m traced) gives the unpadded schedule's
@@ -324,6 +341,7 @@ def test_padded_colored_fit_equals_the_unpadded_fit(algorithm, monkeypatch):
 
 
 @pytest.mark.parametrize("batch_elements", [1, 64])
+@pytest.mark.slow  # compiles fits at new shapes, padded and not
 def test_colouring_padded_vertices_change_no_colour(batch_elements):
     """fit's shared sizes colour the conflict graph on arrays padded to more
     vertices, which are never queued: the colours of the unpadded call, for
@@ -339,6 +357,7 @@ def test_colouring_padded_vertices_change_no_colour(batch_elements):
     np.testing.assert_array_equal(schedule._colour(nbrs, csr, batch_elements, rows=1024), plain)
 
 
+@pytest.mark.slow  # counts compilations: new shapes, fresh programs
 def test_colored_fits_of_nearby_sizes_share_the_compiled_programs(compilations):
     """Cross-validation folds of the colored schedule (chooser="auto"'s choice
     on a GPU or TPU at every size) reuse one compiled colouring and scan:
@@ -357,6 +376,7 @@ def test_colored_fits_of_nearby_sizes_share_the_compiled_programs(compilations):
     assert compiled.of(*watched) == []
 
 
+@pytest.mark.slow  # counts compilations: new shapes, fresh programs
 def test_select_runs_colored_candidates_padded_and_scores_as_unpadded(monkeypatch, compilations):
     """select's colored candidates (chooser="auto"'s choice on a GPU or TPU)
     run at the largest k's padded schedule sizes: one compiled scan per loss
@@ -374,6 +394,7 @@ def test_select_runs_colored_candidates_padded_and_scores_as_unpadded(monkeypatc
     assert plain.scores == padded.scores and plain.k == padded.k
 
 
+@pytest.mark.slow  # counts compilations: new shapes, fresh programs
 def test_predict_proba_of_any_posterior_mix_shares_one_program(compilations):
     """posterior="auto" picks λ = 0 (link) or 1 (votes) per fit, and λ was a
     static argument: folds that chose differently compiled the posteriors
@@ -423,6 +444,7 @@ def test_searches_at_a_shared_k_keep_the_exact_first_k(k):
 
 
 @pytest.mark.parametrize("posterior", ["link", "auto"])
+@pytest.mark.slow  # counts compilations: new shapes, fresh programs
 def test_fits_of_nearby_ks_share_the_compiled_programs_and_equal_unshared_fits(posterior, monkeypatch, compilations):
     """A grid over k (3, 5, 7: 8 neighbours searched, width 64): after the
     first k the others compile no search, boosting, scoring or posterior —
@@ -453,6 +475,7 @@ def test_fits_of_nearby_ks_share_the_compiled_programs_and_equal_unshared_fits(p
         assert shared[k][4] == mix
 
 
+@pytest.mark.slow  # counts compilations: new shapes, fresh programs
 def test_knn_baselines_of_nearby_sizes_and_ks_share_the_search_and_vote_count(compilations):
     """The k-NN baseline on 320 points, then on 330 at k = 3, 5, 7 (8
     neighbours searched): one compiled search and vote count, and each fit's
@@ -472,6 +495,7 @@ def test_knn_baselines_of_nearby_sizes_and_ks_share_the_search_and_vote_count(co
 
 
 @pytest.mark.parametrize("m", [400, 500])
+@pytest.mark.slow  # counts compilations: new shapes, fresh programs
 def test_auto_posterior_choice_compiles_only_predict_probas_program(m, compilations):
     """posterior="auto" scores its held-out points with predict_proba's
     program (λ = 0, then 1), the auxiliary model padded to the main fit's
@@ -488,6 +512,7 @@ def test_auto_posterior_choice_compiles_only_predict_probas_program(m, compilati
     np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-5)
 
 
+@pytest.mark.slow  # counts compilations: new shapes, fresh programs
 def test_split_fits_of_nearby_sizes_share_the_compiled_programs(compilations):
     """fit_split pads its blocks as fit pads one set: folds that differ by
     a row compile no new block search, boosting or scoring (5 folds of
@@ -507,6 +532,7 @@ def test_split_fits_of_nearby_sizes_share_the_compiled_programs(compilations):
 
 
 @pytest.mark.parametrize("algorithm, chooser", [("gnnb", "random"), ("n3", "greedy")])  # fit's own: above
+@pytest.mark.slow  # compiles fits at new shapes, padded and not
 def test_padded_split_fit_equals_the_unpadded(algorithm, chooser, monkeypatch):
     """The padded blocks give the unpadded fit_split's graphs, α, trace and
     predictions; their graphs are each block's knn_graph."""

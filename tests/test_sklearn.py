@@ -22,25 +22,13 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 import jaxnn
 from jaxnn.sklearn import BoostedKNNClassifier
 
-# fit(posterior="auto") may mix the k-NN vote fractions into predict_proba
-# (model.posterior_mix > 0): calibrated, but no longer ranked like H, and
-# exactly 0 or 1 where all k neighbours agree.  The estimator's default
-# ("link") passes every check.
-_VOTE_MIX_FAILS = {
-    "check_classifiers_train": "argmax of the vote-mixed predict_proba differs from predict (argmax H) on a few points",
-    "check_decision_proba_consistency": "vote-mixed predict_proba is not ranked like decision_function",
-    "check_classifiers_multilabel_output_format_predict_proba": "vote fractions are exactly 0 or 1",
-}
-
-
-def _expected_failures(estimator):
-    return _VOTE_MIX_FAILS if estimator.posterior != "link" else {}
-
-
-# k = 3: some checks fit on 10 points, and k must be < the number of points
+# k = 3: some checks fit on 10 points, and k must be < the number of points.  Both
+# posteriors pass every check: the estimator's default ("link") and fit's "auto"
+# (softmax(H/T), ranked like H and never exactly 0 or 1; the vote-mixed "auto" it
+# replaced failed check_classifiers_train, check_decision_proba_consistency and
+# check_classifiers_multilabel_output_format_predict_proba)
 @parametrize_with_checks(
     [BoostedKNNClassifier(k=3), BoostedKNNClassifier(k=3, posterior="auto")],
-    expected_failed_checks=_expected_failures,
 )
 @pytest.mark.slow  # scikit-learn's ~70 checks, each fitting anew
 def test_sklearn_estimator_checks(estimator, check):

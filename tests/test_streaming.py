@@ -25,7 +25,7 @@ def test_blocks_give_the_one_call_answers(model_and_queries, monkeypatch):
     from_nb = jaxnn.predict(model, neighbors=nb)
     rows = []
     real = prediction._query_parts
-    monkeypatch.setattr(prediction, "_query_parts", lambda m, Xq, n: rows.append(len(Xq if Xq is not None else n))
+    monkeypatch.setattr(prediction, "_query_parts", lambda m, Xq, n: rows.append(len(Xq) if Xq is not None else len(getattr(n, "indices", n)))
                         or real(m, Xq, n))
     monkeypatch.setattr(prediction, "PREDICT_BLOCK_ROWS", 64)
     np.testing.assert_array_equal(jaxnn.predict(model, Q), whole[0])

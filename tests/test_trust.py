@@ -152,6 +152,7 @@ def test_fit_with_unreached_examples_is_deterministic():
 # 2. predict and predict_proba agree
 # ----------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_default_predict_proba_ranks_like_predict():
     """argmax predict_proba differed from predict on 3 of 150 iris rows up to
     45 of 1797 digits (the k-NN vote fractions of posterior="auto"); now the
@@ -198,6 +199,7 @@ def test_sklearn_consistency_checks_pass_for_every_posterior(posterior):
 # 3. the default posteriors: never 0 or 1, calibrated on held-out data
 # ----------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_default_posteriors_are_never_exactly_zero_or_one():
     """posterior="auto" took the vote fractions, 0 for the true class on a few
     rows (log loss 0.25–0.33 where SVC's was 0.07–0.11); the default

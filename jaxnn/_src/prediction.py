@@ -169,27 +169,37 @@ PREDICT_BLOCK_ROWS = 1 << 16
 def _streamed(score, model: Model, X, neighbors, join):
     """``score(model, X, neighbors)`` on the rows of X (and of ``neighbors``)
     :data:`PREDICT_BLOCK_ROWS` at a time, the answers joined by ``join``; one
-    call for at most that many rows, and under ``jax.jit`` (traced queries or
-    neighbours)."""
-    if isinstance(X, jax.core.Tracer) or isinstance(neighbors, jax.core.Tracer):
+    call for at most that many rows, under ``jax.jit`` (traced queries or
+    neighbours), and for anything ``score`` is to refuse (it says why)."""
+    if isinstance(X, jax.core.Tracer) or isinstance(getattr(neighbors, "indices", neighbors), jax.core.Tracer):
         return score(model, X, neighbors)
     if X is not None:
         X = as_points(X)  # checked once; the blocks are slices of the host array
-    if neighbors is not None:
-        neighbors = getattr(neighbors, "indices", neighbors)
-        if isinstance(neighbors, jax.core.Tracer):
-            return score(model, X, neighbors)
-    source = X if X is not None else neighbors
-    n = 0 if source is None or np.ndim(source) == 0 else np.shape(source)[0]
-    if n <= PREDICT_BLOCK_ROWS or (neighbors is not None and np.ndim(neighbors) != 2):
+    n = _query_count(X, neighbors)
+    if n is None or n <= PREDICT_BLOCK_ROWS:
         return score(model, X, neighbors)
-    if X is not None and neighbors is not None and np.shape(neighbors)[0] != n:
-        return score(model, X, neighbors)  # the mismatch is reported by the one call
 
     def rows(a, start):
-        return None if a is None else a[start:start + PREDICT_BLOCK_ROWS]
+        if a is None:
+            return None
+        cut = slice(start, start + PREDICT_BLOCK_ROWS)
+        return a._replace(**{f: getattr(a, f)[cut] for f in a._fields}) if hasattr(a, "_fields") else a[cut]
 
     return join([score(model, rows(X, start), rows(neighbors, start)) for start in range(0, n, PREDICT_BLOCK_ROWS)])
+
+
+def _query_count(X, neighbors):
+    """The queries' rows when X and ``neighbors`` (an array or a
+    :class:`Neighbors`) agree on them, else None (one call reports the problem)."""
+    counts = set()
+    if X is not None:
+        counts.add(X.shape[0] if X.ndim else None)
+    if neighbors is not None:
+        parts = tuple(neighbors) if hasattr(neighbors, "_fields") else (neighbors,)
+        if not all(isinstance(part, (np.ndarray, jax.Array)) and part.ndim == 2 for part in parts):
+            return None
+        counts.update(part.shape[0] for part in parts)
+    return counts.pop() if len(counts) == 1 else None
 
 
 def _device_rows(parts):

@@ -112,8 +112,9 @@ def plot_posteriors(result: PosteriorsResult, plot_dir, *, sigma: Optional[float
     G = np.stack(np.meshgrid(xs, xs), axis=-1).reshape(-1, 2)
     maps = [("true posteriors", datasets.gaussian_true_posteriors(G, sigma, result.n_classes))]
     gnnb = jaxnn.fit(d.X_train, d.y_train, k=k, loss="matsushita", algorithm="gnnb", seed=seed)
-    maps.append((f"GNNB(mat) default (λ={gnnb.posterior_mix:.2f})", np.asarray(jaxnn.predict_proba(gnnb, G))))
-    maps.append(("GNNB(mat) link(H)", np.asarray(jaxnn.predict_proba(dataclasses.replace(gnnb, posterior_mix=0.0), G))))
+    maps.append((f"GNNB(mat) default (T={gnnb.posterior_temperature:.2g})", np.asarray(jaxnn.predict_proba(gnnb, G))))
+    link = dataclasses.replace(gnnb, posterior_mix=0.0, posterior_temperature=0.0)  # T = 0: the link, not softmax(H/T)
+    maps.append(("GNNB(mat) link(H)", np.asarray(jaxnn.predict_proba(link, G))))
     maps.append(("k-NN votes", np.asarray(bl.predict_proba(bl.knn_fit(d.X_train, d.y_train, k=k), G))))
     fig = _figure(figsize=(4 * len(maps), 4))
     for i, (title, P) in enumerate(maps):
