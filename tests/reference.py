@@ -621,3 +621,22 @@ def knn_margin(X, k):
     np.fill_diagonal(d2, np.inf)
     part = np.sort(d2, axis=1)[:, k - 1 : k + 1]
     return float(np.min((part[:, 1] - part[:, 0]) / np.maximum(part[:, 1], np.finfo(float).tiny)))
+
+
+def fill_unreached(alpha, Y, NN):
+    """α (m, C) as ``fit`` documents ``model.alpha``: an example that is no
+    example's neighbour in the (m, k) graph NN (n_j = 0, never leveraged)
+    takes, for each class c, the mean α_jc of the reached examples whose label
+    sign y_jc is its own, floored at 0 (0 where there are none); reached
+    examples keep their α.  Plain NumPy, in float64."""
+    alpha = np.asarray(alpha, np.float64)
+    Y = np.asarray(Y)
+    reached = np.bincount(np.asarray(NN).ravel(), minlength=alpha.shape[0])[: alpha.shape[0]] > 0
+    out = alpha.copy()
+    for c in range(alpha.shape[1]):
+        for sign in (True, False):
+            group = (Y[:, c] > 0) == sign
+            source = group & reached
+            fill = max(alpha[source, c].mean(), 0.0) if source.any() else 0.0
+            out[group & ~reached, c] = fill
+    return out

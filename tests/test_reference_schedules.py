@@ -33,6 +33,7 @@ The engine's internals are touched in one place only, the two helpers under
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import sys
@@ -121,16 +122,20 @@ def dataset(k, C, multilabel):
 
 def run_reference(algorithm, Y, NN, loss, order, epsilon=0.5):
     """The reference algorithm, sequentially in ``order`` ((T,) for every
-    class, or (C, T) per class: a replay)."""
+    class, or (C, T) per class: a replay), its α as ``fit`` documents
+    ``model.alpha`` (the examples no step reached take their class-sign
+    leverage: :func:`reference.fill_unreached`)."""
     if algorithm == "gnnb":
-        return R.gnnb(Y, NN, loss, epsilon, order=order)
-    if algorithm == "unn":
-        return R.unn(Y, NN, loss, order=order)
-    if algorithm == "unn_fast":
-        return R.unn_fast(Y, NN, loss, order=order)
-    if algorithm == "n3":
-        return R.n3(Y, NN, loss, order=order)
-    raise ValueError(algorithm)
+        ref = R.gnnb(Y, NN, loss, epsilon, order=order)
+    elif algorithm == "unn":
+        ref = R.unn(Y, NN, loss, order=order)
+    elif algorithm == "unn_fast":
+        ref = R.unn_fast(Y, NN, loss, order=order)
+    elif algorithm == "n3":
+        ref = R.n3(Y, NN, loss, order=order)
+    else:
+        raise ValueError(algorithm)
+    return dataclasses.replace(ref, alpha=R.fill_unreached(ref.alpha, Y, NN))
 
 
 def tolerances(alpha_ref, x64):
