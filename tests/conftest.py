@@ -3,14 +3,27 @@ compilation cache, and guarded helpers for the tests that count compilations.
 
 Tiers
 -----
-``python -m pytest -m "not slow" -n 2`` is the development tier (a couple
-of minutes on 2 cores); the full suite (the README's command, CI) runs every
-test.  ``slow`` marks what costs tens of seconds whatever its size: new
-processes (a subprocess imports JAX and compiles from nothing), pynndescent's
-numba compilation (the tests of the ``nndescent`` xdist group), the asv smoke
-runs, the paper experiments, scikit-learn's estimator checks and the larger
-reference comparisons.  Tests in files whose owners mark them elsewhere are
-listed in :data:`SLOW_ELSEWHERE`.
+``python -m pytest -m "not slow" -n 2`` is the development tier (some 1160
+tests: ~100 s on 2 cores with the compilation cache below warm, ~2 min
+from an empty one); the full suite (the README's command, CI) runs every
+test.  ``slow`` marks what compiles a lot or starts something, whatever its
+size:
+
+* tests whose own code starts a Python process (found here: their source
+  names ``sys.executable`` or ``subprocess.``): JAX's import and every
+  compilation from nothing;
+* the ``nndescent`` xdist group: pynndescent's numba compilation (~45 s a
+  process);
+* in files others own (README, bench), by node id: :data:`SLOW_ELSEWHERE`;
+* in the test files, by a mark on the test: the paper experiments,
+  scikit-learn's estimator checks, the grids of float64 reference
+  comparisons (the tier keeps ``test_float32_fit_matches_reference`` and
+  one surrogate-risk case per algorithm), the padded-against-unpadded and
+  compilation-counting tests of shared sizes (programs of new shapes each),
+  and tests of more than ~3 s from an empty cache on 2 cores.
+
+Property tests (hypothesis) run 5 examples a property in the development
+tier and 200 in the full suite.
 
 Compilation cache
 -----------------
@@ -68,8 +81,8 @@ SLOW_ELSEWHERE = (
 def pytest_configure(config):
     config.addinivalue_line(
         "markers",
-        "slow: tens of seconds whatever the size (subprocesses, numba, asv, experiments); "
-        "deselect with -m 'not slow' for the development tier",
+        "slow: left out of the development tier (-m 'not slow'): subprocesses, numba, asv, experiments, "
+        "grids of compilations (tests/conftest.py)",
     )
     _load_hypothesis_profile(config)
 
@@ -186,9 +199,21 @@ class Compiled(list):
     JAX names them (``"jit(boost)"``); a program loaded from the persistent
     cache counts too (JAX reports its lookup as a compilation)."""
 
+    def __init__(self, in_test: set):
+        super().__init__()
+        self.in_test = in_test  # the names compiled in every block of the test so far
+
     def of(self, *jitted) -> list[str]:
-        """Those of the jitted functions ``jitted``, in order."""
+        """Those of the jitted functions ``jitted``, in order.  Each must
+        have compiled in a block of this test — a warm-up under
+        ``compilations(*jitted)``, which drops their programs first — so that
+        the name watched is known to be one JAX reports, and on the path the
+        test runs: a watch of a renamed or no longer called function would
+        see nothing, whatever happened."""
         wanted = {f"jit({f.__name__})" for f in jitted}
+        unseen = sorted(wanted - self.in_test)
+        assert not unseen, (f"{unseen} compiled in no block of this test: warm up under compilations(*watched), "
+                            "or the watch sees nothing")
         return [name for name in self if name in wanted]
 
 
@@ -198,9 +223,16 @@ def compilations():
     inside the block (:class:`Compiled`), heard through ``jax.monitoring``
     within the test.  The jitted functions in ``fresh`` drop their compiled
     programs first (``clear_cache``), so that what the block compiles of them
-    does not depend on what earlier tests compiled; the test is skipped, with
-    the reason, where this JAX lacks the listeners, the event or
-    ``clear_cache``."""
+    does not depend on what earlier tests compiled.  The pattern::
+
+        with compilations(*watched):  # a warm-up: compiles each watched function anew
+            fit(X[:400], y[:400])
+        with compilations() as compiled:
+            fit(X, y)  # a nearby size
+        assert compiled.of(*watched) == []
+
+    The test is skipped, with the reason, where this JAX lacks the
+    listeners, the event or ``clear_cache``."""
     import jax
 
     monitoring = getattr(jax, "monitoring", None)
@@ -208,6 +240,7 @@ def compilations():
                                                  "unregister_event_duration_listener")):
         pytest.skip(f"this JAX ({jax.__version__}) has no jax.monitoring duration listeners")
     _check_compile_event(jax)
+    in_test: set[str] = set()
 
     @contextlib.contextmanager
     def block(*fresh):
@@ -215,11 +248,12 @@ def compilations():
             if not hasattr(f, "clear_cache"):
                 pytest.skip(f"this JAX ({jax.__version__}) has no clear_cache on jitted functions")
             f.clear_cache()
-        compiled = Compiled()
+        compiled = Compiled(in_test)
 
         def listen(event, seconds, **kwargs):
             if event == _COMPILE_EVENT:
                 compiled.append(str(kwargs.get("fun_name", "?")))
+                in_test.add(compiled[-1])
 
         monitoring.register_event_duration_secs_listener(listen)
         try:

@@ -124,7 +124,8 @@ def test_sgd_deterministic_and_seeded(blobs):
 def test_sgd_refit_does_not_retrace(blobs, compilations):
     """Other data, a regularisation, a learning rate and a seed are traced: one compiled training."""
     Xtr, _, ytr, _ = blobs
-    BL.sgd_fit(Xtr, ytr)
+    with compilations(_B._sgd_train):  # compiled anew
+        BL.sgd_fit(Xtr, ytr)
     with compilations() as compiled:
         BL.sgd_fit(Xtr, ytr, alpha=1e-2, learning_rate=0.3, seed=7)
         BL.sgd_fit(Xtr + 1.0, ytr)
@@ -316,10 +317,11 @@ def test_stratified_folds():
 
 def test_svm_deterministic_and_no_retrace(blobs, svm_blobs, compilations):
     Xtr, _, ytr, _ = blobs
-    with compilations() as compiled:  # svm_blobs fit these data first
+    with compilations(_B._svm_fit_jit, _B._platt_jit):  # compiled anew
         again = BL.svm_fit(Xtr, ytr)
-        for field in ("W", "b", "platt_a", "platt_b"):
-            np.testing.assert_array_equal(getattr(again, field), getattr(svm_blobs, field))
+    for field in ("W", "b", "platt_a", "platt_b"):
+        np.testing.assert_array_equal(getattr(again, field), getattr(svm_blobs, field))
+    with compilations() as compiled:
         other = BL.svm_fit(Xtr, ytr, C=0.1, seed=5)
     assert compiled.of(_B._svm_fit_jit, _B._platt_jit) == []
     assert float(jnp.sum(other.W**2)) < float(jnp.sum(svm_blobs.W**2))  # more regularised
@@ -671,7 +673,8 @@ def test_knn_baseline_batches_of_other_sizes_share_the_compiled_search(compilati
     X, y = rng.normal(size=(150, 4)), rng.integers(0, 3, 150)
     model = BL.knn_fit(X, y, k=5)
     Xq = X[:128] + 0.1
-    p_all, labels_all = np.asarray(BL.predict_proba(model, Xq)), BL.predict(model, Xq)
+    with compilations(bl_src._votes, search_mod.conditioned_search):  # compiled anew
+        p_all, labels_all = np.asarray(BL.predict_proba(model, Xq)), BL.predict(model, Xq)
     with compilations() as compiled:
         for n in (1, 40, 127):
             np.testing.assert_allclose(np.asarray(BL.predict_proba(model, Xq[:n])), p_all[:n])
@@ -687,9 +690,10 @@ def test_linear_baselines_batches_of_other_sizes_share_the_compiled_scoring(fit,
     X, y = rng.normal(size=(150, 4)), rng.integers(0, 3, 150)
     model = getattr(BL, fit)(X, y)
     Xq = X[:128] + 0.1
-    p_all, f_all, labels_all = (np.asarray(BL.predict_proba(model, Xq)), np.asarray(BL.decision_function(model, Xq)),
-                                BL.predict(model, Xq))
     jitted = (_B._linear_scores, _B._ovr_logistic_proba if fit == "sgd_fit" else _B._platt_proba)
+    with compilations(*jitted):  # compiled anew
+        p_all, f_all, labels_all = (np.asarray(BL.predict_proba(model, Xq)),
+                                    np.asarray(BL.decision_function(model, Xq)), BL.predict(model, Xq))
     with compilations() as compiled:
         for n in (1, 40, 127):
             np.testing.assert_allclose(np.asarray(BL.predict_proba(model, Xq[:n])), p_all[:n], rtol=1e-6)
@@ -757,14 +761,15 @@ def test_linear_baselines_of_nearby_sizes_share_the_compiled_training(compilatio
     rng = np.random.default_rng(7)
     jitted = (_B._sgd_train, _B._svm_fit_jit, _B._platt_jit)
     X, y = rng.normal(size=(170, 6)), rng.integers(0, 2, 170)
-    BL.sgd_fit(X, y)
-    BL.svm_fit(X, y)
+    with compilations(*jitted):  # compiled anew
+        BL.sgd_fit(X, y)
+        BL.svm_fit(X, y)
     with compilations() as compiled:
         for m, d in ((169, 6), (151, 5), (140, 2), (166, 8)):  # all within 256 rows and 8 features
             BL.sgd_fit(X[:m, :d], y[:m])
             BL.svm_fit(X[:m, :d], y[:m])
     assert compiled.of(*jitted) == []
-    with compilations(_B._svm_fit_jit) as compiled:  # its programs dropped first
+    with compilations() as compiled:
         BL.svm_fit(np.c_[X, X], y)  # 12 features: a new width
     assert len(compiled.of(_B._svm_fit_jit)) == 1  # the watch sees a compilation
 

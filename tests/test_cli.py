@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from jaxnn._src import cli
+from _cli import assert_refused, outcome  # noqa: E402
 
 
 @pytest.mark.slow  # the demo: seven methods on three data sets
@@ -198,26 +199,7 @@ def no_work(monkeypatch):
     monkeypatch.setenv("JAXNN_CACHE_DIR", "")
 
 
-def _outcome(argv, capsys):
-    """(exit status, stdout, stderr) of ``jaxnn ARGV`` run in-process: the
-    status main returns, or the one it exits with (argparse)."""
-    try:
-        status = cli.main(list(argv))
-    except SystemExit as stop:
-        status = stop.code
-    captured = capsys.readouterr()
-    return status, captured.out, captured.err
-
-
-def _assert_refused(argv, capsys, *words):
-    status, out, err = _outcome(argv, capsys)
-    assert status == 2, (argv, status, err)
-    assert err.endswith("\n") and err.count("\n") == 1, (argv, err)  # exactly one line
-    assert err.startswith("jaxnn") and ": error: " in err and "Traceback" not in err, (argv, err)
-    assert out == "", (argv, out)
-    for word in words:
-        assert word in err, (argv, word, err)
-    return err
+_outcome, _assert_refused = outcome, assert_refused
 
 
 @pytest.mark.parametrize("argv, words", [

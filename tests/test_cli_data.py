@@ -22,6 +22,7 @@ import pytest
 
 import jaxnn
 from jaxnn._src import cli, tabular
+from _cli import assert_refused, outcome  # noqa: E402
 
 N_ROWS = 90
 CLASSES = ("alpha", "beta", "gamma")
@@ -57,24 +58,7 @@ def _run(argv):
     return status, out.getvalue(), err.getvalue()
 
 
-def _outcome(argv, capsys):
-    try:
-        status = cli.main(list(argv))
-    except SystemExit as stop:
-        status = stop.code
-    captured = capsys.readouterr()
-    return status, captured.out, captured.err
-
-
-def _assert_refused(argv, capsys, *words):
-    status, out, err = _outcome(argv, capsys)
-    assert status == 2, (argv, status, err)
-    assert err.endswith("\n") and err.count("\n") == 1, (argv, err)  # exactly one line
-    assert err.startswith("jaxnn ") and ": error: " in err and "Traceback" not in err, (argv, err)
-    assert out == "", (argv, out)
-    for word in words:
-        assert word in err, (argv, word, err)
-    return err
+_outcome, _assert_refused = outcome, assert_refused
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -35,10 +35,11 @@ def test_shared_rows_buckets():
 def test_fits_of_nearby_sizes_share_the_compiled_programs(compilations):
     """Cross-validation folds differ by a row: the second size compiles no
     search, boosting or scoring (each new m compiled ~1.2 s of programs)."""
-    watched = (search_mod.conditioned_search, boost, predict_mod.leveraged_scores, predict_mod._mixed_posterior)
+    watched = (search_mod.conditioned_search, boost, predict_mod._rule_parts, predict_mod._mixed_posterior)
     X, y = _blobs(403, d=7, seed=11)
-    model = jaxnn.fit(X[:400], y[:400], k=6)
-    jaxnn.predict(model, X[:50]), jaxnn.predict_proba(model, X[:50])
+    with compilations(*watched):  # compiled anew
+        model = jaxnn.fit(X[:400], y[:400], k=6)
+        jaxnn.predict(model, X[:50]), jaxnn.predict_proba(model, X[:50])
     with compilations() as compiled:
         model = jaxnn.fit(X, y, k=6)
         jaxnn.predict(model, X[:50]), jaxnn.predict_proba(model, X[:50])
@@ -124,7 +125,8 @@ def test_select_of_nearby_sizes_shares_the_compiled_programs_and_scores_as_unpad
     watched = (search_mod.conditioned_search, boost, predict_mod.leveraged_scores)
     X, y = _blobs(405, d=6, seed=12)
     kw = dict(ks=(5, 10), losses=("matsushita",), passes=(1, 2))
-    jaxnn.select(X[:400], y[:400], **kw)
+    with compilations(*watched):  # compiled anew
+        jaxnn.select(X[:400], y[:400], **kw)
     with compilations() as compiled:
         padded = {"auto": jaxnn.select(X, y, chooser="auto", **kw)}
     assert compiled.of(*watched) == []
@@ -232,34 +234,6 @@ def test_small_searches_conditioned_on_the_host_are_exact(k, monkeypatch):
 
 
 @pytest.mark.slow  # counts compilations: new shapes, fresh programs
-def test_query_batches_of_new_sizes_compile_no_slice(compilations):
-    """knn_query, decision_function and predict_proba drop the padded query
-    rows on the host: each compiled a slice per batch size (sizes_mod.first_rows)."""
-    X, y = _blobs(260, d=13, seed=4)
-    model = jaxnn.fit(X, y, k=3, posterior="link")
-    calls = (lambda Q: jaxnn.knn_query(X, Q, 3).indices, lambda Q: jaxnn.decision_function(model, Q),
-             lambda Q: jaxnn.predict_proba(model, Q))
-    for call in calls:
-        call(X[:37])
-    with compilations() as compiled:
-        _query_batches(X, model)
-    assert compiled.of(sizes_mod._first_rows, search_mod.conditioned_search) == []
-
-
-def _query_batches(X, model):
-    for n in (38, 41, 100):
-        Q = X[:n] + 0.01
-        nb = jaxnn.knn_query(X, Q, 3)
-        assert nb.indices.shape == nb.distances.shape == (n, 3)
-        np.testing.assert_array_equal(np.asarray(nb.indices), _brute_force(Q, X, 3, False))
-        H = jaxnn.decision_function(model, Q)
-        assert H.shape == (n, 3) and isinstance(H, jax.Array)
-        np.testing.assert_allclose(np.asarray(H), (np.asarray(model.alpha) * np.asarray(model.Y))[nb.indices].sum(1),
-                                   rtol=1e-5, atol=1e-6)
-        assert jaxnn.predict_proba(model, Q).shape == (n, 3)
-
-
-@pytest.mark.slow  # counts compilations: new shapes, fresh programs
 def test_windowed_fits_of_nearby_sizes_share_the_compiled_scan(monkeypatch, compilations):
     """Cross-validation folds of a many-class problem (windowed from m = 656 at
     C = 100) compiled the windowed scan per fold size (3 times in 5 folds of
@@ -269,7 +243,8 @@ def test_windowed_fits_of_nearby_sizes_share_the_compiled_scan(monkeypatch, comp
 
     monkeypatch.setattr(plan, "WINDOWED_MIN_STATE", 0)
     X, y = _blobs(709, C=6, d=3, seed=8)
-    jaxnn.fit(X[:700], y[:700], k=5)
+    with compilations(window.boost_windowed, search_mod.conditioned_search):  # compiled anew
+        jaxnn.fit(X[:700], y[:700], k=5)
     with compilations() as compiled:
         for m in (703, 709):
             model = jaxnn.fit(X[:m], y[:m], k=5)
@@ -367,7 +342,8 @@ def test_colored_fits_of_nearby_sizes_share_the_compiled_programs(compilations):
 
     watched = (schedule._batched_colors, schedule.boost_colored)
     X, y = _blobs(1030, d=6, seed=12)
-    jaxnn.fit(X[:1000], y[:1000], k=6, chooser="colored")
+    with compilations(*watched):  # compiled anew
+        jaxnn.fit(X[:1000], y[:1000], k=6, chooser="colored")
     with compilations() as compiled:
         for m, seed in ((1001, 13), (990, 14), (1020, 15)):  # 15–17 steps a pass: all padded to 32, run 15–17
             X, y = _blobs(m, d=6, seed=seed)
@@ -404,7 +380,8 @@ def test_predict_proba_of_any_posterior_mix_shares_one_program(compilations):
     X, y = _blobs(300, d=8, seed=41)
     model = jaxnn.fit(X, y, k=5, posterior="link")
     Xq = X[:50] + 0.1
-    p_link = np.asarray(jaxnn.predict_proba(model, Xq))
+    with compilations(predict_mod._mixed_posterior):  # compiled anew
+        p_link = np.asarray(jaxnn.predict_proba(model, Xq))
     with compilations() as compiled:
         mixes = {lam: np.asarray(jaxnn.predict_proba(dataclasses.replace(model, posterior_mix=lam), Xq))
                  for lam in (1.0, 0.25)}
@@ -452,7 +429,7 @@ def test_fits_of_nearby_ks_share_the_compiled_programs_and_equal_unshared_fits(p
     ~0.5–0.9 s of them, 2 CPU cores) — and every fit, its scores, posteriors,
     labels and posterior choice equal those of the fit without shared ks
     (SHARED_K_MAX_ROWS = 0: the search finds k, the width floor is 8k)."""
-    watched = (search_mod.conditioned_search, boost, predict_mod.leveraged_scores, predict_mod._mixed_posterior)
+    watched = (search_mod.conditioned_search, boost, predict_mod._rule_parts, predict_mod._mixed_posterior)
     X, y = _blobs(350 if posterior == "link" else 330, d=6, seed=21)
     Q = X[:70] + np.float32(0.1)
 
@@ -461,7 +438,8 @@ def test_fits_of_nearby_ks_share_the_compiled_programs_and_equal_unshared_fits(p
         return (np.asarray(model.alpha), np.asarray(jaxnn.decision_function(model, Q)),
                 np.asarray(jaxnn.predict_proba(model, Q)), jaxnn.predict(model, Q), model.posterior_mix)
 
-    fit_and_predict(3)
+    with compilations(*watched):  # compiled anew
+        fit_and_predict(3)
     with compilations() as compiled:
         shared = {k: fit_and_predict(k) for k in (5, 7)}
     assert compiled.of(*watched) == []
@@ -485,7 +463,8 @@ def test_knn_baselines_of_nearby_sizes_and_ks_share_the_search_and_vote_count(co
 
     X, y = _blobs(330, d=9, seed=4)
     classes = np.unique(y)
-    np.asarray(BL.predict_proba(BL.knn_fit(X[:320], y[:320], k=3), X[:40]))
+    with compilations(bl_src._votes, search_mod.conditioned_search):  # compiled anew
+        np.asarray(BL.predict_proba(BL.knn_fit(X[:320], y[:320], k=3), X[:40]))
     with compilations() as compiled:
         for k in (3, 5, 7):
             p = np.asarray(BL.predict_proba(BL.knn_fit(X, y, k=k), X[:40]))
@@ -521,8 +500,9 @@ def test_split_fits_of_nearby_sizes_share_the_compiled_programs(compilations):
 
     watched = (ens_src._topk_blocks_padded, boost_runs._boost_blocks, ens_src._scores_blocks_padded)
     X, y = _blobs(403, d=11, seed=12)
-    model = jaxnn.ensemble.fit_split(X[:400], y[:400], n_splits=3, k=5)
-    jaxnn.ensemble.predict_proba_split(model, X[:50])
+    with compilations(*watched):  # compiled anew
+        model = jaxnn.ensemble.fit_split(X[:400], y[:400], n_splits=3, k=5)
+        jaxnn.ensemble.predict_proba_split(model, X[:50])
     with compilations() as compiled:
         for m in (403, 401):
             model = jaxnn.ensemble.fit_split(X[:m], y[:m], n_splits=3, k=5)
