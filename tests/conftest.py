@@ -88,8 +88,9 @@ def pytest_configure(config):
 
 
 # --------------------------------------------------------------------------
-# hypothesis: 200 examples a property in the full suite, 5 in the development tier (each
-# example of new shapes compiles: 20 took 41 CPU s of the tier, 5 take 27)
+# hypothesis: 200 examples a property in the full suite (test_properties checks it), 5 in the
+# development tier (each example of new shapes compiles, ~0.1 CPU s: on 2 cores test_properties
+# takes 136 CPU s at 200 examples, 59 at 50, 41 at 20, 27 at 5)
 # --------------------------------------------------------------------------
 PROPERTY_EXAMPLES = {"full": 200, "dev": 5}
 

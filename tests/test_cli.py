@@ -72,7 +72,8 @@ def test_cli_fills_the_compilation_cache(tmp_path):
     cache = tmp_path / "xla"
     env = {**os.environ, "JAXNN_CACHE_DIR": str(cache), "JAX_PLATFORMS": "cpu"}
     env.pop("JAX_COMPILATION_CACHE_DIR", None)
-    code = "from jaxnn._src import cli; cli.main(['experiment', 'posteriors', '--quick', '--no-progress'])"
+    code = ("from jaxnn._src import cli; cli.main(['experiment', 'uci', '--domains', 'iris', '--methods', 'k-NN',"
+            " '--ks', '3', '--folds', '2', '--no-progress'])")  # a small command: any compiles
     subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, timeout=600)
     assert any(cache.iterdir())
 

@@ -499,8 +499,11 @@ def test_algorithm_factories_reject_bad_parameters():
         jaxnn.fit(X, y, k=3, algorithm=jaxnn.UNN(max_delta=0.0))
 
 
-@pytest.mark.parametrize("algorithm, loss", [("gnnb", "logistic"), ("unn", "logistic"), ("unn", "exponential"), ("n3", "calibrated_hinge"), ("unn_fast", "matsushita")])
-@pytest.mark.parametrize("chunk", [None, 16])  # None: fit's default (one step a colour here); 16: colours cut into steps
+# chunk None: fit's default (one step a colour here), for two algorithms; 16: colours cut into steps, for all
+@pytest.mark.parametrize("algorithm, loss, chunk", [
+    ("gnnb", "logistic", None), ("n3", "calibrated_hinge", None),
+    *[(a, l, 16) for a, l in [("gnnb", "logistic"), ("unn", "logistic"), ("unn", "exponential"), ("n3", "calibrated_hinge"),
+                              ("unn_fast", "matsushita")]]])
 @pytest.mark.slow
 def test_colored_schedule_equals_sequential_in_colour_order(algorithm, loss, chunk):
     from jaxnn._src.schedule import boost_colored, color_schedule, colored_order
