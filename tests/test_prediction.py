@@ -235,7 +235,7 @@ def test_batches_of_other_sizes_share_the_compiled_prediction(compilations):
     """Query batches are padded to sizes_mod.query_rows: after one batch, batches of
     other sizes within the same bucket (here 1 … 128 rows) compile nothing —
     they reuse the search, scores and posteriors, and are cut to n rows on the
-    host (sizes_mod.first_rows; a slice per batch size until stop 28) — and
+    host (sizes_mod.first_rows, no slice compiled per batch size) — and
     give what each point gives alone (the padding changes nothing)."""
     X, y = _blobs(m=300, C=3, seed=8)
     model = jaxnn.fit(X, y, k=4, posterior="auto")
