@@ -25,8 +25,12 @@ size:
 Property tests (hypothesis) run 5 examples a property in the development
 tier and 200 in the full suite.
 
-Compilation cache
------------------
+Compilation
+-----------
+Tests compile with most of XLA's optimisations off (``JAX_DISABLE_MOST_OPTIMIZATIONS=1``
+unless set otherwise, inherited by the subprocesses tests start): they check
+results, and compiling is most of their time.
+
 The run keeps JAX's persistent compilation cache in
 ``.pytest_cache/jax-compilation-cache`` (gitignored): ``JAXNN_CACHE_DIR``
 is pointed there before jaxnn is imported, so jaxnn's own cache (every
@@ -146,6 +150,19 @@ def _compilation_cache_dir() -> str | None:
         if name in os.environ:
             return os.environ[name] or None
     return str(ROOT / ".pytest_cache" / "jax-compilation-cache")
+
+
+def _compile_for_tests() -> None:
+    """Compile without most of XLA's optimisations (``JAX_DISABLE_MOST_OPTIMIZATIONS``,
+    for this process and the subprocesses tests start, unless you set it): the
+    tests check what programs compute, not how fast, and most of their time is
+    compilation — on 2 cores test_engine and test_shared_sizes take 173 CPU
+    seconds so instead of 237.  Benchmarks run outside the tests compile
+    with every optimisation."""
+    os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
+
+
+_compile_for_tests()
 
 
 def _use_compilation_cache() -> None:

@@ -39,6 +39,7 @@ def _asv(*args, home: Path, config: Path = ROOT / "asv.conf.json", quick: bool =
     env = dict(os.environ, HOME=str(home))  # asv's ~/.asv-machine.json goes to a temp home
     env["COLUMNS"] = "250"  # asv shortens benchmark names to the terminal's width: keep them whole
     env.setdefault("JAX_PLATFORMS", "cpu")
+    env.pop("JAX_DISABLE_MOST_OPTIMIZATIONS", None)  # the tests' setting (conftest): benchmarks run optimised
     if quick:
         env["JAXNN_BENCH_QUICK"] = "1"
     return subprocess.run(

@@ -277,7 +277,7 @@ def nndescent_index(X: np.ndarray, k: int, seed: int, candidates: int, n_jobs: i
     from pynndescent import NNDescent
 
     m = X.shape[0]
-    index = NNDescent(X.astype(np.float32), n_neighbors=min(candidates + 1, m), random_state=seed, n_jobs=n_jobs, **options)
+    index = NNDescent(np.array(X, np.float32), n_neighbors=min(candidates + 1, m), random_state=seed, n_jobs=n_jobs, **options)
     raw_idx, raw_dist = index.neighbor_graph
     # Drop self *by index* (duplicates may displace it from column 0) and
     # keep the k nearest others (pynndescent returns each row ascending).
@@ -296,7 +296,9 @@ def nndescent_query(index, X_train, X_query, k: int) -> Neighbors:
     """The k nearest training points of each query row by a pynndescent
     ``index`` of X_train (approximate; rows it cannot fill — −1 entries —
     are searched exactly among X_train)."""
-    idx, dist = index.query(np.asarray(X_query, np.float32), k=k)
+    # a writeable copy: numba compiles pynndescent's kernels anew for read-only
+    # arrays (np.asarray of a JAX array is one), tens of seconds a process
+    idx, dist = index.query(np.array(X_query, np.float32), k=k)
     idx, dist = idx.astype(np.int64), dist.astype(np.float32)
     bad = np.nonzero((idx < 0).any(axis=1))[0]
     if bad.size:
