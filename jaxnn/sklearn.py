@@ -6,6 +6,6 @@ Needs scikit-learn (``pip install "jaxnn[sklearn]"``); ``import jaxnn`` does
 not import it.  See :mod:`jaxnn._src.sklearn` for details.
 """
 
-from jaxnn._src.sklearn import BoostedKNNClassifier
+from jaxnn._src.sklearn import EXPECTED_FAILED_CHECKS, BoostedKNNClassifier
 
-__all__ = ["BoostedKNNClassifier"]
+__all__ = ["BoostedKNNClassifier", "EXPECTED_FAILED_CHECKS"]

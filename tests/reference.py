@@ -565,6 +565,88 @@ def n3(Y, NN, loss, *, order=None):
 
 
 # --------------------------------------------------------------------------
+# Sample weights
+# --------------------------------------------------------------------------
+
+
+def weighted(Y, NN, loss, algorithm, u, *, epsilon=0.5, smoothing=True, max_delta=50.0, order=None):
+    """GNNB, N3, UNN or UNN fast (``algorithm`` by name) on the sample-weighted
+    surrogate risk R = (1/(mC)) sum_i u_i sum_c psi(e_ic), lazy chooser
+    j = t (or the given ``order``), edge form throughout.
+
+    ``u`` (m,) are the weights as given (scaled here to mean 1).  A step on j
+    weighs each member i of inv(j) by u_i wherever the unweighted step counts
+    it once:
+
+    * GNNB / N3: eta = sum_i u_i w(e_i) r_i, delta = s eta / (H* sum_i u_i)
+      (s = 2 (1 - eps), or 1 for N3 from the class-balanced initial edges);
+    * UNN: the root of sum_i u_i r_i w(e_i + delta r_i) + s (w(delta) - w(-delta)),
+      s = 1/(m w(0)) smoothed (exponential loss: eq. 13 with W+- weighted);
+    * UNN fast: Table 2's delta of W+- = sum_{r_i = +-1} u_i w(e_i) (+ 1/m);
+
+    delta = 0 where sum_i u_i = 0; then e_i <- e_i + delta r_i and
+    alpha_jc += delta.  ``risk`` holds R after each step, classes in
+    sequence; ``parallel_risk`` with all classes stepping together."""
+    if isinstance(loss, str):
+        loss = LOSSES[loss]
+    Y = np.asarray(Y, dtype=np.float64)
+    m, C = Y.shape
+    u = np.asarray(u, dtype=np.float64)
+    u = u * (m / u.sum())
+    inv = inverse_neighborhoods(NN, m)
+    E = loss.edge_from_prior(class_balanced_prior(Y)) if algorithm == "n3" else np.zeros((m, C))
+    alpha = np.zeros((m, C))
+    order = _order(order, m, C)
+    T = order.shape[1]
+    deltas = np.zeros((C, T))
+    P = u[:, None] * loss.psi(E)
+    total = float(P.sum())
+    risk = [total / (m * C)]
+    class_risk = np.zeros((C, T + 1))
+    s = 1.0 / (m * float(loss.weight(0.0))) if smoothing else 0.0
+    extra = 1.0 / m if smoothing else 0.0
+    for c in range(C):
+        e = E[:, c].copy()
+        class_risk[c, 0] = P[:, c].sum() / m
+        for t in range(T):
+            j = int(order[c, t])
+            idx = inv[j]
+            ui = u[idx]
+            delta = 0.0
+            if ui.sum() > 0:
+                r = Y[idx, c] * Y[j, c]
+                w = loss.weight(e[idx])
+                if algorithm in ("gnnb", "n3"):
+                    scale = 1.0 if algorithm == "n3" else 2.0 * (1.0 - epsilon)
+                    delta = scale * float(np.sum(ui * w * r)) / (loss.h_star * float(ui.sum()))
+                elif algorithm == "unn_fast":
+                    wp = float(np.sum(ui * w * (r > 0))) + extra
+                    wm = float(np.sum(ui * w * (r < 0))) + extra
+                    with np.errstate(divide="ignore"):
+                        delta = float(FAST_DELTA[loss.name](wp, wm)) if wp + wm > 0 else 0.0
+                    delta = min(max(delta, -max_delta), max_delta)
+                elif algorithm == "unn":
+                    def G(d):
+                        g = float(np.sum(ui * r * loss.weight(e[idx] + d * r)))
+                        return g + (s * float(loss.weight(d) - loss.weight(-d)) if s else 0.0)
+
+                    delta = (max_delta if G(max_delta) >= 0 else -max_delta if G(-max_delta) <= 0
+                             else _solve_decreasing(G))
+                else:
+                    raise ValueError(f"unknown algorithm {algorithm!r}")
+                e[idx] = e[idx] + delta * r
+                newP = u[idx] * loss.psi(e[idx])
+                total += float(newP.sum() - P[idx, c].sum())
+                P[idx, c] = newP
+            alpha[j, c] += delta
+            deltas[c, t] = delta
+            risk.append(total / (m * C))
+            class_risk[c, t + 1] = P[:, c].sum() / m
+        E[:, c] = e
+    return RefResult(alpha, E, loss.weight(E), deltas, np.asarray(risk), class_risk, Y)
+
+
+# --------------------------------------------------------------------------
 # Colourings and feature blocks (for test_reference_schedules.py)
 # --------------------------------------------------------------------------
 
@@ -623,15 +705,18 @@ def knn_margin(X, k):
     return float(np.min((part[:, 1] - part[:, 0]) / np.maximum(part[:, 1], np.finfo(float).tiny)))
 
 
-def fill_unreached(alpha, Y, NN):
+def fill_unreached(alpha, Y, NN, weights=None):
     """α (m, C) as ``fit`` documents ``model.alpha``: an example that is no
     example's neighbour in the (m, k) graph NN (n_j = 0, never leveraged)
     takes, for each class c, the mean α_jc of the reached examples whose label
     sign y_jc is its own, floored at 0 (0 where there are none); reached
-    examples keep their α.  Plain NumPy, in float64."""
+    examples keep their α.  With sample ``weights`` (m,), reached means
+    the neighbour of an example of positive weight.  Plain NumPy, in float64."""
     alpha = np.asarray(alpha, np.float64)
     Y = np.asarray(Y)
-    reached = np.bincount(np.asarray(NN).ravel(), minlength=alpha.shape[0])[: alpha.shape[0]] > 0
+    NN = np.asarray(NN)
+    per_edge = None if weights is None else np.repeat(np.asarray(weights, np.float64), NN.shape[1])
+    reached = np.bincount(NN.ravel(), weights=per_edge, minlength=alpha.shape[0])[: alpha.shape[0]] > 0
     out = alpha.copy()
     for c in range(alpha.shape[1]):
         for sign in (True, False):

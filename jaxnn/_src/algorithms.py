@@ -8,7 +8,11 @@ pure methods:
 * ``delta(loss, e, r, n, m, layout=BLOCK) -> δ``: the leveraging update of
   example j for every class, from the edges ``e`` of its inverse
   neighbourhood, ``r = y_ic·y_jc`` (0 on padding), ``n = n_j`` and the sample
-  size ``m``.  With the default :data:`BLOCK` layout ``e, r`` are (P, C) (one
+  size ``m``.  In a weighted fit r carries the member's sample weight,
+  r = u_i·y_ic·y_jc, and n is Σ_{i∈inv(j)} u_i: every rule reads sign(r) where
+  the edge moves and |r| as the member's weight, so δ is the step of the
+  weighted risk (:mod:`jaxnn._src.steps`), and the unweighted step when
+  every u_i = 1.  With the default :data:`BLOCK` layout ``e, r`` are (P, C) (one
   example) and δ is (C,); with a :class:`Segments` layout they are flat edge
   lists (L, C) of several examples whose inverse neighbourhoods are disjoint
   (one colour of the parallel schedule) and δ is (S, C).
@@ -65,9 +69,10 @@ def _eta(loss: Loss, e, r, layout):
 
 
 def _newton_delta(loss: Loss, e, r, n, scale: float, layout):
-    """δ = scale·η/(H*·n_j); δ = 0 when n_j = 0."""
+    """δ = scale·η/(H*·n_j); δ = 0 when n_j = 0 (n_j: a count, or the
+    weighted count Σ u_i, the curvature bound of the weighted risk)."""
     hstar = loss.hstar(e.dtype)
-    return scale * _eta(loss, e, r, layout) / (hstar * jnp.maximum(n, 1).astype(e.dtype))
+    return scale * _eta(loss, e, r, layout) / (hstar * jnp.where(n > 0, n, 1).astype(e.dtype))
 
 
 def _require_bounded(loss: Loss, name: str) -> None:
@@ -128,9 +133,10 @@ class N3:
 
 
 def _signed_masses(loss: Loss, e, r, layout):
-    """W⁺ = Σ_{r_i = +1} w(e_i), W⁻ = Σ_{r_i = −1} w(e_i) (paper 001 eq. 12)."""
+    """W⁺ = Σ_{r_i > 0} |r_i| w(e_i), W⁻ = Σ_{r_i < 0} |r_i| w(e_i) (paper 001
+    eq. 12; |r_i| = 1 unweighted, u_i weighted)."""
     w = loss.weight(e)
-    return layout.total(jnp.where(r > 0, w, 0.0)), layout.total(jnp.where(r < 0, w, 0.0))
+    return layout.total(jnp.where(r > 0, w * r, 0.0)), layout.total(jnp.where(r < 0, -w * r, 0.0))
 
 
 def _finite_delta(d, n, max_delta: float):
@@ -223,8 +229,10 @@ class UNN:
             d = loss.unn_closed_form(w_plus + extra, w_minus + extra)
         else:
 
+            sign = jnp.sign(r)  # r itself unweighted; a weighted r = u_i·y_ic·y_jc moves the edge by δ·sign(r)
+
             def minus_g(d):  # increasing in d
-                g = layout.total(r * loss.weight(e + layout.spread(d) * r))
+                g = layout.total(r * loss.weight(e + layout.spread(d) * sign))
                 return -(g + s * (loss.weight(d) - loss.weight(-d)))
 
             d0 = jnp.zeros(jnp.shape(n), dtype)  # one root per example and class

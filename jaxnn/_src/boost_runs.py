@@ -31,9 +31,9 @@ from jaxnn._src.plan import Plan, chooser_order, chooser_orders
 from jaxnn._src.progress import logger, progress_wanted, steps_done
 from jaxnn._src.schedule import boost_colored, color_schedule, padded_schedule, stack_schedules
 from jaxnn._src.shared_sizes import PaddedShapes, in_blocks, padded_rows, shared_k, shared_rows, shared_width, to_device
-from jaxnn._src.steps import BoostResult, initial_edges
+from jaxnn._src.steps import BoostResult, Weights, initial_edges
 
-__all__ = ["run", "run_blocks", "pass_runner", "select_shapes", "shared_shapes"]
+__all__ = ["run", "run_blocks", "pass_runner", "select_shapes", "shared_shapes", "member_weights"]
 
 
 #: the most steps (per class) one compiled run takes: longer runs go on from
@@ -49,7 +49,7 @@ def segment_rounds(m: int) -> int:
 
 
 def run(plan: Plan, Y_np, nbrs, dtype, *, algorithm, loss, rounds: int, seed: int, trace: bool, like=None,
-        home=None, Y=None):
+        home=None, Y=None, weights=None):
     """Boost T = ``rounds`` steps per class on the (m, k) graph ``nbrs`` as
     ``plan`` says, labels Y_np (m, C) ±1 on the host, in ``dtype``.
 
@@ -64,7 +64,10 @@ def run(plan: Plan, Y_np, nbrs, dtype, *, algorithm, loss, rounds: int, seed: in
     one is to reuse (only read by a shared plan).  ``home``: the device the
     results of a sharded run are gathered on (default: the first device).
     ``Y``: Y_np already on the device in ``dtype``, if the caller has it
-    (an unpadded run then does not copy the labels again).
+    (an unpadded run then does not copy the labels again).  ``weights``:
+    None, or the examples' sample weights (m,) on the host, of mean 1 —
+    the run boosts the weighted surrogate risk (:class:`steps.Weights`;
+    a plan for weights, ``make_plan(weighted=True)``, has no windows).
 
     Returns (:class:`BoostResult` of the m examples and C classes — α (m, C),
     edges, the trace (T,) or None —, the padded shapes used or None)."""
@@ -72,12 +75,12 @@ def run(plan: Plan, Y_np, nbrs, dtype, *, algorithm, loss, rounds: int, seed: in
     parts = chooser_orders(plan.chooser, m, rounds, seed, segment_rounds(m))
     steps, order = next(parts)
     result, shapes = _run_segment(plan, Y_np, nbrs, dtype, order, steps, None, algorithm=algorithm, loss=loss,
-                                  trace=trace, like=like, home=home, Y=Y)
+                                  trace=trace, like=like, home=home, Y=Y, weights=weights)
     done, alpha, traces = steps, result.alpha, [result.trace]
     for steps, order in parts:  # a long run: the next segment from the edges
         steps_done(done, rounds, "fit: %d of %d steps done", done, rounds)  # once a segment
         result, _ = _run_segment(plan, Y_np, nbrs, dtype, order, steps, result.edges, algorithm=algorithm, loss=loss,
-                                 trace=trace, like=shapes, home=home, Y=Y)
+                                 trace=trace, like=shapes, home=home, Y=Y, weights=weights)
         done, alpha = done + steps, alpha + result.alpha
         traces.append(result.trace)
     if len(traces) == 1:
@@ -86,31 +89,36 @@ def run(plan: Plan, Y_np, nbrs, dtype, *, algorithm, loss, rounds: int, seed: in
 
 
 def _run_segment(plan: Plan, Y_np, nbrs, dtype, order, rounds: int, E0, *, algorithm, loss, trace: bool, like, home,
-                 Y=None):
+                 Y=None, weights=None):
     """:func:`run`'s work for ``rounds`` steps in the example ``order``
     (None for the colored schedule, which runs rounds/m passes) from the
     edges E0 (m, C) (None: the algorithm's initial edges)."""
     m, n_classes = Y_np.shape
+    if weights is not None and plan.windowed:
+        raise ValueError("the windowed scan has no sample weights: make the plan with weighted=True")
     if plan.shared and plan.chooser == "colored":
         return shared_size_colored(Y_np, nbrs, dtype, algorithm=algorithm, loss=loss, passes=rounds // m,
-                                   trace=trace, platform=plan.platform, like=like, E0=E0)
+                                   trace=trace, platform=plan.platform, like=like, E0=E0, weights=weights)
     if plan.shared:
         return shared_size_boost(Y_np, nbrs, order, dtype, algorithm=algorithm, loss=loss, greedy=plan.greedy,
-                                 windowed=plan.windowed, trace=trace, like=like, narrow=plan.narrow, E0=E0)
+                                 windowed=plan.windowed, trace=trace, like=like, narrow=plan.narrow, E0=E0,
+                                 weights=weights)
     if Y is None:
         Y = to_device(Y_np, dtype)  # cast on the host: nothing compiles per m
     E0 = initial_edges(Y, algorithm=algorithm, loss=loss) if E0 is None else E0
+    W = member_weights(weights, nbrs, dtype)
     mesh = None
     if plan.devices is not None:  # the class axis split across the devices, padded with y = 0 columns
         mesh = sharding.class_mesh(plan.devices)
         Y, E0 = (sharding.shard_classes(sharding.pad_classes(a, mesh.devices.size), mesh) for a in (Y, E0))
+        W = None if W is None else Weights(*(sharding.replicate(a, mesh) for a in W))
     if plan.chooser == "colored":  # the schedule's edge lists replace the members array
         schedule = color_schedule(nbrs, n_classes=Y.shape[1], platform=plan.platform)
         if progress_wanted():  # n_colors reads all m colours
             logger.info("fit: %d colours in %d scan steps a pass (instead of %d sequential steps)",
                         schedule.n_colors, schedule.n_steps, m)
-        result = boost_colored(Y, E0, to_device(inverse_counts(nbrs, m)), schedule, algorithm=algorithm, loss=loss,
-                               passes=rounds // m, trace=trace)
+        result = boost_colored(Y, E0, to_device(inverse_counts(nbrs, m)), schedule, weights=W, algorithm=algorithm,
+                               loss=loss, passes=rounds // m, trace=trace)
     elif plan.windowed:  # a large edge state: the steps run in windows on a local copy
         counts = inverse_counts(nbrs, m)
         layout = window.window_layout(nbrs, order, window.window_steps(Y.shape[1], nbrs.shape[1]))
@@ -121,7 +129,7 @@ def _run_segment(plan: Plan, Y_np, nbrs, dtype, order, rounds: int, E0, *, algor
         if mesh is not None:
             inv = type(inv)(*(sharding.replicate(a, mesh) for a in inv))
         result = boost(Y, E0, inv.members, inv.counts, to_device(nbrs) if plan.greedy else None, to_device(order),
-                       algorithm=algorithm, loss=loss, greedy=plan.greedy, trace=trace, narrow=plan.narrow)
+                       weights=W, algorithm=algorithm, loss=loss, greedy=plan.greedy, trace=trace, narrow=plan.narrow)
     if mesh is not None:
         result = _gathered(result, n_classes, loss, home)
     return result, None
@@ -323,7 +331,7 @@ def shared_shapes(m: int, steps: int, largest: int, k: int) -> PaddedShapes:
 
 
 def shared_size_boost(Y_np, nbrs, order, dtype, *, algorithm, loss, greedy: bool, windowed: bool, trace: bool,
-                       like: PaddedShapes | None = None, narrow: bool | None = None, E0=None):
+                       like: PaddedShapes | None = None, narrow: bool | None = None, E0=None, weights=None):
     """:func:`boost` on a small problem padded to shared sizes: the m examples
     to M = :func:`shared_sizes.shared_rows` (m) rows (y = 0, n_j = 0, no one's
     neighbour), the T steps to :func:`shared_sizes.in_blocks` (T) (no-ops) and the
@@ -338,6 +346,7 @@ def shared_size_boost(Y_np, nbrs, order, dtype, *, algorithm, loss, greedy: bool
     ``windowed``: the windowed scan (:mod:`window`), its layout padded too
     (:func:`shared_size_windowed`).  ``E0``: the (m, C) edges to start from
     (None: the algorithm's initial edges, computed in the program).
+    ``weights``: None or the sample weights (m,) of mean 1 (not windowed).
 
     Returns (:class:`BoostResult`, the :class:`PaddedShapes` used).
     """
@@ -350,8 +359,8 @@ def shared_size_boost(Y_np, nbrs, order, dtype, *, algorithm, loss, greedy: bool
     inv, neighbors = padded_graph(nbrs, shapes.rows, shapes.width, greedy=greedy)
     result = boost(Y, _padded_edges(E0, shapes.rows), inv.members, inv.counts, neighbors,
                    to_device(padded_rows(order, shapes.steps)), to_device(m, np.int32),
-                   to_device(order.size, np.int32), algorithm=algorithm, loss=loss, greedy=greedy, trace=trace,
-                   narrow=narrow)
+                   to_device(order.size, np.int32), member_weights(weights, nbrs, dtype, shapes.rows),
+                   algorithm=algorithm, loss=loss, greedy=greedy, trace=trace, narrow=narrow)
     return _first_of(result, m, order.size), shapes
 
 
@@ -395,7 +404,7 @@ def shared_size_windowed(Y_np, nbrs, order, dtype, *, algorithm, loss, trace: bo
 
 
 def shared_size_colored(Y_np, nbrs, dtype, *, algorithm, loss, passes: int, trace: bool, platform: str,
-                         like: PaddedShapes | None = None, E0=None):
+                         like: PaddedShapes | None = None, E0=None, weights=None):
     """:func:`schedule.boost_colored` on a small problem padded to shared
     sizes: the examples to :func:`shared_sizes.shared_rows` (m) rows (y = 0, n_j = 0,
     in no step), the edges and examples a step to three significant bits and
@@ -406,7 +415,8 @@ def shared_size_colored(Y_np, nbrs, dtype, *, algorithm, loss, passes: int, trac
     colouring and schedule, where each fold's data-dependent shapes compiled
     both (~0.9 s on 2 CPU cores; on a GPU or TPU ``chooser="auto"`` runs
     the colored schedule at every size).  ``like``: another fit's
-    :class:`PaddedShapes`, to pad to at least.
+    :class:`PaddedShapes`, to pad to at least.  ``weights``: None or the
+    sample weights (m,) of mean 1.
 
     Returns (:class:`BoostResult`, the :class:`PaddedShapes` used).
     """
@@ -420,8 +430,24 @@ def shared_size_colored(Y_np, nbrs, dtype, *, algorithm, loss, passes: int, trac
     counts = to_device(padded_rows(inverse_counts(nbrs, m), sizes.rows))
     # the (m,) colours, which the scan does not read, left out of its arguments
     result = boost_colored(Y, _padded_edges(E0, sizes.rows), counts, schedule._replace(colors=None), to_device(m, np.int32),
-                           to_device(real_steps, np.int32), algorithm=algorithm, loss=loss, passes=passes, trace=trace)
+                           to_device(real_steps, np.int32), member_weights(weights, nbrs, dtype, sizes.rows),
+                           algorithm=algorithm, loss=loss, passes=passes, trace=trace)
     return _first_of(result, m, passes * real_steps), sizes
+
+
+def member_weights(weights, nbrs, dtype, rows: int | None = None) -> Weights | None:
+    """The :class:`steps.Weights` of the (m,) host sample weights ``weights``
+    (None: None) on the (m, k) graph ``nbrs``: u, and the mass Σ_{i∈inv(j)}
+    u_i of each example — computed in float64, so that unit weights give the
+    counts n_j exactly — on the device in ``dtype``, padded with zeros to
+    ``rows`` (a run padded to shared sizes)."""
+    if weights is None:
+        return None
+    m, k = nbrs.shape
+    u = np.asarray(weights, np.float64)
+    mass = np.bincount(np.asarray(nbrs).ravel(), weights=np.repeat(u, k), minlength=m)[:m]
+    rows = m if rows is None else rows
+    return Weights(to_device(padded_rows(u, rows), dtype), to_device(padded_rows(mass, rows), dtype))
 
 
 def windowed_layout(nbrs, order, steps: int, like: PaddedShapes | None = None):

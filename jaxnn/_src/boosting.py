@@ -45,8 +45,8 @@ __all__ = ["boost", "GREEDY_PAIRS"]
 #: 128 and 256 measured alike there and on the 10⁵-point set's hubs)
 GREEDY_PAIRS = 128
 @functools.partial(jax.jit, static_argnames=("algorithm", "loss", "greedy", "trace", "calls", "narrow"))
-def boost(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None, *, algorithm, loss: Loss, greedy: bool,
-          trace: bool, calls: int = 1, narrow: bool | None = None) -> BoostResult:
+def boost(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None, weights=None, *, algorithm,
+          loss: Loss, greedy: bool, trace: bool, calls: int = 1, narrow: bool | None = None) -> BoostResult:
     """Run ``len(order)`` boosting steps on every class.
 
     A step reads the edges of inv(j) at the narrowest of
@@ -76,6 +76,8 @@ def boost(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None,
         inverse neighbourhood — and only the first n_steps steps run, the
         rest leaving the state as it is.  The algorithm's m (UNN's smoothing)
         and the trace's mean are then over the n_points examples.
+      weights: None, or the :class:`~jaxnn._src.steps.Weights` (u, mass)
+        of a weighted risk (0 on padding rows).
       algorithm, loss: static; greedy, trace: static flags.
       calls: static, how many times the caller runs this compiled program
         (``select``: once per candidate k and pass — each loss compiles its
@@ -94,11 +96,13 @@ def boost(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None,
     narrow = platforms.narrows_steps() if narrow is None else narrow
     widths = step_widths(P, work=calls * order.shape[0] * P * C * (neighbors.shape[1] if greedy else 1), narrow=narrow)
     size = m if n_points is None else n_points  # the examples' m (a padded problem: traced)
-    state0 = steps.start(Y, E0, algorithm=algorithm, loss=loss, n_points=n_points)
+    state0 = steps.start(Y, E0, algorithm=algorithm, loss=loss, n_points=n_points, weights=weights)
     if greedy:
-        return _boost_greedy(Y, state0, members, counts, neighbors, order, n_steps, widths, size, narrow,
+        return _boost_greedy(Y, state0, members, counts, neighbors, order, n_steps, widths, size, narrow, weights,
                              algorithm=algorithm, loss=loss, trace=trace)
-    Yp = state0[0]  # sentinel row m has y = 0, hence r = 0 on padding
+    Yp, Yu = state0[0], state0[4]  # sentinel row m has y = 0, hence r = 0 on padding
+    n_delta = steps.delta_counts(counts, weights)
+    Up = None if weights is None else steps.with_sentinel(weights.u)
     chunk = CHUNK if len(widths) > 1 else P  # one width: update the whole row at once
     members = jnp.pad(members, ((0, 0), (0, -P % chunk)), constant_values=m)
 
@@ -118,8 +122,8 @@ def boost(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None,
     def delta_at(w):
         def delta(Ep, j):
             idx = members[j, :w]  # (w,)
-            r = Yp[idx] * Y[j][None, :]  # (w, C)
-            return algorithm.delta(loss, Ep[idx], r, jnp.broadcast_to(counts[j], (C,)), size)
+            r = Yu[idx] * Y[j][None, :]  # (w, C)
+            return algorithm.delta(loss, Ep[idx], r, jnp.broadcast_to(n_delta[j], (C,)), size)
 
         return delta
 
@@ -136,19 +140,20 @@ def boost(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None,
             change = steps.edge_change(delta, Yp[idx], Y[j])
             if trace:
                 e = Ep[idx]
-                risk = risk + steps.risk_change(loss, e, e + change, (idx < m)[:, None], size * C)
+                u = None if Up is None else Up[idx][:, None]
+                risk = risk + steps.risk_change(loss, e, e + change, (idx < m)[:, None], size * C, u)
             return Ep.at[idx].add(change), risk
 
         Ep, risk = chunked(n, update, (Ep, risk))
         alpha = alpha.at[j].add(delta)
         return (Ep, alpha, risk), risk
 
-    (Ep, alpha, _), risks = jax.lax.scan(step, state0[1:], (jnp.arange(order.shape[0], dtype=jnp.int32), order))
+    (Ep, alpha, _), risks = jax.lax.scan(step, state0[1:4], (jnp.arange(order.shape[0], dtype=jnp.int32), order))
     return steps.finish(alpha, Ep, risks, m, trace)
 
 
-def _boost_greedy(Y, state0, members, counts, neighbors, order, n_steps, widths, size, narrow, *, algorithm, loss,
-                  trace):
+def _boost_greedy(Y, state0, members, counts, neighbors, order, n_steps, widths, size, narrow, weights, *, algorithm,
+                  loss, trace):
     """:func:`boost`'s greedy chooser (traced inside it): per class, the j
     with the largest |η_j|/n_j.
 
@@ -159,7 +164,8 @@ def _boost_greedy(Y, state0, members, counts, neighbors, order, n_steps, widths,
     :data:`GREEDY_PAIRS` at a time: it costs Σ_c n_jc pairs, not C·P padded
     slots (on a random graph, k = 10: ~100 pairs, not 280).  A changed weight
     of member i enters v_j of its k neighbours j scaled by 1/n_j, read per
-    edge from inv_n_nbrs (one row per i: no random 1/n_j lookups).
+    edge from inv_n_nbrs (one row per i: no random 1/n_j lookups).  With
+    sample weights η sums u_i·w(e_ic)·y_ic and n_j is the weighted count.
     """
     m, C = Y.shape
     P = members.shape[1]
@@ -167,26 +173,28 @@ def _boost_greedy(Y, state0, members, counts, neighbors, order, n_steps, widths,
     # first maps negative indices to the end (and the tree's node // 8 keeps
     # the sign), which costs greedy steps time
     cls = jnp.arange(C, dtype=jnp.uint32)
-    Yp, Ep0, alpha0, risk0 = state0  # sentinel row m: y = 0, hence no change there
+    Yp, Ep0, alpha0, risk0, Yu = state0  # sentinel row m: y = 0, hence no change there
     E0 = Ep0[:m]
+    n_delta = steps.delta_counts(counts, weights)
+    Up = None if weights is None else steps.with_sentinel(weights.u)
     k = neighbors.shape[1]
     nbrs_p = steps.with_sentinel(neighbors.astype(jnp.int32), m)  # (m+1, k)
-    inv_n = 1.0 / jnp.maximum(counts, 1).astype(Y.dtype)
+    inv_n = 1.0 / jnp.where(n_delta > 0, n_delta, 1).astype(Y.dtype)
     inv_n_nbrs = steps.with_sentinel(inv_n[neighbors], 0.0)  # (m+1, k); 0 keeps padding at 0
 
     def scores(E):
         """The tree of v = η/n for edges E (m, C): η_j = Σ_{i: j ∈ NN(i)} w_i y_i,
         one neighbour column at a time (a scatter of the (m, C) table per
         column, not of an (m·k, C) copy: 381 MB at m = 10⁶, C = 10)."""
-        wy = loss.weight(E) * Y
+        wy = loss.weight(E) * (Y if Up is None else Yu[:m])
         eta = jax.lax.fori_loop(0, k, lambda t, eta: eta.at[neighbors[:, t]].add(wy), jnp.zeros_like(wy))
         return maxtree.build(eta * inv_n[:, None])
 
     def greedy_delta_at(w):
         def delta(Ep, jc):
             idx = members[jc, :w].T.astype(jnp.uint32)  # (w, C)
-            r = Yp[idx, cls[None, :]] * Y[jc, cls][None, :]
-            return algorithm.delta(loss, Ep[idx, cls[None, :]], r, counts[jc], size)
+            r = Yu[idx, cls[None, :]] * Y[jc, cls][None, :]
+            return algorithm.delta(loss, Ep[idx, cls[None, :]], r, n_delta[jc], size)
 
         return delta
 
@@ -219,11 +227,11 @@ def _boost_greedy(Y, state0, members, counts, neighbors, order, n_steps, widths,
             e_new = e + steps.edge_change(delta[c], y, yj[c])
             Ep = Ep.at[i, c].set(e_new)  # pairs are distinct (the sentinel's writes are no-ops)
             # weights of inv(j) changed: they enter the η of their k neighbours
-            dw = jnp.where(valid, loss.weight(e_new) - loss.weight(e), 0.0) * y  # (Q,)
+            dw = jnp.where(valid, loss.weight(e_new) - loss.weight(e), 0.0) * (y if Up is None else Yu[i, c])  # (Q,)
             dv = dw[:, None] * inv_n_nbrs[i]  # (Q, k)
             tree = maxtree.add_pairs(tree, nbrs_p[i].reshape(-1), jnp.repeat(c, k), dv.reshape(-1))
             if trace:
-                risk = risk + steps.risk_change(loss, e, e_new, valid, size * C)
+                risk = risk + steps.risk_change(loss, e, e_new, valid, size * C, None if Up is None else Up[i])
             return Ep, tree, risk
 
         state = (Ep, tree, risk)

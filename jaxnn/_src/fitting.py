@@ -21,7 +21,7 @@ from jaxnn._src.checks import check_integer as _check_int
 from jaxnn._src.graph import METHODS as _GRAPH_METHODS
 from jaxnn._src.graph import graph_and_query, knn_graph, subgraph
 from jaxnn._src.inputs import (as_points, check_neighbors, compute_dtype, encode_labels, label_rows, points_of_parts,
-                               training_points)
+                               sample_weights, training_points)
 from jaxnn._src.model import Model
 from jaxnn._src.plan import Plan, make_plan
 from jaxnn._src.prediction import POSTERIOR_FLOOR, held_out_scores
@@ -49,6 +49,7 @@ def fit(
     posterior: str = "auto",
     devices=None,
     verbose: bool = False,
+    sample_weight=None,
 ) -> Model:
     """Learn a leveraged k-NN rule by boosting.
 
@@ -106,6 +107,16 @@ def fit(
         ``posterior="auto"`` choice…) as it starts and its wall time when
         done, to stderr — the ``jaxnn`` logger at INFO level for this call
         (through your own handlers instead, when logging is configured).
+      sample_weight: None, or (m,) non-negative weights w_i (a number: all
+        alike): boosting minimises the weighted surrogate risk
+        (1/(mC)) Σ_i u_i Σ_c ψ(e_ic), u_i = m·w_i/Σ w — each step's δ weighs
+        the members of inv(j) by u_i (:mod:`jaxnn._src.steps`), the greedy
+        chooser's scores too, and ``model.trace`` is this risk.  Uniform
+        weights give the unweighted model; a zero weight removes the
+        example's term (it stays a neighbour and a prototype).  The
+        ``posterior="auto"`` temperature minimises the weighted held-out log
+        loss.  Not with k, loss or rounds ``"auto"`` (:func:`jaxnn.select`
+        scores unweighted accuracy).
 
     Returns:
       A fitted :class:`Model`.  Computation is float32 unless X is float64 and
@@ -121,11 +132,15 @@ def fit(
         with progress_shown():
             return fit(X, y, k=k, loss=loss, algorithm=algorithm, rounds=rounds, chooser=chooser, epsilon=epsilon,
                        neighbors=neighbors, seed=seed, graph_method=graph_method, trace=trace, posterior=posterior,
-                       devices=devices)
+                       devices=devices, sample_weight=sample_weight)
     Xa = as_points(X)
     m = Xa.shape[0]
     classes, Y_np, multilabel = encode_labels(y, m)
+    weights = sample_weights(sample_weight, m)
     if "auto" in (_auto(k), _auto(loss), _auto(rounds)):
+        if weights is not None:
+            raise ValueError("sample_weight cannot be combined with k, loss or rounds 'auto' (jaxnn.select scores "
+                             "unweighted accuracy): give k, loss and rounds")
         if neighbors is not None and _auto(k) == "auto":
             raise ValueError("k='auto' cannot be combined with precomputed neighbors")
         sel = logged("fit: choosing the 'auto' settings on a held-out 25 %", lambda: select(
@@ -150,7 +165,7 @@ def fit(
     algo.check(loss_obj)
     rounds = m if rounds is None else _check_int(rounds, "rounds", low=1)
     seed = _check_int(seed, "seed", low=0)
-    plan = make_plan(m, Y_np.shape[1], rounds, chooser, devices)
+    plan = make_plan(m, Y_np.shape[1], rounds, chooser, devices, weighted=weights is not None)
     for value, name in ((posterior, "posterior"), (graph_method, "graph_method")):
         if not isinstance(value, str):
             raise TypeError(f"{name} must be a str, got {type(value).__name__}")
@@ -161,16 +176,18 @@ def fit(
         raise ValueError(f"unknown graph_method {graph_method!r}; use one of {_GRAPH_METHODS}"
                          + did_you_mean(graph_method, _GRAPH_METHODS))
     return _fit_checked(Xa, y, classes, Y_np, multilabel, plan, k=k, loss_obj=loss_obj, algo=algo, rounds=rounds,
-                        seed=seed, graph_method=graph_method, trace=trace, posterior=posterior, neighbors=neighbors)
+                        seed=seed, graph_method=graph_method, trace=trace, posterior=posterior, neighbors=neighbors,
+                        weights=weights)
 
 
 def _fit_checked(Xa, y, classes, Y_np, multilabel: bool, plan: Plan, *, k: int, loss_obj, algo, rounds: int, seed: int,
-                 graph_method: str, trace: bool, posterior: str, neighbors, like=None) -> Model:
+                 graph_method: str, trace: bool, posterior: str, neighbors, like=None, weights=None) -> Model:
     """:func:`fit` once its settings are checked and its :class:`Plan` made:
     (m, d) host points Xa, the labels y as given and as :func:`encode_labels`
     reads them (classes, Y_np, multilabel).  ``like``: the padded shapes of
     another fit whose compiled search and boosting this one is to reuse
-    (``posterior="auto"``'s auxiliary fit takes the main fit's), or None."""
+    (``posterior="auto"``'s auxiliary fit takes the main fit's), or None.
+    ``weights``: :func:`inputs.sample_weights`' (m,) weights of mean 1, or None."""
     m = Xa.shape[0]
     devices = plan.devices
     dtype = compute_dtype(Xa)
@@ -188,10 +205,10 @@ def _fit_checked(Xa, y, classes, Y_np, multilabel: bool, plan: Plan, *, k: int, 
         f"fit: {type(algo).__name__} boosting ({loss_obj.name} loss, {plan.chooser} chooser, {scan}), "
         f"{rounds} steps x {n_classes} classes",
         lambda: boost_runs.run(plan, Y_np, nbrs, dtype, algorithm=algo, loss=loss_obj, rounds=rounds, seed=seed,
-                               trace=bool(trace), like=like, home=next(iter(Xj.devices())), Y=Y))
+                               trace=bool(trace), like=like, home=next(iter(Xj.devices())), Y=Y, weights=weights))
     # examples that are nobody's neighbour (n_j = 0) were never leveraged: they take
     # their class's mean leverage, so that no query's score ignores its neighbours
-    alpha = unreached_leverage(result.alpha, Y, nbrs)
+    alpha = unreached_leverage(result.alpha, Y, nbrs, weights)
     model = Model(alpha, Xj, Y, result.trace, classes, k, loss_obj, algo, multilabel, rounds=rounds,
                   origin=origin)
     mix = {"link": 0.0, "votes": 1.0}.get(posterior)
@@ -201,13 +218,14 @@ def _fit_checked(Xa, y, classes, Y_np, multilabel: bool, plan: Plan, *, k: int, 
     # jaxnn cannot repeat their search, and an exact one of 80 % may take minutes
     temperature = _choose_posterior_temperature(
         Xa, y, plan, k=k, loss=loss_obj, algorithm=algo, rounds=rounds, seed=seed, graph_method=graph_method,
-        graph=nbrs if neighbors is not None else None, like=shapes, model=model, model_graph=nbrs)
+        graph=nbrs if neighbors is not None else None, like=shapes, model=model, model_graph=nbrs, weights=weights)
     return dataclasses.replace(model, posterior_mix=0.0, posterior_temperature=temperature)
 
 
-def unreached_leverage(alpha, Y, neighbors):
+def unreached_leverage(alpha, Y, neighbors, weights=None):
     """α (m, C) with the rows of the examples that are no example's neighbour
-    in ``neighbors`` — the (m, k) training graph boosting ran on (n_j = 0) —
+    in ``neighbors`` — the (m, k) training graph boosting ran on (n_j = 0;
+    with sample ``weights`` (m,), no neighbour of positive weight) —
     set to a leverage of their class: for each class c, the mean α_jc of the
     examples that are someone's neighbour (n_j > 0) and share the example's
     label sign y_jc, floored at 0 (0 where there are none).
@@ -226,7 +244,8 @@ def unreached_leverage(alpha, Y, neighbors):
     :func:`jaxnn.ensemble.fit_split` is to apply it to each block's α and
     graph, as :func:`fit` does."""
     nb = np.asarray(neighbors)
-    reached = np.bincount(nb.ravel(), minlength=alpha.shape[0])[: alpha.shape[0]] > 0
+    per_edge = None if weights is None else np.repeat(np.asarray(weights, np.float64), nb.shape[1])
+    reached = np.bincount(nb.ravel(), weights=per_edge, minlength=alpha.shape[0])[: alpha.shape[0]] > 0
     if reached.all():
         return alpha
     return _unreached_filled(alpha, Y, to_device(reached))
@@ -275,7 +294,8 @@ _T_REFINE = np.logspace(-0.05, 0.05, 11)
 
 
 def _choose_posterior_temperature(X, y, plan: Plan, *, k, loss, algorithm, rounds, seed, graph_method="exact",
-                                  holdout=0.2, graph=None, like=None, model=None, model_graph=None) -> float:
+                                  holdout=0.2, graph=None, like=None, model=None, model_graph=None,
+                                  weights=None) -> float:
     """The temperature T > 0 of ``posterior="auto"``'s calibrated posteriors
     (:func:`jaxnn._src.prediction.calibrated_posterior`): the T of least
     held-out log loss (:func:`_fit_temperature`).
@@ -296,7 +316,8 @@ def _choose_posterior_temperature(X, y, plan: Plan, *, k, loss, algorithm, round
     negatives) missing from the 80 % — T is fit instead on the scores of the
     training points themselves (``model`` at its own graph ``model_graph``,
     each point's k nearest others: in-sample α, so T errs confident), with
-    a log line saying why.
+    a log line saying why.  With sample ``weights`` (m,) the auxiliary fit
+    is weighted and T minimises the weighted log loss.
     """
     m = X.shape[0]
     n_val = int(round(holdout * m))
@@ -305,7 +326,7 @@ def _choose_posterior_temperature(X, y, plan: Plan, *, k, loss, algorithm, round
     def on_training_scores(reason: str) -> float:
         logger.info("fit: posterior='auto' fits its temperature on the training points' own scores: %s", reason)
         H = held_out_scores(model, X, found=model_graph)
-        T = _fit_temperature(H, _targets(y, np.arange(m), model.classes, multilabel), multilabel)
+        T = _fit_temperature(H, _targets(y, np.arange(m), model.classes, multilabel), multilabel, weights)
         logger.info("fit: posterior='auto': temperature %.4g", T)
         return T
 
@@ -324,6 +345,8 @@ def _choose_posterior_temperature(X, y, plan: Plan, *, k, loss, algorithm, round
         positive = y_arr[tr] > 0
         if np.any(np.all(positive == positive[:1], axis=0)):
             return on_training_scores("a label has no positive (or no negative) example in the auxiliary fit's 80 %")
+    if weights is not None and not (weights[tr].sum() > 0 and weights[val].sum() > 0):
+        return on_training_scores("the auxiliary fit's 80 % or the held-out 20 % has no positive sample weight")
     aux_rounds = max(1, int(round(rounds * tr.size / m)))
     scored = "" if val.size == n_val else f"{val.size} of "
     logger.info("fit: posterior='auto': auxiliary fit on %d points, temperature fit on %sthe other %d",
@@ -338,17 +361,20 @@ def _choose_posterior_temperature(X, y, plan: Plan, *, k, loss, algorithm, round
             lambda: graph_and_query(*points_of_parts(X, compute_dtype(X), tr, val), k, devices=plan.devices,
                                     rows=None if like is None else like.rows, cut_queries=False))
     aux_labels = encode_labels(y_arr[tr], tr.size)
-    aux_plan = make_plan(tr.size, aux_labels[1].shape[1], aux_rounds, devices=plan.devices, like=plan)
+    aux_plan = make_plan(tr.size, aux_labels[1].shape[1], aux_rounds, devices=plan.devices, like=plan,
+                         weighted=weights is not None)
+    aux_weights = None if weights is None else _mean_one(weights[tr])
     aux = _fit_checked(X[tr], y_arr[tr], *aux_labels, aux_plan, k=k, loss_obj=loss, algo=algorithm, rounds=aux_rounds,
                        seed=seed, graph_method=graph_method, trace=False, posterior="link", neighbors=aux_graph,
-                       like=like)
+                       like=like, weights=aux_weights)
     rows = None if like is None else like.rows
     H = held_out_scores(aux, X[val], found=val_neighbors, rows=rows)
     target = _targets(y_arr, val, model.classes, multilabel)
-    T = _fit_temperature(H, target, multilabel)
+    val_weights = None if weights is None else weights[val]
+    T = _fit_temperature(H, target, multilabel, val_weights)
     # the held-out posteriors by predict_proba's own program (the fitted model's predict_proba reuses it)
     _, p = held_out_scores(aux, X[val], found=val_neighbors, rows=rows, temperature=T)
-    logloss, brier = _posterior_scores(p, target, multilabel)
+    logloss, brier = _posterior_scores(p, target, multilabel, val_weights)
     logger.info("fit: posterior='auto': temperature %.4g, held-out log loss %.4f, Brier score %.4f", T, logloss, brier)
     return T
 
@@ -377,24 +403,34 @@ def _calibrated_log_probs(H, T: float, multilabel: bool):
     return np.log(p), np.log1p(-np.minimum(p, 1.0))
 
 
-def _log_loss_at(H, target, T: float, multilabel: bool) -> float:
+def _log_loss_at(H, target, T: float, multilabel: bool, weights=None) -> float:
     """Mean log loss of the calibrated posteriors at T: −log p̂ of the true
-    class (single-label), or the summed per-label binary log losses."""
+    class (single-label), or the summed per-label binary log losses; the
+    ``weights``-weighted mean when given."""
     log_p, log_q = _calibrated_log_probs(H, T, multilabel)
     if multilabel:
-        return float(-np.mean(np.sum(target * log_p + (1 - target) * log_q, axis=1)))
-    return float(-np.mean(np.sum(target * log_p, axis=1)))
+        return float(-np.average(np.sum(target * log_p + (1 - target) * log_q, axis=1), weights=weights))
+    return float(-np.average(np.sum(target * log_p, axis=1), weights=weights))
 
 
-def _fit_temperature(H, target, multilabel: bool) -> float:
+def _mean_one(weights):
+    """Weights scaled to mean 1 (the ones of a subset, as a fit on it reads them)."""
+    return weights * (weights.size / weights.sum()) if weights.sum() > 0 else np.ones_like(weights)
+
+
+def _fit_temperature(H, target, multilabel: bool, weights=None) -> float:
     """The T > 0 of least mean log loss (:func:`_log_loss_at`) of the
     calibrated posteriors on scores H (n, C) and 0/1 targets (n, C): a grid
     of :data:`_T_GRID` times the RMS of H, refined by :data:`_T_REFINE`
     around its best (the smallest T on equal losses); rows with a non-finite
-    score are left out.  1.0 where H is 0 everywhere (every T gives the
-    uniform posterior) or no row is finite.  NumPy, deterministic."""
+    score are left out; ``weights`` (n,): the weighted mean log loss.  1.0
+    where H is 0 everywhere (every T gives the uniform posterior) or no row
+    is finite or of positive weight.  NumPy, deterministic."""
     H = np.asarray(H, np.float64)
     keep = np.all(np.isfinite(H), axis=1)
+    if weights is not None:
+        keep &= np.asarray(weights) > 0
+        weights = np.asarray(weights, np.float64)[keep]
     H, target = H[keep], np.asarray(target, np.float64)[keep]
     scale = float(np.sqrt(np.mean(H ** 2))) if H.size else 0.0
     if not scale > 0:
@@ -402,19 +438,20 @@ def _fit_temperature(H, target, multilabel: bool) -> float:
     best_T, best = 0.0, np.inf
     for grid in (scale * _T_GRID, None):
         for T in (best_T * _T_REFINE if grid is None else grid):
-            value = _log_loss_at(H, target, float(T), multilabel)
+            value = _log_loss_at(H, target, float(T), multilabel, weights)
             if value < best:
                 best_T, best = float(T), value
     return best_T
 
 
-def _posterior_scores(p, target, multilabel: bool) -> tuple:
+def _posterior_scores(p, target, multilabel: bool, weights=None) -> tuple:
     """(mean log loss, mean Brier score Σ_c (p̂_c − t_c)²) of posteriors p
-    (n, C) against 0/1 targets: for the log line."""
+    (n, C) against 0/1 targets, ``weights``-weighted when given: for the log line."""
     p = np.asarray(p, np.float64)
     if multilabel:
-        logloss = -np.mean(np.sum(target * np.log(p) + (1 - target) * np.log1p(-p), axis=1))
+        logloss = -np.sum(target * np.log(p) + (1 - target) * np.log1p(-p), axis=1)
     else:
-        logloss = -np.mean(np.sum(target * np.log(p), axis=1))
-    return float(logloss), float(np.mean(np.sum((p - target) ** 2, axis=1)))
+        logloss = -np.sum(target * np.log(p), axis=1)
+    return (float(np.average(logloss, weights=weights)),
+            float(np.average(np.sum((p - target) ** 2, axis=1), weights=weights)))
 

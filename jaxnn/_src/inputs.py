@@ -49,6 +49,45 @@ def points_of_parts(Xa, dtype, *rows):
     return _shifted_parts(Xa, dtype, *rows)[0]
 
 
+def sample_weights(sample_weight, m: int):
+    """``sample_weight`` as ``fit`` boosts with it: None, or (m,) float64
+    weights scaled to mean 1 (u_i = m·w_i / Σ w), so that each example's
+    term of the surrogate risk is weighed by u_i and uniform weights are the
+    unweighted risk.  A real number is a uniform weight (scikit-learn's
+    convention).  TypeError for anything but real numbers; ValueError for a
+    wrong length, a NaN, infinite or negative weight, or weights summing to 0."""
+    if sample_weight is None:
+        return None
+    if isinstance(sample_weight, (str, bytes, dict, set)) or isinstance(sample_weight, (bool, np.bool_)):
+        raise TypeError(f"sample_weight must be an array of m real numbers, got {type(sample_weight).__name__}")
+    try:
+        w = np.asarray(sample_weight)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"sample_weight must be an array of m real numbers: {err}") from None
+    if w.dtype == object:
+        try:
+            w = w.astype(np.float64)
+        except (TypeError, ValueError):
+            raise TypeError("sample_weight must be an array of real numbers, got objects that are not") from None
+    if not (np.issubdtype(w.dtype, np.floating) or np.issubdtype(w.dtype, np.integer)):
+        raise TypeError(f"sample_weight must be an array of real numbers, got dtype {w.dtype}")
+    if w.ndim == 0:
+        w = np.full(m, w, np.float64)
+    if w.shape != (m,):
+        raise ValueError(f"sample_weight must have one weight per training point, shape ({m},), got shape {w.shape}")
+    w = w.astype(np.float64)
+    if not np.all(np.isfinite(w)):
+        raise ValueError(f"sample_weight contains NaN or infinite values (entry {int(np.flatnonzero(~np.isfinite(w))[0])})")
+    if np.any(w < 0):
+        i = int(np.flatnonzero(w < 0)[0])
+        raise ValueError(f"sample_weight must be >= 0, got {w[i]!r} at entry {i}")
+    w = w / w.max() if w.max() > 0 else w  # scaled first: a sum of huge weights stays finite
+    total = w.sum()
+    if not total > 0:
+        raise ValueError("sample_weight is zero everywhere (sums to 0): no example would count in the risk")
+    return w * (m / total)
+
+
 def label_rows(y) -> np.ndarray:
     """y as a NumPy array of per-example labels for splitting and scoring:
     a one-column y as 1-D, as :func:`encode_labels` reads it (its warning is

@@ -37,7 +37,7 @@ from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src.model import Model, validate_model
 
-__all__ = ["save", "load", "ModelFileError", "FORMAT", "FORMAT_VERSION", "write_file", "read_file"]
+__all__ = ["save", "load", "ModelFileError", "FORMAT", "FORMAT_VERSION", "write_file", "read_file", "json_scalar", "fspath"]
 
 #: the ``format`` every jaxnn model file names in its metadata
 FORMAT = "jaxnn"
@@ -124,7 +124,7 @@ def write_file(path, kind: str, model=None, *, extra_meta: dict | None = None, e
     ``kind`` and ``extra_meta`` (JSON values) and the NumPy arrays
     ``extra_arrays`` to ``path`` — everything encoded (and checked) before
     the file is opened."""
-    path = _fspath(path)
+    path = fspath(path)
     meta: dict = {"format": FORMAT, "format_version": FORMAT_VERSION, "jaxnn_version": _jaxnn_version(), "kind": kind}
     arrays: dict = {}
     if model is not None:
@@ -181,11 +181,11 @@ def _encode_model(model) -> tuple[dict, dict]:
         elif isinstance(value, (np.ndarray, jax.Array)):
             arrays[name] = _plain_array(np.asarray(value), f"model.{name}")
         else:
-            fields[name] = _json_scalar(value, f"model.{name}")
+            fields[name] = json_scalar(value, f"model.{name}")
     return {"type": type(model).__name__, "fields": fields, "array_fields": sorted(set(arrays) - {"classes"})}, arrays
 
 
-def _json_scalar(value, what: str):
+def json_scalar(value, what: str):
     """A field's value as JSON: None, a bool, an int, a finite float or a str."""
     if value is None or isinstance(value, (bool, str)):
         return value
@@ -310,7 +310,7 @@ def read_file(path, kinds) -> tuple[dict, object, dict]:
     ``path``, whose ``kind`` must be one of ``kinds`` — a
     :class:`ModelFileError` naming the path otherwise, and for every other
     problem of the file."""
-    path = _fspath(path)
+    path = fspath(path)
     try:
         return _read_file(path, kinds)
     except ModelFileError as err:
@@ -607,7 +607,7 @@ def _validate_split(model) -> None:
 # --------------------------------------------------------------------------
 
 
-def _fspath(path) -> str:
+def fspath(path) -> str:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
     path = os.fspath(path)

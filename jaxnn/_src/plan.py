@@ -15,7 +15,7 @@ chooser    ``"auto"``: ``"colored"`` for whole passes where
            :func:`platforms.colored_by_default` says so, else ``"lazy"``
 windowed   lazy/random steps on one device of a platform that
            :func:`platforms.runs_windows`, from m·C ≥ ``WINDOWED_MIN_STATE``,
-           one block
+           one block, no sample weights
 shared     on one device, m ≤ ``SHARED_MAX_ROWS``: the run padded to sizes
            that nearby m share (one compiled program for cross-validation
            folds), except the colored schedule of several blocks
@@ -127,7 +127,7 @@ def auto_chooser(m: int, rounds: int, platform: str, n_classes: int = 1) -> str:
 
 
 def make_plan(m: int, n_classes: int, rounds: int, chooser: str = "auto", devices=None, *, blocks: int = 1,
-              like: Plan | None = None) -> Plan:
+              like: Plan | None = None, weighted: bool = False) -> Plan:
     """The :class:`Plan` of T = ``rounds`` steps on m examples and C =
     ``n_classes`` classes, for one graph or ``blocks`` feature blocks boosted
     together, with ``chooser`` as given to ``fit`` and ``devices`` (None, an
@@ -135,7 +135,9 @@ def make_plan(m: int, n_classes: int, rounds: int, chooser: str = "auto", device
 
     ``like``: the plan of a fit whose compiled programs this one is to reuse
     (``posterior="auto"``'s auxiliary fit on 80 % of the main fit's data): its
-    chooser and windowing are kept.
+    chooser and windowing are kept.  ``weighted``: the run boosts a
+    sample-weighted risk, which the windowed scan does not carry (the same
+    steps then run in the plain scan).
 
     Raises ValueError for an unknown chooser, and for ``"colored"`` when
     ``rounds`` is not a multiple of m (the schedule runs whole passes)."""
@@ -148,9 +150,9 @@ def make_plan(m: int, n_classes: int, rounds: int, chooser: str = "auto", device
     if chooser == "colored" and rounds % m:
         raise ValueError(f"chooser='colored' runs whole passes: rounds must be a multiple of m={m}, got {rounds}")
     one_device = devices is None
-    windowed = (chooser in ("lazy", "random") and one_device and blocks == 1
+    windowed = (chooser in ("lazy", "random") and one_device and blocks == 1 and not weighted
                 and m * n_classes >= WINDOWED_MIN_STATE and platforms.runs_windows(platform))
     if like is not None:
-        windowed = windowed or like.windowed
+        windowed = (windowed or like.windowed) and not weighted
     shared = one_device and m <= shared_sizes.SHARED_MAX_ROWS and not (blocks > 1 and chooser == "colored")
     return Plan(chooser, windowed, shared, platforms.narrows_steps(platform), platform, devices)

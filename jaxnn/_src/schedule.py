@@ -378,8 +378,8 @@ def colored_order(schedule: ColorSchedule) -> np.ndarray:
 
 
 @functools.partial(jax.jit, static_argnames=("algorithm", "loss", "passes", "trace"))
-def boost_colored(Y, E0, counts, schedule: ColorSchedule, n_points=None, n_steps=None, *, algorithm, loss: Loss,
-                  passes: int, trace: bool) -> BoostResult:
+def boost_colored(Y, E0, counts, schedule: ColorSchedule, n_points=None, n_steps=None, weights=None, *, algorithm,
+                  loss: Loss, passes: int, trace: bool) -> BoostResult:
     """``passes`` passes of the coloured schedule: one scan step per part of a colour.
 
     Equals :func:`jaxnn._src.boosting.boost` run in :func:`colored_order`
@@ -400,12 +400,15 @@ def boost_colored(Y, E0, counts, schedule: ColorSchedule, n_points=None, n_steps
         those only (a ``fori_loop`` of passes·T' steps instead of a scan of
         passes·T), so a schedule padded to many steps costs none of them.
         The trace then holds the passes·T' risks first, then zeros.
+      weights: None, or the :class:`~jaxnn._src.steps.Weights` (u, mass)
+        of a weighted risk (0 on padding rows).
     """
     m, C = Y.shape
     size = m if n_points is None else n_points  # the examples' m (a padded problem: traced)
     dtype = Y.dtype
-    Yp, Ep0, alpha0, risk0 = steps.start(Y, E0, algorithm=algorithm, loss=loss, n_points=n_points)
-    counts_p = steps.with_sentinel(counts.astype(jnp.int32))
+    Yp, Ep0, alpha0, risk0, Yu = steps.start(Y, E0, algorithm=algorithm, loss=loss, n_points=n_points, weights=weights)
+    counts_p = steps.with_sentinel(counts.astype(jnp.int32) if weights is None else weights.mass)
+    Up = None if weights is None else steps.with_sentinel(weights.u)
     S = schedule.examples.shape[1]
     T = schedule.examples.shape[0]
 
@@ -416,16 +419,18 @@ def boost_colored(Y, E0, counts, schedule: ColorSchedule, n_points=None, n_steps
         ex = schedule.examples[c]  # (S,)
         ex_p = jnp.concatenate([ex, jnp.array([m], ex.dtype)])  # pad segment S -> sentinel
         layout = Segments(seg, S + 1)
-        r = Yp[ei] * Yp[ex_p[seg]]  # (L, C), 0 on padding
+        y_j = Yp[ex_p[seg]]
+        r = Yp[ei] * y_j  # (L, C), 0 on padding
         e = jax.lax.optimization_barrier(Ep[ei])  # keeps the gather out of the vectorised w(e) loop
         n = jnp.broadcast_to(counts_p[ex_p][:, None], (S + 1, C))
-        delta = algorithm.delta(loss, e, r, n, size, layout)  # (S+1, C)
+        delta = algorithm.delta(loss, e, r if Up is None else Yu[ei] * y_j, n, size, layout)  # (S+1, C)
         delta = jnp.where((ex_p < m)[:, None], delta, 0.0)
         step_edges = steps.edge_change(delta[seg], r)  # r = y_ic·y_jc of the step's edges
         Ep = Ep.at[ei].add(step_edges)
         alpha = alpha.at[ex_p].add(delta)
         if trace:
-            risk = risk + steps.risk_change(loss, e, e + step_edges, (ei < m)[:, None], size * C)
+            u = None if Up is None else Up[ei][:, None]
+            risk = risk + steps.risk_change(loss, e, e + step_edges, (ei < m)[:, None], size * C, u)
         return (Ep, alpha, risk), risk
 
     carry0 = (Ep0, alpha0, risk0)

@@ -35,13 +35,23 @@ from jaxnn._src.fitting import fit
 from jaxnn._src.model import Model
 from jaxnn._src.prediction import host_rule
 
-__all__ = ["BoostedKNNClassifier"]
+__all__ = ["BoostedKNNClassifier", "EXPECTED_FAILED_CHECKS"]
 
 _FLOATS = (np.float64, np.float32)
 
 #: the estimator's k when ``k=None`` (its default), as :func:`jaxnn.fit`'s default k,
 #: on training sets larger than it
 DEFAULT_K = 10
+
+
+#: the scikit-learn estimator checks a nearest-neighbour rule cannot pass, with
+#: the reason: pass it as ``check_estimator(..., expected_failed_checks=...)``
+#: or ``parametrize_with_checks(..., expected_failed_checks=lambda est: ...)``
+EXPECTED_FAILED_CHECKS = {
+    "check_sample_weight_equivalence_on_dense_data": (
+        "repeating an example is not weighing it twice: the copies become each other's nearest neighbours, "
+        "which changes the graph the rule is boosted and predicts on"),
+}
 
 
 class _PickledDevice(NamedTuple):
@@ -112,6 +122,10 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
       trace: record the surrogate risk after every step (``trace_``).
       verbose: print fit's stages and their times to stderr (``jaxnn.fit``'s
         ``verbose``).
+      class_weight: None (default), ``"balanced"`` (each class weighs
+        n_samples / (n_classes · its count), scikit-learn's rule) or a dict
+        {label: weight}: multiplies each example's sample weight by its
+        class's (single-label y only).
 
     Attributes:
       model_: the fitted :class:`jaxnn.Model` (use it with the functional API).
@@ -145,6 +159,7 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         devices=None,
         trace=False,
         verbose=False,
+        class_weight=None,
     ):
         self.k = k
         self.loss = loss
@@ -158,6 +173,7 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         self.devices = devices
         self.trace = trace
         self.verbose = verbose
+        self.class_weight = class_weight
 
     # ``devices`` may be a list of ``jax.Device``, which neither deep-copies
     # nor pickles: clone passes the (process-wide) devices on by reference, and
@@ -226,7 +242,7 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         try:
             est = _estimator_of(cls, meta.get("estimator"), model, arrays)
         except (TypeError, ValueError, KeyError, IndexError) as err:
-            raise persist.ModelFileError(f"{persist._fspath(path)!r} is corrupted: its estimator cannot be rebuilt "
+            raise persist.ModelFileError(f"{persist.fspath(path)!r} is corrupted: its estimator cannot be rebuilt "
                                          f"({type(err).__name__}: {err})") from err
         if _is_device_list(est.devices):
             est.devices = _devices_found(est.devices, "saved", stacklevel=3)
@@ -237,14 +253,18 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         tags.classifier_tags.multi_label = True
         return tags
 
-    def fit(self, X, y, neighbors=None):
+    def fit(self, X, y, neighbors=None, sample_weight=None):
         """Fit on X (n_samples, n_features) and y; ``neighbors``: an optional
         precomputed (n_samples, k) neighbour index array (self excluded) or a
-        :class:`jaxnn.Neighbors` from :func:`jaxnn.knn_graph` (its first k).
+        :class:`jaxnn.Neighbors` from :func:`jaxnn.knn_graph` (its first k);
+        ``sample_weight``: optional (n_samples,) non-negative weights of the
+        examples' terms of the surrogate risk (:func:`jaxnn.fit`'s), times
+        ``class_weight``'s.  Repeating an example is not weighing it twice:
+        its copies become each other's neighbours.
         A fit that fails leaves a previous fit whole."""
         seen = {name: getattr(self, name) for name in ("n_features_in_", "feature_names_in_") if hasattr(self, name)}
         try:
-            return self._fit(X, y, neighbors)
+            return self._fit(X, y, neighbors, sample_weight)
         except Exception:
             # validate_data has already recorded the new X's features: put the fitted ones back
             for name in ("n_features_in_", "feature_names_in_"):
@@ -254,7 +274,7 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
                     delattr(self, name)
             raise
 
-    def _fit(self, X, y, neighbors):
+    def _fit(self, X, y, neighbors, sample_weight):
         missing = [f"{d.platform}:{d.id}" for d in self.devices if isinstance(d, _PickledDevice)] if _is_device_list(self.devices) else []
         if missing:
             raise ValueError(f"devices {missing} (from a pickled estimator) are not in this process: set_params(devices=...)")
@@ -276,6 +296,7 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
             classes = np.arange(y.shape[1])
         else:
             classes = np.unique(y)
+        sample_weight = _with_class_weight(self.class_weight, y, sample_weight)
         model = fit(
             X,
             y,
@@ -292,6 +313,7 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
             posterior=self.posterior,
             devices=self.devices,
             verbose=self.verbose,
+            sample_weight=sample_weight,
         )
         # set only once fit succeeded: a failed refit keeps the previous fit whole
         self.model_, self.classes_, self._negative_label = model, classes, negative_label
@@ -368,6 +390,38 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
             return np.log(self.predict_proba(X))
 
 
+def _with_class_weight(class_weight, y, sample_weight):
+    """``sample_weight`` (None or array-like, checked by :func:`jaxnn.fit`)
+    times the weight ``class_weight`` gives each example's class: None (no
+    change), ``"balanced"`` (n_samples / (n_classes · count)) or a dict
+    {label: weight}, labels not in it weighing 1 (scikit-learn's rules)."""
+    if class_weight is None:
+        return sample_weight
+    if isinstance(class_weight, str):
+        if class_weight != "balanced":
+            raise ValueError(f"class_weight must be None, 'balanced' or a dict {{label: weight}}, got {class_weight!r}")
+    elif not isinstance(class_weight, dict):
+        raise TypeError(f"class_weight must be None, 'balanced' or a dict {{label: weight}}, "
+                        f"got {type(class_weight).__name__}")
+    if y.ndim != 1:
+        raise ValueError("class_weight applies to single-label y; weigh a multilabel fit's examples with sample_weight")
+    from sklearn.utils.class_weight import compute_sample_weight
+
+    if isinstance(class_weight, dict):
+        for label, weight in class_weight.items():
+            if isinstance(weight, (bool, np.bool_)) or not isinstance(weight, numbers.Real) or not weight >= 0:
+                raise ValueError(f"class_weight[{label!r}] must be a number >= 0, got {weight!r}")
+        unknown = [label for label in class_weight if label not in set(np.unique(y).tolist())]
+        if unknown:
+            raise ValueError(f"class_weight names labels that are not in y: {unknown}")
+    per_class = compute_sample_weight(class_weight, y)
+    if sample_weight is None:
+        return per_class
+    from jaxnn._src.inputs import sample_weights
+
+    return sample_weights(sample_weight, y.shape[0]) * per_class
+
+
 def _k_for(k, n_samples: int):
     """The ``k`` handed to :func:`jaxnn.fit` for ``n_samples`` training
     points: None (the estimator's default) is :data:`DEFAULT_K`, or
@@ -442,18 +496,15 @@ def _param_meta(name: str, value):
     from jaxnn._src import algorithms as algos
     from jaxnn._src import losses, persist
 
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, np.bool_):
-        return bool(value)
-    if isinstance(value, numbers.Integral):
-        return int(value)
-    if isinstance(value, numbers.Real):
-        return float(value)
+    if value is None or isinstance(value, (bool, str, np.bool_, numbers.Real)):
+        return persist.json_scalar(value, f"the estimator's parameter {name}")
     if isinstance(value, losses.Loss):
         return {"loss": persist.loss_meta(value)}
     if isinstance(value, (algos.GNNB, algos.UNN, algos.N3)):
         return {"algorithm": persist.algorithm_meta(value)}
+    if name == "class_weight" and isinstance(value, dict):
+        return {"class_weight": [[persist.json_scalar(label, "class_weight label"), float(weight)]
+                                 for label, weight in value.items()]}
     if _is_device_list(value) or (isinstance(value, (list, tuple)) and not value):
         pairs = [[d.platform, int(d.id)] for d in value]
         return {"devices": pairs, "tuple": isinstance(value, tuple)}
@@ -473,6 +524,8 @@ def _param_back(value):
         return persist.loss_from_meta(value["loss"])
     if set(value) == {"algorithm"}:
         return persist.algorithm_from_meta(value["algorithm"])
+    if set(value) == {"class_weight"}:
+        return {label: weight for label, weight in value["class_weight"]}
     if set(value) == {"devices", "tuple"}:
         pairs = value["devices"]
         if not isinstance(pairs, list) or not all(

@@ -9,7 +9,7 @@ their members; what they share is written here once:
 * :func:`start` — the initial edges E0 (``algorithm.init_edges``), the
   sentinel row m appended to the labels, edges and α (y = 0 there, so a
   padded member's r = y_ic·y_jc is 0 and its update a no-op), the starting
-  risk;
+  risk, and the labels δ reads: y_ic, or u_i·y_ic in a weighted fit;
 * :func:`edge_change` — δ_c·y_ic·y_jc for a step's members;
 * :func:`risk_change` — the change of the total surrogate risk
   (1/(mC)) Σ ψ(e_ic) that a step's edge updates make (the trace);
@@ -17,6 +17,14 @@ their members; what they share is written here once:
 * :func:`finish` — α and the edges of the m examples, the trace if asked;
 * :func:`step_widths` and :func:`narrowest` — the widths a sequential step
   computes δ at (the narrowest ≥ n_j, where the plan narrows steps).
+
+Sample weights (:class:`Weights`) weigh each example's term of the surrogate
+risk, (1/(mC)) Σ_i u_i Σ_c ψ(e_ic) with the u_i of mean 1: a step reads
+r_i = u_i·y_ic·y_jc (the member's weight times its label product) and the
+weighted count Σ_{i∈inv(j)} u_i in place of n_j, so every algorithm's δ is
+that of the weighted risk; the edges still move by δ·y_ic·y_jc, and the
+trace sums u_i·(ψ(e_new) − ψ(e_old)).  With every u_i = 1 each of these is
+the unweighted quantity exactly.
 """
 
 from __future__ import annotations
@@ -33,7 +41,7 @@ from jaxnn._src import platforms
 from jaxnn._src.losses import Loss
 from jaxnn._src.losses import get as get_loss
 
-__all__ = ["BoostResult", "surrogate_risk", "initial_edges", "with_sentinel", "initial_risk", "start", "edge_change",
+__all__ = ["BoostResult", "Weights", "delta_counts", "surrogate_risk", "initial_edges", "with_sentinel", "initial_risk", "start", "edge_change",
            "risk_change", "live", "finish", "step_widths", "narrowest", "STEP_WIDTHS", "CHUNK", "NARROW_MIN_WORK"]
 
 
@@ -46,29 +54,50 @@ class BoostResult(NamedTuple):
     trace: Optional[jax.Array]
 
 
+class Weights(NamedTuple):
+    """The sample weights of a weighted run, on the device: u (M,) each
+    example's weight in the surrogate risk, mean 1 over the m examples and 0
+    on padding rows; mass (M,) Σ_{i∈inv(j)} u_i, the weighted count a step
+    on j reads in place of n_j (:func:`jaxnn._src.boost_runs.member_weights`)."""
+
+    u: jax.Array
+    mass: jax.Array
+
+
+def delta_counts(counts, weights: Weights | None):
+    """The n_j that δ reads, (M,): the counts, or a weighted run's masses."""
+    return counts if weights is None else weights.mass
+
+
 def with_sentinel(a, value=0):
     """a (m, …) with one more row of ``value``: the sentinel row m."""
     return jnp.concatenate([a, jnp.full((1,) + a.shape[1:], value, a.dtype)], axis=0)
 
 
-def initial_risk(loss: Loss, E0, n_points=None) -> jax.Array:
+def initial_risk(loss: Loss, E0, n_points=None, u=None) -> jax.Array:
     """(1/(mC)) Σ_{i,c} ψ(e_ic) of the (m, C) initial edges E0, or, for a
     problem padded to shared sizes, the mean over its first ``n_points``
-    (traced) rows only."""
+    (traced) rows only; with sample weights u (m,), Σ u_i ψ(e_ic) / (mC)."""
+    psi = loss.psi(E0) if u is None else u[:, None] * loss.psi(E0)
     if n_points is None:
-        return jnp.mean(loss.psi(E0))
+        return jnp.mean(psi)
     m, C = E0.shape
-    return jnp.sum(jnp.where((jnp.arange(m) < n_points)[:, None], loss.psi(E0), 0.0)) / (n_points * C)
+    return jnp.sum(jnp.where((jnp.arange(m) < n_points)[:, None], psi, 0.0)) / (n_points * C)
 
 
-def start(Y, E0, *, algorithm, loss: Loss, n_points=None):
-    """The state before the first step: (Yp, Ep, alpha, risk) — the (m, C)
-    labels and edges with the sentinel row appended (m + 1, C), α zeros
-    (m + 1, C) and the initial risk.  E0 None: ``algorithm.init_edges(loss,
-    Y)`` computed here, inside the caller's program."""
+def start(Y, E0, *, algorithm, loss: Loss, n_points=None, weights: Weights | None = None):
+    """The state before the first step: (Yp, Ep, alpha, risk, Yu) — the
+    (m, C) labels and edges with the sentinel row appended (m + 1, C), α
+    zeros (m + 1, C), the initial risk, and the labels δ reads: Yp itself,
+    or with ``weights`` the weighted labels u_i·y_ic (m + 1, C).  E0 None:
+    ``algorithm.init_edges(loss, Y)`` computed here, inside the caller's
+    program."""
     E0 = algorithm.init_edges(loss, Y) if E0 is None else E0
-    return (with_sentinel(Y), with_sentinel(E0), jnp.zeros((Y.shape[0] + 1, Y.shape[1]), Y.dtype),
-            initial_risk(loss, E0, n_points))
+    Yp = with_sentinel(Y)
+    Yu = Yp if weights is None else with_sentinel(Y * weights.u[:, None])
+    u = None if weights is None else weights.u
+    return (Yp, with_sentinel(E0), jnp.zeros((Y.shape[0] + 1, Y.shape[1]), Y.dtype),
+            initial_risk(loss, E0, n_points, u), Yu)
 
 
 def edge_change(delta, y_members, y_j=None):
@@ -78,10 +107,14 @@ def edge_change(delta, y_members, y_j=None):
     return delta * y_members if y_j is None else delta * y_members * y_j
 
 
-def risk_change(loss: Loss, e_old, e_new, valid, size):
+def risk_change(loss: Loss, e_old, e_new, valid, size, u=None):
     """Σ_{valid} (ψ(e_new) − ψ(e_old)) / size, size = m·C of the real examples
-    (traced for a padded problem)."""
-    return jnp.sum(jnp.where(valid, loss.psi(e_new) - loss.psi(e_old), 0.0)) / size
+    (traced for a padded problem); with the members' sample weights u
+    (broadcast against the edges), Σ_{valid} u·(ψ(e_new) − ψ(e_old)) / size."""
+    change = loss.psi(e_new) - loss.psi(e_old)
+    if u is not None:  # a zero weight's term is gone, even where its ψ overflowed
+        valid, change = valid & (u > 0), u * change
+    return jnp.sum(jnp.where(valid, change, 0.0)) / size
 
 
 def live(t, n_steps, delta, n):

@@ -187,7 +187,7 @@ def boost_windowed(Y, E0, counts, layout: WindowLayout, n_points=None, *, algori
     dtype = Y.dtype
     n_windows, U = layout.rows.shape
     S = layout.examples.shape[1]
-    Yp, Ep0, alpha0, risk0 = steps.start(Y, E0, algorithm=algorithm, loss=loss, n_points=n_points)
+    Yp, Ep0, alpha0, risk0, _ = steps.start(Y, E0, algorithm=algorithm, loss=loss, n_points=n_points)
     counts_p = steps.with_sentinel(counts.astype(jnp.int32))
     P = max(int(max_count), 1)
     widths = step_widths(P, work=calls * n_windows * S * P * C, narrow=narrow)
