@@ -62,6 +62,7 @@ import inspect
 import os
 import pathlib
 
+import numpy as np
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -324,3 +325,36 @@ def temp_bytes():
         return analysis.temp_size_in_bytes
 
     return plan
+
+
+# --------------------------------------------------------------------------
+# the greedy chooser's picks
+# --------------------------------------------------------------------------
+@pytest.fixture
+def greedy_picks(monkeypatch):
+    """The (C,) picks of every greedy step, in the order they run: a spy on
+    ``maxtree.argmax`` (instrumentation only).  The jitted functions that
+    trace it — ``boost`` and ``fit_split``'s ``_boost_blocks`` — drop their
+    compiled programs before and after, so that the engine is traced with the
+    spy and later tests without it."""
+    import jax
+
+    from jaxnn._src import boost_runs, boosting, maxtree
+
+    picks = []
+    argmax = maxtree.argmax
+
+    def spy(tree):
+        j = argmax(tree)
+        jax.debug.callback(lambda v: picks.append(np.asarray(v).copy()), j, ordered=True)
+        return j
+
+    def drop():
+        boosting.boost.clear_cache()
+        boost_runs._boost_blocks.clear_cache()
+
+    monkeypatch.setattr(maxtree, "argmax", spy)
+    drop()
+    yield picks
+    monkeypatch.undo()
+    drop()

@@ -283,9 +283,10 @@ class RefResult:
         return self.class_risk[:, 1:].mean(axis=0)
 
 
-def _risk_tracker(loss, E):
-    """Running value of sum_{i,c} psi(e_ic); returns (total, per-entry psi)."""
-    P = loss.psi(E)
+def _risk_tracker(loss, E, u=None):
+    """Running value of sum_{i,c} u_i psi(e_ic) (u = 1 by default); returns
+    (total, per-entry u_i psi)."""
+    P = loss.psi(E) if u is None else u[:, None] * loss.psi(E)
     return float(P.sum()), P
 
 
@@ -400,22 +401,26 @@ def _solve_decreasing(G, tol=1e-14):
     return brentq(G, lo, hi, xtol=tol, rtol=4 * np.finfo(float).eps, maxiter=500)
 
 
-def _edge_loop(Y, NN, loss, step, order=None):
+def _edge_loop(Y, NN, loss, step, order=None, *, u=None, E0=None):
     """The chooser's sequence (lazy: j = t) over the edges, class by class: ``step(r, e)``
     (r_i = y_ic y_jc and e_i for i in inv(j)) gives delta, then
-    e_i <- e_i + delta r_i (weights w_i = w(e_i)) and alpha_jc += delta."""
+    e_i <- e_i + delta r_i (weights w_i = w(e_i)) and alpha_jc += delta.
+    With sample weights ``u`` (m,): ``step(r, e, u_inv)`` with the members'
+    weights, delta = 0 where they sum to 0, and the risk sums u_i psi(e_ic).
+    ``E0``: the initial edges (default 0)."""
     Y = np.asarray(Y, dtype=np.float64)
     m, C = Y.shape
     inv = inverse_neighborhoods(NN, m)
     alpha = np.zeros((m, C))
-    E = np.zeros((m, C))
+    E = np.zeros((m, C)) if E0 is None else np.asarray(E0, dtype=np.float64).copy()
+    scale = np.ones(m) if u is None else np.asarray(u, dtype=np.float64)
     replay = order is not None and np.ndim(order) == 2
     membership = _membership(inv, m) if replay else None
     order = _order(order, m, C)
     T = order.shape[1]
     deltas = np.zeros((C, T))
     gaps = np.zeros((C, T))
-    total, P = _risk_tracker(loss, E)
+    total, P = _risk_tracker(loss, E, scale)
     risk = [total / (m * C)]
     class_risk = np.zeros((C, T + 1))
     for c in range(C):
@@ -426,13 +431,13 @@ def _edge_loop(Y, NN, loss, step, order=None):
             if replay:
                 gaps[c, t] = _pick_gap(loss.weight(e), Y[:, c], membership, j)
             idx = inv[j]
-            if idx.size == 0:
+            if idx.size == 0 or scale[idx].sum() == 0:
                 delta = 0.0
             else:
                 r = Y[idx, c] * Y[j, c]
-                delta = step(r, e[idx])
+                delta = step(r, e[idx]) if u is None else step(r, e[idx], scale[idx])
                 e[idx] = e[idx] + delta * r
-                newP = loss.psi(e[idx])
+                newP = scale[idx] * loss.psi(e[idx])
                 total += float(newP.sum() - P[idx, c].sum())
                 P[idx, c] = newP
             alpha[j, c] += delta
@@ -581,7 +586,7 @@ def weighted(Y, NN, loss, algorithm, u, *, epsilon=0.5, smoothing=True, max_delt
     * GNNB / N3: eta = sum_i u_i w(e_i) r_i, delta = s eta / (H* sum_i u_i)
       (s = 2 (1 - eps), or 1 for N3 from the class-balanced initial edges);
     * UNN: the root of sum_i u_i r_i w(e_i + delta r_i) + s (w(delta) - w(-delta)),
-      s = 1/(m w(0)) smoothed (exponential loss: eq. 13 with W+- weighted);
+      s = 1/(m w(0)) smoothed;
     * UNN fast: Table 2's delta of W+- = sum_{r_i = +-1} u_i w(e_i) (+ 1/m);
 
     delta = 0 where sum_i u_i = 0; then e_i <- e_i + delta r_i and
@@ -590,60 +595,35 @@ def weighted(Y, NN, loss, algorithm, u, *, epsilon=0.5, smoothing=True, max_delt
     if isinstance(loss, str):
         loss = LOSSES[loss]
     Y = np.asarray(Y, dtype=np.float64)
-    m, C = Y.shape
+    m = Y.shape[0]
     u = np.asarray(u, dtype=np.float64)
     u = u * (m / u.sum())
-    inv = inverse_neighborhoods(NN, m)
-    E = loss.edge_from_prior(class_balanced_prior(Y)) if algorithm == "n3" else np.zeros((m, C))
-    alpha = np.zeros((m, C))
-    order = _order(order, m, C)
-    T = order.shape[1]
-    deltas = np.zeros((C, T))
-    P = u[:, None] * loss.psi(E)
-    total = float(P.sum())
-    risk = [total / (m * C)]
-    class_risk = np.zeros((C, T + 1))
     s = 1.0 / (m * float(loss.weight(0.0))) if smoothing else 0.0
     extra = 1.0 / m if smoothing else 0.0
-    for c in range(C):
-        e = E[:, c].copy()
-        class_risk[c, 0] = P[:, c].sum() / m
-        for t in range(T):
-            j = int(order[c, t])
-            idx = inv[j]
-            ui = u[idx]
-            delta = 0.0
-            if ui.sum() > 0:
-                r = Y[idx, c] * Y[j, c]
-                w = loss.weight(e[idx])
-                if algorithm in ("gnnb", "n3"):
-                    scale = 1.0 if algorithm == "n3" else 2.0 * (1.0 - epsilon)
-                    delta = scale * float(np.sum(ui * w * r)) / (loss.h_star * float(ui.sum()))
-                elif algorithm == "unn_fast":
-                    wp = float(np.sum(ui * w * (r > 0))) + extra
-                    wm = float(np.sum(ui * w * (r < 0))) + extra
-                    with np.errstate(divide="ignore"):
-                        delta = float(FAST_DELTA[loss.name](wp, wm)) if wp + wm > 0 else 0.0
-                    delta = min(max(delta, -max_delta), max_delta)
-                elif algorithm == "unn":
-                    def G(d):
-                        g = float(np.sum(ui * r * loss.weight(e[idx] + d * r)))
-                        return g + (s * float(loss.weight(d) - loss.weight(-d)) if s else 0.0)
 
-                    delta = (max_delta if G(max_delta) >= 0 else -max_delta if G(-max_delta) <= 0
-                             else _solve_decreasing(G))
-                else:
-                    raise ValueError(f"unknown algorithm {algorithm!r}")
-                e[idx] = e[idx] + delta * r
-                newP = u[idx] * loss.psi(e[idx])
-                total += float(newP.sum() - P[idx, c].sum())
-                P[idx, c] = newP
-            alpha[j, c] += delta
-            deltas[c, t] = delta
-            risk.append(total / (m * C))
-            class_risk[c, t + 1] = P[:, c].sum() / m
-        E[:, c] = e
-    return RefResult(alpha, E, loss.weight(E), deltas, np.asarray(risk), class_risk, Y)
+    def newton(r, ei, ui):
+        scale = 1.0 if algorithm == "n3" else 2.0 * (1.0 - epsilon)
+        return scale * float(np.sum(ui * loss.weight(ei) * r)) / (loss.h_star * float(ui.sum()))
+
+    def fast(r, ei, ui):
+        w = loss.weight(ei)
+        wp, wm = float(np.sum(ui * w * (r > 0))) + extra, float(np.sum(ui * w * (r < 0))) + extra
+        with np.errstate(divide="ignore"):
+            delta = float(FAST_DELTA[loss.name](wp, wm)) if wp + wm > 0 else 0.0
+        return min(max(delta, -max_delta), max_delta)
+
+    def root(r, ei, ui):
+        def G(d):
+            g = float(np.sum(ui * r * loss.weight(ei + d * r)))
+            return g + (s * float(loss.weight(d) - loss.weight(-d)) if s else 0.0)
+
+        return max_delta if G(max_delta) >= 0 else -max_delta if G(-max_delta) <= 0 else _solve_decreasing(G)
+
+    steps = {"gnnb": newton, "n3": newton, "unn_fast": fast, "unn": root}
+    if algorithm not in steps:
+        raise ValueError(f"unknown algorithm {algorithm!r}")
+    E0 = loss.edge_from_prior(class_balanced_prior(Y)) if algorithm == "n3" else None
+    return _edge_loop(Y, NN, loss, steps[algorithm], order, u=u, E0=E0)
 
 
 # --------------------------------------------------------------------------

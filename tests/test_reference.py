@@ -392,28 +392,6 @@ def test_float32_fit_matches_reference(algorithm, loss, case, epsilon):
 # --------------------------------------------------------------------------
 
 
-@pytest.fixture
-def greedy_picks(monkeypatch):
-    """Record the (C,) picks of every greedy step: a spy on maxtree.argmax
-    (instrumentation only; boost's compilations are dropped so it traces)."""
-    import jax
-
-    from jaxnn._src import boosting, maxtree
-
-    picks = []
-    argmax = maxtree.argmax
-
-    def spy(tree):
-        j = argmax(tree)
-        jax.debug.callback(lambda v: picks.append(np.asarray(v).copy()), j, ordered=True)
-        return j
-
-    monkeypatch.setattr(maxtree, "argmax", spy)
-    boosting.boost.clear_cache()
-    yield picks
-    boosting.boost.clear_cache()
-
-
 GREEDY_GRID = [  # (algorithm, loss, case): every algorithm's greedy run, one multilabel
     ("gnnb", "logistic", CASE_K8_C3),
     ("n3", "calibrated_hinge", CASE_K8_C3),

@@ -64,30 +64,6 @@ def engine_colored_schedule(NN, n_classes):
     return np.asarray(colored_order(schedule), np.int64), np.asarray(schedule.colors), step_sizes[step_sizes > 0]
 
 
-@pytest.fixture
-def greedy_picks(monkeypatch):
-    """The (C,) picks of every greedy step, in the order they run (a spy on
-    ``maxtree.argmax``; JAX's caches are cleared before and after, so that
-    the engine is traced with the spy and later tests without it)."""
-    import jax
-
-    from jaxnn._src import maxtree
-
-    picks = []
-    argmax = maxtree.argmax
-
-    def spy(tree):
-        j = argmax(tree)
-        jax.debug.callback(lambda v: picks.append(np.asarray(v).copy()), j, ordered=True)
-        return j
-
-    monkeypatch.setattr(maxtree, "argmax", spy)
-    jax.clear_caches()
-    yield picks
-    monkeypatch.undo()
-    jax.clear_caches()
-
-
 # --------------------------------------------------------------------------
 # Data and reference runs
 # --------------------------------------------------------------------------

@@ -100,32 +100,15 @@ def test_weighted_colored_schedule_matches_the_reference_in_its_colour_order(alg
     assert trace[-1] == pytest.approx(ref.parallel_risk[-1], rel=1e-7)
 
 
-def test_weighted_greedy_steps_match_the_reference_replayed(monkeypatch):
+def test_weighted_greedy_steps_match_the_reference_replayed(greedy_picks):
     """The greedy chooser's picks under weights, replayed in the weighted
-    reference, give the engine's α; each pick maximises the weighted score
-    |Σ_{i∈inv(j)} u_i w(e_i) y_i| / Σ_{i∈inv(j)} u_i among the examples at
-    that step (checked on the reference's edges)."""
-    import jax
-
-    from jaxnn._src import boosting, maxtree
-
-    picks = []
-    argmax = maxtree.argmax
-
-    def spy(tree):
-        j = argmax(tree)
-        jax.debug.callback(lambda v: picks.append(np.asarray(v).copy()), j, ordered=True)
-        return j
-
-    monkeypatch.setattr(maxtree, "argmax", spy)
-    boosting.boost.clear_cache()
-    try:
-        X, y, Y, NN = _problem(seed=7)
-        u = _weights(seed=8)
-        rounds = 60
-        alpha, _ = _fit(X, y, NN, algorithm="gnnb", loss="logistic", chooser="greedy", rounds=rounds, sample_weight=u)
-    finally:
-        boosting.boost.clear_cache()
+    reference, give the engine's α; each class's first pick maximises the
+    weighted score |Σ_{i∈inv(j)} u_i w(e_i) y_i| / Σ_{i∈inv(j)} u_i."""
+    X, y, Y, NN = _problem(seed=7)
+    u = _weights(seed=8)
+    rounds = 60
+    alpha, _ = _fit(X, y, NN, algorithm="gnnb", loss="logistic", chooser="greedy", rounds=rounds, sample_weight=u)
+    picks = greedy_picks
     order = np.stack(picks, axis=1)[:, :rounds]
     ref = R.weighted(Y, NN, "logistic", "gnnb", u, order=order)
     want = R.fill_unreached(ref.alpha, Y, NN, weights=u)
