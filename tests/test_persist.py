@@ -483,8 +483,10 @@ def test_validation_holds_for_pickled_rebuilt_and_traced_models(model, data):
         jax.jit(jaxnn.predict_proba)(short, jnp.asarray(Xq))
     # a valid model still runs traced, closed over and eagerly alike
     want = np.asarray(jaxnn.predict_proba(model, Xq))
-    np.testing.assert_array_equal(np.asarray(jax.jit(jaxnn.predict_proba)(model, jnp.asarray(Xq))), want)
-    np.testing.assert_array_equal(np.asarray(jax.jit(lambda q: jaxnn.predict_proba(model, q))(jnp.asarray(Xq))), want)
+    # traced queries are not padded: the other shape's program may round the last bit otherwise
+    np.testing.assert_allclose(np.asarray(jax.jit(jaxnn.predict_proba)(model, jnp.asarray(Xq))), want, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(jax.jit(lambda q: jaxnn.predict_proba(model, q))(jnp.asarray(Xq))), want,
+                               rtol=1e-6)
 
 
 def test_valid_hand_made_models_still_predict(model, data):

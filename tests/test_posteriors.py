@@ -30,7 +30,9 @@ def _model(H, loss, algorithm, dtype=np.float32):
 def _proba(model, nb):
     p = np.asarray(jaxnn.predict_proba(model, neighbors=nb))
     jitted = jax.jit(lambda q: jaxnn.predict_proba(model, neighbors=q))(jnp.asarray(nb))
-    np.testing.assert_array_equal(np.asarray(jitted), p)  # documented to run under jax.jit
+    # documented to run under jax.jit: traced, the rows are not padded, and XLA may round
+    # the program of the other shape differently in the last bit
+    np.testing.assert_allclose(np.asarray(jitted), p, rtol=1e-6, atol=0)
     return p
 
 

@@ -363,11 +363,7 @@ def from_phi(
     """
     if not callable(phi):
         raise TypeError(f"phi must be a callable on [0, 1], got {type(phi).__name__}")
-    dphi = _elementwise_grad(phi)
-    d2phi = _elementwise_grad(dphi)
-
-    def b_of(dtype) -> Array:
-        return phi(_scalar(dtype, 0.0)) - phi(_scalar(dtype, 0.5))
+    d2phi = _elementwise_grad(_elementwise_grad(phi))
 
     def permissibility(at):  # at = (0, ½, 0.2, 0.8, the curvature grid…)
         return (phi(at[0]) - phi(at[1]), phi(at[2]), phi(at[3]), d2phi(at[1]), jax.vmap(d2phi)(at[4:]))
@@ -384,7 +380,21 @@ def from_phi(
         raise ValueError("phi is not permissible: it must be symmetric about 1/2 (phi(p) == phi(1-p))")
     if not curv_half > 0:
         raise ValueError(f"phi is not permissible: phi''(1/2) = {curv_half} must be > 0 (strictly convex)")
-    min_curv_ratio = _min_curvature(curvatures, curv_half) / curv_half  # = 1 for the catalogue
+    return _phi_loss(phi, name=name, link=link, psi=psi,
+                     min_curv_ratio=_min_curvature(curvatures, curv_half) / curv_half)
+
+
+def _phi_loss(phi: Fn, *, name: str, link: Optional[Fn], psi: Optional[Fn], min_curv_ratio: float) -> Loss:
+    """The :class:`Loss` of a permissible φ (:func:`from_phi` checks it), whose
+    curvature φ'' is smallest at ½ divided by ``min_curv_ratio``: every
+    quantity derived from φ, none computed here (no program compiles).  The
+    fixed catalogue losses are built here directly, with ratio 1 (their φ''
+    is smallest at ½; tests/test_losses.py puts each through from_phi)."""
+    dphi = _elementwise_grad(phi)
+    d2phi = _elementwise_grad(dphi)
+
+    def b_of(dtype) -> Array:
+        return phi(_scalar(dtype, 0.0)) - phi(_scalar(dtype, 0.5))
 
     derived_link = _derived_link(dphi, d2phi)
     link_fn = link if link is not None else derived_link
@@ -574,33 +584,36 @@ def squared() -> Loss:
     def psi(x):  # (φ*(−x) + φ(0))/b with φ* over [0, 1]: quadratic, then linear, then 0
         return jnp.where(x > 1, 0.0, jnp.where(x < -1, -4.0 * x, (1.0 - x) ** 2))
 
-    return from_phi(
+    return _phi_loss(
         lambda p: p * p - p,
         name="squared",
         link=lambda h: jnp.clip(0.5 * (1.0 + h), 0.0, 1.0),
         psi=psi,
+        min_curv_ratio=1.0,
     )
 
 
 @_built_once
 def logistic() -> Loss:
     """Entropy φ (natural log); ψ(x) = log2(1 + e^{−x}) (Table 1 B)."""
-    return from_phi(
+    return _phi_loss(
         _entropy_phi,
         name="logistic",
         link=jax.nn.sigmoid,
         psi=lambda x: jax.nn.softplus(-x) / _LN2,
+        min_curv_ratio=1.0,
     )
 
 
 @_built_once
 def binary_logistic() -> Loss:
     """Entropy φ in log2; ψ(x) = log2(1 + 2^{−x}) (Table 1 C)."""
-    return from_phi(
+    return _phi_loss(
         lambda p: _entropy_phi(p) / _LN2,
         name="binary_logistic",
         link=lambda h: jax.nn.sigmoid(h * _LN2),
         psi=lambda x: jax.nn.softplus(-x * _LN2) / _LN2,
+        min_curv_ratio=1.0,
     )
 
 
@@ -640,11 +653,12 @@ def _matsushita_psi(x):
 @_built_once
 def matsushita() -> Loss:
     """Matsushita φ(p) = −√(p(1 − p)); ψ(x) = −x + √(1 + x²) (Table 1 D)."""
-    return from_phi(
+    return _phi_loss(
         lambda p: -jnp.sqrt(p * (1.0 - p)),
         name="matsushita",
         link=lambda h: _sqrt_link(h, 1.0),
         psi=_matsushita_psi,
+        min_curv_ratio=1.0,
     )
 
 

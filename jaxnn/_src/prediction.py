@@ -156,7 +156,7 @@ def _query_parts(model: Model, X, neighbors):
             raise ValueError(f"X and neighbors have mismatched lengths: {Xq.shape[0]} rows in X, {n} in neighbors")
     if isinstance(nb, jax.core.Tracer):
         return alpha, Y, nb, None, n
-    return alpha, Y, to_device(padded_rows(nb, query_rows(n))), None, n  # padding rows name training point 0
+    return alpha, Y, to_device(padded_rows(nb, query_rows(n, among=alpha.shape[0]))), None, n  # padding: point 0
 
 
 #: query rows scored at a time: a larger batch of queries is streamed in
@@ -300,7 +300,7 @@ def posterior_parts(model: Model, X, neighbors=None, found=None, rows=None):
         n = found.shape[0]
         if X.shape[0] != n:
             raise ValueError(f"X and found have mismatched lengths: {X.shape[0]} rows in X, {n} in found")
-        nb = to_device(padded_rows(found, query_rows(n)))
+        nb = to_device(padded_rows(found, query_rows(n, among=alpha.shape[0])))
         k = first_k(found, model.k)
     options = {"loss": model.loss, "algorithm": model.algorithm, "multilabel": model.multilabel}
     # λ and T as Python floats, positional, as predict_proba passes model.posterior_mix and
@@ -325,7 +325,7 @@ def held_out_scores(model: Model, X, found=None, rows=None, temperature=None):
         n = found.shape[0]
         if X.shape[0] != n:
             raise ValueError(f"X and found have mismatched lengths: {X.shape[0]} rows in X, {n} in found")
-        nb = to_device(padded_rows(np.asarray(found), query_rows(n)))
+        nb = to_device(padded_rows(np.asarray(found), query_rows(n, among=alpha.shape[0])))
         k = first_k(found, model.k)
     H = np.asarray(_rule_parts(alpha, Y, nb, k)[0])[:n]
     if temperature is None:

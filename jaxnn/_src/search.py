@@ -209,7 +209,7 @@ def blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, rec
         if not isinstance(X, jax.core.Tracer) and not isinstance(Q, jax.core.Tracer) and m <= shared_sizes.SHARED_MAX_ROWS:
             X, (e0, shift, s, e) = conditioning_on_host(np.asarray(X))  # no reduction of X in the program
             X, n_valid = to_device(padded_rows(X, max(shared_rows(m), rows or 0))), to_device(m, np.int32)
-            Q = padded_rows(Q, query_rows(Q.shape[0], block))
+            Q = padded_rows(Q, query_rows(Q.shape[0], block, among=X.shape[0]))
             transform = to_device(e0, np.int32), to_device(shift), to_device(s), to_device(e, np.int32)
             if recall_target is None and share_k:  # a few ks share the program; the padding columns sort last
                 found = min(shared_k(k, m), X.shape[0])

@@ -118,16 +118,32 @@ def at_shared_rows(*arrays, rows: int | None = None):
     return tuple(padded_rows(a, max(shared_rows(m), rows or 0)) for a in arrays)
 
 
-def query_rows(n: int, block: int = 128) -> int:
+#: queries × training rows below which padding a batch of queries costs
+#: nothing worth a program of its own (2¹⁸ distances: well under a millisecond)
+SMALL_SEARCH_ELEMENTS = 1 << 18
+
+
+def query_rows(n: int, block: int = 128, among: int | None = None) -> int:
     """The rows a batch of n queries is padded to (≥ n): whole blocks of
     ``block`` rows, their number rounded up to two significant bits up to 64
     blocks (1, 2, 3, 4, 6, 8, 12, …, 48, 64: at most half more work) and
     to four beyond (72, 80, …: at most an eighth more).  A new shape costs a
     compile (~0.5 s on 2 CPU cores) that outweighs searching dozens of blocks,
     hence the coarse steps while batches are small: any batch of ≤ 128
-    queries shares one compiled search, and sizes 1 … 10⁴ need 14."""
+    queries shares one compiled search, and sizes 1 … 10⁴ need 14.
+
+    ``among``: the (padded) training rows the queries are searched among and
+    scored against.  Few of them make a padded query nearly free, so the
+    rows are at least :data:`SMALL_SEARCH_ELEMENTS` / among (in whole
+    blocks): among 256 padded rows, every batch of up to 1024 queries — a
+    fit's held-out part, the training points, a test set — shares one
+    compiled search, scoring and posterior."""
     blocks = -(-int(n) // block)
-    return in_blocks(n, block, bits=2 if blocks <= 64 else 4)
+    rows = in_blocks(n, block, bits=2 if blocks <= 64 else 4)
+    if among is None:
+        return rows
+    floor = SMALL_SEARCH_ELEMENTS // max(int(among), 1) // block * block
+    return max(rows, in_blocks(floor, block, bits=2)) if floor >= block else rows
 
 
 def padded_rows(a, rows: int):
