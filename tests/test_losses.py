@@ -387,11 +387,10 @@ def test_from_psi_checks_the_surrogate_inside_a_positive_domain():
 
 
 def test_a_new_process_compiles_one_program_per_loss_and_no_eager_operations_in_fit():
-    """from_phi's checks ran φ's operations one by one: in a new process the
-    first ``logistic()`` compiled 36 programs (~2 s), and fit's H* and its
-    finiteness check of the device copy of X a dozen more (a first fit of 250
-    points 3.8 → 1.8 s).  Now the checks are one program, H* one per dtype,
-    and a JAX array on the CPU is checked in place."""
+    """In a new process a catalogue loss (``logistic()``) compiles nothing,
+    a loss from_phi checks (``phi_mu(0.3)``) one program — not φ's
+    operations one by one — and a fit no eager operation: H* is one program
+    per dtype, and a JAX array on the CPU is checked in place."""
     import json
     import subprocess
     import sys
@@ -409,14 +408,16 @@ def test_a_new_process_compiles_one_program_per_loss_and_no_eager_operations_in_
         X = np.random.default_rng(0).normal(size=(250, 8)).astype(np.float32)
         with jax.log_compiles():
             jaxnn.losses.logistic()
+            catalogue, names[:] = list(names), []
+            jaxnn.losses.phi_mu(0.3)
             loss, names[:] = list(names), []
             jaxnn.fit(X, (X[:, 0] > 0).astype(int), k=10, posterior="link")
-        print(json.dumps([loss, names]))
+        print(json.dumps([catalogue, loss, names]))
     """
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    loss, fit = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert loss == ["jit(permissibility)"]
+    catalogue, loss, fit = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert catalogue == [] and loss == ["jit(permissibility)"]
     eager = {"jit(add)", "jit(multiply)", "jit(subtract)", "jit(true_divide)", "jit(log)", "jit(isfinite)",
              "jit(_reduce_all)", "jit(not_equal)", "jit(bitwise_or)"}
     assert not eager & set(fit), fit
