@@ -161,6 +161,7 @@ def _compile_for_tests() -> None:
     seconds so instead of 237.  Benchmarks run outside the tests compile
     with every optimisation."""
     os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
+    os.environ.setdefault("JAXNN_BENCH_QUICK", "1")  # benchmarks run in the tests at their quick sizes
 
 
 _compile_for_tests()

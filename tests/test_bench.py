@@ -7,8 +7,9 @@ extra).  The smoke runs use ``JAXNN_BENCH_QUICK=1`` (≤ 2000 points, one
 parameter value), ``--quick`` (one call per benchmark), ``--dry-run`` (no
 results saved) and ``--python=same`` (this interpreter, no environment built).
 The classes whose ``setup_cache`` compiles pynndescent's numba kernels (tens
-of seconds a process, :data:`NUMBA_COMPILING`) run in their own smoke run,
-marked ``slow``; the first runs all the others.
+of seconds a process, :data:`NUMBA_COMPILING`) run in-process instead, by
+``bench.direct``, in the worker that compiles those kernels for the other
+pynndescent tests; the asv smoke run runs all the others.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ def test_asv_check(tmp_path):
 
 
 #: benchmark classes whose setup_cache compiles pynndescent's numba kernels
-#: (not cached on disk: ~30-45 s a process on 2 cores), smoke-run apart
+#: (not cached on disk: ~25 s a process on 2 cores), run in-process apart
 NUMBA_COMPILING = ("NNDescent", "FastFitRatio")
 _NUMBA_COMPILING = r"\.(" + "|".join(NUMBA_COMPILING) + r")\."
 
@@ -119,12 +120,23 @@ def test_quick_smoke_run_every_benchmark_gives_a_number(tmp_path):
     assert classes.isdisjoint(NUMBA_COMPILING), classes
 
 
-@pytest.mark.slow
-def test_quick_smoke_run_of_the_numba_compiling_classes(tmp_path):
-    """The classes of :data:`NUMBA_COMPILING`, which the quick run above
-    leaves out: between them the two runs execute every benchmark class."""
-    names = _smoke_run(tmp_path, _NUMBA_COMPILING)
-    assert {n.split(".")[1] for n in names} == set(NUMBA_COMPILING), names
+@pytest.mark.xdist_group("nndescent")  # the worker whose process compiles pynndescent's numba kernels
+def test_the_numba_compiling_classes_give_a_number_each():
+    """The classes of :data:`NUMBA_COMPILING`, which the asv smoke run above
+    leaves out, run by ``bench.direct`` in this process (quick sizes, set by
+    tests/conftest.py): pynndescent's kernels compile once here, not in each
+    asv process.  Every benchmark and parameter gives a value — no error, no
+    skip; between them the two runs execute every benchmark class."""
+    sys.path.insert(0, str(ROOT))
+    try:
+        from bench import common, direct
+    finally:
+        sys.path.remove(str(ROOT))
+    assert common.QUICK
+    results = direct.run([rf"^{name}\." for name in NUMBA_COMPILING], echo=lambda line: None)
+    assert {r["name"].split(".")[0] for r in results} == set(NUMBA_COMPILING), results
+    bad = [r for r in results if not isinstance(r.get("value"), (int, float)) or "error" in r or "skipped" in r]
+    assert not bad, bad
 
 
 def test_every_benchmark_class_is_in_a_smoke_run():
