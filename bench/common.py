@@ -59,11 +59,13 @@ QUICK = os.environ.get("JAXNN_BENCH_QUICK", "").strip() not in ("", "0")
 # persistent compilation cache (JAXNN_BENCH_JAX_CACHE=/some/dir; on by default
 # in quick mode, in the system temp folder) lets later processes load the
 # executables instead — which also makes track_compile_seconds measure a cache
-# load, so the full suite leaves it off unless asked.
+# load, so the full suite leaves it off unless asked.  A cache already on (the
+# test run's, through JAXNN_CACHE_DIR) is left as it is: a process imports
+# this module mid-run there, and its other computations use that cache.
 _JAX_CACHE = os.environ.get("JAXNN_BENCH_JAX_CACHE") or (
     os.path.join(__import__("tempfile").gettempdir(), "jaxnn-bench-jax-cache") if QUICK else ""
 )
-if _JAX_CACHE:
+if _JAX_CACHE and not jax.config.jax_compilation_cache_dir:
     jax.config.update("jax_compilation_cache_dir", _JAX_CACHE)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
