@@ -54,6 +54,12 @@ SCRIPT = textwrap.dedent(
         home = jaxnn.fit(X, y, k=7, devices=2, posterior="link")
         assert home.alpha.devices() == {jax.devices()[3]}, home.alpha.devices()
         assert jaxnn.knn_graph(X, 7, devices=2).indices.devices() == {jax.devices()[3]}
+    # sample weights: replicated beside the sharded classes
+    w = rng.gamma(1.0, 1.0, size=300)
+    for chooser in ("lazy", "colored"):
+        kw = dict(k=7, chooser=chooser, posterior="link", sample_weight=w)
+        out[f"weighted-{chooser}"] = float(np.max(np.abs(np.asarray(jaxnn.fit(X, y, devices=4, **kw).alpha)
+                                                         - np.asarray(jaxnn.fit(X, y, **kw).alpha))))
     # C = 5 on 4 devices: padded to 8 (a multiple of 4), not 6
     from jaxnn._src import sharding
     assert sharding.pad_classes(np.ones((2, 5)), 4).shape == (2, 8)
