@@ -76,7 +76,10 @@ def _newton_delta(loss: Loss, e, r, n, scale: float, layout):
 
 
 def _require_bounded(loss: Loss, name: str) -> None:
-    if not math.isfinite(float(loss.hstar(jnp.float32))):
+    """ValueError unless sup ψ'' < ∞: ``loss.bounded`` where the loss knows
+    it, else H* read at float32 (one small program)."""
+    bounded = loss.bounded if loss.bounded is not None else math.isfinite(float(loss.hstar(jnp.float32)))
+    if not bounded:
         raise ValueError(
             f"{name} needs a loss with bounded curvature (sup psi'' < inf); "
             f"{loss.name!r} has none: use algorithm='unn' or a balanced loss"

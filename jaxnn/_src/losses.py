@@ -86,6 +86,8 @@ class Loss(NamedTuple):
       b: ``b(dtype)`` → φ(0) − φ(1/2) (None unless balanced).
       unn_closed_form: optional ``(w_plus, w_minus) → δ`` solving UNN's
         eq. (10) exactly when weights are multiplicative (exponential loss).
+      bounded: whether sup ψ'' < ∞, where known when the loss is built (a
+        balanced loss: its φ'' is bounded away from 0); None: read ``hstar``.
     """
 
     name: str
@@ -102,6 +104,7 @@ class Loss(NamedTuple):
     conjugate: Optional[Fn] = None
     b: Optional[Callable[[object], Array]] = None
     unn_closed_form: Optional[Callable[[Array, Array], Array]] = None
+    bounded: Optional[bool] = None
 
     def __repr__(self) -> str:  # functions make the default repr unreadable
         return f"Loss({self.name!r})"
@@ -434,6 +437,7 @@ def _phi_loss(phi: Fn, *, name: str, link: Optional[Fn], psi: Optional[Fn], min_
         link=link_fn,
         conjugate=conjugate,
         b=b_of,
+        bounded=min_curv_ratio > 0,
     )
 
 
