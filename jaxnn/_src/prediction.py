@@ -282,6 +282,19 @@ def normalise_rows(p, H):
     return jnp.where(empty, top, p / jnp.where(empty, 1.0, total))
 
 
+def _found_parts(model: Model, X, found, rows):
+    """:func:`_query_parts` for queries X whose (n, k') host neighbour
+    indices ``found`` are given: α and the labels padded to at least ``rows``
+    rows, the indices to :func:`shared_sizes.query_rows` rows on the device,
+    and k the traced count of them to sum."""
+    alpha, Y = at_shared_rows(model.alpha, model.Y, rows=rows)
+    n = found.shape[0]
+    if X.shape[0] != n:
+        raise ValueError(f"X and found have mismatched lengths: {X.shape[0]} rows in X, {n} in found")
+    nb = to_device(padded_rows(np.asarray(found), query_rows(n, among=alpha.shape[0])))
+    return alpha, Y, nb, first_k(found, model.k), n
+
+
 def posterior_parts(model: Model, X, neighbors=None, found=None, rows=None):
     """(link posterior, vote fractions), both (n, C) NumPy arrays: the
     program of :func:`predict_proba` (:func:`_mixed_posterior`) at λ = 0 and
@@ -293,15 +306,7 @@ def posterior_parts(model: Model, X, neighbors=None, found=None, rows=None):
     on, with k traced, so that nearby ks share one compiled program; with
     them, ``rows``: the model's α and labels are padded to at least so many
     rows (the main fit's, whose ``predict_proba`` then reuses the program)."""
-    if found is None:
-        alpha, Y, nb, k, n = _query_parts(model, X, neighbors)
-    else:
-        alpha, Y = at_shared_rows(model.alpha, model.Y, rows=rows)
-        n = found.shape[0]
-        if X.shape[0] != n:
-            raise ValueError(f"X and found have mismatched lengths: {X.shape[0]} rows in X, {n} in found")
-        nb = to_device(padded_rows(found, query_rows(n, among=alpha.shape[0])))
-        k = first_k(found, model.k)
+    alpha, Y, nb, k, n = _query_parts(model, X, neighbors) if found is None else _found_parts(model, X, found, rows)
     options = {"loss": model.loss, "algorithm": model.algorithm, "multilabel": model.multilabel}
     # λ and T as Python floats, positional, as predict_proba passes model.posterior_mix and
     # model.posterior_temperature: the same program
@@ -318,15 +323,7 @@ def held_out_scores(model: Model, X, found=None, rows=None, temperature=None):
     :func:`posterior_parts`: X's (n, k') host neighbour indices among the
     model's points (a graph of the training points themselves, self
     excluded, serves too), and the rows α is padded to."""
-    if found is None:
-        alpha, Y, nb, k, n = _query_parts(model, X, None)
-    else:
-        alpha, Y = at_shared_rows(model.alpha, model.Y, rows=rows)
-        n = found.shape[0]
-        if X.shape[0] != n:
-            raise ValueError(f"X and found have mismatched lengths: {X.shape[0]} rows in X, {n} in found")
-        nb = to_device(padded_rows(np.asarray(found), query_rows(n, among=alpha.shape[0])))
-        k = first_k(found, model.k)
+    alpha, Y, nb, k, n = _query_parts(model, X, None) if found is None else _found_parts(model, X, found, rows)
     H = np.asarray(_rule_parts(alpha, Y, nb, k)[0])[:n]
     if temperature is None:
         return H
