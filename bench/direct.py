@@ -87,9 +87,11 @@ def _format(result: dict) -> str:
     return f"{text} {result.get('unit', '')}{extra}".strip()
 
 
-def run(patterns: list[str], budget: float = float("inf"), out: Path | None = None, echo=print) -> list[dict]:
+def run(patterns: list[str], budget: float = float("inf"), out: Path | None = None, echo=print,
+        quick: bool = False) -> list[dict]:
     """Run every benchmark matching ``patterns``; returns (and writes to ``out``)
-    one dict per (benchmark, parameters): name, params, value or skipped or error."""
+    one dict per (benchmark, parameters): name, params, value or skipped or error.
+    ``quick``: each ``time_*`` benchmark is called once (asv's ``--quick``)."""
     compiled = []
     for p in patterns:
         try:
@@ -150,8 +152,8 @@ def run(patterns: list[str], budget: float = float("inf"), out: Path | None = No
                     fn = getattr(bench, name)
                     try:
                         if name.startswith("time_"):
-                            number = _attribute(cls, name, "number", 1)
-                            repeat = _attribute(cls, name, "repeat", (1, 10, 20.0))
+                            number = 1 if quick else _attribute(cls, name, "number", 1)
+                            repeat = 1 if quick else _attribute(cls, name, "repeat", (1, 10, 20.0))
                             result = _time(lambda: fn(*args), number, repeat)
                         else:
                             result = {"value": fn(*args), "unit": _attribute(cls, name, "unit", "")}
@@ -175,8 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("patterns", nargs="+", help="regular expressions on Class.method names (as asv -b)")
     parser.add_argument("--budget", type=float, default=float("inf"), help="start no new class after this many seconds")
     parser.add_argument("--out", type=Path, help="write the results here as JSON (after every result)")
+    parser.add_argument("--quick", action="store_true", help="call each time_ benchmark once (as asv --quick)")
     args = parser.parse_args(argv)
-    results = run(args.patterns, args.budget, args.out, echo=lambda s: print(s, flush=True))
+    results = run(args.patterns, args.budget, args.out, echo=lambda s: print(s, flush=True), quick=args.quick)
     return 1 if any("error" in r for r in results) else 0
 
 

@@ -27,9 +27,11 @@ tier and 200 in the full suite.
 
 Compilation
 -----------
-Tests compile with most of XLA's optimisations off (``JAX_DISABLE_MOST_OPTIMIZATIONS=1``
-unless set otherwise, inherited by the subprocesses tests start): they check
-results, and compiling is most of their time.
+Tests compile with most of XLA's optimisations off (``JAX_DISABLE_MOST_OPTIMIZATIONS=1``)
+and XLA's older CPU fusion emitters (:data:`FAST_COMPILE_XLA_FLAG` in
+``XLA_FLAGS``, where this jaxlib knows the flag), unless set otherwise,
+inherited by the subprocesses tests start: they check results, and compiling
+is most of their time.
 
 The run keeps JAX's persistent compilation cache in
 ``.pytest_cache/jax-compilation-cache`` (gitignored): ``JAXNN_CACHE_DIR``
@@ -73,7 +75,8 @@ SLOW_ELSEWHERE = (
     "tests/test_readme_snippets.py::test_every_readme_python_block_runs",  # pynndescent index: numba
     "tests/test_readme_snippets.py::test_every_guide_python_block_runs",  # ~5 s a page of the guide
     "tests/test_bench.py::test_asv_check",  # asv in a subprocess imports every benchmark
-    "tests/test_bench.py::test_quick_smoke_run",  # asv smoke runs
+    "tests/test_bench.py::test_asv_runs_the_classes_only_asv_can",  # asv smoke run
+    "tests/test_bench.py::test_every_other_benchmark_gives_a_number_in_process",  # the benchmarks' programs
     "tests/test_bench.py::test_direct_runner_measures_classes_without_asv",  # a subprocess
     "tests/test_bench.py::test_engine_runs_compile_ahead_of_time",  # four kinds of run compiled ahead
     "tests/test_bench.py::test_greedy_floor_runs_the_update_with_random_rows",  # a program of its own
@@ -153,15 +156,38 @@ def _compilation_cache_dir() -> str | None:
     return str(ROOT / ".pytest_cache" / "jax-compilation-cache")
 
 
+#: XLA's CPU flag the tests compile with where this jaxlib knows it: fusions by
+#: the older elemental emitters, which compile in about two thirds of the time
+FAST_COMPILE_XLA_FLAG = "--xla_cpu_use_fusion_emitters=false"
+
+
 def _compile_for_tests() -> None:
-    """Compile without most of XLA's optimisations (``JAX_DISABLE_MOST_OPTIMIZATIONS``,
-    for this process and the subprocesses tests start, unless you set it): the
-    tests check what programs compute, not how fast, and most of their time is
-    compilation — on 2 cores test_engine and test_shared_sizes take 173 CPU
-    seconds so instead of 237.  Benchmarks run outside the tests compile
-    with every optimisation."""
+    """Compile without most of XLA's optimisations (``JAX_DISABLE_MOST_OPTIMIZATIONS``)
+    and with :data:`FAST_COMPILE_XLA_FLAG` added to ``XLA_FLAGS``, for this
+    process and the subprocesses tests start, unless you set them: the tests
+    check what programs compute, not how fast, and most of their time is
+    compilation.  XLA aborts a process on a flag it does not know, so the flag
+    is added only after a subprocess has started XLA's CPU backend with it
+    (once: the pytest-xdist workers inherit the environment).  Benchmarks run
+    outside the tests compile with every optimisation."""
     os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
     os.environ.setdefault("JAXNN_BENCH_QUICK", "1")  # benchmarks run in the tests at their quick sizes
+    flags = os.environ.get("XLA_FLAGS", "")
+    name = FAST_COMPILE_XLA_FLAG.split("=")[0]
+    if name in flags or os.environ.get("JAXNN_TEST_XLA_FLAG_CHECKED"):
+        return
+    os.environ["JAXNN_TEST_XLA_FLAG_CHECKED"] = "1"
+    import subprocess
+    import sys
+
+    env = dict(os.environ, XLA_FLAGS=f"{flags} {FAST_COMPILE_XLA_FLAG}".strip(), JAX_PLATFORMS="cpu")
+    try:
+        known = subprocess.run([sys.executable, "-c", "import jax; jax.devices()"], env=env, capture_output=True,
+                               timeout=120).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        known = False
+    if known:
+        os.environ["XLA_FLAGS"] = env["XLA_FLAGS"]
 
 
 _compile_for_tests()

@@ -4,12 +4,15 @@ produce a number.
 
 Skipped when asv is not installed (``pip install asv``, or the ``bench``
 extra).  The smoke runs use ``JAXNN_BENCH_QUICK=1`` (≤ 2000 points, one
-parameter value), ``--quick`` (one call per benchmark), ``--dry-run`` (no
-results saved) and ``--python=same`` (this interpreter, no environment built).
-The classes whose ``setup_cache`` compiles pynndescent's numba kernels (tens
-of seconds a process, :data:`NUMBA_COMPILING`) run in-process instead, by
-``bench.direct``, in the worker that compiles those kernels for the other
-pynndescent tests; the asv smoke run runs all the others.
+parameter value) and call each timed benchmark once.  asv itself (``--quick
+--dry-run --python=same``: this interpreter, no environment built, no results
+saved) runs the classes with benchmarks only asv can run (``peakmem_``,
+``mem_``: :data:`ASV_ONLY`); ``bench.direct`` runs every other class in the
+test's own process — one JAX start and one compilation of each program, where
+asv starts a process per benchmark — and the classes whose ``setup_cache``
+compiles pynndescent's numba kernels (tens of seconds a process,
+:data:`NUMBA_COMPILING`) in the worker that compiles those kernels for the
+other pynndescent tests.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import FAST_COMPILE_XLA_FLAG
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,7 +44,9 @@ def _asv(*args, home: Path, config: Path = ROOT / "asv.conf.json", quick: bool =
     env = dict(os.environ, HOME=str(home))  # asv's ~/.asv-machine.json goes to a temp home
     env["COLUMNS"] = "250"  # asv shortens benchmark names to the terminal's width: keep them whole
     env.setdefault("JAX_PLATFORMS", "cpu")
-    env.pop("JAX_DISABLE_MOST_OPTIMIZATIONS", None)  # the tests' setting (conftest): benchmarks run optimised
+    # the tests' compilation settings (conftest): benchmarks run optimised
+    env.pop("JAX_DISABLE_MOST_OPTIMIZATIONS", None)
+    env["XLA_FLAGS"] = env.get("XLA_FLAGS", "").replace(FAST_COMPILE_XLA_FLAG, "").strip()
     if quick:
         env["JAXNN_BENCH_QUICK"] = "1"
     return subprocess.run(
@@ -75,13 +81,22 @@ def test_asv_check(tmp_path):
 #: benchmark classes whose setup_cache compiles pynndescent's numba kernels
 #: (not cached on disk: ~25 s a process on 2 cores), run in-process apart
 NUMBA_COMPILING = ("NNDescent", "FastFitRatio")
-_NUMBA_COMPILING = r"\.(" + "|".join(NUMBA_COMPILING) + r")\."
+#: benchmark classes with benchmarks that only asv runs (peak memory of a process)
+ASV_ONLY = ("KnnGraph", "MemoryFit", "MemoryPredict")
 
 
-def _smoke_run(tmp_path: Path, bench: str) -> None:
+def _bench_module(name: str):
+    sys.path.insert(0, str(ROOT))
+    try:
+        return importlib.import_module(f"bench.{name}")
+    finally:
+        sys.path.remove(str(ROOT))
+
+
+def _smoke_run(tmp_path: Path, bench: str) -> list[str]:
     """``asv run --quick`` of the benchmarks matching ``bench`` (asv's ``-b``):
     every one selected must appear in the output with a number — no failure,
-    skip (n/a) or traceback anywhere."""
+    skip (n/a) or traceback anywhere.  Returns their names."""
     # asv.conf.json with absolute paths and asv's own files (benchmarks.json,
     # machine.json) in tmp_path, so the list of benchmarks read below is this run's.
     conf = _load_conf("asv.conf.json")
@@ -103,52 +118,65 @@ def _smoke_run(tmp_path: Path, bench: str) -> None:
     missing = [n for n in names if n.split(".", 1)[1] not in out and n.rsplit(".", 1)[1] not in out]
     assert not missing, f"not in the output: {missing}\n{_output(proc)}"
     # ...with a number: no failures, skips (n/a) or errors anywhere.
-    allowed_skips = () if importlib.util.find_spec("numba") else ("NumbaVsColored", "NumbaGreedyStep", "RandomRows")
-    bad = [
-        line for line in out.splitlines()
-        if re.search(r"\bfailed\b|\bn/a\b|\bskipped\b|Traceback", line) and not any(s in line for s in allowed_skips)
-    ]
+    bad = [line for line in out.splitlines() if re.search(r"\bfailed\b|\bn/a\b|\bskipped\b|Traceback", line)]
     assert not bad, "\n".join(bad) + "\n" + _output(proc)
     return names
 
 
-def test_quick_smoke_run_every_benchmark_gives_a_number(tmp_path):
-    """Every benchmark but those of :data:`NUMBA_COMPILING`."""
-    names = _smoke_run(tmp_path, f"^(?!.*{_NUMBA_COMPILING})")
-    assert len(names) >= 20, names
-    classes = {n.split(".")[1] for n in names}
-    assert classes.isdisjoint(NUMBA_COMPILING), classes
+def _direct_run(classes) -> list[dict]:
+    """``bench.direct`` of the given classes, quick, in this process (quick
+    sizes: tests/conftest.py sets ``JAXNN_BENCH_QUICK``): every benchmark and
+    parameter gives a value — no error, no skip.  Returns the results."""
+    common, direct = _bench_module("common"), _bench_module("direct")
+    assert common.QUICK
+    results = direct.run([rf"^{name}\." for name in classes], echo=lambda line: None, quick=True)
+    assert {r["name"].split(".")[0] for r in results} == set(classes), results
+    bad = [r for r in results if not isinstance(r.get("value"), (int, float)) or "error" in r or "skipped" in r]
+    assert not bad, bad
+    return results
+
+
+def _class_names(kinds=("time_", "track_", "peakmem_", "mem_")) -> set[str]:
+    """The benchmark classes of bench/'s modules with a method of these kinds."""
+    import inspect
+    import pkgutil
+
+    names = set()
+    for info in pkgutil.iter_modules([str(ROOT / "bench")]):
+        for _, cls in inspect.getmembers(_bench_module(info.name), inspect.isclass):
+            if cls.__module__.endswith(f".{info.name}") and any(n.startswith(kinds) for n in dir(cls)):
+                names.add(cls.__name__)
+    return names
+
+
+def test_asv_runs_the_classes_only_asv_can(tmp_path):
+    """The classes of :data:`ASV_ONLY` under asv: each benchmark gives a number."""
+    names = _smoke_run(tmp_path, r"\.(" + "|".join(ASV_ONLY) + r")\.")
+    assert {n.split(".")[1] for n in names} == set(ASV_ONLY), names
+    assert any(n.rsplit(".", 1)[1].startswith("peakmem_") for n in names), names
+
+
+def test_every_other_benchmark_gives_a_number_in_process():
+    """Every class but :data:`NUMBA_COMPILING`'s, by ``bench.direct``."""
+    classes = sorted(_class_names() - set(NUMBA_COMPILING) - set(ASV_ONLY))
+    assert len(classes) >= 20, classes
+    _direct_run(classes)
 
 
 @pytest.mark.xdist_group("nndescent")  # the worker whose process compiles pynndescent's numba kernels
 def test_the_numba_compiling_classes_give_a_number_each():
-    """The classes of :data:`NUMBA_COMPILING`, which the asv smoke run above
-    leaves out, run by ``bench.direct`` in this process (quick sizes, set by
-    tests/conftest.py): pynndescent's kernels compile once here, not in each
-    asv process.  Every benchmark and parameter gives a value — no error, no
-    skip; between them the two runs execute every benchmark class."""
-    sys.path.insert(0, str(ROOT))
-    try:
-        from bench import common, direct
-    finally:
-        sys.path.remove(str(ROOT))
-    assert common.QUICK
-    results = direct.run([rf"^{name}\." for name in NUMBA_COMPILING], echo=lambda line: None)
-    assert {r["name"].split(".")[0] for r in results} == set(NUMBA_COMPILING), results
-    bad = [r for r in results if not isinstance(r.get("value"), (int, float)) or "error" in r or "skipped" in r]
-    assert not bad, bad
+    """The classes of :data:`NUMBA_COMPILING`: pynndescent's kernels compile
+    once here, not in each asv process."""
+    _direct_run(NUMBA_COMPILING)
 
 
-def test_every_benchmark_class_is_in_a_smoke_run():
+def test_the_smoke_runs_cover_every_class():
     """In quick mode too the suite defines every class (none hidden behind
-    the full mode), so the two smoke runs above cover them all."""
-    sys.path.insert(0, str(ROOT))
-    try:
-        from bench import direct
-    finally:
-        sys.path.remove(str(ROOT))
-    names = {c.__name__ for c in direct._benchmark_classes()}
-    assert set(NUMBA_COMPILING) <= names, names
+    the full mode); the classes asv alone runs are those with memory
+    benchmarks (which ``bench.direct`` leaves out), so that the three runs
+    above execute every benchmark."""
+    assert set(NUMBA_COMPILING) <= _class_names(), _class_names()
+    assert _class_names(("peakmem_", "mem_")) == set(ASV_ONLY)
 
 
 def test_engine_runs_compile_ahead_of_time():
