@@ -35,7 +35,7 @@ def test_shared_rows_buckets():
 def test_fits_of_nearby_sizes_share_the_compiled_programs(compilations):
     """Cross-validation folds differ by a row: the second size compiles no
     search, boosting or scoring (each new m compiled ~1.2 s of programs)."""
-    watched = (search_mod.conditioned_search, boost, predict_mod._rule_parts, predict_mod._mixed_posterior)
+    watched = (search_mod.conditioned_search, boost, predict_mod._rule)
     X, y = _blobs(403, d=7, seed=11)
     with compilations(*watched):  # compiled anew
         model = jaxnn.fit(X[:400], y[:400], k=6)
@@ -286,12 +286,9 @@ def test_a_new_size_compiles_only_the_search_and_the_boosting(algorithm, windowe
         jaxnn.fit(X, y, **kw)  # 384 rows
     windows = windowed and platforms.platform() in platforms.WINDOWED_PLATFORMS  # boost_runs.runs_windowed
     scan = window.boost_windowed if windows else boost
-    # and the leverage of the examples no step reached (n_j = 0), at the unpadded (m, C): one small program
-    from jaxnn._src.fitting import _unreached_filled
-
+    # (the leverage of the examples no step reached, n_j = 0, is filled on the host: no program)
     assert not np.all(np.bincount(np.asarray(jaxnn.knn_graph(X, 5).indices).ravel(), minlength=300) > 0)
-    assert set(names) == {f"jit({search_mod.conditioned_search.__name__})", f"jit({scan.__name__})",
-                          f"jit({_unreached_filled.__name__})"}, names
+    assert set(names) == {f"jit({search_mod.conditioned_search.__name__})", f"jit({scan.__name__})"}, names
 
 
 @pytest.mark.parametrize("algorithm", ["gnnb", "n3"])  # the others' steps padded: test_padded_fit_equals_the_unpadded_fit
@@ -380,12 +377,12 @@ def test_predict_proba_of_any_posterior_mix_shares_one_program(compilations):
     X, y = _blobs(300, d=8, seed=41)
     model = jaxnn.fit(X, y, k=5, posterior="link")
     Xq = X[:50] + 0.1
-    with compilations(predict_mod._mixed_posterior):  # compiled anew
+    with compilations(predict_mod._rule):  # compiled anew
         p_link = np.asarray(jaxnn.predict_proba(model, Xq))
     with compilations() as compiled:
         mixes = {lam: np.asarray(jaxnn.predict_proba(dataclasses.replace(model, posterior_mix=lam), Xq))
                  for lam in (1.0, 0.25)}
-    assert compiled.of(predict_mod._mixed_posterior) == []
+    assert compiled.of(predict_mod._rule) == []
     link, votes = predict_mod.posterior_parts(model, Xq)  # the separate link and vote fractions
     np.testing.assert_allclose(p_link, link, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(mixes[1.0], votes, rtol=1e-6, atol=1e-7)
@@ -429,7 +426,7 @@ def test_fits_of_nearby_ks_share_the_compiled_programs_and_equal_unshared_fits(p
     ~0.5–0.9 s of them, 2 CPU cores) — and every fit, its scores, posteriors,
     labels and posterior choice equal those of the fit without shared ks
     (SHARED_K_MAX_ROWS = 0: the search finds k, the width floor is 8k)."""
-    watched = (search_mod.conditioned_search, boost, predict_mod._rule_parts, predict_mod._mixed_posterior)
+    watched = (search_mod.conditioned_search, boost, predict_mod._rule)
     X, y = _blobs(350 if posterior == "link" else 330, d=6, seed=21)
     Q = X[:70] + np.float32(0.1)
 
@@ -483,11 +480,11 @@ def test_auto_posterior_choice_compiles_only_predict_probas_program(m, compilati
     2 CPU cores) — also where the 80 % and the whole round to different
     shared sizes (m = 400: 384 and 512 rows)."""
     X, y = _blobs(m, C=5, seed=12)
-    with compilations(predict_mod._mixed_posterior) as compiled:  # its programs dropped first
+    with compilations(predict_mod._rule) as compiled:  # its programs dropped first
         model = jaxnn.fit(X, y, k=6)
-        assert len(compiled.of(predict_mod._mixed_posterior)) == 1, compiled  # one program for both λ
+        assert len(compiled.of(predict_mod._rule)) == 1, compiled  # one program for both λ
         p = np.asarray(jaxnn.predict_proba(model, X[:90]))  # 90 rows, as the 80–100 scored: 128 query rows
-    assert len(compiled.of(predict_mod._mixed_posterior)) == 1, compiled
+    assert len(compiled.of(predict_mod._rule)) == 1, compiled
     np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-5)
 
 

@@ -10,7 +10,6 @@ import dataclasses
 from typing import Optional
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxnn._src import algorithms as algos
@@ -239,8 +238,9 @@ def unreached_leverage(alpha, Y, neighbors, weights=None):
     such as 10⁻³, did as well or worse: docs/guide/posteriors.md), an
     unreached example votes for its label like a typical reached one, and at
     k = 1 with every α > 0 the rule is exactly 1-NN.  Examples that were
-    reached keep their α.  Vectorised over the examples (one jitted program
-    when some are unreached; α itself when none is); deterministic.
+    reached keep their α.  Computed on the host in one vectorised pass (the
+    answer placed as ``alpha`` is: its devices and sharding), α itself when
+    every example was reached; deterministic.
     :func:`jaxnn.ensemble.fit_split` is to apply it to each block's α and
     graph, as :func:`fit` does."""
     nb = np.asarray(neighbors)
@@ -248,22 +248,17 @@ def unreached_leverage(alpha, Y, neighbors, weights=None):
     reached = np.bincount(nb.ravel(), weights=per_edge, minlength=alpha.shape[0])[: alpha.shape[0]] > 0
     if reached.all():
         return alpha
-    return _unreached_filled(alpha, Y, to_device(reached))
-
-
-@jax.jit
-def _unreached_filled(alpha, Y, reached):
-    """:func:`unreached_leverage` for a (m,) boolean ``reached`` on the device."""
-    r = reached[:, None]
-    positive = Y > 0
+    # on the host: an O(mC) pass that would otherwise compile a program per (m, C)
+    a, positive, r = np.asarray(alpha), np.asarray(Y) > 0, reached[:, None]
 
     def group_mean(group):  # (C,): mean α over the reached examples of each column's group
-        w = (group & r).astype(alpha.dtype)
-        n = jnp.sum(w, axis=0)
-        return jnp.where(n > 0, jnp.sum(alpha * w, axis=0) / jnp.maximum(n, 1), 0)
+        w = group & r
+        n = np.sum(w, axis=0)
+        return np.where(n > 0, np.sum(np.where(w, a, 0), axis=0, dtype=np.float64) / np.maximum(n, 1), 0.0)
 
-    fill = jnp.where(positive, group_mean(positive)[None, :], group_mean(~positive)[None, :])
-    return jnp.where(r, alpha, jnp.maximum(fill, 0).astype(alpha.dtype))
+    fill = np.where(positive, group_mean(positive)[None, :], group_mean(~positive)[None, :])
+    filled = np.where(r, a, np.maximum(fill, 0).astype(a.dtype))
+    return jax.device_put(filled, alpha.sharding) if isinstance(alpha, jax.Array) else filled
 
 
 def _given_passes(rounds, m: int) -> int:

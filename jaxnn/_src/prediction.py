@@ -45,13 +45,6 @@ def leveraged_scores(alpha, Y, indices, k=None):
     return neighbor_sum(alpha * Y, indices, k)
 
 
-@jax.jit
-def _vote_fractions(Y, indices, k=None):
-    """v_c(x) = #{j ∈ NN_k(x) : y_jc > 0}/k for (n, k') neighbour indices, of
-    which the first k (traced; None: all k') are NN_k(x) → (n, C)."""
-    return neighbor_sum((Y > 0).astype(Y.dtype), indices, k) / (indices.shape[1] if k is None else k)
-
-
 def _first_positions(Y, indices, k=None):
     """f_c(x) = the position (0 = nearest) of the first of the k nearest
     neighbours in class c (y_jc > 0), k' where none is: (n, C) int32, for
@@ -84,18 +77,6 @@ def tie_broken_argmax(primary, secondary, first, width: int):
     second = jnp.where(top, secondary, -jnp.inf)
     top = top & (second == jnp.max(second, axis=1, keepdims=True))
     return jnp.argmax(jnp.where(top, width - first, -1), axis=1)
-
-
-@jax.jit
-def _rule_parts(alpha, Y, indices, k=None):
-    """(H, vote counts, first positions, index of the predicted class), each
-    (n, C) but the last (n,): the parts of :func:`predict`'s rule (argmax H,
-    exact ties by the vote, then the nearest neighbour) for (n, k') neighbour
-    indices of which the first k (traced; None: all) are NN_k(x)."""
-    H = leveraged_scores(alpha, Y, indices, k)
-    counts = neighbor_sum((Y > 0).astype(H.dtype), indices, k)
-    first = _first_positions(Y, indices, k)
-    return H, counts, first, tie_broken_argmax(H, counts, first, indices.shape[1])
 
 
 def calibrated_posterior(H, temperature, top, multilabel: bool):
@@ -297,7 +278,7 @@ def _found_parts(model: Model, X, found, rows):
 
 def posterior_parts(model: Model, X, neighbors=None, found=None, rows=None):
     """(link posterior, vote fractions), both (n, C) NumPy arrays: the
-    program of :func:`predict_proba` (:func:`_mixed_posterior`) at λ = 0 and
+    program of :func:`predict_proba` (:func:`_rule`) at λ = 0 and
     λ = 1, so that ``posterior="auto"``'s choice compiles nothing that the
     fitted model's ``predict_proba`` does not use; the padding dropped on the
     host: nothing compiles per n.  ``found``: instead of ``neighbors``, the
@@ -307,16 +288,13 @@ def posterior_parts(model: Model, X, neighbors=None, found=None, rows=None):
     them, ``rows``: the model's α and labels are padded to at least so many
     rows (the main fit's, whose ``predict_proba`` then reuses the program)."""
     alpha, Y, nb, k, n = _query_parts(model, X, neighbors) if found is None else _found_parts(model, X, found, rows)
-    options = {"loss": model.loss, "algorithm": model.algorithm, "multilabel": model.multilabel}
-    # λ and T as Python floats, positional, as predict_proba passes model.posterior_mix and
-    # model.posterior_temperature: the same program
-    return tuple(np.asarray(_mixed_posterior(alpha, Y, nb, lam, k, 0.0, **options))[:n] for lam in (0.0, 1.0))
+    return tuple(np.asarray(_rule_of(model, alpha, Y, nb, k, lam, 0.0)[4])[:n] for lam in (0.0, 1.0))
 
 
 def held_out_scores(model: Model, X, found=None, rows=None, temperature=None):
     """H (n, C) of ``model`` at X as a NumPy array — what ``posterior="auto"``
     fits its temperature on — by :func:`predict`'s compiled scoring
-    (:func:`_rule_parts`), the padding dropped on the host; with a
+    (:func:`_rule`), the padding dropped on the host; with a
     ``temperature``, (H, the calibrated posteriors at it) — the latter by
     :func:`predict_proba`'s program, which the fitted model's
     ``predict_proba`` then reuses.  ``found`` and ``rows`` as for
@@ -324,13 +302,8 @@ def held_out_scores(model: Model, X, found=None, rows=None, temperature=None):
     model's points (a graph of the training points themselves, self
     excluded, serves too), and the rows α is padded to."""
     alpha, Y, nb, k, n = _query_parts(model, X, None) if found is None else _found_parts(model, X, found, rows)
-    H = np.asarray(_rule_parts(alpha, Y, nb, k)[0])[:n]
-    if temperature is None:
-        return H
-    # λ and T as Python floats, positional, as predict_proba passes them: the same program
-    p = _mixed_posterior(alpha, Y, nb, 0.0, k, float(temperature), loss=model.loss, algorithm=model.algorithm,
-                         multilabel=model.multilabel)
-    return H, np.asarray(p)[:n]
+    H, _, _, _, p = _rule_of(model, alpha, Y, nb, k, 0.0, 0.0 if temperature is None else temperature)
+    return np.asarray(H)[:n] if temperature is None else (np.asarray(H)[:n], np.asarray(p)[:n])
 
 
 def _normalised_link(H, *, loss, algorithm, multilabel: bool):
@@ -368,8 +341,7 @@ def predict_proba(model: Model, X=None, *, neighbors=None) -> jax.Array:
 def _padded_proba(model: Model, X, neighbors):
     """((:func:`predict_proba` on the padded query rows,), n)."""
     alpha, Y, nb, k, n = _query_parts(model, X, neighbors)
-    return (_mixed_posterior(alpha, Y, nb, model.posterior_mix, k, _temperature(model), loss=model.loss,
-                             algorithm=model.algorithm, multilabel=model.multilabel),), n
+    return (_rule_of(model, alpha, Y, nb, k)[4],), n
 
 
 def _temperature(model: Model) -> float:
@@ -378,35 +350,49 @@ def _temperature(model: Model) -> float:
     return float(getattr(model, "posterior_temperature", 0.0) or 0.0)
 
 
+def _rule_of(model: Model, alpha, Y, nb, k, lam=None, temperature=None):
+    """:func:`_rule` for ``model`` on its query parts (:func:`_query_parts`):
+    λ and T the model's unless given, passed as Python floats, positionally,
+    so that every caller — predict, predict_proba, the estimator and
+    ``posterior="auto"``'s scoring — runs one program for these shapes."""
+    lam = float(model.posterior_mix) if lam is None else float(lam)
+    temperature = _temperature(model) if temperature is None else float(temperature)
+    return _rule(alpha, Y, nb, lam, k, temperature, loss=model.loss, algorithm=model.algorithm,
+                 multilabel=model.multilabel)
+
+
 @functools.partial(jax.jit, static_argnames=("loss", "algorithm", "multilabel"))
-def _mixed_posterior(alpha, Y, nb, lam, k=None, temperature=0.0, *, loss, algorithm, multilabel: bool):
-    """:func:`predict_proba`'s posteriors (n, C), for (n, k') neighbour
-    indices nb of which the first k (traced; None: all) are NN_k: where the
+def _rule(alpha, Y, nb, lam, k=None, temperature=0.0, *, loss, algorithm, multilabel: bool):
+    """(H, vote counts, first positions, index of the predicted class,
+    posteriors), each (n, C) but the fourth (n,), for (n, k') neighbour
+    indices nb of which the first k (traced; None: all) are NN_k(x): the
+    parts of :func:`predict`'s rule (argmax H, exact ties by the vote, then
+    the nearest neighbour) and :func:`predict_proba`'s posteriors — where the
     temperature T > 0 the calibrated posteriors (:func:`calibrated_posterior`,
-    ties toward :func:`predict`'s class), else (1 − λ)·link + λ·votes — the
-    link posterior of :func:`_normalised_link` and the vote fractions
-    v_c(x) = #{j ∈ NN_k(x) : y_jc = +1}/k (:func:`_vote_fractions`).  λ and T
-    are traced: one program serves every fitted model of these shapes (folds
-    of a cross-validation fit other Ts), where static ones compiled one each;
-    each branch is computed only where taken (``lax.cond``)."""
+    ties toward the predicted class), else (1 − λ)·link + λ·votes, the link
+    posterior of :func:`_normalised_link` and the vote fractions
+    v_c(x) = #{j ∈ NN_k(x) : y_jc = +1}/k.  λ and T are traced: one program
+    serves every fitted model of these shapes (folds of a cross-validation
+    fit other Ts), and predict and predict_proba share it; each branch is
+    computed only where taken (``lax.cond``)."""
     H = leveraged_scores(alpha, Y, nb, k)
+    counts = neighbor_sum((Y > 0).astype(H.dtype), nb, k)
+    first = _first_positions(Y, nb, k)
+    top = tie_broken_argmax(H, counts, first, nb.shape[1])
 
     def calibrated(H):
-        top = None
-        if not multilabel:
-            counts = neighbor_sum((Y > 0).astype(H.dtype), nb, k)
-            top = tie_broken_argmax(H, counts, _first_positions(Y, nb, k), nb.shape[1])
-        return calibrated_posterior(H, temperature, top, multilabel)
+        return calibrated_posterior(H, temperature, None if multilabel else top, multilabel)
 
     def link_or_votes(H):
         p_link = _normalised_link(H, loss=loss, algorithm=algorithm, multilabel=multilabel)
 
         def mixed(p_link):
-            return (1.0 - lam) * p_link + lam * _vote_fractions(Y, nb, k).astype(p_link.dtype)
+            votes = counts / (nb.shape[1] if k is None else k)
+            return (1.0 - lam) * p_link + lam * votes.astype(p_link.dtype)
 
         return jax.lax.cond(lam == 0.0, lambda p: p, mixed, p_link)
 
-    return jax.lax.cond(temperature > 0.0, calibrated, link_or_votes, H)
+    return H, counts, first, top, jax.lax.cond(temperature > 0.0, calibrated, link_or_votes, H)
 
 
 def predict(model: Model, X=None, *, neighbors=None) -> np.ndarray:
@@ -424,7 +410,7 @@ def predict(model: Model, X=None, *, neighbors=None) -> np.ndarray:
 
 def _predict(model: Model, X, neighbors):
     alpha, Y, nb, k, n = _query_parts(model, X, neighbors)
-    H, _, _, top = _rule_parts(alpha, Y, nb, k)
+    H, _, _, top, _ = _rule_of(model, alpha, Y, nb, k)
     if isinstance(H, jax.core.Tracer):  # under jax.jit / vmap: a traced array, not NumPy
         return _traced_predict(model, H[:n], top[:n])  # a traced model with concrete queries: rows were padded
     # the padding dropped on the host: nothing compiles per n
@@ -449,7 +435,7 @@ def host_proba(model: Model, X) -> np.ndarray:
 
 def host_rule(model: Model, X, proba: bool = False) -> tuple:
     """(H, vote fractions, first positions, predicted class index), NumPy, the
-    parts of :func:`predict`'s rule at X (:func:`_rule_parts`), as
+    parts of :func:`predict`'s rule at X (:func:`_rule`), as
     :func:`host_scores`: what the scikit-learn estimator ranks its classes by
     — and with ``proba``, :func:`predict_proba` last, from the same search.
     The first positions are :func:`_first_positions`' (k where no neighbour
@@ -461,15 +447,10 @@ def host_rule(model: Model, X, proba: bool = False) -> tuple:
 
 def _host_rule(model: Model, X, proba: bool) -> tuple:
     alpha, Y, nb, k, n = _query_parts(model, X, None)
-    H, counts, first, top = (np.asarray(a)[:n] for a in _rule_parts(alpha, Y, nb, k))
+    H, counts, first, top, p = (np.asarray(a)[:n] for a in _rule_of(model, alpha, Y, nb, k))
     if nb.shape[1] != model.k:  # a wider search (shared_k): no class was first beyond the k-th
         first = np.minimum(first, model.k)
-    parts = (H, counts / model.k, first, top)
-    if proba:
-        p = _mixed_posterior(alpha, Y, nb, model.posterior_mix, k, _temperature(model), loss=model.loss,
-                             algorithm=model.algorithm, multilabel=model.multilabel)
-        parts += (np.asarray(p)[:n],)
-    return parts
+    return (H, counts / model.k, first, top) + ((p,) if proba else ())
 
 
 def _labels(model: Model, H: np.ndarray, top: np.ndarray) -> np.ndarray:

@@ -213,7 +213,13 @@ def blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, rec
             transform = to_device(e0, np.int32), to_device(shift), to_device(s), to_device(e, np.int32)
             if recall_target is None and share_k:  # a few ks share the program; the padding columns sort last
                 found = min(shared_k(k, m), X.shape[0])
-        idx, dist = conditioned_search(Q, X, n_valid, transform, kernel=kernel, k=found, block=block,
+            # a graph and a query search share the program: every query row r is compared
+            # with training point row0 + r, and a query search's row0 is past X's rows
+            row0 = to_device(0 if exclude_self else X.shape[0], np.int32)
+            exclude_self = True
+        else:
+            row0 = 0
+        idx, dist = conditioned_search(Q, X, n_valid, transform, row0, kernel=kernel, k=found, block=block,
                                         exclude_self=exclude_self, recall_target=recall_target)
         return first_rows((idx, dist), k, axis=1) if cut else (idx, dist)  # nearest first: cut on the host
     Q, X, exponent = _conditioned(Q, X)
@@ -222,22 +228,23 @@ def blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, rec
 
 
 @functools.partial(jax.jit, static_argnames=("kernel", "k", "block", "exclude_self", "recall_target"))
-def conditioned_search(Q, X, n_valid=None, transform=None, *, kernel, k: int, block: int, exclude_self: bool,
-                        recall_target):
+def conditioned_search(Q, X, n_valid=None, transform=None, row0=0, *, kernel, k: int, block: int,
+                        exclude_self: bool, recall_target):
     """:func:`blocked_topk` on one device, jitted whole: a new shape compiles
     one program, not three (the conditioning and the rescaling of the
     distances cost ~0.1 s of compilation of their own per query size).
     ``n_valid``: X's rows from n_valid on are padding (None: none are).
     ``transform``: X comes conditioned (:func:`conditioning_on_host`) and
     (e0, shift, s, e) condition Q alike and scale the distances back; None:
-    both are conditioned here."""
+    both are conditioned here.  ``row0`` (traced): with ``exclude_self``,
+    query row r is training point row0 + r."""
     if transform is None:
         Q, X, exponent = _conditioned(Q, X)
     else:
         e0, shift, s, exponent = transform
         Q = (jnp.ldexp(Q, -e0) - shift) / s
     extra = {} if recall_target is None else {"recall_target": recall_target}
-    idx, dist = kernel(Q, X, k, block, exclude_self, n_valid=n_valid, **extra)
+    idx, dist = kernel(Q, X, k, block, exclude_self, row0, n_valid=n_valid, **extra)
     return idx, jnp.ldexp(dist, exponent)
 
 
