@@ -28,7 +28,7 @@ from jaxnn._src.progress import logged, logger, progress_shown
 from jaxnn._src.select import DEFAULT_KS, DEFAULT_LOSSES, DEFAULT_PASSES, select
 from jaxnn._src.shared_sizes import to_device
 
-__all__ = ["fit", "unreached_leverage"]
+__all__ = ["fit", "shrunk_leverage", "unreached_leverage"]
 
 
 def fit(
@@ -49,6 +49,7 @@ def fit(
     devices=None,
     verbose: bool = False,
     sample_weight=None,
+    shrinkage=None,
 ) -> Model:
     """Learn a leveraged k-NN rule by boosting.
 
@@ -116,6 +117,15 @@ def fit(
         ``posterior="auto"`` temperature minimises the weighted held-out log
         loss.  Not with k, loss or rounds ``"auto"`` (:func:`jaxnn.select`
         scores unweighted accuracy).
+      shrinkage: None (default: ``model.alpha`` is boosting's α) or
+        ``"auto"`` (with ``posterior="auto"``): α is shrunk toward one
+        common leverage ā, (1 − s)·α + s·ā (:func:`shrunk_leverage`), s ∈
+        {0, 0.1, …, 1} and ā chosen with the temperature on the held-out
+        20 % (least log loss; ``model.leverage_shrinkage`` = s).  Between
+        boosting's rule (s = 0) and the plain k-NN vote (s = 1): at k ≤ 3,
+        where each α is estimated from one to three reciprocal neighbours,
+        it keeps accuracy at plain k-NN's (docs/guide/posteriors.md).
+        ``model.trace`` stays the risk of boosting's α.
 
     Returns:
       A fitted :class:`Model`.  Computation is float32 unless X is float64 and
@@ -131,7 +141,7 @@ def fit(
         with progress_shown():
             return fit(X, y, k=k, loss=loss, algorithm=algorithm, rounds=rounds, chooser=chooser, epsilon=epsilon,
                        neighbors=neighbors, seed=seed, graph_method=graph_method, trace=trace, posterior=posterior,
-                       devices=devices, sample_weight=sample_weight)
+                       devices=devices, sample_weight=sample_weight, shrinkage=shrinkage)
     Xa = as_points(X)
     m = Xa.shape[0]
     classes, Y_np, multilabel = encode_labels(y, m)
@@ -170,23 +180,30 @@ def fit(
             raise TypeError(f"{name} must be a str, got {type(value).__name__}")
     if posterior not in _POSTERIORS:
         raise ValueError(f"unknown posterior {posterior!r}; use one of {_POSTERIORS}" + did_you_mean(posterior, _POSTERIORS))
+    if not (shrinkage is None or (isinstance(shrinkage, str) and shrinkage == "auto")):
+        raise ValueError(f"shrinkage must be None or 'auto', got {shrinkage!r}")
+    if shrinkage is not None and posterior != "auto":
+        raise ValueError(f"shrinkage='auto' is chosen on posterior='auto''s held-out data: it needs posterior='auto', "
+                         f"got posterior={posterior!r}")
     trace = check_bool(trace, "trace")
     if graph_method not in _GRAPH_METHODS:  # checked even when neighbors are given
         raise ValueError(f"unknown graph_method {graph_method!r}; use one of {_GRAPH_METHODS}"
                          + did_you_mean(graph_method, _GRAPH_METHODS))
     return _fit_checked(Xa, y, classes, Y_np, multilabel, plan, k=k, loss_obj=loss_obj, algo=algo, rounds=rounds,
                         seed=seed, graph_method=graph_method, trace=trace, posterior=posterior, neighbors=neighbors,
-                        weights=weights)
+                        weights=weights, shrink=shrinkage is not None)
 
 
 def _fit_checked(Xa, y, classes, Y_np, multilabel: bool, plan: Plan, *, k: int, loss_obj, algo, rounds: int, seed: int,
-                 graph_method: str, trace: bool, posterior: str, neighbors, like=None, weights=None) -> Model:
+                 graph_method: str, trace: bool, posterior: str, neighbors, like=None, weights=None,
+                 shrink: bool = False) -> Model:
     """:func:`fit` once its settings are checked and its :class:`Plan` made:
     (m, d) host points Xa, the labels y as given and as :func:`encode_labels`
     reads them (classes, Y_np, multilabel).  ``like``: the padded shapes of
     another fit whose compiled search and boosting this one is to reuse
     (``posterior="auto"``'s auxiliary fit takes the main fit's), or None.
-    ``weights``: :func:`inputs.sample_weights`' (m,) weights of mean 1, or None."""
+    ``weights``: :func:`inputs.sample_weights`' (m,) weights of mean 1, or None.
+    ``shrink``: ``shrinkage="auto"``."""
     m = Xa.shape[0]
     devices = plan.devices
     dtype = compute_dtype(Xa)
@@ -215,10 +232,12 @@ def _fit_checked(Xa, y, classes, Y_np, multilabel: bool, plan: Plan, *, k: int, 
         return dataclasses.replace(model, posterior_mix=mix)
     # the 80 % fit's graph: derived from the caller's (two hops) when they gave one —
     # jaxnn cannot repeat their search, and an exact one of 80 % may take minutes
-    temperature = _choose_posterior_temperature(
+    temperature, shrinkage, common = _choose_posterior(
         Xa, y, plan, k=k, loss=loss_obj, algorithm=algo, rounds=rounds, seed=seed, graph_method=graph_method,
-        graph=nbrs if neighbors is not None else None, like=shapes, model=model, model_graph=nbrs, weights=weights)
-    return dataclasses.replace(model, posterior_mix=0.0, posterior_temperature=temperature)
+        graph=nbrs if neighbors is not None else None, like=shapes, model=model, model_graph=nbrs, weights=weights,
+        shrink=shrink)
+    return dataclasses.replace(model, alpha=shrunk_leverage(alpha, shrinkage, common), posterior_mix=0.0,
+                               posterior_temperature=temperature, leverage_shrinkage=shrinkage)
 
 
 def unreached_leverage(alpha, Y, neighbors, weights=None):
@@ -257,8 +276,25 @@ def unreached_leverage(alpha, Y, neighbors, weights=None):
         return np.where(n > 0, np.sum(np.where(w, a, 0), axis=0, dtype=np.float64) / np.maximum(n, 1), 0.0)
 
     fill = np.where(positive, group_mean(positive)[None, :], group_mean(~positive)[None, :])
-    filled = np.where(r, a, np.maximum(fill, 0).astype(a.dtype))
-    return jax.device_put(filled, alpha.sharding) if isinstance(alpha, jax.Array) else filled
+    return _placed_like(alpha, np.where(r, a, np.maximum(fill, 0).astype(a.dtype)))
+
+
+def shrunk_leverage(alpha, shrinkage: float, common: float):
+    """α (m, C) shrunk toward one common leverage ā: (1 − s)·α + s·ā for
+    s = ``shrinkage`` ∈ [0, 1], ā = ``common`` > 0 — the rule between
+    boosting's (s = 0) and the plain k-NN vote (s = 1: every α alike, H the
+    label sums scaled by ā).  ``posterior="auto"`` chooses s and ā on
+    held-out data (:func:`_fit_shrinkage`).  Computed on the host, placed as
+    ``alpha`` is; α itself for s = 0."""
+    if shrinkage == 0:
+        return alpha
+    a = np.asarray(alpha)
+    return _placed_like(alpha, ((1.0 - shrinkage) * a.astype(np.float64) + shrinkage * common).astype(a.dtype))
+
+
+def _placed_like(alpha, values: np.ndarray):
+    """Host ``values`` on ``alpha``'s devices, with its sharding (NumPy for a NumPy α)."""
+    return jax.device_put(values, alpha.sharding) if isinstance(alpha, jax.Array) else values
 
 
 def _given_passes(rounds, m: int) -> int:
@@ -288,12 +324,13 @@ _T_GRID = np.logspace(-2.0, 2.5, 46)
 _T_REFINE = np.logspace(-0.05, 0.05, 11)
 
 
-def _choose_posterior_temperature(X, y, plan: Plan, *, k, loss, algorithm, rounds, seed, graph_method="exact",
-                                  holdout=0.2, graph=None, like=None, model=None, model_graph=None,
-                                  weights=None) -> float:
-    """The temperature T > 0 of ``posterior="auto"``'s calibrated posteriors
-    (:func:`jaxnn._src.prediction.calibrated_posterior`): the T of least
-    held-out log loss (:func:`_fit_temperature`).
+def _choose_posterior(X, y, plan: Plan, *, k, loss, algorithm, rounds, seed, graph_method="exact", holdout=0.2,
+                      graph=None, like=None, model=None, model_graph=None, weights=None, shrink: bool = False) -> tuple:
+    """(T, s, ā): the temperature T > 0 of ``posterior="auto"``'s calibrated
+    posteriors (:func:`jaxnn._src.prediction.calibrated_posterior`) and the
+    shrinkage s of the leverages toward ā (:func:`shrunk_leverage`), the
+    pair of least held-out log loss (:func:`_fit_shrinkage`) — s = 0 unless
+    ``shrink``.
 
     An auxiliary model is fit on a seeded random 80 % of the data (same
     settings — its neighbour graph by the same ``graph_method``, or, given
@@ -311,19 +348,20 @@ def _choose_posterior_temperature(X, y, plan: Plan, *, k, loss, algorithm, round
     negatives) missing from the 80 % — T is fit instead on the scores of the
     training points themselves (``model`` at its own graph ``model_graph``,
     each point's k nearest others: in-sample α, so T errs confident), with
-    a log line saying why.  With sample ``weights`` (m,) the auxiliary fit
-    is weighted and T minimises the weighted log loss.
+    a log line saying why, and s = 0 (in-sample scores cannot tell
+    boosting's leverages from a shrunk rule's).  With sample ``weights`` (m,)
+    the auxiliary fit is weighted and (T, s) minimise the weighted log loss.
     """
     m = X.shape[0]
     n_val = int(round(holdout * m))
     multilabel = bool(model.multilabel)
 
-    def on_training_scores(reason: str) -> float:
+    def on_training_scores(reason: str) -> tuple:
         logger.info("fit: posterior='auto' fits its temperature on the training points' own scores: %s", reason)
-        H = held_out_scores(model, X, found=model_graph)
+        H, _ = held_out_scores(model, X, found=model_graph)
         T = _fit_temperature(H, _targets(y, np.arange(m), model.classes, multilabel), multilabel, weights)
         logger.info("fit: posterior='auto': temperature %.4g", T)
-        return T
+        return T, 0.0, 0.0
 
     if n_val < 10:
         return on_training_scores(f"{m} points leave {n_val} < 10 to hold out")
@@ -362,16 +400,15 @@ def _choose_posterior_temperature(X, y, plan: Plan, *, k, loss, algorithm, round
     aux = _fit_checked(X[tr], y_arr[tr], *aux_labels, aux_plan, k=k, loss_obj=loss, algo=algorithm, rounds=aux_rounds,
                        seed=seed, graph_method=graph_method, trace=False, posterior="link", neighbors=aux_graph,
                        like=like, weights=aux_weights)
-    rows = None if like is None else like.rows
-    H = held_out_scores(aux, X[val], found=val_neighbors, rows=rows)
+    H, V = held_out_scores(aux, X[val], found=val_neighbors, rows=None if like is None else like.rows)
     target = _targets(y_arr, val, model.classes, multilabel)
     val_weights = None if weights is None else weights[val]
-    T = _fit_temperature(H, target, multilabel, val_weights)
-    # the held-out posteriors by predict_proba's own program (the fitted model's predict_proba reuses it)
-    _, p = held_out_scores(aux, X[val], found=val_neighbors, rows=rows, temperature=T)
-    logloss, brier = _posterior_scores(p, target, multilabel, val_weights)
-    logger.info("fit: posterior='auto': temperature %.4g, held-out log loss %.4f, Brier score %.4f", T, logloss, brier)
-    return T
+    T, s, common = _fit_shrinkage(H, V, k, target, multilabel, val_weights, SHRINKAGES if shrink else (0.0,))
+    log_p, _ = _calibrated_log_probs((1.0 - s) * H + s * common * V, T, multilabel)
+    logloss, brier = _posterior_scores(np.exp(log_p), target, multilabel, val_weights)
+    logger.info("fit: posterior='auto': temperature %.4g%s, held-out log loss %.4f, Brier score %.4f", T,
+                f", leverage shrinkage {s:.1f}" if shrink else "", logloss, brier)
+    return T, s, common
 
 
 def _targets(y, rows, classes, multilabel: bool) -> np.ndarray:
@@ -414,7 +451,12 @@ def _mean_one(weights):
 
 
 def _fit_temperature(H, target, multilabel: bool, weights=None) -> float:
-    """The T > 0 of least mean log loss (:func:`_log_loss_at`) of the
+    """:func:`_best_temperature`'s T."""
+    return _best_temperature(H, target, multilabel, weights)[0]
+
+
+def _best_temperature(H, target, multilabel: bool, weights=None) -> tuple:
+    """(T, its loss): the T > 0 of least mean log loss (:func:`_log_loss_at`) of the
     calibrated posteriors on scores H (n, C) and 0/1 targets (n, C): a grid
     of :data:`_T_GRID` times the RMS of H, refined by :data:`_T_REFINE`
     around its best (the smallest T on equal losses); rows with a non-finite
@@ -429,14 +471,41 @@ def _fit_temperature(H, target, multilabel: bool, weights=None) -> float:
     H, target = H[keep], np.asarray(target, np.float64)[keep]
     scale = float(np.sqrt(np.mean(H ** 2))) if H.size else 0.0
     if not scale > 0:
-        return 1.0
+        return 1.0, np.inf
     best_T, best = 0.0, np.inf
     for grid in (scale * _T_GRID, None):
         for T in (best_T * _T_REFINE if grid is None else grid):
             value = _log_loss_at(H, target, float(T), multilabel, weights)
             if value < best:
                 best_T, best = float(T), value
-    return best_T
+    return best_T, best
+
+
+#: the leverage shrinkages s that posterior="auto" tries (:func:`_fit_shrinkage`)
+SHRINKAGES = np.linspace(0.0, 1.0, 11)
+
+
+def _fit_shrinkage(H, V, k: int, target, multilabel: bool, weights=None, shrinkages=SHRINKAGES) -> tuple:
+    """(T, s, ā) of least held-out log loss of the calibrated posteriors on
+    the scores (1 − s)·H + s·ā·V of the shrunk rule (:func:`shrunk_leverage`):
+    H (n, C) a model's held-out scores, V (n, C) the label sums
+    Σ_{j∈NN_k(x)} y_jc of the same neighbours (the scores at α ≡ 1), ā the
+    RMS of H over k (1 where H is 0 everywhere), so that ā·V is on H's scale;
+    s over ``shrinkages``, the smallest on equal losses, and T by
+    :func:`_best_temperature` for each.  At small k boosting's leverages are
+    estimated from one to three reciprocal neighbours each, and held-out
+    data often prefer them shrunk (docs/guide/posteriors.md).  NumPy,
+    deterministic."""
+    H, V = np.asarray(H, np.float64), np.asarray(V, np.float64)
+    finite = np.all(np.isfinite(H), axis=1)
+    scale = float(np.sqrt(np.mean(H[finite] ** 2))) if finite.any() else 0.0
+    common = scale / k if scale > 0 else 1.0
+    best = None
+    for s in shrinkages:
+        T, loss = _best_temperature((1.0 - s) * H + s * common * V, target, multilabel, weights)
+        if best is None or loss < best[0]:
+            best = (loss, T, float(s))
+    return best[1], best[2], common
 
 
 def _posterior_scores(p, target, multilabel: bool, weights=None) -> tuple:

@@ -82,6 +82,10 @@ class Model(HostPickled):
         on held-out data) makes :func:`predict_proba` the calibrated
         p̂ = (1 − ε)·softmax(H/T) + ε/C, and ``posterior_mix`` unused; 0 keeps
         the λ mix above (docs/guide/posteriors.md).
+      leverage_shrinkage: s ∈ [0, 1] by which ``alpha`` was shrunk toward a
+        common leverage, α = (1 − s)·α_boost + s·ā (``fit(posterior="auto")``
+        chooses s on held-out data, :func:`jaxnn._src.fitting.shrunk_leverage`);
+        0: ``alpha`` is boosting's.
     """
 
     alpha: jax.Array
@@ -97,6 +101,7 @@ class Model(HostPickled):
     rounds: int = 0
     origin: Optional[jax.Array] = None
     posterior_temperature: float = 0.0
+    leverage_shrinkage: float = 0.0
 
     @property
     def n_classes(self) -> int:
@@ -106,7 +111,8 @@ class Model(HostPickled):
 jax.tree_util.register_dataclass(
     Model,
     data_fields=["alpha", "X", "Y", "trace", "origin"],
-    meta_fields=["classes", "k", "loss", "algorithm", "multilabel", "posterior_mix", "rounds", "posterior_temperature"],
+    meta_fields=["classes", "k", "loss", "algorithm", "multilabel", "posterior_mix", "rounds", "posterior_temperature",
+                 "leverage_shrinkage"],
 )
 
 
@@ -123,8 +129,8 @@ def validate_model(model: Model) -> None:
     """A TypeError or ValueError naming the field, unless ``model``'s fields
     agree with each other: α (m, C), X (m, d) and Y (m, C) numeric arrays,
     trace None or 1-D, origin None or (d,), C class labels (at least 2 for a
-    single-label model), 1 ≤ k ≤ m, posterior_mix a finite number in
-    [0, 1], posterior_temperature a finite number ≥ 0, rounds ≥ 0, multilabel a bool, loss a :class:`~jaxnn.losses.Loss`
+    single-label model), 1 ≤ k ≤ m, posterior_mix and leverage_shrinkage
+    finite numbers in [0, 1], posterior_temperature a finite number ≥ 0, rounds ≥ 0, multilabel a bool, loss a :class:`~jaxnn.losses.Loss`
     and algorithm an algorithm object (or None: :func:`jaxnn.knn_subsample`'s
     vote-only models).
 
@@ -171,11 +177,12 @@ def validate_model(model: Model) -> None:
         raise TypeError(f"model.k must be an integer, got {type(k).__name__} {k!r}")
     if not 1 <= k <= m:
         raise ValueError(f"model.k must lie in [1, m] = [1, {m}] (m training points), got {k}")
-    mix = model.posterior_mix
-    if isinstance(mix, (bool, np.bool_)) or not isinstance(mix, numbers.Real):
-        raise TypeError(f"model.posterior_mix must be a real number in [0, 1], got {type(mix).__name__} {mix!r}")
-    if not (math.isfinite(float(mix)) and 0.0 <= float(mix) <= 1.0):
-        raise ValueError(f"model.posterior_mix must be finite and lie in [0, 1], got {mix!r}")
+    for name in ("posterior_mix", "leverage_shrinkage"):
+        value = getattr(model, name, 0.0)
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+            raise TypeError(f"model.{name} must be a real number in [0, 1], got {type(value).__name__} {value!r}")
+        if not (math.isfinite(float(value)) and 0.0 <= float(value) <= 1.0):
+            raise ValueError(f"model.{name} must be finite and lie in [0, 1], got {value!r}")
     temperature = getattr(model, "posterior_temperature", 0.0)
     if isinstance(temperature, (bool, np.bool_)) or not isinstance(temperature, numbers.Real):
         raise TypeError(f"model.posterior_temperature must be a real number >= 0, "

@@ -291,19 +291,19 @@ def posterior_parts(model: Model, X, neighbors=None, found=None, rows=None):
     return tuple(np.asarray(_rule_of(model, alpha, Y, nb, k, lam, 0.0)[4])[:n] for lam in (0.0, 1.0))
 
 
-def held_out_scores(model: Model, X, found=None, rows=None, temperature=None):
-    """H (n, C) of ``model`` at X as a NumPy array — what ``posterior="auto"``
-    fits its temperature on — by :func:`predict`'s compiled scoring
-    (:func:`_rule`), the padding dropped on the host; with a
-    ``temperature``, (H, the calibrated posteriors at it) — the latter by
-    :func:`predict_proba`'s program, which the fitted model's
-    ``predict_proba`` then reuses.  ``found`` and ``rows`` as for
+def held_out_scores(model: Model, X, found=None, rows=None):
+    """(H, V), both (n, C) NumPy arrays, of ``model`` at X — what
+    ``posterior="auto"`` fits its temperature and leverage shrinkage on: the
+    scores H_c(x) = Σ_{j∈NN_k(x)} α_jc y_jc and the label sums
+    V_c(x) = Σ_{j∈NN_k(x)} y_jc (the scores at α ≡ 1: k·(2·v_c − 1), v the
+    vote fractions), by :func:`predict`'s compiled program (:func:`_rule`),
+    the padding dropped on the host.  ``found`` and ``rows`` as for
     :func:`posterior_parts`: X's (n, k') host neighbour indices among the
     model's points (a graph of the training points themselves, self
     excluded, serves too), and the rows α is padded to."""
     alpha, Y, nb, k, n = _query_parts(model, X, None) if found is None else _found_parts(model, X, found, rows)
-    H, _, _, _, p = _rule_of(model, alpha, Y, nb, k, 0.0, 0.0 if temperature is None else temperature)
-    return np.asarray(H)[:n] if temperature is None else (np.asarray(H)[:n], np.asarray(p)[:n])
+    H, counts = (np.asarray(a)[:n] for a in _rule_of(model, alpha, Y, nb, k, 0.0, 0.0)[:2])
+    return H, 2.0 * counts - model.k
 
 
 def _normalised_link(H, *, loss, algorithm, multilabel: bool):
