@@ -386,3 +386,25 @@ def test_shrinkage_needs_the_auto_posterior_and_is_none_or_auto(tmp_path):
     back = jaxnn.load(tmp_path / "shrunk.jaxnn")
     assert back.leverage_shrinkage == s
     np.testing.assert_array_equal(np.asarray(back.alpha), np.asarray(shrunk.alpha))
+
+
+def test_the_estimator_and_the_command_line_take_the_shrinkage(tmp_path):
+    from jaxnn.sklearn import BoostedKNNClassifier
+
+    X, y = _blobs(m=150, C=3, seed=2)
+    est = BoostedKNNClassifier(k=2, posterior="auto", shrinkage="auto").fit(X, y)
+    assert 0.0 <= est.model_.leverage_shrinkage <= 1.0
+    with pytest.raises(ValueError, match="needs posterior='auto'"):
+        BoostedKNNClassifier(k=2, shrinkage="auto").fit(X, y)  # the estimator's default posterior is "link"
+    est.save(tmp_path / "est.jaxnn")
+    assert BoostedKNNClassifier.load(tmp_path / "est.jaxnn").get_params()["shrinkage"] == "auto"
+    from jaxnn._src import cli
+
+    data = tmp_path / "d.csv"
+    header = ",".join(f"x{i}" for i in range(X.shape[1]))
+    data.write_text(f"{header},label\n" + "\n".join(",".join(map(repr, row.tolist())) + f",c{t}"
+                                                      for row, t in zip(X, y)))
+    assert cli.main(["fit", str(data), "--target", "label", "--k", "2", "--shrinkage", "auto", "--quiet",
+                     "-o", str(tmp_path / "m.jaxnn")]) == 0
+    model = jaxnn.load(tmp_path / "m.jaxnn")
+    assert model.leverage_shrinkage == est.model_.leverage_shrinkage

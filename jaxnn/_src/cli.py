@@ -349,6 +349,9 @@ def _add_data_commands(sub) -> dict:
                        help="boosting steps per class, or auto (default: one pass, the number of rows)")
     p_fit.add_argument("--posterior", choices=_POSTERIORS, default="auto",
                        help="how probabilities are estimated (default auto; link or votes skip auto's held-out fit)")
+    p_fit.add_argument("--shrinkage", choices=("none", "auto"), default="none",
+                       help="auto: leverages shrunk toward one value as held-out data say (with --posterior auto; "
+                            "for k <= 3) (default none)")
     p_fit.add_argument("--seed", type=lambda t: _whole(t, 0, 2**32 - 1), default=0, help="default 0")
     p_fit.add_argument("-o", "--output", required=True, metavar="MODEL", help="the model file to write (.jaxnn)")
     p_fit.add_argument("--quiet", action="store_true", help="no summary line")
@@ -461,7 +464,7 @@ def _fit_command(args) -> int:
         try:
             model, seconds = _timed(lambda: jaxnn.fit(
                 X, y, k=args.k, loss=loss, algorithm=args.algorithm, rounds=args.rounds, chooser=args.chooser,
-                posterior=args.posterior, seed=args.seed))
+                posterior=args.posterior, seed=args.seed, shrinkage=None if args.shrinkage == "none" else "auto"))
         except ValueError as err:  # what the data cannot run (fit's messages name the setting)
             raise UserError(one_line(err)) from None
         accuracy = float(np.mean(np.asarray(jaxnn.predict(model, X)) == y))
