@@ -81,9 +81,9 @@ def test_cli_fills_the_compilation_cache(tmp_path):
 def test_cli_main_in_process_keeps_the_librarys_cache_setting(tmp_path):
     """cli.main uses the library's compilation cache (jaxnn.config), which
     is on for the whole process: called in-process (a notebook) after
-    ``jaxnn.config.set_cache_dir(None)``, it turns no cache on.  (Until stop
-    28 it left a cache of its own on after it; the library's is now on by
-    default.)  A subprocess: the cache is process-wide JAX configuration."""
+    ``jaxnn.config.set_cache_dir(None)``, it turns no cache on (and leaves
+    no cache of its own on after it).  A subprocess: the cache is
+    process-wide JAX configuration."""
     cache = tmp_path / "xla"
     env = {**os.environ, "JAXNN_CACHE_DIR": str(cache), "JAX_PLATFORMS": "cpu"}
     env.pop("JAX_COMPILATION_CACHE_DIR", None)

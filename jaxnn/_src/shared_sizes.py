@@ -176,8 +176,8 @@ def first_rows(arrays, n: int, axis: int = 0):
     for at most :data:`SHARED_MAX_ROWS` entries along every axis (a short
     round trip) — so that
     nothing compiles per n (``predict_proba``, ``decision_function`` and
-    ``knn_query`` compiled a slice for each batch size, ~0.02 s, until stop
-    28); else one jitted slice for them all, compiled once per (shapes, n)."""
+    ``knn_query`` would compile a slice for each batch size); else one
+    jitted slice for them all, compiled once per (shapes, n)."""
     if all(a.shape[axis] == n for a in arrays):
         return tuple(arrays)
     if all(_host_sliceable(a) for a in arrays):
