@@ -387,8 +387,8 @@ def shared_size_windowed(Y_np, nbrs, order, dtype, *, algorithm, loss, trace: bo
     empty windows change nothing), m traced (``n_points``) and the trace cut
     on the host — so that cross-validation folds of a many-class problem
     (m·C ≥ ``window.WINDOWED_MIN_STATE``: from m = 656 at C = 100) share one
-    compiled scan (5 folds of 1602–1603 points, C = 100, compiled it 3 times,
-    ~0.26 s each on 2 CPU cores).  ``like``: another fit's
+    compiled scan (unpadded, 5 folds of 1602–1603 points, C = 100, compiled
+    it 3 times).  ``like``: another fit's
     :class:`PaddedShapes`, to pad to at least.
 
     Returns (:class:`BoostResult`, the :class:`PaddedShapes` used).
@@ -412,9 +412,9 @@ def shared_size_colored(Y_np, nbrs, dtype, *, algorithm, loss, passes: int, trac
     the steps that run traced
     (``n_points``, ``n_steps``: the padding steps do not run) and the trace
     cut on the host — so that cross-validation folds share one compiled
-    colouring and schedule, where each fold's data-dependent shapes compiled
-    both (~0.9 s on 2 CPU cores; on a GPU or TPU ``chooser="auto"`` runs
-    the colored schedule at every size).  ``like``: another fit's
+    colouring and schedule, where each fold's data-dependent shapes would
+    compile both (on a GPU or TPU ``chooser="auto"`` runs the colored
+    schedule at every size).  ``like``: another fit's
     :class:`PaddedShapes`, to pad to at least.  ``weights``: None or the
     sample weights (m,) of mean 1.
 

@@ -56,15 +56,14 @@ def boost(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None,
     :data:`GREEDY_PAIRS` (member, class) pairs at a time, see
     :func:`_boost_greedy`): the cost of a step follows n_j, not the largest
     inverse neighbourhood P (on the exact graph of the 10⁵-point set, P =
-    502: lazy 46–66 → 5–17 µs a step, a pass 4.9 → 1.6 s; greedy ~1 000 →
-    250–375 µs with 16-member chunks, 84–105 µs with pairs (one script);
-    ``bench_fit.HubSteps``).
+    502 while most n_j are far smaller; the greedy chooser's pairs gather
+    less than its 16-member chunks would; ``bench_fit.HubSteps``).
 
     Args:
       Y: (m, C) labels in {−1, +1}, float dtype of the computation.
       E0: (m, C) initial edges, or None for ``algorithm.init_edges(loss, Y)``
-        computed inside the program (eagerly, N³'s took ~10 small programs,
-        ~0.3 s, to compile for each new shape; GNNB's zeros one).
+        computed inside the program (eagerly, N³'s would compile ~10 small
+        programs for each new shape; GNNB's zeros one).
       members, counts: inverse neighbourhoods, (m, P) int32 padded with m, (m,).
       neighbors: (m, k) int32 neighbour indices, read by the greedy chooser
         only (None otherwise: nothing compiles per k).

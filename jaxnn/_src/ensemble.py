@@ -23,8 +23,8 @@ columns (a zero column changes no distance).  The n training graphs are one
 vmapped blocked top-k; the n sequential boosting runs are :func:`boost` on
 one block after another (``lax.map``; inverse neighbourhoods padded to a
 common width P with the sentinel m, whose label row is 0 so padding
-contributes nothing — vmapped, a step's switch over widths ran every width
-up to P, 17–31× slower on graphs with hubs), the n colored schedules one
+contributes nothing — vmapped, a step's switch over widths would run every
+width up to P, far slower on graphs with hubs), the n colored schedules one
 vmapped scan, and prediction is one vmapped query.  With ``n_splits=1`` the unbatched code of :func:`jaxnn.fit`
 runs, so ``fit_split(X, y, n_splits=1, norm=None)`` *is* ``fit(X, y)``.
 """
@@ -442,9 +442,9 @@ def _block_graphs(Xs, k: int) -> np.ndarray:
     never a neighbour), as :func:`jaxnn.knn_graph` searches one set, so that
     cross-validation folds of nearby sizes share one compiled search (5
     folds of 402–403 points compiled it twice).  Unlike ``knn_graph`` it
-    finds exactly k neighbours, not :func:`shared_sizes.shared_k` (k): at
-    m = 500, 4 blocks, the wider search made a warm ``fit_split`` 12 → 16 ms
-    and its prediction 6 → 9 ms, for ks that are seldom searched over."""
+    finds exactly k neighbours, not :func:`shared_sizes.shared_k` (k): the
+    wider search would slow every warm ``fit_split`` and its prediction, for
+    ks that are seldom searched over."""
     n, m, _ = Xs.shape
     if m > shared_sizes.SHARED_MAX_ROWS:
         return np.asarray(_topk_blocks(Xs, Xs, k, _rows_per_tile(m, n), True)[0])

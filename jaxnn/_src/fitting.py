@@ -76,7 +76,7 @@ def fit(
         2¹⁷/C edges; ``rounds`` must be a multiple of m) or ``"greedy"``
         (largest |δ|: GNNB*, N³'s WEO).  From m·C ≥ 2¹⁶ the ``lazy`` and
         ``random`` steps run in windows on a local copy of the rows they
-        touch (:mod:`jaxnn._src.window`; same result, ~3× faster on CPU).
+        touch (:mod:`jaxnn._src.window`; same result, faster on CPU).
       epsilon: GNNB's ε ∈ (0, 1) (paper 000 eq. 10).
       neighbors: optional precomputed (m, k) int neighbour indices (self excluded),
         or a :class:`Neighbors` from :func:`knn_graph` (of k or more neighbours:
@@ -86,7 +86,8 @@ def fit(
         ``lax.approx_min_k``) when ``neighbors`` is None (:func:`jaxnn.knn_graph`).
       trace: record the total surrogate risk after every step (``model.trace``;
         after every step of the schedule for ``chooser="colored"``).  It
-        evaluates ψ on every edge a step writes: 2–6× the time of a lazy pass.
+        evaluates ψ on every edge a step writes, which makes a pass several
+        times slower.
       posterior: how :func:`predict_proba` estimates posteriors — ``"auto"``
         (default): p̂ = (1 − ε)·softmax(H/T) + ε/C (multilabel: per label
         (1 − ε)·σ(H_c/T) + ε/2), ε = 0.01, with the temperature T of least
@@ -313,8 +314,8 @@ def _auto(value):
 #: at most this many held-out points are scored by posterior="auto" (a seeded
 #: random subset of the 20 %).  The standard error of a mean log loss over 10⁴
 #: points is ~0.01 of its spread, while scoring costs an exact neighbour query
-#: of every scored point against the 80 % (m = 10⁶, d = 16: ~150 s for all
-#: 2·10⁵ held-out points, half of the whole fit)
+#: of every scored point against the 80 % (for all the held-out points of a
+#: large set, a cost of the order of the whole fit)
 MAX_SCORED = 10_000
 
 #: the temperatures posterior="auto" tries, as multiples of the RMS of the

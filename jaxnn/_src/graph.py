@@ -32,9 +32,9 @@ __all__ = ["Neighbors", "knn_graph", "knn_query", "graph_and_query", "subgraph"]
 
 METHODS = ("exact", "nndescent", "approx")
 
-#: distances from which an exact search on CPU warns on the "jaxnn" logger: the
-#: exact graph of 2·10⁵ points (d = 16) took 22 s on 2 CPU cores, and the cost
-#: grows with m² (10⁶ points: ~9 min at d = 16, where nndescent takes ~50 s)
+#: distances from which an exact search on CPU warns on the "jaxnn" logger: those
+#: of the exact graph of 2·10⁵ points, from which such a search takes long on a
+#: CPU; its cost grows with m², nndescent's far more slowly
 SLOW_SEARCH_PAIRS = 4 * 10**10
 
 logger = logging.getLogger("jaxnn")
@@ -103,16 +103,17 @@ def knn_graph(
         ``candidates`` neighbours (plus the point itself), of which the k
         nearest are kept; default 2k.  Recall@10 on the 10⁵-point Gaussian mixtures of the
         benchmarks (d = 64 / 128): k + 1 → 0.57 / 0.59, 2k → 0.83 / 0.86,
-        3k → 0.93 / 0.955, 4k → 0.965 / 0.984, at 1×, 2×, 3×, 4× the time.
+        3k → 0.93 / 0.955, 4k → 0.965 / 0.984, the time growing about in
+        proportion to the candidates.
       n_jobs: nndescent only — pynndescent's threads (−1: all cores); 1, the
         default, is reproducible run to run, more threads may not be.
       n_trees, n_iters: nndescent only — pynndescent's random-projection
         trees of its initial graph and its NN-descent rounds (None: its
         defaults, 21 and 17 at m = 10⁵).  Fewer trade recall for time; on
-        the 10⁵-point set (2 cores, ``candidates=k + 2``, ``n_jobs=-1``):
-        defaults 3.0 s, recall@10 0.65; ``n_trees=8, n_iters=4`` 1.8 s,
-        0.58; ``n_trees=4, n_iters=3`` 1.4 s, 0.40 — GNNB's test accuracy
-        0.946 / 0.944 / 0.943 (exact graph 0.953).
+        the 10⁵-point set (``candidates=k + 2``, ``n_jobs=-1``): defaults
+        recall@10 0.65; ``n_trees=8, n_iters=4`` 0.58; ``n_trees=4,
+        n_iters=3`` 0.40 — GNNB's test accuracy 0.946 / 0.944 / 0.943 (exact
+        graph 0.953).
       devices: exact and approx — None (the default device), an int n (the
         first n devices), a list of devices or ``"all"``: the query rows are
         split across them (``jax.shard_map``), the points replicated; same
@@ -197,10 +198,9 @@ def graph_and_query(X_train, X_query, k: int, *, devices=None, rows=None, cut_qu
     exact search: the rows of X_train and then those of X_query are queried
     together among X_train (the first m excluding themselves; a query row has
     no index of its own to exclude), conditioned as each alone would be — one
-    compiled program where the two would compile one each (~0.45 s on 2 CPU
-    cores, the largest part of a new size's first fit with
-    ``posterior="auto"``).  Same neighbours as the two searches, up to float
-    rounding in the distance tiles.
+    compiled program where the two would compile one each (the largest part
+    of a new size's first fit with ``posterior="auto"``).  Same neighbours as
+    the two searches, up to float rounding in the distance tiles.
 
     Args:
       X_train: (m, d) points.  X_query: (n, d) points.  1 ≤ k < m.
@@ -262,9 +262,9 @@ def neighbor_sum(rows, indices, k=None):
     compiled program — :func:`jaxnn.select`'s candidates, scored from the
     largest one's neighbours), one neighbour column at a time (in column
     order), so that no (n, k, C) gather is made:
-    ``jnp.sum(rows[indices], axis=1)`` held 11.7 GB to score 10⁶ queries
-    with C = 100 and took 12–16× the time of this.  Columns from k on are
-    masked, not skipped: the loop keeps its static length."""
+    ``jnp.sum(rows[indices], axis=1)`` would hold 11.7 GB to score 10⁶
+    queries with C = 100 and take many times as long as this.  Columns from
+    k on are masked, not skipped: the loop keeps its static length."""
     H0 = jnp.zeros((indices.shape[0], rows.shape[1]), rows.dtype)
     if k is None:
         return jax.lax.fori_loop(0, indices.shape[1], lambda t, H: H + rows[indices[:, t]], H0)
@@ -328,9 +328,8 @@ def _exact_rows(X, rows: np.ndarray, k: int):
 SUBGRAPH_BLOCK = 2048
 SUBGRAPH_ELEMENTS = 1 << 24
 #: :func:`subgraph`'s two hops cost ~n·k²·d, an exact search among the n kept
-#: points ~n²·d: measured on 2 CPU cores (n = 4000 / 24 000, d = 16 / 64, k =
-#: 5–40), they cost alike at n ≈ 15–80·k², so below n = 48·k² the exact search
-#: runs (two hops at n = 24 000: k = 40 2.4 s against 0.9 s; k = 200 over a minute)
+#: points ~n²·d: they cost alike at n of a few tens of k², so below n = 48·k²
+#: the exact search runs (the two hops' k² makes them the slower at large k)
 SUBGRAPH_EXACT_RATIO = 48
 
 

@@ -4,8 +4,7 @@ The greedy chooser (paper 001, GNNB*; paper 002, N³'s WEO) needs, at every
 step and for every class c, the example j maximising |η_jc|/n_j, while a
 step changes η only on the few hundred rows that are neighbours of the
 updated inverse neighbourhood.  A full ``argmax`` over the (m, C) table is
-O(m·C) a step (on CPU, XLA's variadic argmax costs ~3 ns an element: 3 ms a
-step at m = 10⁵, C = 10), so the step time grows with m.
+O(m·C) a step, so the step time grows with m.
 
 This tree stores the signed values v (m, C) themselves as its leaves (the
 engine keeps v = η/n there, adding pre-scaled changes) and, level by level,
@@ -40,8 +39,8 @@ __all__ = ["MaxTree", "build", "add", "add_pairs", "argmax", "values"]
 #: node than recomputing a small level whole
 WHOLE_LEVEL_FACTOR = 4
 
-#: children per node; on 2 CPU cores 8 beats 4, 16 and 32 by 1.2–1.7× a
-#: greedy step (fewer levels against more children gathered per level)
+#: children per node; on CPU 8 makes a faster greedy step than 4, 16 or 32
+#: (fewer levels against more children gathered per level)
 BRANCH = 8
 
 
@@ -137,8 +136,8 @@ def add_pairs(tree: MaxTree, rows: jax.Array, cls: jax.Array, deltas: jax.Array)
     B = tree.branch
     C = tree.levels[0].shape[0] // tree.sizes[0]
     # unsigned positions: node // B is a shift and the gathers skip the
-    # negative-index fix-up (signed, the two took a third to 40 % of a level
-    # repaired node by node: 12.7 → 8.4 µs at m = 10⁴, ~16 → 9–10 at 10⁶)
+    # negative-index fix-up (signed, the two cost a large share of a level
+    # repaired node by node)
     cls = cls.astype(jnp.uint32)
     levels = list(tree.levels)
     node = rows.astype(jnp.uint32)

@@ -35,24 +35,19 @@ __all__ = ["ColorSchedule", "color_conflict_graph", "color_schedule", "padded_sc
 
 #: inverse-neighbourhood sizes bounding the colouring's tiers below the top
 #: one: a vertex's work is its tier's width, not the largest inverse
-#: neighbourhood's (a hub of P ≈ 500 made every vertex cost 5 000 lookups).
-#: Each tier compiles its own loop (~0.5 s); at m = 10⁵ (exact graph, P = 502)
-#: tiers (64, 16): 0.17 s steady, 2.3 s first call; (64, 16, 4): 0.15 / 2.8 s;
-#: (16,): 0.30 / 1.8 s
+#: neighbourhood's (else a hub of P ≈ 500 would make every vertex cost 5 000
+#: lookups).  Each tier compiles its own loop: more tiers make a warm colouring
+#: faster and a first call slower, and (64, 16) balances the two
 TIER_WIDTHS = (64, 16)
-#: member lookups per iteration of the colouring's batched loop.  Measured on
-#: 2 CPU cores at m = 10⁵, k = 10 (nndescent graph, P = 625): 1 (one vertex
-#: an iteration, the plain greedy colouring) 4.9 s and 49 colours; 1024:
-#: 0.35 s, 51; 4096: 0.21–0.26 s, 54; 16 384: 0.39 s, 57 (more vertices of
-#: a batch collide and are retried).  The former vertex-at-a-time loop over
-#: the colours of all n_j·k conflict neighbours: 0.87 s, 49.
+#: member lookups per iteration of the colouring's batched loop, for m = 10⁵:
+#: a larger batch runs faster than one vertex an iteration (the plain greedy
+#: colouring) until more of its vertices collide and are retried; it costs a
+#: few more colours.
 COLOR_BATCH_ELEMENTS = 4096
-#: COLOR_BATCH_ELEMENTS was measured at m = 10⁵; a vertex's chance to collide
+#: COLOR_BATCH_ELEMENTS was chosen at m = 10⁵; a vertex's chance to collide
 #: with its batch grows as batch/m, so the default batch grows with m:
-#: COLOR_BATCH_ELEMENTS per COLOR_BATCH_M examples (random graphs, k = 10,
-#: 2 CPU cores, batch 4096 → scaled: m = 3·10⁵ 0.43 → 0.27 s, 30 → 32
-#: colours; m = 10⁶ 2.6–2.7 → ~1.0 s, 30 → 31; at 10⁶ a batch of 16 384
-#: took 1.24 s, 65 536 1.14 s with 33 colours).
+#: COLOR_BATCH_ELEMENTS per COLOR_BATCH_M examples (on larger random graphs
+#: faster than a fixed batch, for about as many colours).
 COLOR_BATCH_M = 100_000
 
 
@@ -221,7 +216,7 @@ class ColorSchedule(NamedTuple):
 
 
 #: the step's edge and example axes are padded to a multiple of this: on CPU
-#: unaligned lengths ran the same pass 1.5× slower (169 vs 105–111 ms above)
+#: unaligned lengths run the same pass markedly slower
 ALIGN = 256
 
 
@@ -249,8 +244,8 @@ def color_schedule(neighbors, *, chunk: int | None = None, n_classes: int = 1, p
 
     ``pad_to`` (``fit`` on at most ``shared_sizes.SHARED_MAX_ROWS`` examples) pads
     the schedule to shapes that nearby sizes share, so that one compiled
-    colouring and :func:`boost_colored` serve cross-validation folds (each
-    fold's data-dependent shapes compiled ~0.9 s on 2 CPU cores): the
+    colouring and :func:`boost_colored` serve cross-validation folds (where
+    each fold's data-dependent shapes would compile their own): the
     examples to ``pad_to.rows`` ≥ m (the padding's sentinel is that, not m,
     for :func:`boost_colored` on Y padded alike), the steps to a power of two
     ≥ 4k (padding steps hold only padding; :func:`boost_colored` skips them

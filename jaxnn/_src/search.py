@@ -49,10 +49,9 @@ def _dots(q, x):
     return jnp.matmul(q, x.T, precision=DISTANCE_PRECISION)
 
 
-#: :func:`_smallest_k` selects in two stages from m > 3·32·k columns. Its time
-#: over one ``top_k``'s on a 128-row tile (2 CPU cores), at k = 4 / 8 / 16 / 32 / 64:
-#: 0.75 / 0.78 / 0.88 / 0.85 / 0.89 at m = 4·32k, 1.10 / 1.16 / 1.07 / 1.05 / 1.08
-#: at m = 2·32k
+#: :func:`_smallest_k` selects in two stages from m > 3·32·k columns: on a
+#: 128-row tile the two stages beat one ``top_k`` from about 4·32·k columns
+#: on and lose to it at 2·32·k, whatever k
 TWO_STAGE_MIN_RATIO = 3
 
 
@@ -84,11 +83,9 @@ def _smallest_k(d2, k: int):
 
 #: from this many training points on, the search runs in column chunks
 #: (:func:`_chunked_topk`) on CPU; below it one pass over whole rows is faster.
-#: Measured on 2 CPU cores, 10⁴ queries, k = 10: m = 5·10⁴: 2.5 → 0.6 s (d = 16),
-#: 3.1 → 1.7 s (d = 128); m = 10⁵, d = 64: 2.3× faster; m = 2·10⁴: 1.1–1.3× slower.
 #: The chunks keep a tile in a CPU cache; on a GPU or TPU their sequential
 #: loop (m/8192 steps per tile) would cost kernel launches, so the one-pass
-#: search runs there (the search measured on an H100, above).
+#: search runs there.
 CHUNKED_MIN_M = 32_768
 #: columns per chunk: the (128, 8192) distance tile (4 MiB) stays in cache
 _CHUNK = 8192
@@ -156,11 +153,10 @@ def conditioning_on_host(X: np.ndarray):
     the queries to be conditioned alike, Q' = (ldexp(Q, −e0) − shift)/s
     (:func:`conditioned_search`), the distances scaled back by 2^e.  For
     the small searches: their compiled program then holds no reduction of
-    X: 0.19–0.21 → 0.15–0.16 s of compilation for a search of 512–768
-    points (2 CPU cores), and on the host it costs O(m·d).  The queries,
-    possibly many, are conditioned in the program as before (on the host
-    too, 0.13–0.14 s, but they held 2.4× their size at the peak of a large
-    prediction, against 1×).
+    X, which compiles faster, and on the host it costs O(m·d).  The
+    queries, possibly many, are conditioned in the program (on the host
+    they would compile as little, but hold over twice their size at the
+    peak of a large prediction, against once).
 
     The mean is the first point plus the mean of the differences from it, so
     that a constant feature's mean is exactly its value and it contributes 0
@@ -193,8 +189,8 @@ def blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, rec
     points is conditioned on the host (:func:`conditioning_on_host`),
     padded to :func:`shared_rows` (the padding never a neighbour) and Q to
     :func:`query_rows` rows, so that data of nearby sizes — cross-validation
-    folds, a learning curve's steps — share one compiled search
-    (~0.1–0.3 s a new size on 2 CPU cores).  ``rows``: pad such X to at
+    folds, a learning curve's steps — share one compiled search (where
+    each new size would compile its own).  ``rows``: pad such X to at
     least this many rows (another search's, to share its compilation).  Such
     a search of at most :data:`shared_sizes.SHARED_K_MAX_ROWS` points finds
     :func:`shared_k` (k) neighbours (at most X's padded rows) and keeps the
@@ -232,7 +228,7 @@ def conditioned_search(Q, X, n_valid=None, transform=None, row0=0, *, kernel, k:
                         exclude_self: bool, recall_target):
     """:func:`blocked_topk` on one device, jitted whole: a new shape compiles
     one program, not three (the conditioning and the rescaling of the
-    distances cost ~0.1 s of compilation of their own per query size).
+    distances would compile programs of their own per query size).
     ``n_valid``: X's rows from n_valid on are padding (None: none are).
     ``transform``: X comes conditioned (:func:`conditioning_on_host`) and
     (e0, shift, s, e) condition Q alike and scale the distances back; None:

@@ -237,7 +237,7 @@ def _searched(X_tr, X_va, k_max: int, graph_method: str, seed: int, devices):
         graph, query = graph.indices, nndescent_query(index, X_tr, X_va, k_max).indices
     elif graph_method == "exact":  # one search, one compilation (graph.graph_and_query)
         # exactly k_max neighbours: the candidate ks share this search already; a shared_k(k_max) search
-        # (64 for 50) took 34–35 ms instead of 28–29 at m = 2000 (select warm: 124–132 → 120–121 ms)
+        # (64 for 50) would only find neighbours that no candidate uses
         graph, query = graph_and_query(X_tr, X_va, k_max, devices=devices, share_k=False)
     else:
         graph = knn_graph(X_tr, k_max, method=graph_method, seed=seed, devices=devices).indices

@@ -1,10 +1,10 @@
 """Shared sizes: the padded shapes that let problems of nearby sizes share
 compiled programs.
 
-A new array shape costs a compilation (0.1–1 s on 2 CPU cores), so jaxnn pads
-what varies from call to call: training sets to :func:`shared_rows`, query
-batches to :func:`query_rows`, inverse neighbourhoods to :func:`shared_width`
-and, for small exact searches, the neighbours found to :func:`shared_k`.
+A new array shape costs a compilation, so jaxnn pads what varies from call to
+call: training sets to :func:`shared_rows`, query batches to
+:func:`query_rows`, inverse neighbourhoods to :func:`shared_width` and, for
+small exact searches, the neighbours found to :func:`shared_k`.
 Padding and cutting happen on the host where they can (:func:`padded_rows`,
 :func:`first_rows`, :func:`to_device`), where nothing compiles per size.
 Setting :data:`SHARED_MAX_ROWS` (or :data:`SHARED_K_MAX_ROWS`) to 0 turns the
@@ -25,8 +25,8 @@ from jaxnn._src import platforms
 
 #: training sets of at most this many points are searched (and boosted, by
 #: ``fit``) padded to :func:`shared_rows`: a few compiled programs serve every
-#: size.  Beyond, a new size's compilation (~1 s) weighs less than padded work
-#: would (up to a quarter more rows and steps: half as much search again)
+#: size.  Beyond, a new size's compilation weighs less than padded work would
+#: (up to a quarter more rows and steps: half as much search again)
 SHARED_MAX_ROWS = 16384
 
 #: exact searches of at most this many training points find the neighbours of
@@ -75,11 +75,10 @@ def shared_k(k: int, m: int) -> int:
     first, exact ties to the lower index, so its first k columns are the
     k-NN; a grid of ks (3, 5, 7 → 8; 9, 11, 15 → 16) then shares one
     compiled search, and :func:`fit` one boosting width, where each k
-    compiled its own (~0.2 s of search and ~0.2 s of boosting on 2 CPU
-    cores).  The search's time grows about linearly with the neighbours it
-    finds (m = 2000, d = 16, warm: 10.7 ms at k = 10, 15.1 ms at 16), a few
-    ms at this size against ~0.5 s of compilation for each new k; above it
-    the search costs more (m = 4000: 24 → 34 ms) and a compile weighs less."""
+    would compile its own search and boosting.  The search's time grows
+    about linearly with the neighbours it finds: at this size a few
+    milliseconds more against a compilation for each new k; above it the
+    search costs more and a compilation weighs less."""
     k = int(k)
     return k if m > SHARED_K_MAX_ROWS else max(8, 1 << (k - 1).bit_length())
 
@@ -91,7 +90,7 @@ def shared_rows(m: int, block: int = 128) -> int:
     112, 128 blocks: at most a quarter more rows, an eighth on average).
     Cross-validation folds that differ by a row, and some of a learning
     curve's steps, then share one compiled search and boosting, where each
-    new m compiled ~1 s of programs (2 CPU cores, ``posterior="auto"``).
+    new m would compile its own.
     Coarser than :func:`query_rows` would merge more sizes, but a training
     set is searched against itself: its padding costs twice over."""
     m = int(m)
@@ -128,9 +127,9 @@ def query_rows(n: int, block: int = 128, among: int | None = None) -> int:
     ``block`` rows, their number rounded up to two significant bits up to 64
     blocks (1, 2, 3, 4, 6, 8, 12, …, 48, 64: at most half more work) and
     to four beyond (72, 80, …: at most an eighth more).  A new shape costs a
-    compile (~0.5 s on 2 CPU cores) that outweighs searching dozens of blocks,
-    hence the coarse steps while batches are small: any batch of ≤ 128
-    queries shares one compiled search, and sizes 1 … 10⁴ need 14.
+    compile that outweighs searching dozens of blocks, hence the coarse steps
+    while batches are small: any batch of ≤ 128 queries shares one compiled
+    search, and sizes 1 … 10⁴ need 14.
 
     ``among``: the (padded) training rows the queries are searched among and
     scored against.  Few of them make a padded query nearly free, so the

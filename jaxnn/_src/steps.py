@@ -151,9 +151,9 @@ def surrogate_risk(loss: Loss | str, edges) -> jax.Array:
 @functools.partial(jax.jit, static_argnames=("algorithm", "loss"))
 def initial_edges(Y, *, algorithm, loss: Loss) -> jax.Array:
     """``algorithm.init_edges(loss, Y)`` (m, C) as one compiled program: run
-    eagerly, N³'s class-balanced edges compiled ~10 small programs (~0.3 s on
-    2 CPU cores) for each new shape.  (:func:`boost` computes them inside
-    its own program when given ``E0=None``.)"""
+    eagerly, N³'s class-balanced edges would compile ~10 small programs for
+    each new shape.  (:func:`boost` computes them inside its own program
+    when given ``E0=None``.)"""
     return algorithm.init_edges(loss, Y)
 
 
@@ -162,9 +162,9 @@ STEP_WIDTHS = (16, 64, 256)
 #: members updated per inner-loop iteration of a step
 CHUNK = 16
 #: padded work (steps × P × C, × k for greedy, × the calls of one compiled
-#: program) from which narrowing pays for its compilation: at P = 502, C = 10
-#: it compiles in 0.66 s instead of 0.30 s (lazy) and 2.1 s instead of 1.2 s
-#: (greedy), while a padded edge costs 5–10 ns
+#: program) from which narrowing pays for its compilation: the narrowed step
+#: (a switch over widths) compiles longer than the plain one, while a
+#: padded edge costs little
 NARROW_MIN_WORK = 1 << 24
 
 
@@ -175,12 +175,12 @@ def step_widths(P: int, work: int | None = None, narrow: bool | None = None) -> 
     hubs of a kNN graph (P = 502 at m = 10⁵, k = 10, while the median n_j is
     4) do not make every step read P·C edges.  A single width means one
     plain full-width step: when P < 64 (the switch and loop would cost more
-    than the padding they save: 2.6 → 12.5 µs a step at P = 26), when the
-    padded ``work`` of the call is under :data:`NARROW_MIN_WORK` (the extra
-    compilation would cost more than the run saves), or when ``narrow`` is
-    False (the plan's decision; None: whether the platform computations run
-    on now narrows steps, :func:`platforms.narrows_steps` — a GPU or TPU
-    reads a padded row in one kernel; control flow costs it more)."""
+    than the padding they save), when the padded ``work`` of the call is
+    under :data:`NARROW_MIN_WORK` (the extra compilation would cost more
+    than the run saves), or when ``narrow`` is False (the plan's decision;
+    None: whether the platform computations run on now narrows steps,
+    :func:`platforms.narrows_steps` — a GPU or TPU reads a padded row in one
+    kernel; control flow costs it more)."""
     if (work is not None and work < NARROW_MIN_WORK) or not (platforms.narrows_steps() if narrow is None else narrow):
         return (max(int(P), 1),)
     return tuple(w for w in STEP_WIDTHS if 4 * w <= P) + (max(int(P), 1),)

@@ -4,14 +4,13 @@ the edges they touch.
 On CPU, XLA splits every gather and scatter on an array over 256 KB across
 its thread pool (docs/performance.md); a sequential step touches a few
 hundred bytes of the (m, C) edge state, so from m·C ≈ 6·10⁴ on the dispatch,
-not the work, sets the step's cost (5–17 µs at m = 10⁵, C = 10 against
-~1 µs at 10⁴).  Here the steps of the ``lazy`` and ``random`` choosers run
-in windows of S consecutive steps: the rows U_b = ∪ inv(j) over the window's
-examples are gathered once into a local (U + 1, C) array (U·C ≲ 2¹⁵), the S
-steps run on it, and the rows are scattered back — the same arithmetic in
-the same order as :func:`jaxnn._src.boosting.boost`, on arrays small enough
-to stay out of the thread pool.  α of the window's examples is added once per
-window as well.
+not the work, sets the step's cost.  Here the steps of the ``lazy`` and
+``random`` choosers run in windows of S consecutive steps: the rows U_b =
+∪ inv(j) over the window's examples are gathered once into a local (U + 1,
+C) array (U·C ≲ 2¹⁵), the S steps run on it, and the rows are scattered
+back — the same arithmetic in the same order as
+:func:`jaxnn._src.boosting.boost`, on arrays small enough to stay out of the
+thread pool.  α of the window's examples is added once per window as well.
 
 The layout is built once on the host (:func:`window_layout`): per window the
 global rows U_b (padded with the sentinel m), and per step its members as
@@ -69,9 +68,8 @@ class WindowLayout(NamedTuple):
 
 
 #: a window's rows are gathered and scattered back in chunks of U / ROW_CHUNKS,
-#: as many as it has rows: every window was copied at the widest window's U,
-#: and on a graph with hubs (U ≈ P) most are far narrower (an audit: m = 10⁵,
-#: C = 100, P = 5 183, a pass 3.2 s against 1.4 s without hubs)
+#: as many as it has rows, not all at the widest window's U: on a graph with
+#: hubs (U ≈ P) most windows are far narrower
 ROW_CHUNKS = 8
 
 
@@ -135,8 +133,8 @@ def shared_max_count(counts) -> int:
     """``boost_windowed``'s ``max_count`` for inverse-neighbourhood sizes
     ``counts``: the largest rounded up to :func:`shared_sizes.shared_width` (as the
     layout's U and length are), so that refits on other data of the same size
-    reuse the compiled scan (each compiled ~0.3 s at m = 8000–30 000, C = 10
-    on 2 CPU cores); a wider top step is inert up to float rounding."""
+    reuse the compiled scan rather than compile their own; a wider top step
+    is inert up to float rounding."""
     return shared_width(int(np.max(counts, initial=0)))
 
 
