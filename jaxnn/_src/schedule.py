@@ -233,14 +233,11 @@ def color_schedule(neighbors, *, chunk: int | None = None, n_classes: int = 1, p
 
     Any order of the colours gives an exact schedule; it runs them in reverse
     order of :func:`color_conflict_graph`'s largest-first colouring (its
-    colour c becomes ``n_colors − 1 − c``).  One GNNB pass (logistic, k = 10),
-    test accuracy, colouring order → reversed: 0.9485 → 0.9553 on the
-    benchmarks' 10⁵-point synthetic set (lazy, index order: 0.9533); mean of
-    12 UCI sets × 3 splits 0.9212 → 0.9229 (lazy 0.9224, random orders
-    0.9221, the colours in random orders 0.9218).  The first colour of a
+    colour c becomes ``n_colors − 1 − c``).  The first colour of a
     largest-first colouring holds the hubs and a maximal independent set
-    around them; leveraging it first left the 10⁵-point set 0.5 points
-    behind the sequential orders.
+    around them; leveraging them last rather than first gives one pass the
+    test accuracy of the sequential orders (docs/performance.md#the-colored-schedule,
+    accuracy of the colour order).
 
     ``pad_to`` (``fit`` on at most ``shared_sizes.SHARED_MAX_ROWS`` examples) pads
     the schedule to shapes that nearby sizes share, so that one compiled
