@@ -3,24 +3,23 @@ compilation cache, and guarded helpers for the tests that count compilations.
 
 Tiers
 -----
-``python -m pytest -m "not slow" -n 2`` is the development tier (some 1160
-tests: ~100 s on 2 cores with the compilation cache below warm, ~2 min
-from an empty one); the full suite (the README's command, CI) runs every
-test.  ``slow`` marks what compiles a lot or starts something, whatever its
+``python -m pytest -m "not slow" -n 2`` is the development tier (some 1190
+tests; its time: docs/performance.md); the full suite (the README's
+command, CI) runs every test.  ``slow`` marks what compiles a lot or starts something, whatever its
 size:
 
 * tests whose own code starts a Python process (found here: their source
   names ``sys.executable`` or ``subprocess.``): JAX's import and every
   compilation from nothing;
-* the ``nndescent`` xdist group: pynndescent's numba compilation (~45 s a
-  process);
+* the ``nndescent`` xdist group: pynndescent's numba compilation (tens of
+  seconds a process);
 * in files others own (README, bench), by node id: :data:`SLOW_ELSEWHERE`;
 * in the test files, by a mark on the test: the paper experiments,
   scikit-learn's estimator checks, the grids of float64 reference
   comparisons (the tier keeps ``test_float32_fit_matches_reference`` and
   one surrogate-risk case per algorithm), the padded-against-unpadded and
   compilation-counting tests of shared sizes (programs of new shapes each),
-  and tests of more than ~3 s from an empty cache on 2 cores.
+  and tests of more than a few seconds from an empty cache.
 
 Property tests (hypothesis) run 5 examples a property in the development
 tier and 200 in the full suite.
@@ -42,10 +41,8 @@ subprocesses tests start.  The workers share it — a program one compiled
 the other loads, as does a worker that dropped its in-memory programs
 (``clear_cache``), and every later run — and never read each other's
 half-written entries.  ``JAXNN_TEST_CACHE_DIR`` moves it (empty: no cache);
-a ``JAXNN_CACHE_DIR`` or JAX cache you set is used as it is.  On 2 cores a
-first run costs no more than without it (163 against 170 CPU seconds for
-test_engine, test_posteriors and test_ensemble) and a second costs a
-quarter (37 s).
+a ``JAXNN_CACHE_DIR`` or JAX cache you set is used as it is.  A first run
+costs about what it costs without the cache, and a later run a fraction.
 
 Counting compilations
 ---------------------
@@ -97,8 +94,7 @@ def pytest_configure(config):
 
 # --------------------------------------------------------------------------
 # hypothesis: 200 examples a property in the full suite (test_properties checks it), 5 in the
-# development tier (each example of new shapes compiles, ~0.1 CPU s: on 2 cores test_properties
-# takes 136 CPU s at 200 examples, 59 at 50, 41 at 20, 27 at 5)
+# development tier (each example of new shapes compiles a program)
 # --------------------------------------------------------------------------
 PROPERTY_EXAMPLES = {"full": 200, "dev": 5}
 
@@ -127,14 +123,14 @@ def pytest_collection_modifyitems(config, items):
 
 
 def _in_nndescent_group(item) -> bool:
-    """pynndescent's numba compilation: ~45 s the first time in a process."""
+    """pynndescent's numba compilation: tens of seconds the first time in a process."""
     return any(m.name == "xdist_group" and m.args[:1] == ("nndescent",) for m in item.iter_markers())
 
 
 @functools.lru_cache(maxsize=None)
 def _starts_a_process(function) -> bool:
     """A test whose own code starts a Python process: it imports JAX and
-    compiles from nothing (5-40 s), whatever its size."""
+    compiles from nothing, whatever its size."""
     if function is None:
         return False
     try:
