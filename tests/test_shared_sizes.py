@@ -383,7 +383,11 @@ def test_predict_proba_of_any_posterior_mix_shares_one_program(compilations):
         mixes = {lam: np.asarray(jaxnn.predict_proba(dataclasses.replace(model, posterior_mix=lam), Xq))
                  for lam in (1.0, 0.25)}
     assert compiled.of(predict_mod._rule) == []
-    link, votes = predict_mod.posterior_parts(model, Xq)  # the separate link and vote fractions
+    # the link posteriors and the vote fractions, each on its own
+    link = np.clip(np.asarray(model.loss.posterior(jaxnn.decision_function(model, Xq)), np.float64), 0, 1)
+    link /= link.sum(axis=1, keepdims=True)
+    nb = np.asarray(jaxnn.knn_query(model.X, Xq, 5).indices)
+    votes = (y[nb][:, :, None] == np.arange(3)[None, None, :]).mean(axis=1)
     np.testing.assert_allclose(p_link, link, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(mixes[1.0], votes, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(mixes[0.25], 0.75 * link + 0.25 * votes, rtol=1e-5, atol=1e-6)

@@ -274,31 +274,19 @@ def _found_parts(model: Model, X, found, rows):
     return alpha, Y, nb, first_k(found, model.k), n
 
 
-def posterior_parts(model: Model, X, neighbors=None, found=None, rows=None):
-    """(link posterior, vote fractions), both (n, C) NumPy arrays: the
-    program of :func:`predict_proba` (:func:`_rule`) at λ = 0 and
-    λ = 1, so that ``posterior="auto"``'s choice compiles nothing that the
-    fitted model's ``predict_proba`` does not use; the padding dropped on the
-    host: nothing compiles per n.  ``found``: instead of ``neighbors``, the
-    (n, k') host indices of X's k' ≥ k nearest training points, nearest
-    first, from a search at :func:`shared_sizes.shared_k` (k') — all of them passed
-    on, with k traced, so that nearby ks share one compiled program; with
-    them, ``rows``: the model's α and labels are padded to at least so many
-    rows (the main fit's, whose ``predict_proba`` then reuses the program)."""
-    alpha, Y, nb, k, n = _query_parts(model, X, neighbors) if found is None else _found_parts(model, X, found, rows)
-    return tuple(np.asarray(_rule_of(model, alpha, Y, nb, k, lam, 0.0)[4])[:n] for lam in (0.0, 1.0))
-
-
 def held_out_scores(model: Model, X, found=None, rows=None):
     """(H, V), both (n, C) NumPy arrays, of ``model`` at X — what
     ``posterior="auto"`` fits its temperature and leverage shrinkage on: the
     scores H_c(x) = Σ_{j∈NN_k(x)} α_jc y_jc and the label sums
     V_c(x) = Σ_{j∈NN_k(x)} y_jc (the scores at α ≡ 1: k·(2·v_c − 1), v the
     vote fractions), by :func:`predict`'s compiled program (:func:`_rule`),
-    the padding dropped on the host.  ``found`` and ``rows`` as for
-    :func:`posterior_parts`: X's (n, k') host neighbour indices among the
-    model's points (a graph of the training points themselves, self
-    excluded, serves too), and the rows α is padded to."""
+    the padding dropped on the host.  ``found``: X's (n, k') host indices of
+    its k' ≥ k nearest training points, nearest first, from a search at
+    :func:`shared_sizes.shared_k` (k') — all passed on, k traced, so that
+    nearby ks share one program (a graph of the training points
+    themselves, self excluded, serves too); with them, ``rows``: the
+    model's α and labels are padded to at least so many rows (the main
+    fit's, whose ``predict_proba`` then reuses the program)."""
     alpha, Y, nb, k, n = _query_parts(model, X, None) if found is None else _found_parts(model, X, found, rows)
     H, counts = (np.asarray(a)[:n] for a in _rule_of(model, alpha, Y, nb, k, 0.0, 0.0)[:2])
     return H, 2.0 * counts - model.k
