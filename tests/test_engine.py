@@ -48,7 +48,7 @@ DEV_RISK_CASES = {("gnnb", "logistic", "lazy"), ("unn", "exponential", "lazy"), 
     case if case in DEV_RISK_CASES else pytest.param(*case, marks=pytest.mark.slow) for case in RISK_CASES])
 def test_surrogate_risk_never_increases(algorithm, loss, chooser):
     X, y = _blobs()
-    model = jaxnn.fit(X, y, k=7, loss=loss, algorithm=algorithm, chooser=chooser, rounds=300, trace=True)
+    model = jaxnn.fit(X, y, k=7, loss=loss, algorithm=algorithm, chooser=chooser, rounds=300, trace=True, shrinkage=None)
     risk = np.asarray(model.trace, dtype=np.float64)
     assert risk.shape == (300,)
     assert np.all(np.isfinite(risk))
@@ -342,18 +342,18 @@ def test_auto_chooser_runs_colored_on_accelerators_for_whole_passes():
 @pytest.mark.slow
 def test_fit_default_chooser_is_what_auto_chooser_says(monkeypatch):
     X, y = _blobs(m=150, C=3, seed=5)
-    lazy = jaxnn.fit(X, y, k=5, chooser="lazy", posterior="link")
-    colored = jaxnn.fit(X, y, k=5, chooser="colored", posterior="link")
+    lazy = jaxnn.fit(X, y, k=5, chooser="lazy", posterior="link", shrinkage=None)
+    colored = jaxnn.fit(X, y, k=5, chooser="colored", posterior="link", shrinkage=None)
     platform = platforms.platform()
     expected = lazy if plan.auto_chooser(150, 150, platform, 3) == "lazy" else colored
     # the choosers' α differ in the first digits; a GPU's atomic scatter-adds may
     # change the last bits of one chooser's from run to run (README, Performance)
     assert np.abs(np.asarray(lazy.alpha) - np.asarray(colored.alpha)).max() > 1e-2
     same = functools.partial(np.testing.assert_allclose, rtol=1e-6, atol=1e-7)
-    same(np.asarray(jaxnn.fit(X, y, k=5, posterior="link").alpha), np.asarray(expected.alpha))
+    same(np.asarray(jaxnn.fit(X, y, k=5, posterior="link", shrinkage=None).alpha), np.asarray(expected.alpha))
     seen = []
     monkeypatch.setattr(plan, "auto_chooser", lambda m, rounds, platform, n_classes: seen.append((platform, n_classes)) or "colored")
-    same(np.asarray(jaxnn.fit(X, y, k=5, posterior="link").alpha), np.asarray(colored.alpha))
+    same(np.asarray(jaxnn.fit(X, y, k=5, posterior="link", shrinkage=None).alpha), np.asarray(colored.alpha))
     assert seen == [(platform, 3)]
 
 
@@ -406,7 +406,7 @@ def test_root_finding_losses_compile_once(algorithm, loss, compilations):
     X, y = _blobs(m=120, seed=5)
 
     def fit_and_predict():
-        model = jaxnn.fit(X, y, k=5, algorithm=algorithm, loss=loss, posterior="link")
+        model = jaxnn.fit(X, y, k=5, algorithm=algorithm, loss=loss, posterior="link", shrinkage=None)
         return jax.block_until_ready(jaxnn.predict_proba(model, X[:30]))
 
     fit_and_predict(), fit_and_predict()
@@ -463,7 +463,7 @@ def test_unn_alpha_does_not_depend_on_a_wide_max_delta():
 
     def fit(smoothing, max_delta):
         return jaxnn.fit(X, y, k=3, loss="logistic", algorithm=jaxnn.unn(smoothing, max_delta), rounds=120,
-                         chooser="lazy", posterior="link")
+                         chooser="lazy", posterior="link", shrinkage=None)
 
     narrow = np.asarray(fit(True, 1e3).alpha)
     for wide in (1e16, 1e30):
@@ -528,7 +528,7 @@ def test_colored_schedule_equals_sequential_in_colour_order(algorithm, loss, chu
     assert sorted(order.tolist()) == list(range(400))
     with jax.enable_x64(True):
         X64 = X.astype(np.float64)
-        col = jaxnn.fit(X64, y, k=6, loss=loss, algorithm=algorithm, chooser="colored", rounds=800, neighbors=nb, posterior="link", trace=True)
+        col = jaxnn.fit(X64, y, k=6, loss=loss, algorithm=algorithm, chooser="colored", rounds=800, neighbors=nb, posterior="link", shrinkage=None, trace=True)
         Y = col.Y
         E0 = col.algorithm.init_edges(col.loss, Y)
         if chunk is not None:
@@ -653,7 +653,7 @@ def test_color_schedule_steps_follow_the_platform():
     np.testing.assert_array_equal(colored_order(cpu), colored_order(gpu))
     default = color_schedule(nb, n_classes=C)
     assert default.n_steps == (cpu if platforms.platform() == "cpu" else gpu).n_steps
-    model = jaxnn.fit(X, y, k=6, chooser="colored", posterior="link")
+    model = jaxnn.fit(X, y, k=6, chooser="colored", posterior="link", shrinkage=None)
     E0 = model.algorithm.init_edges(model.loss, model.Y)
     counts = jaxnn.inverse_neighbors(nb).counts
     a = boost_colored(model.Y, E0, counts, cpu, algorithm=model.algorithm, loss=model.loss, passes=1, trace=False)
@@ -769,7 +769,7 @@ def test_windowed_scan_equals_plain_scan(steps):
     assert chunks.min() < chunks.max() <= 8
     order = chooser_order("random", 150, 407, seed=3)
     with jax.enable_x64(True):
-        model = jaxnn.fit(X.astype(np.float64), y, k=4, rounds=1, neighbors=nb, posterior="link")
+        model = jaxnn.fit(X.astype(np.float64), y, k=4, rounds=1, neighbors=nb, posterior="link", shrinkage=None)
         Y, algo, loss = model.Y, model.algorithm, model.loss
         E0 = algo.init_edges(loss, Y)
         inv = jaxnn.inverse_neighbors(nb)
@@ -794,7 +794,7 @@ def test_fit_runs_sequential_choosers_windowed_from_the_state_threshold(monkeypa
     for threshold, chooser, expected in [(1200, "lazy", 1), (1200, "random", 1), (1201, "lazy", 0), (0, "greedy", 0), (0, "colored", 0)]:
         monkeypatch.setattr(plan, "WINDOWED_MIN_STATE", threshold)
         calls.clear()
-        jaxnn.fit(X, y, k=5, chooser=chooser, posterior="link")
+        jaxnn.fit(X, y, k=5, chooser=chooser, posterior="link", shrinkage=None)
         assert len(calls) == (expected if on_cpu else 0), (threshold, chooser)
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")  # as on a GPU machine
     assert not plan.make_plan(300, 4, 300, "lazy").windowed and not plan.make_plan(10**6, 10, 10**6, "lazy").windowed

@@ -166,7 +166,7 @@ def sm3(data):
 def test_one_split_without_norm_equals_fit(data):
     X, y, Xq = data
     kw = dict(k=5, chooser="random", seed=3, rounds=200, trace=True)
-    ref = jaxnn.fit(X, y, posterior="link", **kw)
+    ref = jaxnn.fit(X, y, posterior="link", shrinkage=None, **kw)
     sm = ens.fit_split(X, y, n_splits=1, norm=None, **kw)
     (blk,) = sm.models
     for name in ("alpha", "X", "Y"):
@@ -182,7 +182,7 @@ def test_one_split_without_norm_equals_fit(data):
 def test_one_split_colored_equals_fit(data):
     X, y, _ = data
     kw = dict(k=5, chooser="colored", rounds=240, trace=True)
-    ref = jaxnn.fit(X, y, posterior="link", **kw)
+    ref = jaxnn.fit(X, y, posterior="link", shrinkage=None, **kw)
     (blk,) = ens.fit_split(X, y, n_splits=1, norm=None, **kw).models
     np.testing.assert_array_equal(np.asarray(blk.alpha), np.asarray(ref.alpha))
     np.testing.assert_array_equal(np.asarray(blk.trace), np.asarray(ref.trace))
@@ -255,7 +255,7 @@ def test_vmapped_blocks_equal_a_loop_of_fits(data, chooser, check_blocks):
     Q = np.asarray(ens.split_features(sm, Xq))
     for b in check_blocks:
         block = list(sm.blocks[b])
-        ref = jaxnn.fit(_l1(X[:, block]), y, k=5, chooser=chooser, posterior="link")
+        ref = jaxnn.fit(_l1(X[:, block]), y, k=5, chooser=chooser, posterior="link", shrinkage=None)
         np.testing.assert_allclose(np.asarray(sm.models[b].alpha), np.asarray(ref.alpha), rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(H[b], np.asarray(jaxnn.decision_function(ref, _l1(Xq[:, block]))), rtol=1e-5, atol=1e-5)
         np.testing.assert_array_equal(jaxnn.predict(sm.models[b], Q[b][:, : len(block)]), jaxnn.predict(ref, _l1(Xq[:, block])))
@@ -443,7 +443,7 @@ def test_one_block_predicts_as_fit_where_posteriors_saturate_or_underflow():
     jaxnn.predict the larger H) or all underflow (the 1e-12 floor made every
     class tie: a uniform posterior and class 0)."""
     X, y, Xq, kw, sm = _saturating(1, 0.5, 0)
-    ref = jaxnn.fit(X, y, posterior="link", **kw)
+    ref = jaxnn.fit(X, y, posterior="link", shrinkage=None, **kw)
     B = np.asarray(ens.block_posteriors(sm, Xq))[0]
     assert np.sum((B == 1).sum(1) > 1) >= 1 and np.sum(B.max(1) == 0) >= 1  # both cases occur
     np.testing.assert_array_equal(ens.predict_split(sm, Xq), jaxnn.predict(ref, Xq))
@@ -476,7 +476,7 @@ def test_one_block_multilabel_predicts_as_fit_at_one_half(data):
     X, _, Xq = data
     Yind = (X[:, :3] > 0).astype(int)
     sm = ens.fit_split(X, Yind, n_splits=1, norm=None, k=5)
-    ref = jaxnn.fit(X, Yind, posterior="link", k=5)
+    ref = jaxnn.fit(X, Yind, posterior="link", shrinkage=None, k=5)
     sm = dataclasses.replace(sm, alpha=sm.alpha * 1e-9)
     ref = dataclasses.replace(ref, alpha=ref.alpha * 1e-9)
     np.testing.assert_array_equal(np.asarray(ens.predict_proba_split(sm, Xq)), 0.5)

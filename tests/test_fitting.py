@@ -58,8 +58,9 @@ def test_fit_logs_its_stages_and_their_seconds(caplog):
         auto_chooser(200, 200, platforms.platform(), 3)]
     assert any(re.fullmatch(rf"fit: GNNB boosting \(logistic loss, {how}\), 200 steps x 3 classes: \d+\.\d\d s", msg)
                for msg in messages)
-    assert "fit: posterior='auto': auxiliary fit on 160 points, temperature fit on the other 40" in messages
-    assert re.fullmatch(r"fit: posterior='auto': temperature \d\S*, held-out log loss \d\.\d{4}, Brier score \d\.\d{4}",
+    assert "fit: held-out choice: auxiliary fit on 160 points, scored on the other 40" in messages
+    assert re.fullmatch(r"fit: held-out choice: temperature \d\S*, leverage shrinkage \d\.\d, held-out log loss "
+                        r"\d\.\d{4}, Brier score \d\.\d{4}",
                         messages[-1])
     caplog.clear()
     with caplog.at_level("INFO", logger="jaxnn"):
@@ -159,24 +160,22 @@ def test_multilabel():
 
 
 def test_multilabel_rare_label_and_posterior_auto(caplog):
-    # a label with one positive example: the auxiliary 80 % fit of posterior="auto" may
-    # miss it, and then fits its temperature on the training points' own scores (logged)
-    # instead of failing on a constant column
+    # a label with one positive example: the auxiliary 80 % fit of posterior="auto" that
+    # holds it out cannot fit it; that fold is left out (logged) and the others choose T
     X, Y = jaxnn.datasets.multilabel(n_samples=300, n_classes=4, seed=0)
     rare = np.zeros((300, 1), dtype=Y.dtype)
-    rare[int(np.random.default_rng(0).permutation(300)[0])] = 1  # lands in the held-out 20 %
+    rare[int(np.random.default_rng(0).permutation(300)[0])] = 1  # lands in the first held-out 20 %
     with caplog.at_level("INFO", logger="jaxnn"):
         model = jaxnn.fit(X, np.hstack([Y, rare]), k=8, posterior="auto")
-    assert model.alpha.shape == (300, 5) and model.posterior_mix == 0.0
-    assert any("training points' own scores" in r.getMessage() and "a label has no positive" in r.getMessage()
-               for r in caplog.records)
-    assert model.posterior_temperature == pytest.approx(_training_temperature(model, X, np.hstack([Y, rare]), 8),
-                                                        rel=1e-6)
+    assert model.alpha.shape == (300, 5) and model.posterior_mix == 0.0 and model.posterior_temperature > 0
+    assert any(r.getMessage() == "fit: held-out choice: 1 of 4 folds left out: a label has no positive (or no "
+               "negative) example in the auxiliary fit's 80 %" for r in caplog.records)
+    assert not any("training points' own scores" in r.getMessage() for r in caplog.records)
     P = np.asarray(jaxnn.predict_proba(model, X))
     assert P.shape == (300, 5) and np.all((P > 0) & (P < 1))
 
 
-_HELD_FIRST = int(np.random.default_rng(0).permutation(60)[0])  # fit's seed 0 holds this point out first
+_HELD_FIRST = int(np.random.default_rng(0).permutation(1000)[0])  # fit's seed 0 holds this point out first
 
 
 def _training_temperature(model, X, y, k):
@@ -193,7 +192,8 @@ def _training_temperature(model, X, y, k):
 @pytest.mark.parametrize("m, k, y_of, reason", [
     (45, 5, lambda i: i % 3, "45 points leave 9 < 10 to hold out"),
     (60, 47, lambda i: i % 3, "auxiliary fit's 48 points are too few for k=47"),
-    (60, 5, lambda i: np.where(i == _HELD_FIRST, 3, i % 3), "a class has no example"),
+    # 200 held out: one fold, whose 80 % lacks the class of one example
+    (1000, 5, lambda i: np.where(i == _HELD_FIRST, 3, i % 3), "a class has no example"),
 ])
 def test_posterior_auto_fits_the_temperature_on_the_training_scores_where_it_cannot_hold_out(m, k, y_of, reason,
                                                                                               caplog):
@@ -205,8 +205,7 @@ def test_posterior_auto_fits_the_temperature_on_the_training_scores_where_it_can
     with caplog.at_level("INFO", logger="jaxnn"):
         model = jaxnn.fit(X, y, k=k)
     assert model.posterior_mix == 0.0 and model.posterior_temperature > 0
-    assert any("fits its temperature on the training points' own scores" in r.getMessage()
-               and reason in r.getMessage() for r in caplog.records)
+    assert any("training points' own scores" in r.getMessage() and reason in r.getMessage() for r in caplog.records)
     assert model.posterior_temperature == pytest.approx(_training_temperature(model, X, y, k), rel=1e-6)
 
 
@@ -331,17 +330,18 @@ def test_auto_posterior_scores_at_most_max_scored_held_out_points(monkeypatch, c
 
     monkeypatch.setattr(fit_mod, "held_out_scores", spy)
     monkeypatch.setattr(fit_mod, "MAX_SCORED", 25)
+    monkeypatch.setattr(fit_mod, "MIN_SCORED", 1)  # one held-out part, not cross-fitted
     X, y = _blobs(m=200, C=3, seed=4)
     with caplog.at_level("INFO", logger="jaxnn"):
-        capped = jaxnn.fit(X, y, k=5, seed=3)
+        capped = jaxnn.fit(X, y, k=5, seed=3, shrinkage=None)
     perm = np.random.default_rng(3).permutation(200)
     assert len(seen) == 1 and seen[0][0] == 160  # the scores and label sums, once
     for _, scored in seen:
         np.testing.assert_array_equal(scored, X[perm[:25]])
-    assert "fit: posterior='auto': auxiliary fit on 160 points, temperature fit on 25 of the other 40" in [
+    assert "fit: held-out choice: auxiliary fit on 160 points, scored on 25 of the other 40" in [
         r.getMessage() for r in caplog.records]
     # the temperature is the one of least log loss on those 25 points
-    aux = jaxnn.fit(X[perm[40:]], y[perm[40:]], k=5, seed=3, posterior="link")
+    aux = jaxnn.fit(X[perm[40:]], y[perm[40:]], k=5, seed=3, posterior="link", shrinkage=None)
     H = np.asarray(real(aux, X[perm[:25]])[0], float)
     target = (y[perm[:25]][:, None] == np.arange(3)[None, :]).astype(float)
     T = capped.posterior_temperature
@@ -351,6 +351,40 @@ def test_auto_posterior_scores_at_most_max_scored_held_out_points(monkeypatch, c
     monkeypatch.setattr(fit_mod, "MAX_SCORED", 40)  # the whole 20 %: as before the cap
     jaxnn.fit(X, y, k=5, seed=3)
     np.testing.assert_array_equal(seen[0][1], X[perm[:40]])
+
+
+def test_small_data_cross_fit_every_point_once(monkeypatch, caplog):
+    """Below MIN_SCORED held-out points posterior="auto" cross-fits: 200
+    points, five auxiliary fits on 160 each score the other 40 — every point
+    once, by a fit that did not see it — and (T, s) are those of least log
+    loss on all 200 scores."""
+    from jaxnn._src import fitting as fit_mod
+    from jaxnn._src.fitting import _fit_shrinkage, held_out_folds
+
+    seen = []
+    real = fit_mod.held_out_scores
+
+    def spy(model, X, **how):
+        seen.append((np.asarray(model.X), np.asarray(X), real(model, X, **how)))
+        return seen[-1][2]
+
+    monkeypatch.setattr(fit_mod, "held_out_scores", spy)
+    X, y = _blobs(m=200, C=3, seed=4)
+    model = jaxnn.fit(X, y, k=3, seed=3)
+    folds = held_out_folds(200, 40, 3)
+    assert len(seen) == len(folds) == 5
+    np.testing.assert_array_equal(np.sort(np.concatenate([val for _, val in folds])), np.arange(200))
+    for (train, scored, _), (tr, val) in zip(seen, folds):
+        assert train.shape[0] == tr.size == 160
+        np.testing.assert_array_equal(scored, X[val])
+        # the auxiliary fit saw none of the points it scored
+        assert not np.any(np.all(train[:, None, :] == np.asarray(scored, train.dtype)[None, :, :], axis=2))
+    H, V = (np.concatenate([parts[i] for _, _, parts in seen]) for i in (0, 1))
+    order = np.concatenate([val for _, val in folds])
+    target = (y[order][:, None] == np.arange(3)[None, :]).astype(float)
+    T, s, _ = _fit_shrinkage(H, V, 3, target, False)
+    assert model.posterior_temperature == T and model.leverage_shrinkage == s
+    assert [len(held_out_folds(m, int(round(0.2 * m)), 0)) for m in (50, 500, 999, 1000, 10**5)] == [5, 2, 1, 1, 1]
 
 
 def test_auto_posterior_with_given_neighbors_derives_the_auxiliary_graph(monkeypatch, caplog):
@@ -371,6 +405,7 @@ def test_auto_posterior_with_given_neighbors_derives_the_auxiliary_graph(monkeyp
         return real_fit(*args, **kw)
 
     monkeypatch.setattr(fit_mod, "_fit_checked", spy_fit)
+    monkeypatch.setattr(fit_mod, "MIN_SCORED", 1)  # one held-out part, not cross-fitted
     X, y = _blobs(m=200, C=3, seed=4)
     nb = np.asarray(graph_mod.knn_graph(X, 5).indices)
     with caplog.at_level("INFO", logger="jaxnn"):
@@ -379,7 +414,7 @@ def test_auto_posterior_with_given_neighbors_derives_the_auxiliary_graph(monkeyp
     tr = np.random.default_rng(3).permutation(200)[40:]
     assert len(given) == 2 and rounds == [200, 160]  # the rounds scale with the 80 %: one pass each
     np.testing.assert_array_equal(given[1], graph_mod.subgraph(X, nb, tr))
-    assert any(r.getMessage().startswith("fit: posterior='auto': 5-NN graph of the 160 points from the full graph (two hops)")
+    assert any(r.getMessage().startswith("fit: held-out choice: 5-NN graph of the 160 points from the full graph (two hops)")
                for r in caplog.records)
     # without given neighbours the 80 % fit's graph is an exact search of the 80 %
     # (done with the scored points' query: graph.graph_and_query)
@@ -581,10 +616,10 @@ def test_refits_on_other_data_of_one_shape_reuse_the_compiled_boosting(compilati
     assert same, widths  # data whose exact widths differ but share a padded width
     other = same[0]
     with compilations(boost):  # compiled anew
-        jaxnn.fit(*sets[0], k=5, chooser="lazy", posterior="link")
+        jaxnn.fit(*sets[0], k=5, chooser="lazy", posterior="link", shrinkage=None)
     X, y = sets[other]
     with compilations() as compiled:
-        model = jaxnn.fit(X, y, k=5, chooser="lazy", posterior="link")
+        model = jaxnn.fit(X, y, k=5, chooser="lazy", posterior="link", shrinkage=None)
     assert compiled.of(boost) == []
     nb = np.asarray(jaxnn.knn_graph(X, 5).indices)
     inv = jaxnn.inverse_neighbors(nb)  # the exact width

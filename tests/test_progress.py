@@ -28,10 +28,10 @@ _SCRIPT = """
 import sys, numpy as np, jaxnn
 rng = np.random.default_rng(0); y = np.arange(90) % 3
 X = (rng.normal(size=(3, 4))[y] + rng.normal(size=(90, 4))).astype(np.float32)
-jaxnn.fit(X, y, k=5, posterior="link", verbose=True)
+jaxnn.fit(X, y, k=5, posterior="link", shrinkage=None, verbose=True)
 jaxnn.select(X, y, ks=(3, 5), losses=("logistic", "matsushita"), passes=(1, 2), verbose=True)
 print("QUIET FROM HERE", file=sys.stderr, flush=True)
-jaxnn.fit(X, y, k=5, posterior="link")
+jaxnn.fit(X, y, k=5, posterior="link", shrinkage=None)
 jaxnn.select(X, y, ks=(3, 5), losses=("logistic", "matsushita"), passes=(1, 2))
 """
 
@@ -61,11 +61,11 @@ def test_a_long_run_reports_each_segment(monkeypatch, caplog):
     monkeypatch.setattr(boost_runs, "SEGMENT_STEPS", 90)  # a pass of 90 points a segment
     X, y = _blobs()
     with caplog.at_level(logging.INFO, logger="jaxnn"):
-        jaxnn.fit(X, y, k=5, rounds=3 * 90, posterior="link", verbose=True)
+        jaxnn.fit(X, y, k=5, rounds=3 * 90, posterior="link", shrinkage=None, verbose=True)
     done = [r.getMessage() for r in caplog.records if "steps done" in r.getMessage()]
     assert done == ["fit: 90 of 270 steps done", "fit: 180 of 270 steps done"]
     caplog.clear()
-    jaxnn.fit(X, y, k=5, rounds=3 * 90, posterior="link")
+    jaxnn.fit(X, y, k=5, rounds=3 * 90, posterior="link", shrinkage=None)
     assert not caplog.records
 
 
@@ -97,7 +97,7 @@ def test_a_terminal_gets_bars(monkeypatch):
     monkeypatch.setattr(boost_runs, "SEGMENT_STEPS", 90)
     terminal.seek(0)
     terminal.truncate()
-    jaxnn.fit(X, y, k=5, rounds=3 * 90, posterior="link", verbose=True)
+    jaxnn.fit(X, y, k=5, rounds=3 * 90, posterior="link", shrinkage=None, verbose=True)
     text = terminal.getvalue()
     assert "fit: GNNB boosting" in text and "180/270" in text and re.search(r"boosting.*: \d+\.\d\d s", text)
 

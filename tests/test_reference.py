@@ -115,7 +115,7 @@ def fit_engine(algorithm, loss, case, epsilon=0.5, x64=True, chooser="lazy", rou
                        "unn_fast_unsmoothed": jaxnn.unn_fast(smoothing=False)}.get(algorithm, algorithm),
             chooser=chooser,
             rounds=rounds,
-            posterior="link",  # α is the same; "auto" would run a second, auxiliary fit
+            posterior="link", shrinkage=None,  # α is the same; "auto" would run a second, auxiliary fit
             epsilon=epsilon,
             neighbors=NN,
             trace=x64,
@@ -436,7 +436,7 @@ def test_greedy_float32_picks_stay_argmaxes_over_many_passes(greedy_picks):
     X[:, 0] += 3 * y
     NN = R.knn_bruteforce(X, 10)
     jaxnn.fit(X.astype(np.float32), y, k=10, algorithm="unn", loss="exponential", chooser="greedy",
-              rounds=20 * m, neighbors=NN, posterior="link")
+              rounds=20 * m, neighbors=NN, posterior="link", shrinkage=None)
     picks = np.stack(greedy_picks, axis=1)[:, : 20 * m]  # steps padded to a shared length: no-ops after
     gaps = R.unn(R.encode_labels(y)[0], NN, "exponential", order=picks).pick_gaps
     assert gaps.max() < 1e-3
@@ -481,5 +481,5 @@ def test_reference_unn_exponential_honours_max_delta(smoothing):
     assert np.abs(ref.alpha).max() <= 0.05 * 3 + 1e-12  # an example takes at most one step a pass
     with jax.enable_x64(True):
         model = jaxnn.fit(X, y, k=CASE_K3_C2[0], loss="exponential", chooser="lazy", neighbors=NN,
-                          algorithm=jaxnn.unn(smoothing=smoothing, max_delta=0.05), posterior="link")
+                          algorithm=jaxnn.unn(smoothing=smoothing, max_delta=0.05), posterior="link", shrinkage=None)
     np.testing.assert_allclose(np.asarray(model.alpha), filled(ref.alpha, Y, NN), rtol=1e-9, atol=1e-12)

@@ -161,7 +161,7 @@ def fit_colored(algorithm, loss, case, passes, epsilon=0.5, x64=True):
     X, y, _, NN = dataset(*case)
     with jax.enable_x64(x64):
         model = jaxnn.fit(X.astype(np.float64 if x64 else np.float32), y, k=case[0], loss=loss, algorithm=algorithm,
-                          chooser="colored", rounds=passes * M, epsilon=epsilon, neighbors=NN, posterior="link",
+                          chooser="colored", rounds=passes * M, epsilon=epsilon, neighbors=NN, posterior="link", shrinkage=None,
                           trace=True)
         return model, np.asarray(model.alpha), np.asarray(model.trace)
 

@@ -41,7 +41,7 @@ def _fit(X, y, NN, *, x64=True, **kw):
 
     with jax.enable_x64(x64):
         model = jaxnn.fit(X.astype(np.float64 if x64 else np.float32), y, k=NN.shape[1], neighbors=NN,
-                          posterior="link", **kw)
+                          posterior="link", shrinkage=None, **kw)
         return np.asarray(model.alpha), None if model.trace is None else np.asarray(model.trace)
 
 
@@ -148,7 +148,7 @@ def test_a_zero_weight_removes_the_example_from_every_step():
     u2 = np.where(u > 0, 2.0, 0.0)
     alpha2, _ = _fit(X, y, NN, algorithm="gnnb", loss="logistic", sample_weight=u2)
     np.testing.assert_array_equal(alpha, alpha2)
-    model = jaxnn.fit(X, y, k=6, sample_weight=u, posterior="link")
+    model = jaxnn.fit(X, y, k=6, sample_weight=u, posterior="link", shrinkage=None)
     assert np.mean(jaxnn.predict(model, X) == y) > 0.6
 
 

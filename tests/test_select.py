@@ -42,7 +42,7 @@ def test_select_prefix_graph_equals_direct_fit():
     X, y = _data(m=120, seed=1)
     tr, va = jaxnn._src.select._holdout(y, 0.25, 0)
     sel = jaxnn.select(X, y, ks=(5,), losses=("matsushita",), passes=(2,))
-    model = jaxnn.fit(X[tr], y[tr], k=5, loss="matsushita", rounds=2 * tr.size, posterior="link")
+    model = jaxnn.fit(X[tr], y[tr], k=5, loss="matsushita", rounds=2 * tr.size, posterior="link", shrinkage=None)
     nb = np.asarray(jaxnn.knn_graph(X[tr], 5).indices)
     assert not (np.bincount(nb.ravel(), minlength=tr.size) > 0).all()  # some examples are unreached: the fill runs
     acc = _boosting_accuracy(model, nb, X[va], y[va])
@@ -74,7 +74,7 @@ def test_select_scores_a_chooser_as_fit_runs_it(chooser, monkeypatch):
     sel = jaxnn.select(X, y, ks=(5, 8), losses=("logistic",), passes=(1, 3), chooser=chooser)
     nb = np.asarray(jaxnn.knn_graph(X[tr], 8).indices)[:, :5]  # select's prefix graph
     for passes in (1, 3):
-        model = jaxnn.fit(X[tr], y[tr], k=5, neighbors=nb, chooser=chooser, rounds=passes * tr.size, posterior="link")
+        model = jaxnn.fit(X[tr], y[tr], k=5, neighbors=nb, chooser=chooser, rounds=passes * tr.size, posterior="link", shrinkage=None)
         acc = _boosting_accuracy(model, nb, X[va], y[va])  # select scores boosting's α, not fit's filled one
         assert sel.scores[(5, "logistic", passes)] == pytest.approx(acc), passes
     if plan.WINDOWED_MIN_STATE == 0:  # windows on CPU only (boost_runs.runs_windowed)
@@ -106,9 +106,9 @@ def test_fit_auto_k_scores_the_rounds_it_will_run(monkeypatch):
     real = fitting.select
     monkeypatch.setattr(fitting, "select", lambda *a, **kw: seen.append(kw["passes"]) or real(*a, **kw))
     X, y = _data(seed=2)
-    model = jaxnn.fit(X, y, k="auto", loss="logistic", rounds=3 * 160, posterior="link")
+    model = jaxnn.fit(X, y, k="auto", loss="logistic", rounds=3 * 160, posterior="link", shrinkage=None)
     assert seen == [(3,)] and model.rounds == 480
-    jaxnn.fit(X, y, k="auto", loss="logistic", rounds=200, posterior="link")  # 1.25 passes: scored as 1
+    jaxnn.fit(X, y, k="auto", loss="logistic", rounds=200, posterior="link", shrinkage=None)  # 1.25 passes: scored as 1
     assert seen[-1] == (1,)
 
 
@@ -138,7 +138,7 @@ def test_select_searches_with_the_graph_method_it_is_given(monkeypatch):
     seen = []
     real = fitting.select
     monkeypatch.setattr(fitting, "select", lambda *a, **kw: seen.append((kw["graph_method"], kw["devices"])) or real(*a, **kw))
-    jaxnn.fit(X, y, k="auto", loss="logistic", graph_method="approx", devices=1, posterior="link")
+    jaxnn.fit(X, y, k="auto", loss="logistic", graph_method="approx", devices=1, posterior="link", shrinkage=None)
     assert seen == [("approx", 1)]
 
 
@@ -305,7 +305,7 @@ def test_select_multilabel_scores_each_label_decision():
     tr, va = jaxnn._src.select._holdout(Y, 0.25, 0)
     assert va.size == 20 and np.intersect1d(tr, va).size == 0 and tr.size == 60
     sel = jaxnn.select(X, Y, ks=(5,), losses=("logistic",), passes=(1,))
-    model = jaxnn.fit(X[tr], Y[tr], k=5, loss="logistic", rounds=tr.size, posterior="link")
+    model = jaxnn.fit(X[tr], Y[tr], k=5, loss="logistic", rounds=tr.size, posterior="link", shrinkage=None)
     want = float(np.mean(jaxnn.predict(model, X[va]) == Y[va]))
     assert want > 0.7 and sel.scores[(5, "logistic", 1)] == pytest.approx(want)
 
@@ -326,7 +326,7 @@ def test_select_refuses_two_losses_of_one_name_and_hands_back_a_custom_loss():
     mine = jaxnn.losses.from_phi(lambda p: -p * (1 - p), name="mine")
     sel = jaxnn.select(X, y, ks=(5,), losses=(mine,), passes=(1,))
     assert sel.loss is mine and set(sel.scores) == {(5, "mine", 1)}
-    assert jaxnn.fit(X, y, k=sel.k, loss=sel.loss, posterior="link").loss is mine
+    assert jaxnn.fit(X, y, k=sel.k, loss=sel.loss, posterior="link", shrinkage=None).loss is mine
 
 
 @pytest.mark.parametrize("chooser", ["lazy", "lazy-windowed"])
@@ -378,5 +378,5 @@ def test_select_searches_exactly_its_largest_k(monkeypatch):
     jaxnn.select(X, y, ks=(5, 10, 20, 50), losses=("logistic",), passes=(1,))
     assert found == [50]
     found.clear()
-    jaxnn.fit(X, y, k=10, posterior="link")
+    jaxnn.fit(X, y, k=10, posterior="link", shrinkage=None)
     assert found == [16]

@@ -293,20 +293,15 @@ def test_link_and_votes_keep_their_meaning_and_the_temperature_survives_pickling
 # the measurements of docs/results.md (minutes): small k against plain k-NN
 # ----------------------------------------------------------------------------
 
-_TOO_FEW_HELD_OUT = pytest.mark.xfail(
-    reason="105 training points: the 21 held out choose s = 0 at k = 2, where one boosting pass loses to k-NN "
-           "(docs/results.md#small-k)", strict=False)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["sk-digits", "sk-breast", "iris", "wine", "wdbc", "pima", "optdigits", "segment",
-                                  "penbased", "letter", pytest.param("sk-iris", marks=_TOO_FEW_HELD_OUT)])
+                                  "penbased", "letter", "sk-iris"])
 def test_small_k_is_as_accurate_as_knn_on_bundled_sets(name):
     """docs/results.md#small-k: k = 1, 2, 3 on a fixed stratified 70/30 split
     (standardised, at most 3000 training rows), leverages shrunk as held-out
     data say (``shrinkage="auto"``): accuracy at least scikit-learn's
     KNeighborsClassifier's minus two standard errors of the difference of two
-    accuracies."""
+    accuracies.  The default fit (leverages shrunk as held-out data say)."""
     from sklearn import datasets as skd
     from sklearn.neighbors import KNeighborsClassifier
 
@@ -318,7 +313,7 @@ def test_small_k_is_as_accurate_as_knn_on_bundled_sets(name):
     Xtr, Xte, ytr, yte = jaxnn.datasets.train_test_split(X, y, test_size=0.3, seed=0)
     Xtr, Xte = jaxnn.datasets.standardize(Xtr, Xte)
     for k in (1, 2, 3):
-        acc = np.mean(jaxnn.predict(jaxnn.fit(Xtr, ytr, k=k, shrinkage="auto"), Xte) == yte)
+        acc = np.mean(jaxnn.predict(jaxnn.fit(Xtr, ytr, k=k), Xte) == yte)
         knn = KNeighborsClassifier(k).fit(Xtr, ytr).score(Xte, yte)
         noise = 2 * np.sqrt(2 * max(knn * (1 - knn), 0.01) / len(yte))
         assert acc >= knn - noise, (name, k, acc, knn)
@@ -369,19 +364,26 @@ def test_fit_shrinkage_picks_the_pair_of_least_held_out_log_loss():
         assert (s >= 0.8) if side == "V" else (s <= 0.2), (side, s)
 
 
-def test_shrinkage_needs_the_auto_posterior_and_is_none_or_auto(tmp_path):
+def test_shrinkage_is_auto_by_default_with_every_posterior_or_none(tmp_path):
     X, y = _blobs(m=120, C=3, seed=1)
-    with pytest.raises(ValueError, match="shrinkage='auto'.*needs posterior='auto'"):
-        jaxnn.fit(X, y, k=3, shrinkage="auto", posterior="link")
     for bad in ("yes", 0.5, True):
         with pytest.raises(ValueError, match="shrinkage must be None or 'auto'"):
             jaxnn.fit(X, y, k=3, shrinkage=bad)
-    plain = jaxnn.fit(X, y, k=3)
+    plain = jaxnn.fit(X, y, k=3, shrinkage=None)
     assert plain.leverage_shrinkage == 0.0
-    shrunk = jaxnn.fit(X, y, k=3, shrinkage="auto")
+    shrunk = jaxnn.fit(X, y, k=3)
     s = shrunk.leverage_shrinkage
-    assert 0.0 <= s <= 1.0 and round(s * 10) == s * 10
+    assert 0.0 < s <= 1.0 and round(s * 10) == s * 10  # these data choose some shrinkage
+    assert not np.array_equal(np.asarray(shrunk.alpha), np.asarray(plain.alpha))
+    np.testing.assert_array_equal(np.asarray(jaxnn.fit(X, y, k=3, shrinkage="auto").alpha), np.asarray(shrunk.alpha))
     assert shrunk.trace is None
+    # the link and the votes: the same held-out choice of s, no temperature
+    for posterior, mix in (("link", 0.0), ("votes", 1.0)):
+        other = jaxnn.fit(X, y, k=3, posterior=posterior)
+        assert other.leverage_shrinkage == s and other.posterior_temperature == 0.0 and other.posterior_mix == mix
+        np.testing.assert_array_equal(np.asarray(other.alpha), np.asarray(shrunk.alpha))
+        unshrunk = jaxnn.fit(X, y, k=3, posterior=posterior, shrinkage=None)
+        np.testing.assert_array_equal(np.asarray(unshrunk.alpha), np.asarray(plain.alpha))
     jaxnn.save(shrunk, tmp_path / "shrunk.jaxnn")
     back = jaxnn.load(tmp_path / "shrunk.jaxnn")
     assert back.leverage_shrinkage == s
@@ -392,10 +394,11 @@ def test_the_estimator_and_the_command_line_take_the_shrinkage(tmp_path):
     from jaxnn.sklearn import BoostedKNNClassifier
 
     X, y = _blobs(m=150, C=3, seed=2)
-    est = BoostedKNNClassifier(k=2, posterior="auto", shrinkage="auto").fit(X, y)
-    assert 0.0 <= est.model_.leverage_shrinkage <= 1.0
-    with pytest.raises(ValueError, match="needs posterior='auto'"):
-        BoostedKNNClassifier(k=2, shrinkage="auto").fit(X, y)  # the estimator's default posterior is "link"
+    est = BoostedKNNClassifier(k=2).fit(X, y)  # default: posterior="link", shrinkage="auto"
+    np.testing.assert_array_equal(np.asarray(est.model_.alpha), np.asarray(jaxnn.fit(X, y, k=2, posterior="link").alpha))
+    assert 0.0 < est.model_.leverage_shrinkage <= 1.0
+    none = BoostedKNNClassifier(k=2, shrinkage=None).fit(X, y)
+    assert none.model_.leverage_shrinkage == 0.0
     est.save(tmp_path / "est.jaxnn")
     assert BoostedKNNClassifier.load(tmp_path / "est.jaxnn").get_params()["shrinkage"] == "auto"
     from jaxnn._src import cli
@@ -404,7 +407,8 @@ def test_the_estimator_and_the_command_line_take_the_shrinkage(tmp_path):
     header = ",".join(f"x{i}" for i in range(X.shape[1]))
     data.write_text(f"{header},label\n" + "\n".join(",".join(map(repr, row.tolist())) + f",c{t}"
                                                       for row, t in zip(X, y)))
-    assert cli.main(["fit", str(data), "--target", "label", "--k", "2", "--shrinkage", "auto", "--quiet",
-                     "-o", str(tmp_path / "m.jaxnn")]) == 0
-    model = jaxnn.load(tmp_path / "m.jaxnn")
-    assert model.leverage_shrinkage == est.model_.leverage_shrinkage
+    for flag, want in ((["--shrinkage", "auto"], jaxnn.fit(X, y, k=2)), ([], jaxnn.fit(X, y, k=2)),
+                       (["--shrinkage", "none"], jaxnn.fit(X, y, k=2, shrinkage=None))):
+        assert cli.main(["fit", str(data), "--target", "label", "--k", "2", "--quiet", "-o", str(tmp_path / "m.jaxnn"),
+                         *flag]) == 0
+        assert jaxnn.load(tmp_path / "m.jaxnn").leverage_shrinkage == want.leverage_shrinkage

@@ -348,10 +348,10 @@ def _add_data_commands(sub) -> dict:
     p_fit.add_argument("--rounds", type=lambda t: _whole(t, 1, 2**31 - 1, auto=True), default=None,
                        help="boosting steps per class, or auto (default: one pass, the number of rows)")
     p_fit.add_argument("--posterior", choices=_POSTERIORS, default="auto",
-                       help="how probabilities are estimated (default auto; link or votes skip auto's held-out fit)")
-    p_fit.add_argument("--shrinkage", choices=("none", "auto"), default="none",
-                       help="auto: leverages shrunk toward one value as held-out data say (with --posterior auto; "
-                            "for k <= 3) (default none)")
+                       help="how probabilities are estimated (default auto)")
+    p_fit.add_argument("--shrinkage", choices=("none", "auto"), default="auto",
+                       help="auto: leverages shrunk toward one value as held-out data say; none: boosting's own "
+                            "(with --posterior link or votes, no held-out fit) (default auto)")
     p_fit.add_argument("--seed", type=lambda t: _whole(t, 0, 2**32 - 1), default=0, help="default 0")
     p_fit.add_argument("-o", "--output", required=True, metavar="MODEL", help="the model file to write (.jaxnn)")
     p_fit.add_argument("--quiet", action="store_true", help="no summary line")

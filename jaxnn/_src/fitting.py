@@ -49,7 +49,7 @@ def fit(
     devices=None,
     verbose: bool = False,
     sample_weight=None,
-    shrinkage=None,
+    shrinkage="auto",
 ) -> Model:
     """Learn a leveraged k-NN rule by boosting.
 
@@ -118,15 +118,21 @@ def fit(
         ``posterior="auto"`` temperature minimises the weighted held-out log
         loss.  Not with k, loss or rounds ``"auto"`` (:func:`jaxnn.select`
         scores unweighted accuracy).
-      shrinkage: None (default: ``model.alpha`` is boosting's α) or
-        ``"auto"`` (with ``posterior="auto"``): α is shrunk toward one
-        common leverage ā, (1 − s)·α + s·ā (:func:`shrunk_leverage`), s ∈
-        {0, 0.1, …, 1} and ā chosen with the temperature on the held-out
-        20 % (least log loss; ``model.leverage_shrinkage`` = s).  Between
-        boosting's rule (s = 0) and the plain k-NN vote (s = 1): at k ≤ 3,
-        where each α is estimated from one to three reciprocal neighbours,
-        it keeps accuracy at plain k-NN's (docs/guide/posteriors.md).
-        ``model.trace`` stays the risk of boosting's α.
+      shrinkage: ``"auto"`` (default) or None.  ``"auto"``: α is shrunk
+        toward one common leverage ā, (1 − s)·α + s·ā (:func:`shrunk_leverage`),
+        s ∈ {0, 0.1, …, 1} chosen with the temperature T on held-out data —
+        an auxiliary fit on a random 80 %, scored on the other 20 % (on small
+        data, up to five such fits scoring every point once) — by least log
+        loss of the calibrated posteriors softmax(H/T); with
+        ``posterior="auto"`` the same auxiliary fit chooses T, with
+        ``"link"`` or ``"votes"`` it is made for s alone.  Between boosting's
+        rule (s = 0) and the plain k-NN vote (s = 1): where each α is
+        estimated from few reciprocal neighbours (small k) held-out data
+        prefer it shrunk, and accuracy stays at plain k-NN's or above
+        (docs/guide/posteriors.md).  ``model.leverage_shrinkage`` = s;
+        ``model.trace`` stays the risk of boosting's α.  None: ``model.alpha``
+        is boosting's α, the papers' rule (and with ``posterior="link"`` or
+        ``"votes"`` no auxiliary fit is made).
 
     Returns:
       A fitted :class:`Model`.  Computation is float32 unless X is float64 and
@@ -183,9 +189,6 @@ def fit(
         raise ValueError(f"unknown posterior {posterior!r}; use one of {_POSTERIORS}" + did_you_mean(posterior, _POSTERIORS))
     if not (shrinkage is None or (isinstance(shrinkage, str) and shrinkage == "auto")):
         raise ValueError(f"shrinkage must be None or 'auto', got {shrinkage!r}")
-    if shrinkage is not None and posterior != "auto":
-        raise ValueError(f"shrinkage='auto' is chosen on posterior='auto''s held-out data: it needs posterior='auto', "
-                         f"got posterior={posterior!r}")
     trace = check_bool(trace, "trace")
     if graph_method not in _GRAPH_METHODS:  # checked even when neighbors are given
         raise ValueError(f"unknown graph_method {graph_method!r}; use one of {_GRAPH_METHODS}"
@@ -229,7 +232,7 @@ def _fit_checked(Xa, y, classes, Y_np, multilabel: bool, plan: Plan, *, k: int, 
     model = Model(alpha, Xj, Y, result.trace, classes, k, loss_obj, algo, multilabel, rounds=rounds,
                   origin=origin)
     mix = {"link": 0.0, "votes": 1.0}.get(posterior)
-    if mix is not None:
+    if mix is not None and not shrink:
         return dataclasses.replace(model, posterior_mix=mix)
     # the 80 % fit's graph: derived from the caller's (two hops) when they gave one —
     # jaxnn cannot repeat their search, and an exact one of 80 % may take minutes
@@ -237,7 +240,9 @@ def _fit_checked(Xa, y, classes, Y_np, multilabel: bool, plan: Plan, *, k: int, 
         Xa, y, plan, k=k, loss=loss_obj, algorithm=algo, rounds=rounds, seed=seed, graph_method=graph_method,
         graph=nbrs if neighbors is not None else None, like=shapes, model=model, model_graph=nbrs, weights=weights,
         shrink=shrink)
-    return dataclasses.replace(model, alpha=shrunk_leverage(alpha, shrinkage, common), posterior_mix=0.0,
+    if mix is not None:  # the held-out fit was made for s alone
+        temperature = 0.0
+    return dataclasses.replace(model, alpha=shrunk_leverage(alpha, shrinkage, common), posterior_mix=mix or 0.0,
                                posterior_temperature=temperature, leverage_shrinkage=shrinkage)
 
 
@@ -339,14 +344,17 @@ def _choose_posterior(X, y, plan: Plan, *, k, loss, algorithm, rounds, seed, gra
     :func:`graph.subgraph` — rounds scaled with the sample), and its scores H
     at the other 20 % (at most :data:`MAX_SCORED` of them, drawn at random)
     are what T is fit on: honest out-of-sample scores, as the main model's
-    will be at new points.  An exact graph and the scored points' neighbours
+    will be at new points.  On small data (fewer than :data:`MIN_SCORED`
+    points in that 20 %) up to :data:`MAX_FOLDS` such fits each score
+    another 20 % (:func:`held_out_folds`), and (T, s) are fit on all their
+    scores.  An exact graph and the scored points' neighbours
     come from one search (:func:`graph.graph_and_query`: one compilation, not
     two).  ``like``: the main fit's :class:`SharedShapes` (a small fit's), to
     which the auxiliary fit's search and boosting are padded — the m points'
     graph search and boosting compiled already serve them.
     Where the data cannot be split so — fewer than 10 held-out points, k + 1
     or fewer points left in the 80 %, or a class (a label's positives or
-    negatives) missing from the 80 % — T is fit instead on the scores of the
+    negatives) missing from the 80 % (of every fold) — T is fit instead on the scores of the
     training points themselves (``model`` at its own graph ``model_graph``,
     each point's k nearest others: in-sample α, so T errs confident), with
     a log line saying why, and s = 0 (in-sample scores cannot tell
@@ -358,58 +366,110 @@ def _choose_posterior(X, y, plan: Plan, *, k, loss, algorithm, rounds, seed, gra
     multilabel = bool(model.multilabel)
 
     def on_training_scores(reason: str) -> tuple:
-        logger.info("fit: posterior='auto' fits its temperature on the training points' own scores: %s", reason)
+        logger.info("fit: held-out choice: none (T fit on the training points' own scores, s = 0): %s", reason)
         H, _ = held_out_scores(model, X, found=model_graph)
         T = _fit_temperature(H, _targets(y, np.arange(m), model.classes, multilabel), multilabel, weights)
-        logger.info("fit: posterior='auto': temperature %.4g", T)
+        logger.info("fit: held-out choice: temperature %.4g", T)
         return T, 0.0, 0.0
 
     if n_val < 10:
         return on_training_scores(f"{m} points leave {n_val} < 10 to hold out")
     if m - n_val <= k + 1:
         return on_training_scores(f"the auxiliary fit's {m - n_val} points are too few for k={k}")
-    perm = np.random.default_rng(seed).permutation(m)
-    val, tr = perm[:n_val], perm[n_val:]
-    val = val[:MAX_SCORED]  # perm is random: its first entries are a random subset
     y_arr = label_rows(y)
-    if y_arr.ndim == 1:
-        if np.unique(y_arr[tr]).size != np.unique(y_arr).size:
-            return on_training_scores("a class has no example in the auxiliary fit's 80 %")
-    else:
-        positive = y_arr[tr] > 0
-        if np.any(np.all(positive == positive[:1], axis=0)):
-            return on_training_scores("a label has no positive (or no negative) example in the auxiliary fit's 80 %")
-    if weights is not None and not (weights[tr].sum() > 0 and weights[val].sum() > 0):
-        return on_training_scores("the auxiliary fit's 80 % or the held-out 20 % has no positive sample weight")
-    aux_rounds = max(1, int(round(rounds * tr.size / m)))
-    scored = "" if val.size == n_val else f"{val.size} of "
-    logger.info("fit: posterior='auto': auxiliary fit on %d points, temperature fit on %sthe other %d",
-                tr.size, scored, n_val)
-    aux_graph = val_neighbors = None
-    if graph is not None:
-        aux_graph = logged(f"fit: posterior='auto': {k}-NN graph of the {tr.size} points from the full graph (two hops)",
-                            lambda: subgraph(X, graph, tr))
-    elif graph_method == "exact":  # the 80 %'s graph and the scored points' neighbours: one search, one compilation
-        aux_graph, val_neighbors = logged(
-            f"fit: posterior='auto': exact {k}-NN graph of the {tr.size} points and of the {val.size} scored among them",
-            lambda: graph_and_query(*points_of_parts(X, compute_dtype(X), tr, val), k, devices=plan.devices,
-                                    rows=None if like is None else like.rows, cut_queries=False))
-    aux_labels = encode_labels(y_arr[tr], tr.size)
-    aux_plan = make_plan(tr.size, aux_labels[1].shape[1], aux_rounds, devices=plan.devices, like=plan,
-                         weighted=weights is not None)
-    aux_weights = None if weights is None else _mean_one(weights[tr])
-    aux = _fit_checked(X[tr], y_arr[tr], *aux_labels, aux_plan, k=k, loss_obj=loss, algo=algorithm, rounds=aux_rounds,
-                       seed=seed, graph_method=graph_method, trace=False, posterior="link", neighbors=aux_graph,
-                       like=like, weights=aux_weights)
-    H, V = held_out_scores(aux, X[val], found=val_neighbors, rows=None if like is None else like.rows)
+    scored, reasons = [], []
+    for tr, val in held_out_folds(m, n_val, seed):
+        reason = _unfit_reason(y_arr, weights, tr, val, k)
+        if reason is None:
+            scored.append(_fold_scores(X, y_arr, plan, tr, val, k=k, loss=loss, algorithm=algorithm,
+                                       rounds=max(1, int(round(rounds * tr.size / m))), seed=seed,
+                                       graph_method=graph_method, graph=graph, like=like,
+                                       weights=None if weights is None else _mean_one(weights[tr])))
+        reasons.append(reason)
+    if not scored:
+        return on_training_scores(reasons[0])
+    if len(reasons) > 1 and len(scored) < len(reasons):
+        logger.info("fit: held-out choice: %d of %d folds left out: %s", len(reasons) - len(scored), len(reasons),
+                    next(r for r in reasons if r is not None))
+    H, V, val = (np.concatenate(parts) for parts in zip(*scored))
     target = _targets(y_arr, val, model.classes, multilabel)
     val_weights = None if weights is None else weights[val]
     T, s, common = _fit_shrinkage(H, V, k, target, multilabel, val_weights, SHRINKAGES if shrink else (0.0,))
     log_p, _ = _calibrated_log_probs((1.0 - s) * H + s * common * V, T, multilabel)
     logloss, brier = _posterior_scores(np.exp(log_p), target, multilabel, val_weights)
-    logger.info("fit: posterior='auto': temperature %.4g%s, held-out log loss %.4f, Brier score %.4f", T,
+    logger.info("fit: held-out choice: temperature %.4g%s, held-out log loss %.4f, Brier score %.4f", T,
                 f", leverage shrinkage {s:.1f}" if shrink else "", logloss, brier)
     return T, s, common
+
+
+#: posterior="auto" scores at least this many held-out points where the data
+#: have them: below, it cross-fits (:func:`held_out_folds`)
+MIN_SCORED = 200
+#: the most folds :func:`held_out_folds` cross-fits (disjoint held-out parts)
+MAX_FOLDS = 5
+
+
+def held_out_folds(m: int, n_val: int, seed: int) -> list:
+    """[(train, held_out)] host index arrays of ``posterior="auto"``'s
+    auxiliary fits on m points: a seeded random permutation's first n_val
+    points held out, the rest the auxiliary fit's; where n_val <
+    :data:`MIN_SCORED`, each of its next parts of n_val too (the last one
+    what is left, if fewer), up to :data:`MAX_FOLDS` parts or MIN_SCORED
+    scored points — on
+    small data every point is scored once, by a fit that did not see it
+    (cross-fitting), so that T and s are chosen on more than a handful of
+    points.  A held-out part keeps at most :data:`MAX_SCORED` points (the
+    permutation is random: its first points are a random subset)."""
+    perm = np.random.default_rng(seed).permutation(m)
+    n_folds = min(MAX_FOLDS, -(-MIN_SCORED // n_val), -(-m // n_val))
+    folds = []
+    for f in range(n_folds):
+        lo, hi = f * n_val, min(m, (f + 1) * n_val)
+        folds.append((np.concatenate((perm[:lo], perm[hi:])), perm[lo:hi][:MAX_SCORED]))
+    return folds
+
+
+def _unfit_reason(y_arr, weights, tr, val, k: int) -> Optional[str]:
+    """Why labels ``y_arr`` (and sample ``weights``) cannot be split into an
+    auxiliary k-NN fit on ``tr`` scored on ``val``, or None where they can."""
+    if tr.size <= k + 1:
+        return f"the auxiliary fit's {tr.size} points are too few for k={k}"
+    if y_arr.ndim == 1:
+        if np.unique(y_arr[tr]).size != np.unique(y_arr).size:
+            return "a class has no example in the auxiliary fit's 80 %"
+    elif np.any(np.all((y_arr[tr] > 0) == (y_arr[tr[:1]] > 0), axis=0)):
+        return "a label has no positive (or no negative) example in the auxiliary fit's 80 %"
+    if weights is not None and not (weights[tr].sum() > 0 and weights[val].sum() > 0):
+        return "the auxiliary fit's 80 % or the held-out 20 % has no positive sample weight"
+    return None
+
+
+def _fold_scores(X, y_arr, plan: Plan, tr, val, *, k, loss, algorithm, rounds, seed, graph_method, graph, like,
+                 weights) -> tuple:
+    """(H, V, val): the held-out scores and label sums (:func:`held_out_scores`)
+    at the points ``val`` of an auxiliary fit on the points ``tr`` with the
+    main fit's settings, ``rounds`` steps and sample ``weights`` (tr.size,)
+    or None (see :func:`_choose_posterior`)."""
+    aux_graph = val_neighbors = None
+    scored = "" if val.size == X.shape[0] - tr.size else f"{val.size} of "
+    logger.info("fit: held-out choice: auxiliary fit on %d points, scored on %sthe other %d",
+                tr.size, scored, X.shape[0] - tr.size)
+    if graph is not None:
+        aux_graph = logged(f"fit: held-out choice: {k}-NN graph of the {tr.size} points from the full graph (two hops)",
+                            lambda: subgraph(X, graph, tr))
+    elif graph_method == "exact":  # the 80 %'s graph and the scored points' neighbours: one search, one compilation
+        aux_graph, val_neighbors = logged(
+            f"fit: held-out choice: exact {k}-NN graph of the {tr.size} points and of the {val.size} scored among them",
+            lambda: graph_and_query(*points_of_parts(X, compute_dtype(X), tr, val), k, devices=plan.devices,
+                                    rows=None if like is None else like.rows, cut_queries=False))
+    aux_labels = encode_labels(y_arr[tr], tr.size)
+    aux_plan = make_plan(tr.size, aux_labels[1].shape[1], rounds, devices=plan.devices, like=plan,
+                         weighted=weights is not None)
+    aux = _fit_checked(X[tr], y_arr[tr], *aux_labels, aux_plan, k=k, loss_obj=loss, algo=algorithm, rounds=rounds,
+                       seed=seed, graph_method=graph_method, trace=False, posterior="link", neighbors=aux_graph,
+                       like=like, weights=weights)
+    H, V = held_out_scores(aux, X[val], found=val_neighbors, rows=None if like is None else like.rows)
+    return H, V, val
 
 
 def _targets(y, rows, classes, multilabel: bool) -> np.ndarray:

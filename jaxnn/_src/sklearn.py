@@ -126,10 +126,10 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         n_samples / (n_classes · its count), scikit-learn's rule) or a dict
         {label: weight}: multiplies each example's sample weight by its
         class's (single-label y only).
-      shrinkage: None (default) or ``"auto"`` (with ``posterior="auto"``):
-        the leverages shrunk toward one common value as held-out data say
-        (``jaxnn.fit``'s ``shrinkage``) — at k ≤ 3 it keeps accuracy at
-        plain k-NN's.
+      shrinkage: ``"auto"`` (default) or None: the leverages shrunk toward
+        one common value as held-out data say, or boosting's own
+        (``jaxnn.fit``'s ``shrinkage``) — shrunk, accuracy stays at plain
+        k-NN's or above at small k.
 
     Attributes:
       model_: the fitted :class:`jaxnn.Model` (use it with the functional API).
@@ -164,7 +164,7 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         trace=False,
         verbose=False,
         class_weight=None,
-        shrinkage=None,
+        shrinkage="auto",
     ):
         self.k = k
         self.loss = loss
