@@ -298,10 +298,10 @@ def test_link_and_votes_keep_their_meaning_and_the_temperature_survives_pickling
                                   "penbased", "letter", "sk-iris"])
 def test_small_k_is_as_accurate_as_knn_on_bundled_sets(name):
     """docs/results.md#small-k: k = 1, 2, 3 on a fixed stratified 70/30 split
-    (standardised, at most 3000 training rows), leverages shrunk as held-out
-    data say (``shrinkage="auto"``): accuracy at least scikit-learn's
+    (standardised, at most 3000 training rows), the default fit (leverages
+    shrunk as held-out data say): accuracy at least scikit-learn's
     KNeighborsClassifier's minus two standard errors of the difference of two
-    accuracies.  The default fit (leverages shrunk as held-out data say)."""
+    accuracies."""
     from sklearn import datasets as skd
     from sklearn.neighbors import KNeighborsClassifier
 
