@@ -3,7 +3,7 @@
 Contenders (k = 10, logistic loss, defaults otherwise):
 
 * ``jaxnn_gnnb`` / ``jaxnn_unn`` / ``jaxnn_n3`` — ``jaxnn.fit(X, y, k=10,
-  algorithm=…, posterior="link")``: exact graph + one pass of the default
+  algorithm=…, posterior="link", shrinkage=None)``: exact graph + one pass of the default
   chooser (``posterior="auto"``, the default, would add one auxiliary fit
   on 80 % of the data);
 * ``jaxnn_gnnb_fast`` (not in quick mode) — the pynndescent graph of
@@ -72,12 +72,12 @@ def _fast_fit(d):
     """``jaxnn_gnnb_fast``: the fastest GNNB fit of the public API on CPU —
     ``knn_graph(method="nndescent", candidates=k + 2, n_trees=6, n_iters=3,
     n_jobs=-1)`` (a low-recall graph that costs GNNB little accuracy) +
-    ``fit(..., chooser="colored", rounds=2 * m, posterior="link")``."""
+    ``fit(..., chooser="colored", rounds=2 * m, posterior="link", shrinkage=None)``."""
 
     def fast():
         nb = jaxnn.knn_graph(d.X_train, K, method="nndescent", seed=SEED, candidates=K + 2, n_trees=6, n_iters=3,
                              n_jobs=-1).indices
-        return block(jaxnn.fit(d.X_train, d.y_train, k=K, loss="logistic", posterior="link", neighbors=nb,
+        return block(jaxnn.fit(d.X_train, d.y_train, k=K, loss="logistic", posterior="link", shrinkage=None, neighbors=nb,
                                chooser="colored", rounds=2 * len(d.y_train)))
 
     return fast
@@ -92,7 +92,7 @@ def _contenders(d, fast: bool) -> dict:
     out = {}
     for algorithm in JAXNN_ALGORITHMS:
         out[f"jaxnn_{algorithm}"] = (
-            lambda a=algorithm: jaxnn.fit(d.X_train, d.y_train, k=K, algorithm=a, posterior="link", seed=SEED),
+            lambda a=algorithm: jaxnn.fit(d.X_train, d.y_train, k=K, algorithm=a, posterior="link", shrinkage=None, seed=SEED),
             jaxnn.predict,
         )
     if fast:

@@ -340,7 +340,7 @@ class TreeStep(Benchmark):
 
 class TraceCost(Benchmark):
     """What ``fit(trace=True)`` costs: ``track_traced_over_untraced_ratio`` of
-    one lazy GNNB pass (logistic loss, k = 10, C = 10, posterior="link") on
+    one lazy GNNB pass (logistic loss, k = 10, C = 10, posterior="link", shrinkage=None) on
     Gaussian blobs of m = 2·10⁴ points, with the plain and the windowed scan."""
 
     param_names = ["scan"]
@@ -359,7 +359,7 @@ class TraceCost(Benchmark):
         plan.WINDOWED_MIN_STATE = 0 if scan == "windowed" else 1 << 62
 
         def fit(trace):
-            return lambda: jaxnn.fit(X, y, k=K, neighbors=nb, posterior="link", trace=trace).alpha
+            return lambda: jaxnn.fit(X, y, k=K, neighbors=nb, posterior="link", shrinkage=None, trace=trace).alpha
 
         self.fits = [fit(True), fit(False)]
         for f in self.fits:
@@ -388,7 +388,8 @@ class PosteriorAutoCost(GraphCache, Benchmark):
 
         d = dataset(name)
         self.fits = [
-            lambda posterior=posterior: jaxnn.fit(d.X_train, d.y_train, k=K, neighbors=cache[name], posterior=posterior)
+            lambda posterior=posterior: jaxnn.fit(d.X_train, d.y_train, k=K, neighbors=cache[name], posterior=posterior,
+                                                  shrinkage=None)
             for posterior in ("auto", "link")
         ]
         self.model = block(self.fits[0]())  # compiles both fits' programs (the link fit is the auto fit's first part)
@@ -409,7 +410,7 @@ class PosteriorAutoCost(GraphCache, Benchmark):
 class ChooserAccuracy(Benchmark):
     """Does an example order cost accuracy?  ``track_mean_test_accuracy``:
     the mean test accuracy of one GNNB pass (logistic loss, k = 10,
-    ``posterior="link"``) over the bundled UCI sets of ≥ 2000 points × 3
+    ``posterior="link", shrinkage=None``) over the bundled UCI sets of ≥ 2000 points × 3
     random 70/30 splits (standardised) — ``lazy`` (index order), ``random``
     (a seeded permutation) or ``colored`` (the exact parallel schedule's
     colour order).  Quick runs: two sets, one split."""
@@ -439,7 +440,7 @@ class ChooserAccuracy(Benchmark):
         import jaxnn
 
         accuracies = [
-            np.mean(np.asarray(jaxnn.predict(jaxnn.fit(Xtr, ytr, k=K, chooser=chooser, posterior="link"), Xte)) == yte)
+            np.mean(np.asarray(jaxnn.predict(jaxnn.fit(Xtr, ytr, k=K, chooser=chooser, posterior="link", shrinkage=None), Xte)) == yte)
             for Xtr, Xte, ytr, yte in self.splits
         ]
         return float(np.mean(accuracies))
@@ -450,7 +451,7 @@ class ChooserAccuracy(Benchmark):
 class AutoOnUCI(Benchmark):
     """Warm model selection and split fits on bundled UCI sets (a random 2/3,
     standardised; compiled in ``setup``), ``time_fit``: ``what="fit_auto"`` —
-    ``jaxnn.fit(k="auto", loss="auto", rounds="auto", posterior="link")``,
+    ``jaxnn.fit(k="auto", loss="auto", rounds="auto", posterior="link", shrinkage=None)``,
     ``select``'s 4 ks × 2 losses × 4 passes then the refit — and
     ``"fit_split"``, ``ensemble.fit_split(n_splits=8)`` on spambase (the
     duplicate points' hubs make P = 2560).  Quick runs: 900 points of
@@ -469,7 +470,7 @@ class AutoOnUCI(Benchmark):
         rows = np.sort(rng.permutation(len(y))[: 900 if QUICK else 2 * len(y) // 3])
         X, y = datasets.standardize(X[rows], X[rows][:1])[0].astype(np.float32), y[rows]
         if what == "fit_auto":
-            self.call = lambda: jaxnn.fit(X, y, k="auto", loss="auto", rounds="auto", posterior="link").alpha
+            self.call = lambda: jaxnn.fit(X, y, k="auto", loss="auto", rounds="auto", posterior="link", shrinkage=None).alpha
         else:
             self.call = lambda: ensemble.fit_split(X, y, n_splits=8, norm="l2", k=K).alpha
         block(self.call())

@@ -28,7 +28,7 @@ def _points(n: int, seed: int):
 
 
 class MemoryFit(Benchmark):
-    """``jaxnn.fit(X, y, k=10, posterior="link")`` at m = 2·10⁵, d = 32."""
+    """``jaxnn.fit(X, y, k=10, posterior="link", shrinkage=None)`` at m = 2·10⁵, d = 32."""
 
     timeout = 3600.0
 
@@ -36,7 +36,7 @@ class MemoryFit(Benchmark):
         self.X, self.y = _points(MEMORY_M, SEED)
 
     def peakmem_fit(self):
-        block(jaxnn.fit(self.X, self.y, k=K, posterior="link").alpha)
+        block(jaxnn.fit(self.X, self.y, k=K, posterior="link", shrinkage=None).alpha)
 
 
 class MemoryPredict(Benchmark):
@@ -54,7 +54,7 @@ class MemoryPredict(Benchmark):
 
         X, y = _points(MEMORY_M, SEED)
         path = os.path.join(tempfile.mkdtemp(prefix="jaxnn-bench-memory-"), "model.jaxnn")
-        jaxnn.save(jaxnn.fit(X, y, k=K, posterior="link"), path)
+        jaxnn.save(jaxnn.fit(X, y, k=K, posterior="link", shrinkage=None), path)
         return path
 
     def setup(self, path, n_queries):

@@ -6,7 +6,7 @@ gets every number from one command::
 
     JAX_PLATFORMS=cuda python -m asv run --config asv.gpu.conf.json --python=same -b ScaleFit
 
-:class:`ScaleFit` fits ``jaxnn.fit(X, y, k=10, posterior="link")`` — every
+:class:`ScaleFit` fits ``jaxnn.fit(X, y, k=10, posterior="link", shrinkage=None)`` — every
 other argument at its default, so ``chooser="auto"`` runs the colored
 schedule on a GPU or TPU, and on CPU the windowed lazy scan at C = 10 and
 the colored schedule at C = 100 (m·C ≥ 5·10⁶) — on the
@@ -65,13 +65,13 @@ def _measure(m: int, C: int) -> dict:
         return np.asarray(jaxnn.knn_graph(Xtr, K).indices)
 
     def boost():
-        return jaxnn.fit(Xtr, ytr, k=K, posterior="link", neighbors=nb)
+        return jaxnn.fit(Xtr, ytr, k=K, posterior="link", shrinkage=None, neighbors=nb)
 
     nb, graph_first = timed_block(graph)
     nb, graph_steady = timed_block(graph)
     _, boost_first = timed_block(boost)
     _, boost_steady = timed_block(boost)
-    model, fit_steady = timed_block(lambda: jaxnn.fit(Xtr, ytr, k=K, posterior="link"))
+    model, fit_steady = timed_block(lambda: jaxnn.fit(Xtr, ytr, k=K, posterior="link", shrinkage=None))
     edges = nb.size * C  # m·k·C edge updates a pass
     return {
         "fit": fit_steady,

@@ -119,7 +119,7 @@ def main(argv: list[str]) -> None:
         for m, C in ((2000, 4), (8000, 10), (4000, 400)):
             X, y = _blobs(m, C, 16, 0)
             nb = jaxnn.knn_graph(X, 10)
-            ms = _median_ms(lambda: jaxnn.fit(X, y, k=10, chooser="colored", posterior="link", neighbors=nb).alpha)
+            ms = _median_ms(lambda: jaxnn.fit(X, y, k=10, chooser="colored", posterior="link", shrinkage=None, neighbors=nb).alpha)
             print(f"colored fit m={m} C={C}: {ms:.1f} ms")
     elif mode == "baselines-warm":
         from jaxnn import baselines
@@ -135,7 +135,7 @@ def main(argv: list[str]) -> None:
         import dataclasses
 
         X, y = _blobs(5000, 5, 16, 0)
-        model = jaxnn.fit(X, y, k=10, posterior="link")
+        model = jaxnn.fit(X, y, k=10, posterior="link", shrinkage=None)
         nb = np.asarray(jaxnn.knn_query(X, X[:2000] + 0.1, 10).indices)
         for lam in (0.0, 1.0):
             mixed = dataclasses.replace(model, posterior_mix=lam, posterior_temperature=0.0)  # the link or the votes

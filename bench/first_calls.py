@@ -87,7 +87,7 @@ def main(argv: list[str]) -> None:
         rows = np.sort(rng.permutation(len(y))[: 2 * len(y) // 3])
         X, y = jaxnn.datasets.standardize(X[rows], X[rows][:1])[0].astype(np.float32), y[rows]
         if mode == "auto-uci":
-            call = lambda: jaxnn.fit(X, y, k="auto", loss="auto", rounds="auto", posterior="link")  # noqa: E731
+            call = lambda: jaxnn.fit(X, y, k="auto", loss="auto", rounds="auto", posterior="link", shrinkage=None)  # noqa: E731
         else:
             n = int(argv[2]) if len(argv) > 2 else 8
             call = lambda: jaxnn.ensemble.fit_split(X, y, n_splits=n, norm="l2", k=10).alpha  # noqa: E731

@@ -65,7 +65,7 @@ def main(argv: list[str]) -> None:
         import resource
 
         X = rng.normal(size=(5000, 64)).astype(np.float32)
-        model = jaxnn.fit(X, (X[:, 0] > 0).astype(int), k=10, posterior="link")
+        model = jaxnn.fit(X, (X[:, 0] > 0).astype(int), k=10, posterior="link", shrinkage=None)
         Q = rng.normal(size=(400_000, 64)).astype(np.float32)
         base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         jaxnn.predict(model, Q)

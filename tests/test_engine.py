@@ -111,7 +111,8 @@ def test_greedy_chooser_matches_recomputed_reference():
     X, y = _blobs(m=90, C=3, seed=3)
     nb = np.asarray(jaxnn.knn_graph(X, 5).indices)
     with jax.enable_x64(True):
-        model = jaxnn.fit(X.astype(np.float64), y, k=5, loss="matsushita", chooser="greedy", rounds=40, neighbors=nb)
+        model = jaxnn.fit(X.astype(np.float64), y, k=5, loss="matsushita", chooser="greedy", rounds=40, neighbors=nb,
+                          shrinkage=None)
         alpha = np.asarray(model.alpha)
     Y = np.where(y[:, None] == np.arange(3)[None, :], 1.0, -1.0)
     ref = _greedy_gnnb_reference(X, Y, nb, _matsushita_weight, 1.0, 0.5, 40)
@@ -189,6 +190,7 @@ def test_lazy_steps_on_hubs_match_reference(algorithm, loss, scan, always_narrow
     ref = {"gnnb": R.gnnb, "unn": R.unn, "n3": R.n3}[algorithm](Y, nb, loss)
     with jax.enable_x64(True):
         model = jaxnn.fit(X.astype(np.float64), y, k=5, loss=loss, algorithm=algorithm, neighbors=nb, trace=True,
+                          shrinkage=None,
                          chooser="lazy")
         alpha, trace = np.asarray(model.alpha), np.asarray(model.trace)
     scale = np.abs(ref.alpha).max()

@@ -35,7 +35,7 @@ def test_auto_posterior_auxiliary_fit_uses_the_same_graph_method(monkeypatch):
     monkeypatch.setattr(fit_mod, "knn_graph", spy)
     X, y = _blobs(m=200, seed=2)
     jaxnn.fit(X, y, k=5, graph_method="nndescent")
-    assert seen == [(200, "nndescent"), (160, "nndescent")]
+    assert seen == [(200, "nndescent")] + [(160, "nndescent")] * 5  # cross-fitted: 40 < MIN_SCORED held out
 
 
 def test_fit_logs_its_stages_and_their_seconds(caplog):
@@ -557,8 +557,8 @@ def test_pandas_nullable_columns_are_numbers():
 
 def test_verbose_prints_the_stages_to_stderr(caplog):
     code = ("import numpy as np, jaxnn; X = np.random.default_rng(0).normal(size=(80, 2)); "
-            "jaxnn.fit(X, np.arange(80) % 2, k=3, posterior='link', verbose=True); "
-            "jaxnn.fit(X, np.arange(80) % 2, k=3, posterior='link')")
+            "jaxnn.fit(X, np.arange(80) % 2, k=3, posterior='link', shrinkage=None, verbose=True); "
+            "jaxnn.fit(X, np.arange(80) % 2, k=3, posterior='link', shrinkage=None)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = [line for line in proc.stderr.splitlines() if line.startswith("jaxnn: ")]
@@ -569,7 +569,7 @@ def test_verbose_prints_the_stages_to_stderr(caplog):
     X, y = _blobs(m=60, C=2, seed=0)
     logger = logging.getLogger("jaxnn")
     before = logger.level, list(logger.handlers)
-    jaxnn.fit(X, y, k=3, posterior="link", verbose=True)  # the jaxnn logger is at its default level
+    jaxnn.fit(X, y, k=3, posterior="link", shrinkage=None, verbose=True)  # the jaxnn logger is at its default level
     assert sum("exact 3-NN graph" in r.getMessage() for r in caplog.records) == 2  # start and end
     assert (logger.level, logger.handlers) == before
     with pytest.raises(TypeError, match="verbose must be a bool"):
@@ -594,8 +594,9 @@ def test_auto_posterior_from_given_neighbors_centres_points_far_from_zero():
         far = jaxnn.fit(X.astype(np.float64) + 1e8, y, k=10, neighbors=nb, seed=4)
     finally:
         monkeypatch.undo()
-    assert len(given) == 4
-    np.testing.assert_array_equal(given[3], given[1])  # the 80 %'s graph (97 % of its entries differed before)
+    assert len(given) == 10  # each: the main fit, then four cross-fitted auxiliary fits (60 < MIN_SCORED held out)
+    for a, b in zip(given[1:5], given[6:]):
+        np.testing.assert_array_equal(b, a)  # the 80 %s' graphs (97 % of their entries differed before)
     assert far.posterior_mix == near.posterior_mix
     np.testing.assert_allclose(np.asarray(jaxnn.predict_proba(far, X.astype(np.float64) + 1e8)),
                                np.asarray(jaxnn.predict_proba(near, X)), atol=1e-5)

@@ -104,8 +104,8 @@ def test_n3_link_posteriors_are_calibrated():
     # loss.posterior(H) (mean max posterior 0.32), 0.081 with the initial-edge
     # link.  (30 classes, same recipe: GNNB 0.269; N³ 0.877 → 0.232.)
     X, y, Xt, yt = _gaussians(10)
-    n3 = jaxnn.fit(X, y, algorithm="n3", posterior="link")
-    gnnb = jaxnn.fit(X, y, algorithm="gnnb", posterior="link")
+    n3 = jaxnn.fit(X, y, algorithm="n3", posterior="link", shrinkage=None)
+    gnnb = jaxnn.fit(X, y, algorithm="gnnb", posterior="link", shrinkage=None)
     p_n3, p_gnnb = np.asarray(jaxnn.predict_proba(n3, Xt)), np.asarray(jaxnn.predict_proba(gnnb, Xt))
     assert np.mean(jaxnn.predict(n3, Xt) == yt) > 0.9
     np.testing.assert_allclose(p_n3.sum(axis=1), 1.0, rtol=1e-5)
@@ -120,11 +120,11 @@ def test_n3_posteriors_unchanged_for_two_classes_and_multilabel():
     # the loss's; multilabel N³ keeps the plain link
     X, y, Xt, _ = _gaussians(2, m=300)
     for loss in ("logistic", "squared"):
-        model = jaxnn.fit(X, y, k=5, algorithm="n3", loss=loss, posterior="link")
+        model = jaxnn.fit(X, y, k=5, algorithm="n3", loss=loss, posterior="link", shrinkage=None)
         raw = np.asarray(model.loss.posterior(jaxnn.decision_function(model, Xt)))
         np.testing.assert_allclose(np.asarray(jaxnn.predict_proba(model, Xt)), raw / raw.sum(1, keepdims=True), rtol=1e-6)
     Y = np.stack([y, (X[:, 0] > 0).astype(int), 1 - y], axis=1)
-    model = jaxnn.fit(X, Y, k=5, algorithm="n3", posterior="link")
+    model = jaxnn.fit(X, Y, k=5, algorithm="n3", posterior="link", shrinkage=None)
     raw = np.asarray(model.loss.posterior(jaxnn.decision_function(model, Xt)))
     np.testing.assert_allclose(np.asarray(jaxnn.predict_proba(model, Xt)), np.clip(raw, 0, 1), rtol=1e-6)
 
@@ -133,10 +133,10 @@ def test_n3_posteriors_unchanged_for_two_classes_and_multilabel():
 @pytest.mark.slow
 def test_split_posteriors_follow_predict_proba(algorithm):
     # one block without a norm is fit itself: its combined posteriors are
-    # predict_proba's with posterior="link" (the ensemble used the plain link
+    # predict_proba's with posterior="link", shrinkage=None (the ensemble used the plain link
     # for N³ and its own uniform fallback)
     X, y, Xt, _ = _gaussians(5, m=400)
     sm = jaxnn.ensemble.fit_split(X, y, n_splits=1, norm=None, k=5, algorithm=algorithm)
-    model = jaxnn.fit(X, y, k=5, algorithm=algorithm, posterior="link")
+    model = jaxnn.fit(X, y, k=5, algorithm=algorithm, posterior="link", shrinkage=None)
     np.testing.assert_allclose(np.asarray(jaxnn.ensemble.predict_proba_split(sm, Xt, mean="arithmetic")),
                                np.asarray(jaxnn.predict_proba(model, Xt)), rtol=1e-6, atol=1e-7)

@@ -71,7 +71,7 @@ def test_padded_fit_equals_the_unpadded_fit(algorithm, chooser, monkeypatch):
     for limit in (sizes_mod.SHARED_MAX_ROWS, 0):
         monkeypatch.setattr(sizes_mod, "SHARED_MAX_ROWS", limit)
         model = jaxnn.fit(X, y, k=7, algorithm=algorithm, chooser=chooser, rounds=2 * 300 + 17, trace=True,
-                          posterior="link", seed=4)
+                          posterior="link", shrinkage=None, seed=4)
         fits.append((model, np.asarray(jaxnn.predict_proba(model, X[:60] + 0.05)), jaxnn.predict(model, X[:60] + 0.05)))
     (padded, p_padded, y_padded), (plain, p_plain, y_plain) = fits
     assert padded.alpha.shape == plain.alpha.shape == (300, 3)
@@ -156,7 +156,7 @@ def test_windowed_refits_on_other_data_of_one_size_reuse_the_compiled_scan(monke
         rank = np.argsort(perm)
         Xp, yp, nbp = X[perm], y[perm], rank[nb[perm]]
         with compilations(*([window.boost_windowed] if seed == 0 else [])) as compiled:
-            jaxnn.fit(Xp, yp, k=6, neighbors=nbp, posterior="link")
+            jaxnn.fit(Xp, yp, k=6, neighbors=nbp, posterior="link", shrinkage=None)
         fits.append(len(compiled.of(window.boost_windowed)))
     assert fits == [1, 0, 0]  # the first compiled the program; the refits reuse it
     assert window.shared_max_count(np.array([0, 30, 7])) == 32 and window.shared_max_count(np.array([28])) == 28
@@ -279,7 +279,7 @@ def test_a_new_size_compiles_only_the_search_and_the_boosting(algorithm, windowe
     if windowed:
         monkeypatch.setattr(plan, "WINDOWED_MIN_STATE", 0)  # windowed at any size
     X, y = _blobs(300, d=6, seed=9)
-    kw = dict(k=5, algorithm=algorithm, posterior="link", chooser="lazy")  # auto's choice on CPU
+    kw = dict(k=5, algorithm=algorithm, posterior="link", shrinkage=None, chooser="lazy")  # auto's choice on CPU
     jax.clear_caches()  # every size new to this process, whatever ran before
     jaxnn.fit(X[:100], y[:100], **kw)  # the loss's own programs (128 rows)
     with compilations() as names:
@@ -302,7 +302,7 @@ def test_padded_colored_fit_equals_the_unpadded_fit(algorithm, monkeypatch):
     for limit in (sizes_mod.SHARED_MAX_ROWS, 0):
         monkeypatch.setattr(sizes_mod, "SHARED_MAX_ROWS", limit)
         model = jaxnn.fit(X, y, k=7, algorithm=algorithm, chooser="colored", rounds=2 * 300, trace=True,
-                          posterior="link")
+                          posterior="link", shrinkage=None)
         fits.append((model, np.asarray(jaxnn.predict_proba(model, X[:60] + 0.05))))
     (padded, p_padded), (plain, p_plain) = fits
     assert padded.alpha.shape == plain.alpha.shape == (300, 3)
@@ -375,7 +375,7 @@ def test_predict_proba_of_any_posterior_mix_shares_one_program(compilations):
     import dataclasses
 
     X, y = _blobs(300, d=8, seed=41)
-    model = jaxnn.fit(X, y, k=5, posterior="link")
+    model = jaxnn.fit(X, y, k=5, posterior="link", shrinkage=None)
     Xq = X[:50] + 0.1
     with compilations(predict_mod._rule):  # compiled anew
         p_link = np.asarray(jaxnn.predict_proba(model, Xq))

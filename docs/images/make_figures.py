@@ -3,7 +3,7 @@
     .venv/bin/python docs/images/make_figures.py   # rewrites docs/images/*.png (~30 s on a CPU)
 
 Ripley's data (250 training, 1000 test points), one GNNB fit with the
-logistic loss, k = 10, two passes and the risk trace.
+logistic loss, k = 10, two passes, boosting's α and the risk trace.
 """
 
 import pathlib
@@ -31,7 +31,8 @@ def main() -> None:
     d = jaxnn.datasets.ripley(n_train=250, n_test=1000, seed=0)
     X, y, X_test, y_test = d.X_train, d.y_train, d.X_test, d.y_test
     m = X.shape[0]
-    model = jaxnn.fit(X, y, k=10, loss="logistic", algorithm="gnnb", rounds=2 * m, trace=True, seed=0)
+    # boosting's α (shrinkage=None): the rule whose risk the trace follows and whose leverages prune
+    model = jaxnn.fit(X, y, k=10, loss="logistic", algorithm="gnnb", rounds=2 * m, trace=True, seed=0, shrinkage=None)
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
     jaxnn.plot.decision_map(model, X, y, ax=left)

@@ -163,7 +163,8 @@ def _contenders(k: int):
 
     def boosted(**kw):
         def run(Xtr, ytr):
-            return jaxnn.fit(Xtr, ytr, k=k, posterior="link", **kw)  # accuracy only: no auxiliary fit
+            # the papers' rules (boosting's α), accuracy only: no auxiliary fit
+            return jaxnn.fit(Xtr, ytr, k=k, posterior="link", shrinkage=None, **kw)
 
         return run, jaxnn.predict
 

@@ -29,11 +29,12 @@ def _fit_contender(method: str, k: int, Xtr, ytr, *, seed: int, rbf_max: int):
     if method == "k-NN":
         return bl.knn_fit(Xtr, ytr, k=k), bl.predict, ""
     if method in BOOSTED:
-        # posterior="link": only predictions (argmax H) are used here, so the
-        # auxiliary fit of posterior="auto" is skipped; labels are unaffected.
-        return jaxnn.fit(Xtr, ytr, k=k, posterior="link", seed=seed, **BOOSTED[method]), jaxnn.predict, ""
+        # the papers' rules (boosting's α, shrinkage=None); only predictions (argmax H)
+        # are used here, so no auxiliary fit is made (posterior="link")
+        return (jaxnn.fit(Xtr, ytr, k=k, posterior="link", shrinkage=None, seed=seed, **BOOSTED[method]),
+                jaxnn.predict, "")
     if method == "jaxnn-auto":
-        model = jaxnn.fit(Xtr, ytr, k="auto", loss="auto", rounds="auto", posterior="link", seed=seed)
+        model = jaxnn.fit(Xtr, ytr, k="auto", loss="auto", rounds="auto", posterior="link", shrinkage=None, seed=seed)
         return model, jaxnn.predict, f"k={model.k} {model.loss.name} x{model.rounds // Xtr.shape[0]}"
     if method == "SGD":
         return bl.sgd_fit(Xtr, ytr, seed=seed), bl.predict, ""

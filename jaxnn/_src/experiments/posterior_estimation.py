@@ -41,8 +41,8 @@ class PosteriorsResult:
       sigmas: (S,) class standard deviations.
       ks: (K,) neighbours.
       methods: (M,) estimator labels (see ``POSTERIOR_METHODS``); "link" is
-        the papers' p̂ = link(H), "auto" the default ``fit`` posterior,
-        softmax(H/T) with T fit on held-out data (the fitted α are the same);
+        the papers' p̂ = link(H), "auto" ``fit``'s default posterior,
+        softmax(H/T) with T fit on held-out data, both on boosting's α;
         "SVC(prob)" a scikit-learn ``SVC(probability=True)`` whose C and γ a
         3-fold CV of log loss chooses, "LogReg" ``LogisticRegression``.
       kl: (S, K, M, R) KL divergence per replicate seed.
@@ -112,9 +112,10 @@ def posteriors(
     """KL to the true posteriors on C isotropic Gaussians of std σ (paper 003 §5.3).
 
     For each σ, k and seed: UNN (exponential, logistic, Matsushita) and GNNB
-    (logistic, Matsushita) are fit once with ``posterior="auto"`` (one pass);
-    the same model is scored with the papers' link estimator (λ = 0) and with
-    the default posteriors (softmax(H/T), T fit on held-out data); plus plain
+    (logistic, Matsushita) are fit once with ``posterior="auto"`` (one pass,
+    boosting's α: ``shrinkage=None``); the same model is scored with the
+    papers' link estimator (λ = 0) and with the calibrated posteriors
+    (softmax(H/T), T fit on held-out data); plus plain
     k-NN vote fractions, a linear SVM with Platt scaling (jaxnn baselines), a
     tuned RBF ``SVC(probability=True)`` and logistic regression (scikit-learn).
     Each is scored by KL to the true posteriors, and by log loss and Brier
@@ -161,7 +162,8 @@ def posteriors(
             for ki, k in enumerate(ks):
                 for algorithm, loss in fits:
                     bar.step(f"σ={sigma:g} seed {s} k={k} {algorithm.upper()}({loss})")
-                    model = jaxnn.fit(d.X_train, d.y_train, k=k, algorithm=algorithm, loss=loss, seed=s, posterior="auto")
+                    model = jaxnn.fit(d.X_train, d.y_train, k=k, algorithm=algorithm, loss=loss, seed=s, posterior="auto",
+                                      shrinkage=None)  # the link and auto read one α: boosting's
                     for mi, (_, _, alg, ls, est) in enumerate(table):
                         if (alg, ls) != (algorithm, loss):
                             continue
@@ -220,7 +222,7 @@ def _format_scores(r: PosteriorsResult, out, cw: int) -> None:
         mean = _nanmean(values, axis=3)  # (S, K, M)
         print("", file=out)
         print(f"{title} on the test labels, mean over seeds; lower is better "
-              "(/A = default predict_proba, SVCp = tuned SVC(probability=True), LR = logistic regression)", file=out)
+              "(/A = posterior='auto' on boosting's α, SVCp = tuned SVC(probability=True), LR = logistic regression)", file=out)
         for ki, k in enumerate(r.ks):
             head = f"{'k=' + str(k):>5}" + "".join(f"{a:>{cw}}" for a in r.abbrev)
             print(head, file=out)
@@ -245,7 +247,7 @@ def format_posteriors(result: PosteriorsResult, out=None) -> None:
           f"its value (paper 003 Table 3's scale) is the row 'eq.32' = mean/{r.n_classes}", file=out)
     legend = ", ".join(f"{a} = {m}" for a, m in zip(r.abbrev, r.methods))
     print(f"columns: {legend}", file=out)
-    print("/L = link(H) (the papers' estimator), /A = default predict_proba (posterior='auto', same α)", file=out)
+    print("/L = link(H) (the papers' estimator), /A = posterior='auto' (softmax(H/T)) on the same α (shrinkage=None)", file=out)
     mean = _nanmean(r.kl, axis=3)  # (S, K, M)
     for ki, k in enumerate(r.ks):
         print("", file=out)

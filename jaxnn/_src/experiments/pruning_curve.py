@@ -109,7 +109,7 @@ def ripley(
     models = {}
     for name, kw in specs.items():
         bar.step(f"fit {name} k={k}")
-        models[name] = jaxnn.fit(sp.X_train, sp.y_train, k=k, posterior="link", seed=seed, **kw)
+        models[name] = jaxnn.fit(sp.X_train, sp.y_train, k=k, posterior="link", shrinkage=None, seed=seed, **kw)
     error = np.zeros((len(methods), thetas.size))
     error_std = np.zeros_like(error)
     size = np.zeros(thetas.size, dtype=np.int64)
@@ -129,7 +129,7 @@ def ripley(
     for t, theta in enumerate(thetas):
         for name, kw in specs.items():
             bar.step(f"θ={theta:.2f} {name}, T=θm greedy rounds")
-            model = jaxnn.fit(sp.X_train, sp.y_train, k=k, posterior="link", seed=seed, chooser="greedy",
+            model = jaxnn.fit(sp.X_train, sp.y_train, k=k, posterior="link", shrinkage=None, seed=seed, chooser="greedy",
                               rounds=max(1, math.ceil(round(float(theta) * m, 9))), **kw)
             used = np.flatnonzero(np.any(np.asarray(model.alpha) != 0, axis=1))
             kept = dataclasses.replace(model, alpha=model.alpha[used], X=model.X[used], Y=model.Y[used])
