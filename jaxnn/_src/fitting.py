@@ -2,7 +2,8 @@
 the boosting plan (:func:`jaxnn._src.plan.make_plan`) and its run
 (:func:`jaxnn._src.boost_runs.run`), the leverage of the examples no step
 reached (:func:`unreached_leverage`), and the temperature of the
-``posterior="auto"`` posteriors, fit on held-out data."""
+``posterior="auto"`` posteriors and the shrinkage of the leverages, both
+chosen on held-out data (:func:`held_out_folds`)."""
 
 from __future__ import annotations
 
@@ -92,13 +93,15 @@ def fit(
         (default): p̂ = (1 − ε)·softmax(H/T) + ε/C (multilabel: per label
         (1 − ε)·σ(H_c/T) + ε/2), ε = 0.01, with the temperature T of least
         log loss on a held-out 20 % for an auxiliary fit on the other 80 %
-        (one extra fit; ``model.posterior_temperature``): never exactly 0
-        or 1, increasing in H, so that its argmax is always :func:`predict`'s
-        label.  Data too small to hold 10 points out (m < 48), or whose 80 %
-        would lack a class, fit T on the training points' own scores
-        (logged).  ``"link"``: the papers' p̂ = link(H) (paper 003 eq. 29),
-        no auxiliary fit; ``"votes"``: the k-NN vote fractions (both may be
-        exactly 0 or 1).  docs/guide/posteriors.md compares them.
+        (one extra fit; on small data up to five, cross-fitted;
+        ``model.posterior_temperature``): never exactly 0 or 1, increasing
+        in H, so that its argmax is always :func:`predict`'s label.  Data
+        too small to hold 10 points out (m < 48), or whose 80 % would lack a
+        class, fit T on the training points' own scores (logged).
+        ``"link"``: the papers' p̂ = link(H) (paper 003 eq. 29);
+        ``"votes"``: the k-NN vote fractions (both may be exactly 0 or 1;
+        no auxiliary fit with ``shrinkage=None``).
+        docs/guide/posteriors.md compares them.
       devices: None (default device), an int n (the first n devices), a list
         of devices or ``"all"``: the class axis of the boosting state is
         sharded across them, and so are the query rows of the exact graph
