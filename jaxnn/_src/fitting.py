@@ -484,29 +484,45 @@ def _targets(y, rows, classes, multilabel: bool) -> np.ndarray:
     return (y_arr[:, None] == np.asarray(classes)[None, :]).astype(np.float64)
 
 
-def _calibrated_log_probs(H, T: float, multilabel: bool):
-    """log p̂ and log(1 − p̂) (both (n, C), float64) of
-    :func:`jaxnn._src.prediction.calibrated_posterior` at temperature T."""
+def _calibrated_log_probs(H, T, multilabel: bool):
+    """log p̂ and log(1 − p̂) (both (..., n, C), float64) of
+    :func:`jaxnn._src.prediction.calibrated_posterior` at temperature T (a
+    number, or an array broadcasting against H (n, C), e.g. (t, 1, 1))."""
     eps = POSTERIOR_FLOOR
     Z = H / T
     if multilabel:
         s = 1.0 / (1.0 + np.exp(-np.clip(Z, -700, 700)))
         p = (1 - eps) * s + eps / 2
         return np.log(p), np.log1p(-p)
-    Z = Z - Z.max(axis=1, keepdims=True)
+    Z = Z - Z.max(axis=-1, keepdims=True)
     E = np.exp(Z)
-    p = (1 - eps) * E / E.sum(axis=1, keepdims=True) + eps / H.shape[1]
+    p = (1 - eps) * E / E.sum(axis=-1, keepdims=True) + eps / H.shape[-1]
     return np.log(p), np.log1p(-np.minimum(p, 1.0))
 
 
+#: the most float64 entries (temperatures × n × C) :func:`_log_losses` holds at once
+_LOSS_BLOCK = 1 << 22
+
+
+def _log_losses(H, target, Ts, multilabel: bool, weights=None) -> np.ndarray:
+    """Mean log loss (t,) of the calibrated posteriors on scores H (n, C) at
+    each temperature of ``Ts`` (t,): −log p̂ of the true class (single-label),
+    or the summed per-label binary log losses; the ``weights``-weighted mean
+    when given.  Temperatures in blocks of at most :data:`_LOSS_BLOCK`
+    entries."""
+    Ts = np.asarray(Ts, np.float64)
+    step = max(1, _LOSS_BLOCK // max(1, H.size))
+    out = []
+    for lo in range(0, Ts.size, step):
+        log_p, log_q = _calibrated_log_probs(H, Ts[lo:lo + step, None, None], multilabel)
+        per_row = np.sum(target * log_p + (1 - target) * log_q if multilabel else target * log_p, axis=-1)
+        out.append(-np.average(per_row, axis=-1, weights=weights))
+    return np.concatenate(out)
+
+
 def _log_loss_at(H, target, T: float, multilabel: bool, weights=None) -> float:
-    """Mean log loss of the calibrated posteriors at T: −log p̂ of the true
-    class (single-label), or the summed per-label binary log losses; the
-    ``weights``-weighted mean when given."""
-    log_p, log_q = _calibrated_log_probs(H, T, multilabel)
-    if multilabel:
-        return float(-np.average(np.sum(target * log_p + (1 - target) * log_q, axis=1), weights=weights))
-    return float(-np.average(np.sum(target * log_p, axis=1), weights=weights))
+    """:func:`_log_losses` at one temperature T."""
+    return float(_log_losses(H, target, [T], multilabel, weights)[0])
 
 
 def _mean_one(weights):
@@ -538,10 +554,11 @@ def _best_temperature(H, target, multilabel: bool, weights=None) -> tuple:
         return 1.0, np.inf
     best_T, best = 0.0, np.inf
     for grid in (scale * _T_GRID, None):
-        for T in (best_T * _T_REFINE if grid is None else grid):
-            value = _log_loss_at(H, target, float(T), multilabel, weights)
-            if value < best:
-                best_T, best = float(T), value
+        Ts = best_T * _T_REFINE if grid is None else grid
+        losses = np.nan_to_num(_log_losses(H, target, Ts, multilabel, weights), nan=np.inf)
+        i = int(np.argmin(losses))  # the first of equal losses: the smallest T
+        if losses[i] < best:
+            best_T, best = float(Ts[i]), float(losses[i])
     return best_T, best
 
 
