@@ -19,8 +19,9 @@ process.  Compare two versions by alternating runs::
     python bench/first_calls.py auto-uci optdigits      # fit(k, loss, rounds="auto") on a random 2/3 of a UCI set
     python bench/first_calls.py split-uci spambase 8    # fit_split(n_splits=8, norm="l2") on the same
 
-Modes: ``fit-auto`` / ``fit-link`` M (d = 8, two classes; the first and a
-second fit), ``ripley``, ``warm`` M D (five Gaussian classes), ``select`` M
+Modes: ``fit-auto`` / ``fit-link`` / ``fit-plain`` M (d = 8, two classes; the
+defaults, ``posterior="link"``, and ``posterior="link", shrinkage=None``: the first
+and a second fit), ``ripley``, ``warm`` M D (five Gaussian classes), ``select`` M
 (d = 16, ten classes), ``given`` M K (d = 16, four classes), ``cv`` M [C], ``curve`` M, ``grid`` M and
 ``auto-k`` M and ``ks`` M (d = 16, four classes), ``folds-colored`` M and ``folds-baselines`` M (the
 same data, five folds by index mod 5), ``auto-uci`` NAME and ``split-uci`` NAME N (a bundled UCI set,
@@ -53,12 +54,13 @@ def main(argv: list[str]) -> None:
         jax.block_until_ready(jax.tree_util.tree_leaves(out))
         return time.perf_counter() - t
 
-    if mode in ("fit-auto", "fit-link"):
+    if mode in ("fit-auto", "fit-link", "fit-plain"):
         m = int(argv[1]) if len(argv) > 1 else 250
         X = rng.normal(size=(m, 8)).astype(np.float32)
         y = (X[:, 0] + 0.5 * rng.normal(size=m) > 0).astype(int)
-        posterior = mode.removeprefix("fit-")
-        times = [timed(lambda: jaxnn.fit(X, y, k=10, posterior=posterior).alpha) for _ in range(2)]
+        how = {"fit-auto": {}, "fit-link": {"posterior": "link"},
+               "fit-plain": {"posterior": "link", "shrinkage": None}}[mode]  # plain: no held-out fit
+        times = [timed(lambda: jaxnn.fit(X, y, k=10, **how).alpha) for _ in range(2)]
         print(f"{mode} m={m}: first {times[0]:.3f} s, second {times[1]:.3f} s")
     elif mode == "ripley":
         data = jaxnn.datasets.ripley()
@@ -142,7 +144,7 @@ def main(argv: list[str]) -> None:
             times = [timed(call) for _ in range(2)]
             print(f"{mode} m={m}: first {times[0]:.2f} s, second {times[1]:.2f} s")
     else:
-        raise SystemExit(f"unknown mode {mode!r}: fit-auto, fit-link, ripley, warm, select, given, cv, curve, grid, "
+        raise SystemExit(f"unknown mode {mode!r}: fit-auto, fit-link, fit-plain, ripley, warm, select, given, cv, curve, grid, "
                          "auto-k, ks, folds-colored, folds-baselines, auto-uci or split-uci")
     print(f"(jaxnn from {jaxnn.__file__})")
 

@@ -509,13 +509,24 @@ def _log_losses(H, target, Ts, multilabel: bool, weights=None) -> np.ndarray:
     each temperature of ``Ts`` (t,): −log p̂ of the true class (single-label),
     or the summed per-label binary log losses; the ``weights``-weighted mean
     when given.  Temperatures in blocks of at most :data:`_LOSS_BLOCK`
-    entries."""
+    entries.  Single-label targets are one-hot rows: only the true class's
+    p̂_y = (1 − ε)·e^{(H_y − max H)/T} / Σ_c e^{(H_c − max H)/T} + ε/C is
+    formed."""
     Ts = np.asarray(Ts, np.float64)
     step = max(1, _LOSS_BLOCK // max(1, H.size))
+    if not multilabel:
+        H = H - H.max(axis=1, keepdims=True)
+        true = np.sum(target * H, axis=1)  # (n,) H_y − max H
     out = []
     for lo in range(0, Ts.size, step):
-        log_p, log_q = _calibrated_log_probs(H, Ts[lo:lo + step, None, None], multilabel)
-        per_row = np.sum(target * log_p + (1 - target) * log_q if multilabel else target * log_p, axis=-1)
+        T = Ts[lo:lo + step, None]
+        if multilabel:
+            log_p, log_q = _calibrated_log_probs(H, T[:, :, None], multilabel)
+            per_row = np.sum(target * log_p + (1 - target) * log_q, axis=-1)
+        else:
+            total = np.exp(H / T[:, :, None]).sum(axis=-1)  # (t, n)
+            eps = POSTERIOR_FLOOR
+            per_row = np.log((1 - eps) * np.exp(true / T) / total + eps / H.shape[1])
         out.append(-np.average(per_row, axis=-1, weights=weights))
     return np.concatenate(out)
 
