@@ -278,7 +278,7 @@ def format_posteriors(result: PosteriorsResult, out=None) -> None:
     if "k-NN votes" in r.methods:
         kv = r.methods.index("k-NN votes")
         print("", file=out)
-        print("default predict_proba (posterior='auto') vs k-NN votes at the same k: mean KL difference (auto − votes),", file=out)
+        print("posterior='auto' on boosting's α vs k-NN votes at the same k: mean KL difference (auto − votes),", file=out)
         print("± standard error over seeds; negative = the default is closer to the true posteriors", file=out)
         for mi, m in enumerate(r.methods):
             if not m.endswith(" auto"):
