@@ -26,7 +26,8 @@ common width P with the sentinel m, whose label row is 0 so padding
 contributes nothing — vmapped, a step's switch over widths would run every
 width up to P, far slower on graphs with hubs), the n colored schedules one
 vmapped scan, and prediction is one vmapped query.  With ``n_splits=1`` the unbatched code of :func:`jaxnn.fit`
-runs, so ``fit_split(X, y, n_splits=1, norm=None)`` *is* ``fit(X, y)``.
+runs, so ``fit_split(X, y, n_splits=1, norm=None)`` *is* ``fit(X, y, posterior="link",
+shrinkage=None)`` (the blocks keep boosting's α and read the link posteriors).
 """
 
 from __future__ import annotations
@@ -578,7 +579,7 @@ def fit_split(
 
     Returns:
       A :class:`SplitModel`.  With ``n_splits=1, norm=None`` its only block
-      model equals ``jaxnn.fit(X, y, posterior="link", **fit_kwargs)``
+      model equals ``jaxnn.fit(X, y, posterior="link", shrinkage=None, **fit_kwargs)``
       exactly (α, X, Y, trace, scores, labels).
     """
     unknown = sorted(set(fit_kwargs) - set(_FIT_KEYS))
