@@ -319,7 +319,8 @@ def test_auto_posterior_scores_at_most_max_scored_held_out_points(monkeypatch, c
     the auxiliary model is still fit on the whole 80 %."""
     from jaxnn._src import fitting as fit_mod
 
-    from jaxnn._src.fitting import _fit_temperature, _log_loss_at
+    from _data import floored_log_loss
+    from jaxnn._src.fitting import _fit_temperature
 
     seen = []
     real = fit_mod.held_out_scores
@@ -346,7 +347,7 @@ def test_auto_posterior_scores_at_most_max_scored_held_out_points(monkeypatch, c
     target = (y[perm[:25]][:, None] == np.arange(3)[None, :]).astype(float)
     T = capped.posterior_temperature
     assert T == pytest.approx(_fit_temperature(H, target, False), rel=1e-4)
-    assert _log_loss_at(H, target, T, False) <= min(_log_loss_at(H, target, T * f, False) for f in (0.9, 1.1)) + 1e-6
+    assert floored_log_loss(H, target, T) <= min(floored_log_loss(H, target, T * f) for f in (0.9, 1.1)) + 1e-6
     seen.clear()
     monkeypatch.setattr(fit_mod, "MAX_SCORED", 40)  # the whole 20 %: as before the cap
     jaxnn.fit(X, y, k=5, seed=3)

@@ -239,7 +239,8 @@ def test_default_posteriors_are_never_exactly_zero_or_one():
 def test_temperature_minimises_the_held_out_log_loss():
     """_fit_temperature: scores drawn with a known temperature are given it
     back, and the log loss is no lower a step either side."""
-    from jaxnn._src.fitting import _fit_temperature, _log_loss_at
+    from _data import floored_log_loss
+    from jaxnn._src.fitting import _fit_temperature
 
     rng = np.random.default_rng(0)
     H = rng.normal(scale=3.0, size=(6000, 4))
@@ -250,9 +251,35 @@ def test_temperature_minimises_the_held_out_log_loss():
     target = np.eye(4)[y]
     T = _fit_temperature(H, target, multilabel=False)
     assert 1.7 < T < 2.3, T
-    loss = _log_loss_at(H, target, T, False)
-    assert loss <= min(_log_loss_at(H, target, T * f, False) for f in (0.9, 1.1))
+    loss = floored_log_loss(H, target, T)
+    assert loss <= min(floored_log_loss(H, target, T * f) for f in (0.9, 1.1))
     assert _fit_temperature(np.zeros((10, 3)), np.eye(3)[np.arange(10) % 3], False) == 1.0
+
+
+def test_held_out_log_losses_at_a_grid_of_temperatures(monkeypatch):
+    """_log_losses: the mean log loss of the floored softmax(H/T) at every T of
+    a grid (single-label: the true class's p̂ alone), in blocks of
+    temperatures — equal to the definition at each T, whatever the block;
+    multilabel: the summed per-label binary log losses, weighted means."""
+    from _data import floored_log_loss
+    from jaxnn._src import fitting as fit_mod
+
+    rng = np.random.default_rng(3)
+    H = rng.normal(scale=4.0, size=(300, 5))
+    target = np.eye(5)[rng.integers(0, 5, 300)]
+    Ts = np.logspace(-2, 2, 17)
+    want = [floored_log_loss(H, target, T) for T in Ts]
+    np.testing.assert_allclose(fit_mod._log_losses(H, target, Ts, False), want, rtol=1e-12)
+    monkeypatch.setattr(fit_mod, "_LOSS_BLOCK", 2 * H.size)  # two temperatures a block
+    np.testing.assert_allclose(fit_mod._log_losses(H, target, Ts, False), want, rtol=1e-12)
+    labels = (rng.random((300, 5)) < 0.3).astype(float)
+    w = rng.random(300)
+    from scipy.special import expit
+
+    p = 0.99 * expit(H[None] / Ts[:, None, None]) + 0.005
+    binary = -np.sum(labels * np.log(p) + (1 - labels) * np.log(1 - p), axis=2)
+    np.testing.assert_allclose(fit_mod._log_losses(H, labels, Ts, True, weights=w),
+                               np.average(binary, axis=1, weights=w), rtol=1e-12)
 
 
 def test_small_data_fit_the_temperature_on_the_training_scores(caplog):

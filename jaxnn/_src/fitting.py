@@ -418,10 +418,9 @@ def held_out_folds(m: int, n_val: int, seed: int) -> list:
     points held out, the rest the auxiliary fit's; where n_val <
     :data:`MIN_SCORED`, each of its next parts of n_val too (the last one
     what is left, if fewer), up to :data:`MAX_FOLDS` parts or MIN_SCORED
-    scored points — on
-    small data every point is scored once, by a fit that did not see it
-    (cross-fitting), so that T and s are chosen on more than a handful of
-    points.  A held-out part keeps at most :data:`MAX_SCORED` points (the
+    scored points — on small data every point is scored once, by a fit that
+    did not see it (cross-fitting), so that T and s are chosen on more than
+    a handful of points.  A held-out part keeps at most :data:`MAX_SCORED` points (the
     permutation is random: its first points are a random subset)."""
     perm = np.random.default_rng(seed).permutation(m)
     n_folds = min(MAX_FOLDS, -(-MIN_SCORED // n_val), -(-m // n_val))
@@ -531,11 +530,6 @@ def _log_losses(H, target, Ts, multilabel: bool, weights=None) -> np.ndarray:
     return np.concatenate(out)
 
 
-def _log_loss_at(H, target, T: float, multilabel: bool, weights=None) -> float:
-    """:func:`_log_losses` at one temperature T."""
-    return float(_log_losses(H, target, [T], multilabel, weights)[0])
-
-
 def _mean_one(weights):
     """Weights scaled to mean 1 (the ones of a subset, as a fit on it reads them)."""
     return weights * (weights.size / weights.sum()) if weights.sum() > 0 else np.ones_like(weights)
@@ -547,7 +541,7 @@ def _fit_temperature(H, target, multilabel: bool, weights=None) -> float:
 
 
 def _best_temperature(H, target, multilabel: bool, weights=None) -> tuple:
-    """(T, its loss): the T > 0 of least mean log loss (:func:`_log_loss_at`) of the
+    """(T, its loss): the T > 0 of least mean log loss (:func:`_log_losses`) of the
     calibrated posteriors on scores H (n, C) and 0/1 targets (n, C): a grid
     of :data:`_T_GRID` times the RMS of H, refined by :data:`_T_REFINE`
     around its best (the smallest T on equal losses); rows with a non-finite
