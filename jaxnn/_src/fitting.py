@@ -405,16 +405,16 @@ def _choose_posterior(X, y, plan: Plan, *, k, loss, algorithm, rounds, seed, gra
     return T, s, common
 
 
-#: posterior="auto" scores at least this many held-out points where the data
-#: have them: below, it cross-fits (:func:`held_out_folds`)
+#: the held-out choice of T and s scores at least this many points where the
+#: data have them: below, it cross-fits (:func:`held_out_folds`)
 MIN_SCORED = 200
 #: the most folds :func:`held_out_folds` cross-fits (disjoint held-out parts)
 MAX_FOLDS = 5
 
 
 def held_out_folds(m: int, n_val: int, seed: int) -> list:
-    """[(train, held_out)] host index arrays of ``posterior="auto"``'s
-    auxiliary fits on m points: a seeded random permutation's first n_val
+    """[(train, held_out)] host index arrays of the auxiliary fits that choose
+    T and s (:func:`_choose_posterior`) on m points: a seeded random permutation's first n_val
     points held out, the rest the auxiliary fit's; where n_val <
     :data:`MIN_SCORED`, each of its next parts of n_val too (the last one
     what is left, if fewer), up to :data:`MAX_FOLDS` parts or MIN_SCORED
