@@ -83,9 +83,9 @@ class Model(HostPickled):
         p̂ = (1 − ε)·softmax(H/T) + ε/C, and ``posterior_mix`` unused; 0 keeps
         the λ mix above (docs/guide/posteriors.md).
       leverage_shrinkage: s ∈ [0, 1] by which ``alpha`` was shrunk toward a
-        common leverage, α = (1 − s)·α_boost + s·ā (``fit(posterior="auto")``
-        chooses s on held-out data, :func:`jaxnn._src.fitting.shrunk_leverage`);
-        0: ``alpha`` is boosting's.
+        common leverage, α = (1 − s)·α_boost + s·ā (``fit(shrinkage="auto")``,
+        the default, chooses s on held-out data,
+        :func:`jaxnn._src.fitting.shrunk_leverage`); 0: ``alpha`` is boosting's.
     """
 
     alpha: jax.Array
