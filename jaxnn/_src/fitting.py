@@ -377,8 +377,6 @@ def _choose_posterior(X, y, plan: Plan, *, k, loss, algorithm, rounds, seed, gra
 
     if n_val < 10:
         return on_training_scores(f"{m} points leave {n_val} < 10 to hold out")
-    if m - n_val <= k + 1:
-        return on_training_scores(f"the auxiliary fit's {m - n_val} points are too few for k={k}")
     y_arr = label_rows(y)
     scored, reasons = [], []
     for tr, val in held_out_folds(m, n_val, seed):
@@ -391,7 +389,7 @@ def _choose_posterior(X, y, plan: Plan, *, k, loss, algorithm, rounds, seed, gra
         reasons.append(reason)
     if not scored:
         return on_training_scores(reasons[0])
-    if len(reasons) > 1 and len(scored) < len(reasons):
+    if len(scored) < len(reasons):
         logger.info("fit: held-out choice: %d of %d folds left out: %s", len(reasons) - len(scored), len(reasons),
                     next(r for r in reasons if r is not None))
     H, V, val = (np.concatenate(parts) for parts in zip(*scored))
