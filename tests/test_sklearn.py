@@ -23,10 +23,10 @@ import jaxnn
 from jaxnn.sklearn import EXPECTED_FAILED_CHECKS, BoostedKNNClassifier
 
 # k = 3: some checks fit on 10 points, and k must be < the number of points.  Both
-# posteriors pass every check: the estimator's default ("link") and fit's "auto"
-# (softmax(H/T), ranked like H and never exactly 0 or 1; the vote-mixed "auto" it
-# replaced failed check_classifiers_train, check_decision_proba_consistency and
-# check_classifiers_multilabel_output_format_predict_proba)
+# posteriors pass every check: the default "auto" (softmax(H/T), ranked like H and
+# never exactly 0 or 1; the vote-mixed "auto" it replaced failed
+# check_classifiers_train, check_decision_proba_consistency and
+# check_classifiers_multilabel_output_format_predict_proba) and the papers' "link"
 # At k = 3 check_class_weight_classifiers fails too (it passes at the default k): class
 # weights reweigh the boosting risk, but a prediction still sums the leverages of its 3
 # nearest prototypes, and on the check's 50 points of pure noise (cluster_std=20) weighted
@@ -35,7 +35,7 @@ AT_K3 = {"check_class_weight_classifiers": "3 neighbours' leverages outvote clas
 
 
 @parametrize_with_checks(
-    [BoostedKNNClassifier(k=3), BoostedKNNClassifier(k=3, posterior="auto")],
+    [BoostedKNNClassifier(k=3), BoostedKNNClassifier(k=3, posterior="link")],
     expected_failed_checks=lambda est: {**EXPECTED_FAILED_CHECKS, **AT_K3},
 )
 @pytest.mark.slow  # scikit-learn's ~70 checks, each fitting anew

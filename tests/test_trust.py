@@ -421,8 +421,10 @@ def test_the_estimator_and_the_command_line_take_the_shrinkage(tmp_path):
     from jaxnn.sklearn import BoostedKNNClassifier
 
     X, y = _blobs(m=150, C=3, seed=2)
-    est = BoostedKNNClassifier(k=2).fit(X, y)  # default: posterior="link", shrinkage="auto"
-    np.testing.assert_array_equal(np.asarray(est.model_.alpha), np.asarray(jaxnn.fit(X, y, k=2, posterior="link").alpha))
+    est = BoostedKNNClassifier(k=2).fit(X, y)  # default: posterior="auto", shrinkage="auto"
+    np.testing.assert_array_equal(np.asarray(est.model_.alpha), np.asarray(jaxnn.fit(X, y, k=2).alpha))
+    link = BoostedKNNClassifier(k=2, posterior="link").fit(X, y)  # s is chosen the same way for every posterior
+    np.testing.assert_array_equal(np.asarray(link.model_.alpha), np.asarray(est.model_.alpha))
     assert 0.0 < est.model_.leverage_shrinkage <= 1.0
     none = BoostedKNNClassifier(k=2, shrinkage=None).fit(X, y)
     assert none.model_.leverage_shrinkage == 0.0

@@ -486,7 +486,7 @@ def _calibrated_log_probs(H, T, multilabel: bool):
     :func:`jaxnn._src.prediction.calibrated_posterior` at temperature T (a
     number, or an array broadcasting against H (n, C), e.g. (t, 1, 1))."""
     eps = POSTERIOR_FLOOR
-    Z = H / T
+    Z = np.asarray(H, np.float64) / T
     if multilabel:
         s = 1.0 / (1.0 + np.exp(-np.clip(Z, -700, 700)))
         p = (1 - eps) * s + eps / 2

@@ -5,7 +5,7 @@
 scikit-learn's estimator interface, so a leveraged k-NN rule drops into
 ``Pipeline``, ``GridSearchCV``, ``cross_val_score`` and the rest.  Its
 parameters are ``fit``'s keywords with the same names and meaning, and the
-same defaults but one (``posterior="link"``, see the class); the fitted
+same defaults but one (``k``, see the class); the fitted
 :class:`jaxnn.Model` is ``model_``.
 
 scikit-learn is an optional dependency (the ``sklearn`` extra): nothing in
@@ -80,7 +80,7 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
     learned by boosting (UNN, GNNB/GNNB*, N³ — papers 000–003).
 
     Parameters are those of :func:`jaxnn.fit` (see its docstring), with the
-    same defaults except ``k`` and ``posterior``:
+    same defaults except ``k``:
 
     Args:
       k: neighbours, 1 ≤ k < n_samples, ``"auto"``, or None (default):
@@ -101,15 +101,16 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
       seed: seed of the random chooser, of nndescent and of the held-out
         splits of ``"auto"`` choices.
       graph_method: ``"exact"``, ``"nndescent"`` or ``"approx"``.
-      posterior: ``"link"`` (default here), ``"auto"`` or ``"votes"`` — how
-        :meth:`predict_proba` estimates posteriors.  scikit-learn expects
-        ``predict``, the argmax of ``predict_proba`` and that of
-        ``decision_function`` to be one label, and ``predict_proba`` to rank
-        like ``decision_function``; the estimator holds to it for every
-        setting.  ``"link"`` and ``"auto"`` (``fit``'s default: softmax(H/T)
-        calibrated on held-out data, never exactly 0 or 1) are increasing in
-        H: ``predict`` is :func:`jaxnn.predict` (argmax H, exact ties by the
-        k-NN vote, then the nearest neighbour), and where two classes' link
+      posterior: ``"auto"`` (default, as ``fit``'s), ``"link"`` or
+        ``"votes"`` — how :meth:`predict_proba` estimates posteriors.
+        scikit-learn expects ``predict``, the argmax of ``predict_proba``
+        and that of ``decision_function`` to be one label, and
+        ``predict_proba`` to rank like ``decision_function``; the estimator
+        holds to it for every setting.  ``"auto"`` (softmax(H/T) calibrated
+        on held-out data, never exactly 0 or 1) and ``"link"`` (the papers'
+        estimator, exactly 0 or 1 where it saturates) are increasing in H:
+        ``predict`` is :func:`jaxnn.predict` (argmax H, exact ties by the
+        k-NN vote, then the nearest neighbour), and where two classes'
         posteriors are equal (saturated at 1 in float32) the predicted one
         is kept one float step above the other.  ``"votes"`` gives the k-NN
         vote fractions, which need not rank like H: with it the estimator is
@@ -159,7 +160,7 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         epsilon=0.5,
         seed=0,
         graph_method="exact",
-        posterior="link",
+        posterior="auto",
         devices=None,
         trace=False,
         verbose=False,
