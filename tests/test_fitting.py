@@ -181,12 +181,12 @@ _HELD_FIRST = int(np.random.default_rng(0).permutation(1000)[0])  # fit's seed 0
 def _training_temperature(model, X, y, k):
     """The temperature of least log loss on the training points' own scores
     (each point's k nearest others): posterior="auto"'s fallback."""
-    from jaxnn._src.fitting import _fit_temperature, _targets
+    from jaxnn._src.calibration import fit_temperature, targets
     from jaxnn._src.prediction import held_out_scores
 
     graph = np.asarray(jaxnn.knn_graph(X, k).indices)
     H, _ = held_out_scores(model, jnp.asarray(X, jnp.float32), found=graph)
-    return _fit_temperature(H, _targets(y, np.arange(X.shape[0]), model.classes, model.multilabel), model.multilabel)
+    return fit_temperature(H, targets(y, np.arange(X.shape[0]), model.classes, model.multilabel), model.multilabel)
 
 
 @pytest.mark.parametrize("m, k, y_of, reason", [
@@ -320,7 +320,7 @@ def test_auto_posterior_scores_at_most_max_scored_held_out_points(monkeypatch, c
     from jaxnn._src import fitting as fit_mod
 
     from _data import floored_log_loss
-    from jaxnn._src.fitting import _fit_temperature
+    from jaxnn._src.calibration import fit_temperature
 
     seen = []
     real = fit_mod.held_out_scores
@@ -346,7 +346,7 @@ def test_auto_posterior_scores_at_most_max_scored_held_out_points(monkeypatch, c
     H = np.asarray(real(aux, X[perm[:25]])[0], float)
     target = (y[perm[:25]][:, None] == np.arange(3)[None, :]).astype(float)
     T = capped.posterior_temperature
-    assert T == pytest.approx(_fit_temperature(H, target, False), rel=1e-4)
+    assert T == pytest.approx(fit_temperature(H, target, False), rel=1e-4)
     assert floored_log_loss(H, target, T) <= min(floored_log_loss(H, target, T * f) for f in (0.9, 1.1)) + 1e-6
     seen.clear()
     monkeypatch.setattr(fit_mod, "MAX_SCORED", 40)  # the whole 20 %: as before the cap
@@ -360,7 +360,8 @@ def test_small_data_cross_fit_every_point_once(monkeypatch, caplog):
     once, by a fit that did not see it — and (T, s) are those of least log
     loss on all 200 scores."""
     from jaxnn._src import fitting as fit_mod
-    from jaxnn._src.fitting import _fit_shrinkage, held_out_folds
+    from jaxnn._src.calibration import fit_shrinkage
+    from jaxnn._src.fitting import held_out_folds
 
     seen = []
     real = fit_mod.held_out_scores
@@ -383,7 +384,7 @@ def test_small_data_cross_fit_every_point_once(monkeypatch, caplog):
     H, V = (np.concatenate([parts[i] for _, _, parts in seen]) for i in (0, 1))
     order = np.concatenate([val for _, val in folds])
     target = (y[order][:, None] == np.arange(3)[None, :]).astype(float)
-    T, s, _ = _fit_shrinkage(H, V, 3, target, False)
+    T, s, _ = fit_shrinkage(H, V, 3, target, False)
     assert model.posterior_temperature == T and model.leverage_shrinkage == s
     assert [len(held_out_folds(m, int(round(0.2 * m)), 0)) for m in (50, 500, 999, 1000, 10**5)] == [5, 2, 1, 1, 1]
 

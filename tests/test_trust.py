@@ -237,10 +237,10 @@ def test_default_posteriors_are_never_exactly_zero_or_one():
 
 
 def test_temperature_minimises_the_held_out_log_loss():
-    """_fit_temperature: scores drawn with a known temperature are given it
+    """fit_temperature: scores drawn with a known temperature are given it
     back, and the log loss is no lower a step either side."""
     from _data import floored_log_loss
-    from jaxnn._src.fitting import _fit_temperature
+    from jaxnn._src.calibration import fit_temperature
 
     rng = np.random.default_rng(0)
     H = rng.normal(scale=3.0, size=(6000, 4))
@@ -249,36 +249,36 @@ def test_temperature_minimises_the_held_out_log_loss():
     P /= P.sum(1, keepdims=True)
     y = np.array([rng.choice(4, p=p) for p in P])
     target = np.eye(4)[y]
-    T = _fit_temperature(H, target, multilabel=False)
+    T = fit_temperature(H, target, multilabel=False)
     assert 1.7 < T < 2.3, T
     loss = floored_log_loss(H, target, T)
     assert loss <= min(floored_log_loss(H, target, T * f) for f in (0.9, 1.1))
-    assert _fit_temperature(np.zeros((10, 3)), np.eye(3)[np.arange(10) % 3], False) == 1.0
+    assert fit_temperature(np.zeros((10, 3)), np.eye(3)[np.arange(10) % 3], False) == 1.0
 
 
 def test_held_out_log_losses_at_a_grid_of_temperatures(monkeypatch):
-    """_log_losses: the mean log loss of the floored softmax(H/T) at every T of
+    """log_losses: the mean log loss of the floored softmax(H/T) at every T of
     a grid (single-label: the true class's p̂ alone), in blocks of
     temperatures — equal to the definition at each T, whatever the block;
     multilabel: the summed per-label binary log losses, weighted means."""
     from _data import floored_log_loss
-    from jaxnn._src import fitting as fit_mod
+    from jaxnn._src import calibration
 
     rng = np.random.default_rng(3)
     H = rng.normal(scale=4.0, size=(300, 5))
     target = np.eye(5)[rng.integers(0, 5, 300)]
     Ts = np.logspace(-2, 2, 17)
     want = [floored_log_loss(H, target, T) for T in Ts]
-    np.testing.assert_allclose(fit_mod._log_losses(H, target, Ts, False), want, rtol=1e-12)
-    monkeypatch.setattr(fit_mod, "_LOSS_BLOCK", 2 * H.size)  # two temperatures a block
-    np.testing.assert_allclose(fit_mod._log_losses(H, target, Ts, False), want, rtol=1e-12)
+    np.testing.assert_allclose(calibration.log_losses(H, target, Ts, False), want, rtol=1e-12)
+    monkeypatch.setattr(calibration, "LOSS_BLOCK", 2 * H.size)  # two temperatures a block
+    np.testing.assert_allclose(calibration.log_losses(H, target, Ts, False), want, rtol=1e-12)
     labels = (rng.random((300, 5)) < 0.3).astype(float)
     w = rng.random(300)
     from scipy.special import expit
 
     p = 0.99 * expit(H[None] / Ts[:, None, None]) + 0.005
     binary = -np.sum(labels * np.log(p) + (1 - labels) * np.log(1 - p), axis=2)
-    np.testing.assert_allclose(fit_mod._log_losses(H, labels, Ts, True, weights=w),
+    np.testing.assert_allclose(calibration.log_losses(H, labels, Ts, True, weights=w),
                                np.average(binary, axis=1, weights=w), rtol=1e-12)
 
 
@@ -369,11 +369,11 @@ def test_shrunk_leverage_moves_alpha_toward_one_common_value():
 
 
 def test_fit_shrinkage_picks_the_pair_of_least_held_out_log_loss():
-    """_fit_shrinkage: s over the grid and T for each, the (T, s) of least
+    """fit_shrinkage: s over the grid and T for each, the (T, s) of least
     log loss of the calibrated posteriors on (1 − s)·H + s·ā·V; where the
     label sums V carry the signal and H is noise, s = 1; where H carries it
     and V is noise, s = 0."""
-    from jaxnn._src.fitting import _best_temperature, _fit_shrinkage
+    from jaxnn._src.calibration import best_temperature, fit_shrinkage
 
     rng = np.random.default_rng(0)
     n, C, k = 400, 3, 5
@@ -383,9 +383,9 @@ def test_fit_shrinkage_picks_the_pair_of_least_held_out_log_loss():
     noise = rng.normal(size=(n, C)) * 4.0
     grid = np.linspace(0.0, 1.0, 11)
     for H, V, side in ((noise, signal, "V"), (signal, noise, "H")):
-        T, s, common = _fit_shrinkage(H, V, k, target, False)
+        T, s, common = fit_shrinkage(H, V, k, target, False)
         assert common == pytest.approx(np.sqrt(np.mean(H ** 2)) / k)
-        fits = [_best_temperature((1 - g) * H + g * common * V, target, False) for g in grid]
+        fits = [best_temperature((1 - g) * H + g * common * V, target, False) for g in grid]
         best = int(np.argmin([loss for _, loss in fits]))  # the first of equal losses
         assert s == grid[best] and T == fits[best][0]
         assert (s >= 0.8) if side == "V" else (s <= 0.2), (side, s)

@@ -3,7 +3,8 @@ the boosting plan (:func:`jaxnn._src.plan.make_plan`) and its run
 (:func:`jaxnn._src.boost_runs.run`), the leverage of the examples no step
 reached (:func:`unreached_leverage`), and the temperature of the
 ``posterior="auto"`` posteriors and the shrinkage of the leverages, both
-chosen on held-out data (:func:`held_out_folds`)."""
+chosen on the scores of auxiliary fits at held-out points
+(:func:`held_out_folds`; the choice itself: :mod:`jaxnn._src.calibration`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import numpy as np
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src import boost_runs
+from jaxnn._src.calibration import (SHRINKAGES, calibrated_log_probs, fit_shrinkage, fit_temperature,
+                                    posterior_scores, targets)
 from jaxnn._src.checks import check_bool, check_real, did_you_mean
 from jaxnn._src.checks import check_integer as _check_int
 from jaxnn._src.graph import METHODS as _GRAPH_METHODS
@@ -24,7 +27,7 @@ from jaxnn._src.inputs import (as_points, check_neighbors, compute_dtype, encode
                                sample_weights, training_points)
 from jaxnn._src.model import Model
 from jaxnn._src.plan import Plan, make_plan
-from jaxnn._src.prediction import POSTERIOR_FLOOR, held_out_scores
+from jaxnn._src.prediction import held_out_scores
 from jaxnn._src.progress import logged, logger, progress_shown
 from jaxnn._src.select import DEFAULT_KS, DEFAULT_LOSSES, DEFAULT_PASSES, select
 from jaxnn._src.shared_sizes import to_device
@@ -293,7 +296,7 @@ def shrunk_leverage(alpha, shrinkage: float, common: float):
     s = ``shrinkage`` ∈ [0, 1], ā = ``common`` > 0 — the rule between
     boosting's (s = 0) and the plain k-NN vote (s = 1: every α alike, H the
     label sums scaled by ā).  ``posterior="auto"`` chooses s and ā on
-    held-out data (:func:`_fit_shrinkage`).  Computed on the host, placed as
+    held-out data (:func:`jaxnn._src.calibration.fit_shrinkage`).  Computed on the host, placed as
     ``alpha`` is; α itself for s = 0."""
     if shrinkage == 0:
         return alpha
@@ -326,19 +329,12 @@ def _auto(value):
 #: large set, a cost of the order of the whole fit)
 MAX_SCORED = 10_000
 
-#: the temperatures posterior="auto" tries, as multiples of the RMS of the
-#: scored H: 46 steps of 10^0.1 from 10⁻² to 10^2.5, then 11 steps of 10^0.01
-#: around the best (a log loss flat to 0.1 % over one coarse step)
-_T_GRID = np.logspace(-2.0, 2.5, 46)
-_T_REFINE = np.logspace(-0.05, 0.05, 11)
-
-
 def _choose_posterior(X, y, plan: Plan, *, k, loss, algorithm, rounds, seed, graph_method="exact", holdout=0.2,
                       graph=None, like=None, model=None, model_graph=None, weights=None, shrink: bool = False) -> tuple:
     """(T, s, ā): the temperature T > 0 of ``posterior="auto"``'s calibrated
     posteriors (:func:`jaxnn._src.prediction.calibrated_posterior`) and the
     shrinkage s of the leverages toward ā (:func:`shrunk_leverage`), the
-    pair of least held-out log loss (:func:`_fit_shrinkage`) — s = 0 unless
+    pair of least held-out log loss (:func:`jaxnn._src.calibration.fit_shrinkage`) — s = 0 unless
     ``shrink``.
 
     An auxiliary model is fit on a seeded random 80 % of the data (same
@@ -371,7 +367,7 @@ def _choose_posterior(X, y, plan: Plan, *, k, loss, algorithm, rounds, seed, gra
     def on_training_scores(reason: str) -> tuple:
         logger.info("fit: held-out choice: none (T fit on the training points' own scores, s = 0): %s", reason)
         H, _ = held_out_scores(model, X, found=model_graph)
-        T = _fit_temperature(H, _targets(y, np.arange(m), model.classes, multilabel), multilabel, weights)
+        T = fit_temperature(H, targets(y, np.arange(m), model.classes, multilabel), multilabel, weights)
         logger.info("fit: held-out choice: temperature %.4g", T)
         return T, 0.0, 0.0
 
@@ -393,11 +389,11 @@ def _choose_posterior(X, y, plan: Plan, *, k, loss, algorithm, rounds, seed, gra
         logger.info("fit: held-out choice: %d of %d folds left out: %s", len(reasons) - len(scored), len(reasons),
                     next(r for r in reasons if r is not None))
     H, V, val = (np.concatenate(parts) for parts in zip(*scored))
-    target = _targets(y_arr, val, model.classes, multilabel)
+    target = targets(y_arr, val, model.classes, multilabel)
     val_weights = None if weights is None else weights[val]
-    T, s, common = _fit_shrinkage(H, V, k, target, multilabel, val_weights, SHRINKAGES if shrink else (0.0,))
-    log_p, _ = _calibrated_log_probs((1.0 - s) * H + s * common * V, T, multilabel)
-    logloss, brier = _posterior_scores(np.exp(log_p), target, multilabel, val_weights)
+    T, s, common = fit_shrinkage(H, V, k, target, multilabel, val_weights, SHRINKAGES if shrink else (0.0,))
+    log_p, _ = calibrated_log_probs((1.0 - s) * H + s * common * V, T, multilabel)
+    logloss, brier = posterior_scores(np.exp(log_p), target, multilabel, val_weights)
     logger.info("fit: held-out choice: temperature %.4g%s, held-out log loss %.4f, Brier score %.4f", T,
                 f", leverage shrinkage {s:.1f}" if shrink else "", logloss, brier)
     return T, s, common
@@ -472,134 +468,6 @@ def _fold_scores(X, y_arr, plan: Plan, tr, val, *, k, loss, algorithm, rounds, s
     return H, V, val
 
 
-def _targets(y, rows, classes, multilabel: bool) -> np.ndarray:
-    """The 0/1 targets (len(rows), C) of ``rows`` of the labels y: one-hot
-    over ``classes``, or the indicator matrix's positives (multilabel)."""
-    y_arr = label_rows(y)[rows]
-    if multilabel:
-        return (y_arr > 0).astype(np.float64)
-    return (y_arr[:, None] == np.asarray(classes)[None, :]).astype(np.float64)
-
-
-def _calibrated_log_probs(H, T, multilabel: bool):
-    """log p̂ and log(1 − p̂) (both (..., n, C), float64) of
-    :func:`jaxnn._src.prediction.calibrated_posterior` at temperature T (a
-    number, or an array broadcasting against H (n, C), e.g. (t, 1, 1))."""
-    eps = POSTERIOR_FLOOR
-    Z = np.asarray(H, np.float64) / T
-    if multilabel:
-        s = 1.0 / (1.0 + np.exp(-np.clip(Z, -700, 700)))
-        p = (1 - eps) * s + eps / 2
-        return np.log(p), np.log1p(-p)
-    Z = Z - Z.max(axis=-1, keepdims=True)
-    E = np.exp(Z)
-    p = (1 - eps) * E / E.sum(axis=-1, keepdims=True) + eps / H.shape[-1]
-    return np.log(p), np.log1p(-np.minimum(p, 1.0))
-
-
-#: the most float64 entries (temperatures × n × C) :func:`_log_losses` holds at once
-_LOSS_BLOCK = 1 << 22
-
-
-def _log_losses(H, target, Ts, multilabel: bool, weights=None) -> np.ndarray:
-    """Mean log loss (t,) of the calibrated posteriors on scores H (n, C) at
-    each temperature of ``Ts`` (t,): −log p̂ of the true class (single-label),
-    or the summed per-label binary log losses; the ``weights``-weighted mean
-    when given.  Temperatures in blocks of at most :data:`_LOSS_BLOCK`
-    entries.  Single-label targets are one-hot rows: only the true class's
-    p̂_y = (1 − ε)·e^{(H_y − max H)/T} / Σ_c e^{(H_c − max H)/T} + ε/C is
-    formed."""
-    Ts = np.asarray(Ts, np.float64)
-    step = max(1, _LOSS_BLOCK // max(1, H.size))
-    if not multilabel:
-        H = H - H.max(axis=1, keepdims=True)
-        true = np.sum(target * H, axis=1)  # (n,) H_y − max H
-    out = []
-    for lo in range(0, Ts.size, step):
-        T = Ts[lo:lo + step, None]
-        if multilabel:
-            log_p, log_q = _calibrated_log_probs(H, T[:, :, None], multilabel)
-            per_row = np.sum(target * log_p + (1 - target) * log_q, axis=-1)
-        else:
-            total = np.exp(H / T[:, :, None]).sum(axis=-1)  # (t, n)
-            eps = POSTERIOR_FLOOR
-            per_row = np.log((1 - eps) * np.exp(true / T) / total + eps / H.shape[1])
-        out.append(-np.average(per_row, axis=-1, weights=weights))
-    return np.concatenate(out)
-
-
 def _mean_one(weights):
     """Weights scaled to mean 1 (the ones of a subset, as a fit on it reads them)."""
     return weights * (weights.size / weights.sum()) if weights.sum() > 0 else np.ones_like(weights)
-
-
-def _fit_temperature(H, target, multilabel: bool, weights=None) -> float:
-    """:func:`_best_temperature`'s T."""
-    return _best_temperature(H, target, multilabel, weights)[0]
-
-
-def _best_temperature(H, target, multilabel: bool, weights=None) -> tuple:
-    """(T, its loss): the T > 0 of least mean log loss (:func:`_log_losses`) of the
-    calibrated posteriors on scores H (n, C) and 0/1 targets (n, C): a grid
-    of :data:`_T_GRID` times the RMS of H, refined by :data:`_T_REFINE`
-    around its best (the smallest T on equal losses); rows with a non-finite
-    score are left out; ``weights`` (n,): the weighted mean log loss.  1.0
-    where H is 0 everywhere (every T gives the uniform posterior) or no row
-    is finite or of positive weight.  NumPy, deterministic."""
-    H = np.asarray(H, np.float64)
-    keep = np.all(np.isfinite(H), axis=1)
-    if weights is not None:
-        keep &= np.asarray(weights) > 0
-        weights = np.asarray(weights, np.float64)[keep]
-    H, target = H[keep], np.asarray(target, np.float64)[keep]
-    scale = float(np.sqrt(np.mean(H ** 2))) if H.size else 0.0
-    if not scale > 0:
-        return 1.0, np.inf
-    best_T, best = 0.0, np.inf
-    for grid in (scale * _T_GRID, None):
-        Ts = best_T * _T_REFINE if grid is None else grid
-        losses = np.nan_to_num(_log_losses(H, target, Ts, multilabel, weights), nan=np.inf)
-        i = int(np.argmin(losses))  # the first of equal losses: the smallest T
-        if losses[i] < best:
-            best_T, best = float(Ts[i]), float(losses[i])
-    return best_T, best
-
-
-#: the leverage shrinkages s that posterior="auto" tries (:func:`_fit_shrinkage`)
-SHRINKAGES = np.linspace(0.0, 1.0, 11)
-
-
-def _fit_shrinkage(H, V, k: int, target, multilabel: bool, weights=None, shrinkages=SHRINKAGES) -> tuple:
-    """(T, s, ā) of least held-out log loss of the calibrated posteriors on
-    the scores (1 − s)·H + s·ā·V of the shrunk rule (:func:`shrunk_leverage`):
-    H (n, C) a model's held-out scores, V (n, C) the label sums
-    Σ_{j∈NN_k(x)} y_jc of the same neighbours (the scores at α ≡ 1), ā the
-    RMS of H over k (1 where H is 0 everywhere), so that ā·V is on H's scale;
-    s over ``shrinkages``, the smallest on equal losses, and T by
-    :func:`_best_temperature` for each.  At small k boosting's leverages are
-    estimated from one to three reciprocal neighbours each, and held-out
-    data often prefer them shrunk (docs/guide/posteriors.md).  NumPy,
-    deterministic."""
-    H, V = np.asarray(H, np.float64), np.asarray(V, np.float64)
-    finite = np.all(np.isfinite(H), axis=1)
-    scale = float(np.sqrt(np.mean(H[finite] ** 2))) if finite.any() else 0.0
-    common = scale / k if scale > 0 else 1.0
-    best = None
-    for s in shrinkages:
-        T, loss = _best_temperature((1.0 - s) * H + s * common * V, target, multilabel, weights)
-        if best is None or loss < best[0]:
-            best = (loss, T, float(s))
-    return best[1], best[2], common
-
-
-def _posterior_scores(p, target, multilabel: bool, weights=None) -> tuple:
-    """(mean log loss, mean Brier score Σ_c (p̂_c − t_c)²) of posteriors p
-    (n, C) against 0/1 targets, ``weights``-weighted when given: for the log line."""
-    p = np.asarray(p, np.float64)
-    if multilabel:
-        logloss = -np.sum(target * np.log(p) + (1 - target) * np.log1p(-p), axis=1)
-    else:
-        logloss = -np.sum(target * np.log(p), axis=1)
-    return (float(np.average(logloss, weights=weights)),
-            float(np.average(np.sum((p - target) ** 2, axis=1), weights=weights)))
-
