@@ -236,6 +236,26 @@ def test_default_posteriors_are_never_exactly_zero_or_one():
     np.testing.assert_array_equal(Pm > 0.5, jaxnn.predict(ml, Xm[200:]) == 1)
 
 
+def test_the_estimators_default_posteriors_are_never_exactly_zero_or_one():
+    """The estimator defaulted to the papers' link, which saturates: on two
+    far-apart blobs the squared loss's link gave exactly 0 and 1 on every
+    row.  Its default is fit's calibrated posterior="auto", strictly inside
+    (0, 1), with the same predict."""
+    from sklearn.datasets import make_blobs
+
+    from jaxnn.sklearn import BoostedKNNClassifier
+
+    X, y = make_blobs(200, centers=[[-10.0, 0.0], [10.0, 0.0]], random_state=0)
+    est = BoostedKNNClassifier(loss="squared").fit(X, y)
+    assert est.get_params()["posterior"] == "auto"
+    P = est.predict_proba(X)
+    assert np.all((P > 0) & (P < 1))
+    np.testing.assert_array_equal(est.classes_[np.argmax(P, axis=1)], est.predict(X))
+    link = BoostedKNNClassifier(loss="squared", posterior="link").fit(X, y)
+    assert np.any((link.predict_proba(X) == 0) | (link.predict_proba(X) == 1))  # what the default avoids
+    np.testing.assert_array_equal(link.predict(X), est.predict(X))
+
+
 def test_temperature_minimises_the_held_out_log_loss():
     """fit_temperature: scores drawn with a known temperature are given it
     back, and the log loss is no lower a step either side."""
