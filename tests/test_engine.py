@@ -92,7 +92,7 @@ def _filled(alpha, Y, nb):
     """A float64 reference α (m, C) as fit documents ``model.alpha``: the
     examples no example's neighbour in nb (n_j = 0) take their class-sign
     mean leverage (``unreached_leverage``); the reached keep the reference's."""
-    from jaxnn._src.fitting import unreached_leverage
+    from jaxnn._src.leverage import unreached_leverage
 
     with jax.enable_x64(True):
         out = np.asarray(unreached_leverage(jnp.asarray(alpha, jnp.float64), jnp.asarray(Y, jnp.float64), nb))

@@ -195,7 +195,7 @@ def test_colored_blocks_each_run_their_own_schedule(data):
     padded to a common step count); its trace never increases and stays
     flat at the padding steps."""
     from jaxnn._src.boosting import boost
-    from jaxnn._src.fitting import unreached_leverage
+    from jaxnn._src.leverage import unreached_leverage
     from jaxnn._src.schedule import color_schedule, colored_order
 
     X, y, _ = data

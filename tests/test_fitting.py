@@ -631,7 +631,7 @@ def test_refits_on_other_data_of_one_shape_reuse_the_compiled_boosting(compilati
     ref = boost(model.Y, E0, inv.members, inv.counts, jnp.asarray(nb), jnp.arange(200, dtype=jnp.int32),
                 algorithm=algo, loss=model.loss, greedy=False, trace=False)
     # fit's α is boosting's, the unreached examples (n_j = 0) given their class-sign leverage
-    from jaxnn._src.fitting import unreached_leverage
+    from jaxnn._src.leverage import unreached_leverage
 
     np.testing.assert_allclose(np.asarray(model.alpha), np.asarray(unreached_leverage(ref.alpha, model.Y, nb)),
                                rtol=1e-5, atol=1e-6)

@@ -85,12 +85,12 @@ def filled(alpha, Y, NN):
     """The reference's α (m, C) as ``fit`` documents its ``model.alpha``: the
     examples no example's neighbour (n_j = 0, never leveraged) take, per class,
     the mean α of the reached examples of their label sign, floored at 0
-    (``jaxnn._src.fitting.unreached_leverage``), in float64; every reached
+    (``jaxnn._src.leverage.unreached_leverage``), in float64; every reached
     example keeps the reference's α."""
     import jax
     import jax.numpy as jnp
 
-    from jaxnn._src.fitting import unreached_leverage
+    from jaxnn._src.leverage import unreached_leverage
 
     with jax.enable_x64(True):
         out = np.asarray(unreached_leverage(jnp.asarray(alpha, jnp.float64), jnp.asarray(Y, jnp.float64), NN))

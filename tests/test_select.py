@@ -15,18 +15,11 @@ def _data(m=160, seed=0):
     return X.astype(np.float32), y
 
 
-def _boosting_accuracy(model, nb, Xq, yq):
-    """Held-out accuracy as select scores a candidate: argmax H of boosting's
-    own α (exact ties → the first class).  fit's ``model.alpha`` is that α
-    with the examples that are no example's neighbour in the training graph
-    nb (n_j = 0: α = 0) given their class-sign leverage, and ``predict``
-    breaks exact ties by the vote: the fill is undone, argmax taken plainly."""
-    import dataclasses
-
-    reached = np.bincount(np.asarray(nb).ravel(), minlength=model.X.shape[0]) > 0
-    raw = dataclasses.replace(model, alpha=model.alpha * reached[:, None])
-    H = np.asarray(jaxnn.decision_function(raw, Xq))
-    return float(np.mean(np.asarray(model.classes)[np.argmax(H, axis=1)] == yq))
+def _rule_accuracy(model, Xq, yq):
+    """Held-out accuracy of the rule ``fit`` made (``predict``: unreached
+    examples filled, ties by the vote, then the nearest neighbour): what
+    ``select(shrinkage=None)`` scores a candidate as."""
+    return float(np.mean(jaxnn.predict(model, Xq) == yq))
 
 
 def test_select_scores_every_candidate_and_picks_the_best():
@@ -41,11 +34,11 @@ def test_select_prefix_graph_equals_direct_fit():
     """Passes run from the previous edges equal one fit with rounds = passes·m."""
     X, y = _data(m=120, seed=1)
     tr, va = jaxnn._src.select._holdout(y, 0.25, 0)
-    sel = jaxnn.select(X, y, ks=(5,), losses=("matsushita",), passes=(2,))
+    sel = jaxnn.select(X, y, ks=(5,), losses=("matsushita",), passes=(2,), shrinkage=None)
     model = jaxnn.fit(X[tr], y[tr], k=5, loss="matsushita", rounds=2 * tr.size, posterior="link", shrinkage=None)
     nb = np.asarray(jaxnn.knn_graph(X[tr], 5).indices)
     assert not (np.bincount(nb.ravel(), minlength=tr.size) > 0).all()  # some examples are unreached: the fill runs
-    acc = _boosting_accuracy(model, nb, X[va], y[va])
+    acc = _rule_accuracy(model, X[va], y[va])
     assert sel.scores[(5, "matsushita", 2)] == pytest.approx(acc)
 
 
@@ -71,11 +64,11 @@ def test_select_scores_a_chooser_as_fit_runs_it(chooser, monkeypatch):
     y = rng.integers(0, 3, size=240)
     X = (rng.normal(size=(240, 4)) + 1.2 * rng.normal(size=(3, 4))[y]).astype(np.float32)
     tr, va = jaxnn._src.select._holdout(y, 0.25, 0)
-    sel = jaxnn.select(X, y, ks=(5, 8), losses=("logistic",), passes=(1, 3), chooser=chooser)
+    sel = jaxnn.select(X, y, ks=(5, 8), losses=("logistic",), passes=(1, 3), chooser=chooser, shrinkage=None)
     nb = np.asarray(jaxnn.knn_graph(X[tr], 8).indices)[:, :5]  # select's prefix graph
     for passes in (1, 3):
         model = jaxnn.fit(X[tr], y[tr], k=5, neighbors=nb, chooser=chooser, rounds=passes * tr.size, posterior="link", shrinkage=None)
-        acc = _boosting_accuracy(model, nb, X[va], y[va])  # select scores boosting's α, not fit's filled one
+        acc = _rule_accuracy(model, X[va], y[va])
         assert sel.scores[(5, "logistic", passes)] == pytest.approx(acc), passes
     if plan.WINDOWED_MIN_STATE == 0:  # windows on CPU only (boost_runs.runs_windowed)
         from jaxnn._src import sharding
@@ -304,7 +297,7 @@ def test_select_multilabel_scores_each_label_decision():
     Y = np.stack([X[:, 0] > 0, X[:, 1] + X[:, 2] > 0], axis=1).astype(int)
     tr, va = jaxnn._src.select._holdout(Y, 0.25, 0)
     assert va.size == 20 and np.intersect1d(tr, va).size == 0 and tr.size == 60
-    sel = jaxnn.select(X, Y, ks=(5,), losses=("logistic",), passes=(1,))
+    sel = jaxnn.select(X, Y, ks=(5,), losses=("logistic",), passes=(1,), shrinkage=None)
     model = jaxnn.fit(X[tr], Y[tr], k=5, loss="logistic", rounds=tr.size, posterior="link", shrinkage=None)
     want = float(np.mean(jaxnn.predict(model, X[va]) == Y[va]))
     assert want > 0.7 and sel.scores[(5, "logistic", 1)] == pytest.approx(want)
@@ -380,3 +373,57 @@ def test_select_searches_exactly_its_largest_k(monkeypatch):
     found.clear()
     jaxnn.fit(X, y, k=10, posterior="link", shrinkage=None)
     assert found == [16]
+
+
+def test_select_scores_small_k_as_predict_does():
+    """select scored argmax H of boosting's α: at k = 1 the examples no step
+    reached kept α = 0 and their queries went to class 0 — 0.739 for 1-NN's
+    0.991 on these digits, so k = 3 was chosen.  A candidate is scored as the
+    rule fit makes (the fill, ties by the vote): at k = 1 exactly 1-NN."""
+    from sklearn.datasets import load_digits
+    from sklearn.neighbors import KNeighborsClassifier
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:1300], y[:1300]
+    tr, va = jaxnn._src.select._holdout(y, 0.25, 0)
+    one_nn = KNeighborsClassifier(1).fit(X[tr], y[tr]).score(X[va], y[va])
+    for shrinkage in ("auto", None):
+        sel = jaxnn.select(X, y, ks=(1, 3), losses=("logistic",), passes=(1,), shrinkage=shrinkage)
+        assert sel.scores[(1, "logistic", 1)] == pytest.approx(one_nn)
+
+
+def test_select_scores_the_shrunk_rule_at_its_best_shrinkage():
+    """shrinkage="auto" scores each candidate at the s ∈ {0, 0.1, …, 1} of
+    best held-out accuracy: never below boosting's own rule (s = 0, what
+    shrinkage=None scores), and at s = 1 the plain k-NN vote is among them."""
+    from sklearn.neighbors import KNeighborsClassifier
+
+    X, y = _data(m=300, seed=4)
+    tr, va = jaxnn._src.select._holdout(y, 0.25, 0)
+    ks = (2, 3, 6)
+    auto = jaxnn.select(X, y, ks=ks, losses=("logistic",), passes=(1, 2))
+    plain = jaxnn.select(X, y, ks=ks, losses=("logistic",), passes=(1, 2), shrinkage=None)
+    assert set(auto.scores) == set(plain.scores)
+    assert all(auto.scores[key] >= plain.scores[key] for key in auto.scores)
+    for k in ks:  # s = 1: every α alike, the k-NN vote (its ties by the nearest neighbour, not the class index)
+        knn = KNeighborsClassifier(k).fit(X[tr], y[tr]).score(X[va], y[va])
+        assert auto.scores[(k, "logistic", 1)] >= knn - 1.5 / va.size
+
+
+def test_select_refuses_a_bad_shrinkage():
+    X, y = _data()
+    for bad in ("none", 0.5, True):
+        with pytest.raises(ValueError, match="shrinkage must be None or 'auto'"):
+            jaxnn.select(X, y, ks=(3,), shrinkage=bad)
+
+
+def test_fit_auto_scores_the_shrinkage_it_will_fit(monkeypatch):
+    from jaxnn._src import fitting
+
+    seen = []
+    real = fitting.select
+    monkeypatch.setattr(fitting, "select", lambda *a, **kw: seen.append(kw["shrinkage"]) or real(*a, **kw))
+    X, y = _data()
+    jaxnn.fit(X, y, k="auto", posterior="link", shrinkage=None)
+    jaxnn.fit(X, y, k="auto")
+    assert seen == [None, "auto"]

@@ -73,7 +73,7 @@ def test_examples_nobody_reached_take_the_mean_leverage_of_their_class_sign():
             assert got.size and fill > 0
             np.testing.assert_allclose(got, fill, rtol=1e-5)
     # the function itself: reached rows untouched, nothing reached in a group → 0, no reached row → α itself
-    from jaxnn._src.fitting import unreached_leverage
+    from jaxnn._src.leverage import unreached_leverage
 
     alpha = jnp.asarray([[2.0, -1.0], [4.0, 3.0], [0.0, 0.0], [0.0, 0.0]])
     Yp = jnp.asarray([[1.0, -1.0], [1.0, -1.0], [1.0, -1.0], [-1.0, 1.0]])
@@ -373,7 +373,7 @@ def test_small_k_is_as_accurate_as_knn_on_bundled_sets(name):
 def test_shrunk_leverage_moves_alpha_toward_one_common_value():
     """(1 − s)·α + s·ā, placed as α is; s = 0 is α itself; s = 1 every α is ā,
     and H is ā times the label sums: the plain k-NN vote."""
-    from jaxnn._src.fitting import shrunk_leverage
+    from jaxnn._src.leverage import shrunk_leverage
 
     alpha = jnp.asarray([[2.0, -1.0], [0.5, 3.0]])
     assert shrunk_leverage(alpha, 0.0, 7.0) is alpha

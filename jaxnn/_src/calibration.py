@@ -18,8 +18,8 @@ import numpy as np
 from jaxnn._src.inputs import label_rows
 from jaxnn._src.prediction import POSTERIOR_FLOOR
 
-__all__ = ["LOSS_BLOCK", "SHRINKAGES", "T_GRID", "T_REFINE", "best_temperature", "calibrated_log_probs", "fit_shrinkage",
-           "fit_temperature", "log_losses", "posterior_scores", "targets"]
+__all__ = ["LOSS_BLOCK", "SHRINKAGES", "T_GRID", "T_REFINE", "best_temperature", "calibrated_log_probs",
+           "common_leverage", "fit_shrinkage", "fit_temperature", "log_losses", "posterior_scores", "targets"]
 
 #: the temperatures posterior="auto" tries, as multiples of the RMS of the
 #: scored H: 46 steps of 10^0.1 from 10⁻² to 10^2.5, then 11 steps of 10^0.01
@@ -120,9 +120,19 @@ def best_temperature(H, target, multilabel: bool, weights=None) -> tuple:
 SHRINKAGES = np.linspace(0.0, 1.0, 11)
 
 
+def common_leverage(H, k: int) -> float:
+    """ā, the leverage the shrunk rule moves every α toward: the RMS of the
+    finite rows of scores H (n, C) over k, so that ā·V (V the label sums of
+    k neighbours) is on H's scale; 1 where H is 0 everywhere."""
+    H = np.asarray(H, np.float64)
+    finite = np.all(np.isfinite(H), axis=1)
+    scale = float(np.sqrt(np.mean(H[finite] ** 2))) if finite.any() else 0.0
+    return scale / k if scale > 0 else 1.0
+
+
 def fit_shrinkage(H, V, k: int, target, multilabel: bool, weights=None, shrinkages=SHRINKAGES) -> tuple:
     """(T, s, ā) of least held-out log loss of the calibrated posteriors on
-    the scores (1 − s)·H + s·ā·V of the shrunk rule (:func:`jaxnn._src.fitting.shrunk_leverage`):
+    the scores (1 − s)·H + s·ā·V of the shrunk rule (:func:`jaxnn._src.leverage.shrunk_leverage`):
     H (n, C) a model's held-out scores, V (n, C) the label sums
     Σ_{j∈NN_k(x)} y_jc of the same neighbours (the scores at α ≡ 1), ā the
     RMS of H over k (1 where H is 0 everywhere), so that ā·V is on H's scale;
@@ -132,9 +142,7 @@ def fit_shrinkage(H, V, k: int, target, multilabel: bool, weights=None, shrinkag
     data often prefer them shrunk (docs/guide/posteriors.md).  NumPy,
     deterministic."""
     H, V = np.asarray(H, np.float64), np.asarray(V, np.float64)
-    finite = np.all(np.isfinite(H), axis=1)
-    scale = float(np.sqrt(np.mean(H[finite] ** 2))) if finite.any() else 0.0
-    common = scale / k if scale > 0 else 1.0
+    common = common_leverage(H, k)
     best = None
     for s in shrinkages:
         T, loss = best_temperature((1.0 - s) * H + s * common * V, target, multilabel, weights)

@@ -46,7 +46,7 @@ from jaxnn._src import losses as losses_mod
 from jaxnn._src import boost_runs, shared_sizes
 from jaxnn._src.checks import check_bool, check_real, did_you_mean
 from jaxnn._src.checks import check_integer as _check_int
-from jaxnn._src.fitting import unreached_leverage
+from jaxnn._src.leverage import unreached_leverage
 from jaxnn._src.graph import knn_graph, padded_query
 from jaxnn._src.inputs import as_points, compute_dtype, encode_labels
 from jaxnn._src.model import HostPickled, Model, without_float64

@@ -1,17 +1,16 @@
 """``fit``: learn a leveraged k-NN rule by boosting — the neighbour graph,
 the boosting plan (:func:`jaxnn._src.plan.make_plan`) and its run
 (:func:`jaxnn._src.boost_runs.run`), the leverage of the examples no step
-reached (:func:`unreached_leverage`), and the temperature of the
-``posterior="auto"`` posteriors and the shrinkage of the leverages, both
-chosen on the scores of auxiliary fits at held-out points
-(:func:`held_out_folds`; the choice itself: :mod:`jaxnn._src.calibration`)."""
+reached and the shrinkage of the leverages (:mod:`jaxnn._src.leverage`),
+and the temperature of the ``posterior="auto"`` posteriors — T and s chosen
+on the scores of auxiliary fits at held-out points (:func:`held_out_folds`;
+the choice itself: :mod:`jaxnn._src.calibration`)."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Optional
 
-import jax
 import numpy as np
 
 from jaxnn._src import algorithms as algos
@@ -25,6 +24,7 @@ from jaxnn._src.graph import METHODS as _GRAPH_METHODS
 from jaxnn._src.graph import graph_and_query, knn_graph, subgraph
 from jaxnn._src.inputs import (as_points, check_neighbors, compute_dtype, encode_labels, label_rows, points_of_parts,
                                sample_weights, training_points)
+from jaxnn._src.leverage import shrunk_leverage, unreached_leverage
 from jaxnn._src.model import Model
 from jaxnn._src.plan import Plan, make_plan
 from jaxnn._src.prediction import held_out_scores
@@ -32,7 +32,7 @@ from jaxnn._src.progress import logged, logger, progress_shown
 from jaxnn._src.select import DEFAULT_KS, DEFAULT_LOSSES, DEFAULT_PASSES, select
 from jaxnn._src.shared_sizes import to_device
 
-__all__ = ["fit", "shrunk_leverage", "unreached_leverage"]
+__all__ = ["fit"]
 
 
 def fit(
@@ -125,8 +125,8 @@ def fit(
         loss.  Not with k, loss or rounds ``"auto"`` (:func:`jaxnn.select`
         scores unweighted accuracy).
       shrinkage: ``"auto"`` (default) or None.  ``"auto"``: α is shrunk
-        toward one common leverage ā, (1 − s)·α + s·ā (:func:`shrunk_leverage`),
-        s ∈ {0, 0.1, …, 1} chosen with the temperature T on held-out data —
+        toward one common leverage ā, (1 − s)·α + s·ā
+        (:func:`jaxnn._src.leverage.shrunk_leverage`), s ∈ {0, 0.1, …, 1} chosen with the temperature T on held-out data —
         an auxiliary fit on a random 80 %, scored on the other 20 % (on small
         data, up to five such fits scoring every point once) — by least log
         loss of the calibrated posteriors softmax(H/T); with
@@ -146,8 +146,8 @@ def fit(
       the examples that are no example's neighbour in the training graph
       (n_j = 0: boosting never steps on them, frequent at small k — a third
       of the examples at k = 1): they take the mean α of the reached
-      examples of their class and label sign (:func:`unreached_leverage`),
-      so that no query's score ignores a neighbour.  :func:`predict` breaks
+      examples of their class and label sign
+      (:func:`jaxnn._src.leverage.unreached_leverage`), so that no query's score ignores a neighbour.  :func:`predict` breaks
       exact ties in H by the k-NN vote, then the nearest neighbour.
     """
     if check_bool(verbose, "verbose"):
@@ -171,7 +171,7 @@ def fit(
             losses=DEFAULT_LOSSES if _auto(loss) == "auto" else (loss,),
             passes=DEFAULT_PASSES if _auto(rounds) == "auto" else (_given_passes(rounds, m),),
             algorithm=algorithm, chooser=chooser, epsilon=epsilon, seed=_check_int(seed, "seed", low=0),
-            graph_method=graph_method, devices=devices,
+            graph_method=graph_method, devices=devices, shrinkage=shrinkage,
         ))
         k = sel.k if _auto(k) == "auto" else k
         loss = sel.loss if _auto(loss) == "auto" else loss
@@ -252,63 +252,6 @@ def _fit_checked(Xa, y, classes, Y_np, multilabel: bool, plan: Plan, *, k: int, 
                                posterior_temperature=temperature, leverage_shrinkage=shrinkage)
 
 
-def unreached_leverage(alpha, Y, neighbors, weights=None):
-    """α (m, C) with the rows of the examples that are no example's neighbour
-    in ``neighbors`` — the (m, k) training graph boosting ran on (n_j = 0;
-    with sample ``weights`` (m,), no neighbour of positive weight) —
-    set to a leverage of their class: for each class c, the mean α_jc of the
-    examples that are someone's neighbour (n_j > 0) and share the example's
-    label sign y_jc, floored at 0 (0 where there are none).
-
-    Boosting's step for example j is computed from the examples whose
-    neighbour j is: with none, j is never leveraged and keeps α = 0 — yet
-    j can be a query's neighbour, whose score then ignores it (at k = 1, 37 %
-    of a digits training set; 27 % of the test rows scored all zero and were
-    all labelled class 0).  Filled with the mean of its class-sign (the
-    mean over all reached examples of class c, or a small positive leverage
-    such as 10⁻³, did as well or worse: docs/guide/posteriors.md), an
-    unreached example votes for its label like a typical reached one, and at
-    k = 1 with every α > 0 the rule is exactly 1-NN.  Examples that were
-    reached keep their α.  Computed on the host in one vectorised pass (the
-    answer placed as ``alpha`` is: its devices and sharding), α itself when
-    every example was reached; deterministic.
-    :func:`jaxnn.ensemble.fit_split` is to apply it to each block's α and
-    graph, as :func:`fit` does."""
-    nb = np.asarray(neighbors)
-    per_edge = None if weights is None else np.repeat(np.asarray(weights, np.float64), nb.shape[1])
-    reached = np.bincount(nb.ravel(), weights=per_edge, minlength=alpha.shape[0])[: alpha.shape[0]] > 0
-    if reached.all():
-        return alpha
-    # on the host: an O(mC) pass that would otherwise compile a program per (m, C)
-    a, positive, r = np.asarray(alpha), np.asarray(Y) > 0, reached[:, None]
-
-    def group_mean(group):  # (C,): mean α over the reached examples of each column's group
-        w = group & r
-        n = np.sum(w, axis=0)
-        return np.where(n > 0, np.sum(np.where(w, a, 0), axis=0, dtype=np.float64) / np.maximum(n, 1), 0.0)
-
-    fill = np.where(positive, group_mean(positive)[None, :], group_mean(~positive)[None, :])
-    return _placed_like(alpha, np.where(r, a, np.maximum(fill, 0).astype(a.dtype)))
-
-
-def shrunk_leverage(alpha, shrinkage: float, common: float):
-    """α (m, C) shrunk toward one common leverage ā: (1 − s)·α + s·ā for
-    s = ``shrinkage`` ∈ [0, 1], ā = ``common`` > 0 — the rule between
-    boosting's (s = 0) and the plain k-NN vote (s = 1: every α alike, H the
-    label sums scaled by ā).  ``posterior="auto"`` chooses s and ā on
-    held-out data (:func:`jaxnn._src.calibration.fit_shrinkage`).  Computed on the host, placed as
-    ``alpha`` is; α itself for s = 0."""
-    if shrinkage == 0:
-        return alpha
-    a = np.asarray(alpha)
-    return _placed_like(alpha, ((1.0 - shrinkage) * a.astype(np.float64) + shrinkage * common).astype(a.dtype))
-
-
-def _placed_like(alpha, values: np.ndarray):
-    """Host ``values`` on ``alpha``'s devices, with its sharding (NumPy for a NumPy α)."""
-    return jax.device_put(values, alpha.sharding) if isinstance(alpha, jax.Array) else values
-
-
 def _given_passes(rounds, m: int) -> int:
     """Passes that ``rounds`` given beside an ``"auto"`` setting are scored
     as: rounds/m rounded, at least one (one when rounds is None)."""
@@ -333,8 +276,9 @@ def _choose_posterior(X, y, plan: Plan, *, k, loss, algorithm, rounds, seed, gra
                       graph=None, like=None, model=None, model_graph=None, weights=None, shrink: bool = False) -> tuple:
     """(T, s, ā): the temperature T > 0 of ``posterior="auto"``'s calibrated
     posteriors (:func:`jaxnn._src.prediction.calibrated_posterior`) and the
-    shrinkage s of the leverages toward ā (:func:`shrunk_leverage`), the
-    pair of least held-out log loss (:func:`jaxnn._src.calibration.fit_shrinkage`) — s = 0 unless
+    shrinkage s of the leverages toward ā
+    (:func:`jaxnn._src.leverage.shrunk_leverage`), the pair of least held-out
+    log loss (:func:`jaxnn._src.calibration.fit_shrinkage`) — s = 0 unless
     ``shrink``.
 
     An auxiliary model is fit on a seeded random 80 % of the data (same

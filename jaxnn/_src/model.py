@@ -85,7 +85,7 @@ class Model(HostPickled):
       leverage_shrinkage: s ∈ [0, 1] by which ``alpha`` was shrunk toward a
         common leverage, α = (1 − s)·α_boost + s·ā (``fit(shrinkage="auto")``,
         the default, chooses s on held-out data,
-        :func:`jaxnn._src.fitting.shrunk_leverage`); 0: ``alpha`` is boosting's.
+        :func:`jaxnn._src.leverage.shrunk_leverage`); 0: ``alpha`` is boosting's.
     """
 
     alpha: jax.Array

@@ -11,17 +11,20 @@ from __future__ import annotations
 import numbers
 from typing import Any, NamedTuple, Sequence
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src import boost_runs, sharding
+from jaxnn._src.calibration import SHRINKAGES, common_leverage
 from jaxnn._src.checks import check_bool, check_integer, check_real, did_you_mean
-from jaxnn._src.graph import METHODS, graph_and_query, knn_graph, knn_query, nndescent_index, nndescent_query
+from jaxnn._src.graph import METHODS, graph_and_query, knn_graph, knn_query, neighbor_sum, nndescent_index, nndescent_query
 from jaxnn._src.inputs import as_points, compute_dtype, encode_labels, label_rows, points_of_parts
 from jaxnn._src.plan import check_chooser, make_plan
-from jaxnn._src.prediction import leveraged_scores
+from jaxnn._src.leverage import unreached_leverage
+from jaxnn._src.prediction import first_positions, leveraged_scores, tie_broken_argmax
 from jaxnn._src.progress import logged, progress_shown, stage
 from jaxnn._src.shared_sizes import padded_rows, query_rows, to_device
 from jaxnn._src.steps import initial_edges
@@ -41,8 +44,9 @@ class Selection(NamedTuple):
         smaller k, then fewer passes, then the earlier loss).  ``loss`` is a
         catalogue loss's name, or a custom (``from_phi`` / ``from_psi``) Loss
         itself: what ``fit(loss=...)`` takes.
-      scores: {(k, loss_name, passes): validation accuracy}; candidate losses
-        must have distinct names (the same loss twice counts once).
+      scores: {(k, loss_name, passes): validation accuracy of the rule
+        :func:`jaxnn.fit` makes of that candidate}; candidate losses must
+        have distinct names (the same loss twice counts once).
     """
 
     k: int
@@ -108,6 +112,7 @@ def select(
     graph_method: str = "exact",
     devices=None,
     verbose: bool = False,
+    shrinkage="auto",
 ) -> Selection:
     """Pick k, the loss and the number of boosting passes on a held-out split.
 
@@ -129,6 +134,14 @@ def select(
       verbose: print the stages (the searches, then the candidates: one
         step per k and loss, with its best held-out accuracy) to stderr, as
         :func:`jaxnn.fit`'s ``verbose`` does (a bar on a terminal).
+      shrinkage: ``"auto"`` (default, as ``fit``'s) or None: the rule each
+        candidate is scored as.  Each is scored as ``fit`` predicts: the
+        examples no step reached take their class's leverage
+        (:func:`jaxnn._src.leverage.unreached_leverage`) and exact ties in H
+        go to the k-NN vote, then the nearest neighbour.  ``"auto"``: the
+        leverages shrunk toward one common value, (1 − s)·α + s·ā, at the
+        s ∈ {0, 0.1, …, 1} of best held-out accuracy (``fit`` then chooses
+        its own s by held-out log loss); None: boosting's α.
 
     Returns:
       :class:`Selection`.
@@ -136,7 +149,8 @@ def select(
     if check_bool(verbose, "verbose"):
         with progress_shown():
             return select(X, y, ks=ks, losses=losses, passes=passes, algorithm=algorithm, chooser=chooser,
-                          epsilon=epsilon, holdout=holdout, seed=seed, graph_method=graph_method, devices=devices)
+                          epsilon=epsilon, holdout=holdout, seed=seed, graph_method=graph_method, devices=devices,
+                          shrinkage=shrinkage)
     Xa = as_points(X)
     classes, Y_all, multilabel = encode_labels(y, Xa.shape[0])
     y_arr = label_rows(y)  # a one-column y split as the 1-D labels fit reads it as
@@ -146,6 +160,9 @@ def select(
     passes = [check_integer(p, "each of passes", low=1) for p in _candidates(passes, "passes")]
     losses = _candidates(losses, "losses")
     epsilon = check_real(epsilon, "epsilon", low=0.0, high=1.0, low_open=True, high_open=True)
+    if not (shrinkage is None or (isinstance(shrinkage, str) and shrinkage == "auto")):
+        raise ValueError(f"shrinkage must be None or 'auto', got {shrinkage!r}")
+    shrinkages = SHRINKAGES if shrinkage is not None else (0.0,)
     tr, va = _holdout(y_arr, holdout, seed)
     if va.size == 0 or tr.size < 2:
         raise ValueError(f"holdout={holdout:g} of {y_arr.shape[0]} points leaves {tr.size} to train on and {va.size} "
@@ -206,6 +223,7 @@ def select(
                total=n_candidates, unit="candidate") as progress:
         for k in ks:
             nb = graph[:, :k]
+            rule = _RuleParts(Y, query, k, n_val, n_classes)
             run_pass = boost_runs.pass_runner(plan, nb, n_classes, algo, seed, max_passes, shared, k_max, calls)
             for loss in loss_objs:
                 edges = on_mesh(initial_edges(Y, algorithm=algo, loss=loss))
@@ -214,18 +232,56 @@ def select(
                     res = run_pass(Y_run, edges, loss, p)
                     edges, alpha = res.edges, alpha + res.alpha
                     if p in passes:
-                        H = np.asarray(leveraged_scores(alpha[:, :n_classes], Y, query, k))[:n_val]
-                        if multilabel:
-                            acc = float(np.mean((H > 0) == (Y_va > 0)))
-                        else:
-                            acc = float(np.mean(np.argmax(H, axis=1) == np.argmax(Y_va, axis=1)))
-                        scores[(k, loss.name, p)] = acc
+                        filled = unreached_leverage(np.asarray(alpha[:, :n_classes])[:m], Y_all[tr], nb)
+                        scores[(k, loss.name, p)] = rule.accuracy(filled, Y_va, multilabel, shrinkages)
                 # a step per candidate (k, loss), from the host: never per boosting step
                 progress.step(None, None, "select: k=%d, %s loss: held-out accuracy %.4f (%d of %d)", k, loss.name,
                               max(scores[(k, loss.name, p)] for p in passes), progress.done + 1, n_candidates)
     rank = {loss.name: i for i, loss in enumerate(loss_objs)}
     best = max(scores, key=lambda key: (scores[key], -key[0], -key[2], -rank[key[1]]))
     return Selection(best[0], _fit_ready(loss_objs[rank[best[1]]]), best[2], scores)
+
+
+class _RuleParts:
+    """The parts of :func:`jaxnn.predict`'s rule at the held-out points that
+    do not depend on α, for one k: the label sums V = Σ_{j∈NN_k(x)} y_jc,
+    the vote counts and the first positions of each class (ties), computed
+    once for every candidate of that k.  ``Y`` (rows, C') on the device,
+    padded; ``query`` the held-out points' (n', k_max) neighbours, padded."""
+
+    def __init__(self, Y, query, k: int, n_val: int, n_classes: int):
+        self.Y, self.query, self.k, self.n_val, self.n_classes = Y, query, k, n_val, n_classes
+        self.V, self.counts, self.first = (np.asarray(a)[:n_val, :n_classes] for a in _rule_parts(Y, query, k))
+
+    def accuracy(self, alpha, Y_va, multilabel: bool, shrinkages) -> float:
+        """Held-out accuracy of the rule of leverages ``alpha`` (m, C), host,
+        unreached examples filled: predict's labels (argmax H, ties by the
+        vote, then the nearest neighbour; multilabel H_c > 0) for H of α
+        shrunk by each s of ``shrinkages`` toward ā, the best of them."""
+        padded = to_device(padded_rows(alpha, self.Y.shape[0]), self.Y.dtype)
+        H = np.asarray(_scores(padded, self.Y, self.query, self.k))[:self.n_val, :self.n_classes]
+        s = np.asarray(shrinkages, np.float64)[:, None, None]
+        S = ((1.0 - s) * H + s * common_leverage(H, self.k) * self.V).astype(H.dtype)  # (shrinkages, n, C)
+        if multilabel:
+            right = np.mean((S > 0) == (Y_va > 0)[None], axis=(1, 2))
+        else:
+            top = np.asarray(_tie_broken_labels(S, self.counts, self.first, self.query.shape[1]))
+            right = np.mean(top == np.argmax(Y_va, axis=1)[None], axis=1)
+        return float(np.max(right))
+
+
+@jax.jit
+def _rule_parts(Y, query, k):
+    """(V, vote counts, first positions), each (n, C), at neighbours ``query``
+    of which the first k (traced: one program for every candidate k) count."""
+    return (neighbor_sum(Y, query, k), neighbor_sum((Y > 0).astype(Y.dtype), query, k),
+            first_positions(Y, query, k))
+
+
+#: H of leverages α at the held-out points, k traced (one program for every candidate)
+_scores = jax.jit(leveraged_scores)
+#: predict's labels (tie_broken_argmax) of a stack of score matrices (s, n, C)
+_tie_broken_labels = jax.jit(jax.vmap(tie_broken_argmax, in_axes=(0, None, None, None)), static_argnums=3)
 
 
 def _searched(X_tr, X_va, k_max: int, graph_method: str, seed: int, devices):
