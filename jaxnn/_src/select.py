@@ -260,14 +260,16 @@ class _RuleParts:
         shrunk by each s of ``shrinkages`` toward ā, the best of them."""
         padded = to_device(padded_rows(alpha, self.Y.shape[0]), self.Y.dtype)
         H = np.asarray(_scores(padded, self.Y, self.query, self.k))[:self.n_val, :self.n_classes]
-        s = np.asarray(shrinkages, np.float64)[:, None, None]
-        S = ((1.0 - s) * H + s * common_leverage(H, self.k) * self.V).astype(H.dtype)  # (shrinkages, n, C)
-        if multilabel:
-            right = np.mean((S > 0) == (Y_va > 0)[None], axis=(1, 2))
-        else:
-            top = np.asarray(_tie_broken_labels(S, self.counts, self.first, self.query.shape[1]))
-            right = np.mean(top == np.argmax(Y_va, axis=1)[None], axis=1)
-        return float(np.max(right))
+        common, truth = common_leverage(H, self.k), Y_va > 0 if multilabel else np.argmax(Y_va, axis=1)
+        best = 0.0
+        for s in shrinkages:
+            S = ((1.0 - s) * H + s * common * self.V).astype(H.dtype)
+            if multilabel:
+                right = (S > 0) == truth
+            else:
+                right = np.asarray(_tie_broken_labels(S, self.counts, self.first, self.query.shape[1])) == truth
+            best = max(best, float(np.mean(right)))
+        return best
 
 
 @jax.jit
@@ -280,8 +282,8 @@ def _rule_parts(Y, query, k):
 
 #: H of leverages α at the held-out points, k traced (one program for every candidate)
 _scores = jax.jit(leveraged_scores)
-#: predict's labels (tie_broken_argmax) of a stack of score matrices (s, n, C)
-_tie_broken_labels = jax.jit(jax.vmap(tie_broken_argmax, in_axes=(0, None, None, None)), static_argnums=3)
+#: predict's labels (tie_broken_argmax) of scores (n, C), one program for every shrinkage
+_tie_broken_labels = jax.jit(tie_broken_argmax, static_argnums=3)
 
 
 def _searched(X_tr, X_va, k_max: int, graph_method: str, seed: int, devices):
