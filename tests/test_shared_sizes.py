@@ -11,6 +11,7 @@ from jaxnn._src import graph as graph_mod
 from jaxnn._src import inverse as inverse_mod
 from jaxnn._src import prediction as predict_mod
 from jaxnn._src import search as search_mod
+from jaxnn._src import select as select_mod
 from jaxnn._src import sharding
 from jaxnn._src import shared_sizes as sizes_mod
 from jaxnn._src.boosting import boost
@@ -170,10 +171,11 @@ def test_select_compiles_one_boosting_per_loss_and_one_scoring_for_all_ks(compil
     scoring per k (2.5 → 1.5 s for a first fit of 2000 points)."""
     X, y = _blobs(300, C=5, d=4, seed=31)
     ks, losses = (3, 12), ("logistic", "matsushita")
-    with compilations(boost, predict_mod.leveraged_scores) as compiled:  # their programs dropped first
+    scoring = (predict_mod.leveraged_scores, select_mod._rule_parts, select_mod._tie_broken_labels)
+    with compilations(boost, *scoring) as compiled:  # their programs dropped first
         together = jaxnn.select(X, y, ks=ks, losses=losses, passes=(1, 2))
-    new = [len(compiled.of(f)) for f in (boost, predict_mod.leveraged_scores)]
-    assert new == [len(losses), 1], compiled  # 4 and 2 before
+    new = [len(compiled.of(f)) for f in (boost,) + scoring]
+    assert new == [len(losses), 1, 1, 1], compiled  # boosting and H: 4 and 2 before
     for k in ks:  # the same scores as each k selected alone (at its own width, its own columns)
         alone = jaxnn.select(X, y, ks=(k,), losses=losses, passes=(1, 2))
         assert {key: v for key, v in together.scores.items() if key[0] == k} == alone.scores

@@ -55,9 +55,9 @@ def shrunk_leverage(alpha, shrinkage: float, common: float):
     """α (m, C) shrunk toward one common leverage ā: (1 − s)·α + s·ā for
     s = ``shrinkage`` ∈ [0, 1], ā = ``common`` > 0 — the rule between
     boosting's (s = 0) and the plain k-NN vote (s = 1: every α alike, H the
-    label sums scaled by ā).  ``posterior="auto"`` chooses s and ā on
-    held-out data (:func:`jaxnn._src.calibration.fit_shrinkage`).  Computed on the host, placed as
-    ``alpha`` is; α itself for s = 0."""
+    label sums scaled by ā).  :func:`jaxnn.fit` chooses s and ā on
+    held-out data (:func:`jaxnn._src.calibration.fit_shrinkage`).  Computed
+    on the host, placed as ``alpha`` is; α itself for s = 0."""
     if shrinkage == 0:
         return alpha
     a = np.asarray(alpha)

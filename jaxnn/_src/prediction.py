@@ -23,7 +23,7 @@ from jaxnn._src.points import shift_points
 from jaxnn._src.shared_sizes import at_shared_rows, first_k, first_rows, padded_rows, query_rows, to_device
 
 __all__ = ["decision_function", "predict_proba", "predict", "host_scores", "host_proba", "host_rule", "PREDICT_BLOCK_ROWS",
-           "tie_broken_argmax", "first_positions", "calibrated_posterior", "POSTERIOR_FLOOR"]
+           "tie_broken_argmax", "tie_parts", "calibrated_posterior", "POSTERIOR_FLOOR"]
 
 #: ε of the default (calibrated) posteriors p̂ = (1 − ε)·softmax(H/T) + ε/C
 #: (multilabel: (1 − ε)·σ(H_c/T) + ε/2): every class keeps at least ε/C, so
@@ -43,7 +43,7 @@ def leveraged_scores(alpha, Y, indices, k=None):
     return neighbor_sum(alpha * Y, indices, k)
 
 
-def first_positions(Y, indices, k=None):
+def _first_positions(Y, indices, k=None):
     """f_c(x) = the position (0 = nearest) of the first of the k nearest
     neighbours in class c (y_jc > 0), k' where none is: (n, C) int32, for
     (n, k') neighbour indices of which the first k (traced; None: all) are
@@ -63,10 +63,18 @@ def first_positions(Y, indices, k=None):
     return jax.lax.fori_loop(0, kk, step, f0)
 
 
+def tie_parts(Y, indices, k=None):
+    """(vote counts #{j ∈ NN_k(x) : y_jc > 0}, :func:`_first_positions`), each
+    (n, C): what :func:`predict` breaks exact ties in H by
+    (:func:`tie_broken_argmax`), for neighbour indices as
+    :func:`leveraged_scores` takes them.  Traced in the caller's program."""
+    return neighbor_sum((Y > 0).astype(Y.dtype), indices, k), _first_positions(Y, indices, k)
+
+
 def tie_broken_argmax(primary, secondary, first, width: int):
     """The class index (n,) of largest ``primary`` (n, C); exact ties go to the
     tied class of largest ``secondary`` (n, C), then to the tied class of the
-    nearest neighbour (smallest ``first``, :func:`first_positions`, values in
+    nearest neighbour (smallest ``first``, :func:`_first_positions`, values in
     [0, width]) — never to the lowest class index, unless no neighbour is in
     any class still tied (then the lowest of them).  ``predict`` ranks by
     (H, votes, nearest neighbour); the estimator's ``posterior="votes"`` by
@@ -362,8 +370,7 @@ def _rule(alpha, Y, nb, lam, k=None, temperature=0.0, *, loss, algorithm, multil
     fit other Ts), and predict and predict_proba share it; each branch is
     computed only where taken (``lax.cond``)."""
     H = leveraged_scores(alpha, Y, nb, k)
-    counts = neighbor_sum((Y > 0).astype(H.dtype), nb, k)
-    first = first_positions(Y, nb, k)
+    counts, first = tie_parts(Y, nb, k)
     top = tie_broken_argmax(H, counts, first, nb.shape[1])
 
     def calibrated(H):
@@ -424,7 +431,7 @@ def host_rule(model: Model, X, proba: bool = False) -> tuple:
     parts of :func:`predict`'s rule at X (:func:`_rule`), as
     :func:`host_scores`: what the scikit-learn estimator ranks its classes by
     — and with ``proba``, :func:`predict_proba` last, from the same search.
-    The first positions are :func:`first_positions`' (k where no neighbour
+    The first positions are :func:`_first_positions`' (k where no neighbour
     is in the class)."""
     parts = _streamed(lambda mdl, Xb, _: _host_rule(mdl, Xb, proba), check_model(model), X, None,
                       lambda blocks: tuple(_host_rows(p) for p in zip(*blocks)))

@@ -24,7 +24,7 @@ from jaxnn._src.graph import METHODS, graph_and_query, knn_graph, knn_query, nei
 from jaxnn._src.inputs import as_points, compute_dtype, encode_labels, label_rows, points_of_parts
 from jaxnn._src.plan import check_chooser, make_plan
 from jaxnn._src.leverage import unreached_leverage
-from jaxnn._src.prediction import first_positions, leveraged_scores, tie_broken_argmax
+from jaxnn._src.prediction import leveraged_scores, tie_broken_argmax, tie_parts
 from jaxnn._src.progress import logged, progress_shown, stage
 from jaxnn._src.shared_sizes import padded_rows, query_rows, to_device
 from jaxnn._src.steps import initial_edges
@@ -259,7 +259,7 @@ class _RuleParts:
         vote, then the nearest neighbour; multilabel H_c > 0) for H of α
         shrunk by each s of ``shrinkages`` toward ā, the best of them."""
         padded = to_device(padded_rows(alpha, self.Y.shape[0]), self.Y.dtype)
-        H = np.asarray(_scores(padded, self.Y, self.query, self.k))[:self.n_val, :self.n_classes]
+        H = np.asarray(leveraged_scores(padded, self.Y, self.query, self.k))[:self.n_val, :self.n_classes]
         common, truth = common_leverage(H, self.k), Y_va > 0 if multilabel else np.argmax(Y_va, axis=1)
         best = 0.0
         for s in shrinkages:
@@ -276,12 +276,9 @@ class _RuleParts:
 def _rule_parts(Y, query, k):
     """(V, vote counts, first positions), each (n, C), at neighbours ``query``
     of which the first k (traced: one program for every candidate k) count."""
-    return (neighbor_sum(Y, query, k), neighbor_sum((Y > 0).astype(Y.dtype), query, k),
-            first_positions(Y, query, k))
+    return (neighbor_sum(Y, query, k),) + tuple(tie_parts(Y, query, k))
 
 
-#: H of leverages α at the held-out points, k traced (one program for every candidate)
-_scores = jax.jit(leveraged_scores)
 #: predict's labels (tie_broken_argmax) of scores (n, C), one program for every shrinkage
 _tie_broken_labels = jax.jit(tie_broken_argmax, static_argnums=3)
 
