@@ -171,7 +171,7 @@ def test_select_compiles_one_boosting_per_loss_and_one_scoring_for_all_ks(compil
     scoring per k (2.5 → 1.5 s for a first fit of 2000 points)."""
     X, y = _blobs(300, C=5, d=4, seed=31)
     ks, losses = (3, 12), ("logistic", "matsushita")
-    scoring = (predict_mod.leveraged_scores, select_mod._rule_parts, select_mod._tie_broken_labels)
+    scoring = (predict_mod.leveraged_scores, select_mod._tie_parts, select_mod._tie_broken_labels)
     with compilations(boost, *scoring) as compiled:  # their programs dropped first
         together = jaxnn.select(X, y, ks=ks, losses=losses, passes=(1, 2))
     new = [len(compiled.of(f)) for f in (boost,) + scoring]

@@ -126,9 +126,10 @@ def fit(
         scores unweighted accuracy).
       shrinkage: ``"auto"`` (default) or None.  ``"auto"``: α is shrunk
         toward one common leverage ā, (1 − s)·α + s·ā
-        (:func:`jaxnn._src.leverage.shrunk_leverage`), s ∈ {0, 0.1, …, 1} chosen with the temperature T on held-out data —
-        an auxiliary fit on a random 80 %, scored on the other 20 % (on small
-        data, up to five such fits scoring every point once) — by least log
+        (:func:`jaxnn._src.leverage.shrunk_leverage`), s ∈ {0, 0.1, …, 1}
+        chosen with the temperature T on held-out data — an auxiliary fit
+        on a random 80 %, scored on the other 20 % (on small data, up to
+        five such fits scoring every point once) — by least log
         loss of the calibrated posteriors softmax(H/T); with
         ``posterior="auto"`` the same auxiliary fit chooses T, with
         ``"link"`` or ``"votes"`` it is made for s alone.  Between boosting's
@@ -147,8 +148,9 @@ def fit(
       (n_j = 0: boosting never steps on them, frequent at small k — a third
       of the examples at k = 1): they take the mean α of the reached
       examples of their class and label sign
-      (:func:`jaxnn._src.leverage.unreached_leverage`), so that no query's score ignores a neighbour.  :func:`predict` breaks
-      exact ties in H by the k-NN vote, then the nearest neighbour.
+      (:func:`jaxnn._src.leverage.unreached_leverage`), so that no query's
+      score ignores a neighbour.  :func:`predict` breaks exact ties in H by
+      the k-NN vote, then the nearest neighbour.
     """
     if check_bool(verbose, "verbose"):
         with progress_shown():

@@ -23,7 +23,7 @@ from jaxnn._src.points import shift_points
 from jaxnn._src.shared_sizes import at_shared_rows, first_k, first_rows, padded_rows, query_rows, to_device
 
 __all__ = ["decision_function", "predict_proba", "predict", "host_scores", "host_proba", "host_rule", "PREDICT_BLOCK_ROWS",
-           "tie_broken_argmax", "tie_parts", "calibrated_posterior", "POSTERIOR_FLOOR"]
+           "tie_broken_argmax", "tie_parts", "label_sums", "calibrated_posterior", "POSTERIOR_FLOOR"]
 
 #: ε of the default (calibrated) posteriors p̂ = (1 − ε)·softmax(H/T) + ε/C
 #: (multilabel: (1 − ε)·σ(H_c/T) + ε/2): every class keeps at least ε/C, so
@@ -297,7 +297,13 @@ def held_out_scores(model: Model, X, found=None, rows=None):
     fit's, whose ``predict_proba`` then reuses the program)."""
     alpha, Y, nb, k, n = _query_parts(model, X, None) if found is None else _found_parts(model, X, found, rows)
     H, counts = (np.asarray(a)[:n] for a in _rule_of(model, alpha, Y, nb, k, 0.0, 0.0)[:2])
-    return H, 2.0 * counts - model.k
+    return H, label_sums(counts, model.k)
+
+
+def label_sums(counts, k: int):
+    """V_c(x) = Σ_{j∈NN_k(x)} y_jc, the scores at α ≡ 1, from the vote counts
+    #{j ∈ NN_k(x) : y_jc = +1} (labels y ∈ {−1, +1}): 2·counts − k."""
+    return 2.0 * counts - k
 
 
 def _normalised_link(H, *, loss, algorithm, multilabel: bool):

@@ -20,11 +20,11 @@ from jaxnn._src import losses as losses_mod
 from jaxnn._src import boost_runs, sharding
 from jaxnn._src.calibration import SHRINKAGES, common_leverage
 from jaxnn._src.checks import check_bool, check_integer, check_real, did_you_mean
-from jaxnn._src.graph import METHODS, graph_and_query, knn_graph, knn_query, neighbor_sum, nndescent_index, nndescent_query
+from jaxnn._src.graph import METHODS, graph_and_query, knn_graph, knn_query, nndescent_index, nndescent_query
 from jaxnn._src.inputs import as_points, compute_dtype, encode_labels, label_rows, points_of_parts
 from jaxnn._src.plan import check_chooser, make_plan
 from jaxnn._src.leverage import unreached_leverage
-from jaxnn._src.prediction import leveraged_scores, tie_broken_argmax, tie_parts
+from jaxnn._src.prediction import label_sums, leveraged_scores, tie_broken_argmax, tie_parts
 from jaxnn._src.progress import logged, progress_shown, stage
 from jaxnn._src.shared_sizes import padded_rows, query_rows, to_device
 from jaxnn._src.steps import initial_edges
@@ -251,7 +251,8 @@ class _RuleParts:
 
     def __init__(self, Y, query, k: int, n_val: int, n_classes: int):
         self.Y, self.query, self.k, self.n_val, self.n_classes = Y, query, k, n_val, n_classes
-        self.V, self.counts, self.first = (np.asarray(a)[:n_val, :n_classes] for a in _rule_parts(Y, query, k))
+        self.counts, self.first = (np.asarray(a)[:n_val, :n_classes] for a in _tie_parts(Y, query, k))
+        self.V = label_sums(self.counts, k)
 
     def accuracy(self, alpha, Y_va, multilabel: bool, shrinkages) -> float:
         """Held-out accuracy of the rule of leverages ``alpha`` (m, C), host,
@@ -272,12 +273,8 @@ class _RuleParts:
         return best
 
 
-@jax.jit
-def _rule_parts(Y, query, k):
-    """(V, vote counts, first positions), each (n, C), at neighbours ``query``
-    of which the first k (traced: one program for every candidate k) count."""
-    return (neighbor_sum(Y, query, k),) + tuple(tie_parts(Y, query, k))
-
+#: the vote counts and first positions at the held-out points, k traced (one program for every candidate)
+_tie_parts = jax.jit(tie_parts)
 
 #: predict's labels (tie_broken_argmax) of scores (n, C), one program for every shrinkage
 _tie_broken_labels = jax.jit(tie_broken_argmax, static_argnums=3)
