@@ -16,6 +16,7 @@ from jaxnn._src.steps import surrogate_risk
 from jaxnn._src.fitting import fit
 from jaxnn._src.graph import Neighbors, knn_graph, knn_query
 from jaxnn._src.inverse import InverseNeighbors, inverse_neighbors
+from jaxnn._src.learned_metric import learn_metric
 from jaxnn._src.model import Model
 from jaxnn._src.persist import ModelFileError, load, save
 from jaxnn._src.prediction import decision_function, predict, predict_proba
@@ -45,6 +46,7 @@ __all__ = [
     "knn_graph",
     "knn_query",
     "knn_subsample",
+    "learn_metric",
     "load",
     "losses",
     "metrics",

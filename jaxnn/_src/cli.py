@@ -518,7 +518,7 @@ def _load_model(path: str):
                         "(copy it along with the model)") from None
     except (OSError, ValueError) as err:
         raise UserError(f"{columns!r} cannot be read as the model's column names ({one_line(err)})") from None
-    d = model.X.shape[1]
+    d = model.n_features
     ok = (isinstance(meta, dict) and meta.get("format") == _COLUMNS_FORMAT and isinstance(meta.get("target"), str)
           and isinstance(meta.get("features"), list) and all(isinstance(n, str) for n in meta["features"]))
     if not ok:

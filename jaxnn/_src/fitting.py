@@ -25,6 +25,7 @@ from jaxnn._src.graph import graph_and_query, knn_graph, subgraph
 from jaxnn._src.inputs import (as_points, check_neighbors, compute_dtype, encode_labels, label_rows, points_of_parts,
                                sample_weights, training_points)
 from jaxnn._src.leverage import shrunk_leverage, unreached_leverage
+from jaxnn._src.learned_metric import apply_metric, metric_transform
 from jaxnn._src.model import Model
 from jaxnn._src.plan import Plan, make_plan
 from jaxnn._src.prediction import held_out_scores
@@ -54,6 +55,7 @@ def fit(
     verbose: bool = False,
     sample_weight=None,
     shrinkage="auto",
+    metric=None,
 ) -> Model:
     """Learn a leveraged k-NN rule by boosting.
 
@@ -105,6 +107,16 @@ def fit(
         ``"votes"``: the k-NN vote fractions (both may be exactly 0 or 1;
         no auxiliary fit with ``shrinkage=None``).
         docs/guide/posteriors.md compares them.
+      metric: the distance the neighbours are searched under — None
+        (default): the Euclidean distance of the features as given, the
+        papers'; ``"nca"``: a Mahalanobis distance ‖(x − x′)A‖² learned
+        first by neighbourhood components analysis on the training points
+        (:func:`jaxnn.learn_metric`: on at most 2000 of them, early-stopped on
+        a held-out quarter); a (d, r) array: that map A.  Everything after
+        (graph, boosting, ``"auto"`` choices, held-out fits) runs on the
+        mapped points xA, ``model.transform`` = A, and prediction maps the
+        queries alike.  Single-label y; not with precomputed ``neighbors``
+        (docs/guide/metric.md).
       devices: None (default device), an int n (the first n devices), a list
         of devices or ``"all"``: the class axis of the boosting state is
         sharded across them, and so are the query rows of the exact graph
@@ -156,11 +168,19 @@ def fit(
         with progress_shown():
             return fit(X, y, k=k, loss=loss, algorithm=algorithm, rounds=rounds, chooser=chooser, epsilon=epsilon,
                        neighbors=neighbors, seed=seed, graph_method=graph_method, trace=trace, posterior=posterior,
-                       devices=devices, sample_weight=sample_weight, shrinkage=shrinkage)
+                       devices=devices, sample_weight=sample_weight, shrinkage=shrinkage, metric=metric)
     Xa = as_points(X)
     m = Xa.shape[0]
     classes, Y_np, multilabel = encode_labels(y, m)
     weights = sample_weights(sample_weight, m)
+    if metric is not None and neighbors is not None:
+        raise ValueError("metric cannot be combined with precomputed neighbors (they were searched under another "
+                         "distance): give one or the other")
+    transform = None if metric is None else logged(f"fit: the metric ({metric if isinstance(metric, str) else 'given'})",
+                                                   lambda: metric_transform(metric, Xa, y, seed=_check_int(seed, "seed", low=0),
+                                                                            sample_weight=sample_weight))
+    if transform is not None:
+        Xa = apply_metric(Xa, transform)
     if "auto" in (_auto(k), _auto(loss), _auto(rounds)):
         if weights is not None:
             raise ValueError("sample_weight cannot be combined with k, loss or rounds 'auto' (jaxnn.select scores "
@@ -201,9 +221,10 @@ def fit(
     if graph_method not in _GRAPH_METHODS:  # checked even when neighbors are given
         raise ValueError(f"unknown graph_method {graph_method!r}; use one of {_GRAPH_METHODS}"
                          + did_you_mean(graph_method, _GRAPH_METHODS))
-    return _fit_checked(Xa, y, classes, Y_np, multilabel, plan, k=k, loss_obj=loss_obj, algo=algo, rounds=rounds,
-                        seed=seed, graph_method=graph_method, trace=trace, posterior=posterior, neighbors=neighbors,
-                        weights=weights, shrink=shrinkage is not None)
+    model = _fit_checked(Xa, y, classes, Y_np, multilabel, plan, k=k, loss_obj=loss_obj, algo=algo, rounds=rounds,
+                         seed=seed, graph_method=graph_method, trace=trace, posterior=posterior, neighbors=neighbors,
+                         weights=weights, shrink=shrinkage is not None)
+    return model if transform is None else dataclasses.replace(model, transform=to_device(transform))
 
 
 def _fit_checked(Xa, y, classes, Y_np, multilabel: bool, plan: Plan, *, k: int, loss_obj, algo, rounds: int, seed: int,

@@ -86,6 +86,10 @@ class Model(HostPickled):
         common leverage, α = (1 − s)·α_boost + s·ā (``fit(shrinkage="auto")``,
         the default, chooses s on held-out data,
         :func:`jaxnn._src.leverage.shrunk_leverage`); 0: ``alpha`` is boosting's.
+      transform: None, or the (d_in, d) map A of a learned metric
+        (``fit(metric=...)``, :mod:`jaxnn._src.learned_metric`): ``X`` holds the
+        training points mapped, x ↦ xA, and query points of d_in features are
+        mapped alike before the search.
     """
 
     alpha: jax.Array
@@ -102,15 +106,21 @@ class Model(HostPickled):
     origin: Optional[jax.Array] = None
     posterior_temperature: float = 0.0
     leverage_shrinkage: float = 0.0
+    transform: Optional[jax.Array] = None
 
     @property
     def n_classes(self) -> int:
         return len(self.classes)
 
+    @property
+    def n_features(self) -> int:
+        """Features of the points the model takes (d_in: before its ``transform``)."""
+        return int(self.X.shape[1] if self.transform is None else self.transform.shape[0])
+
 
 jax.tree_util.register_dataclass(
     Model,
-    data_fields=["alpha", "X", "Y", "trace", "origin"],
+    data_fields=["alpha", "X", "Y", "trace", "origin", "transform"],
     meta_fields=["classes", "k", "loss", "algorithm", "multilabel", "posterior_mix", "rounds", "posterior_temperature",
                  "leverage_shrinkage"],
 )
@@ -128,7 +138,7 @@ def check_model(model) -> Model:
 def validate_model(model: Model) -> None:
     """A TypeError or ValueError naming the field, unless ``model``'s fields
     agree with each other: α (m, C), X (m, d) and Y (m, C) numeric arrays,
-    trace None or 1-D, origin None or (d,), C class labels (at least 2 for a
+    trace None or 1-D, origin None or (d,), transform None or (d_in, d), C class labels (at least 2 for a
     single-label model), 1 ≤ k ≤ m, posterior_mix and leverage_shrinkage
     finite numbers in [0, 1], posterior_temperature a finite number ≥ 0, rounds ≥ 0, multilabel a bool, loss a :class:`~jaxnn.losses.Loss`
     and algorithm an algorithm object (or None: :func:`jaxnn.knn_subsample`'s
@@ -161,6 +171,10 @@ def validate_model(model: Model) -> None:
     if origin is not None and origin.shape not in ((d,), (2, d)):
         raise ValueError(f"model.origin has shape {origin.shape}: it must be None, (d,) = ({d},) — one value per "
                          f"feature of model.X — or (2, d), float32 parts whose sum is the origin")
+    transform = _array_field(model, "transform", ndim=2, optional=True)
+    if transform is not None and (transform.shape[1] != d or transform.shape[0] < 1):
+        raise ValueError(f"model.transform has shape {transform.shape}: it must be (d_in, d) with d = {d}, the "
+                         "features of model.X (the mapped training points)")
     multilabel = model.multilabel
     if not isinstance(multilabel, (bool, np.bool_)):
         raise TypeError(f"model.multilabel must be a bool, got {type(multilabel).__name__} {multilabel!r}")

@@ -78,10 +78,17 @@ def _single_label(model: Model, what: str) -> None:
 
 
 def _training_points(model: Model) -> np.ndarray:
-    """The model's training points (m, d) as given to fit (``origin`` added back)."""
+    """The model's training points (m, d) as given to fit (``origin`` added
+    back, a learned metric's map A (d, d) undone: P = (X + origin) A⁻¹)."""
     P = np.asarray(model.X, dtype=np.float64)
     if model.origin is not None:
-        P = P + np.asarray(model.origin, dtype=np.float64)
+        P = P + np.asarray(model.origin, dtype=np.float64).reshape(-1, P.shape[1]).sum(axis=0)
+    if model.transform is not None:
+        A = np.asarray(model.transform, dtype=np.float64)
+        if A.shape[0] != A.shape[1]:
+            raise ValueError(f"the model's metric maps {A.shape[0]} features to {A.shape[1]}: its training points "
+                             "cannot be drawn in the features they were given in")
+        P = np.linalg.solve(A.T, P.T).T
     return P
 
 
@@ -157,7 +164,7 @@ def decision_map(model, X, y, *, theta=None, resolution: int = 200, colorbar: bo
         raise ValueError(f"decision_map draws 2-D problems: X must have shape (n, 2), got {X.shape}")
     if X.shape[0] < 1 or not np.all(np.isfinite(X)):
         raise ValueError("decision_map: X must hold at least one point, all finite")
-    d = model.X.shape[1]
+    d = model.n_features
     if d != 2:
         raise ValueError(f"decision_map draws 2-D problems: the model was fit on {d} features, not 2")
     y_idx = _class_index(model, y, X.shape[0])

@@ -18,6 +18,7 @@ import numpy as np
 from jaxnn._src import algorithms as algos
 from jaxnn._src.graph import neighbor_sum, padded_query
 from jaxnn._src.inputs import as_points, check_neighbors
+from jaxnn._src.learned_metric import apply_metric
 from jaxnn._src.model import Model, check_model
 from jaxnn._src.points import shift_points
 from jaxnn._src.shared_sizes import at_shared_rows, first_k, first_rows, padded_rows, query_rows, to_device
@@ -106,12 +107,13 @@ def calibrated_posterior(H, temperature, top, multilabel: bool):
 
 
 def _check_query(model: Model, X):
-    """Checked query points, as :func:`as_points` gives them, shifted by the
-    model's origin when it has one (knn_query puts them in the model's dtype)."""
+    """Checked query points, as :func:`as_points` gives them, mapped by the
+    model's learned metric and shifted by its origin when it has them
+    (knn_query puts them in the model's dtype)."""
     Xq = as_points(X)
-    if Xq.shape[1] != model.X.shape[1]:
-        raise ValueError(f"X has {Xq.shape[1]} features but the model was fit on {model.X.shape[1]}")
-    return shift_points(Xq, model.origin)
+    if Xq.shape[1] != model.n_features:
+        raise ValueError(f"X has {Xq.shape[1]} features but the model was fit on {model.n_features}")
+    return shift_points(apply_metric(Xq, model.transform), model.origin)
 
 
 def _query_parts(model: Model, X, neighbors):

@@ -131,6 +131,9 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         one common value as held-out data say, or boosting's own
         (``jaxnn.fit``'s ``shrinkage``) — shrunk, accuracy stays at plain
         k-NN's or above at small k.
+      metric: None (default: the Euclidean distance of the features),
+        ``"nca"`` (a metric learned by neighbourhood components analysis
+        first) or a (n_features, r) map A (``jaxnn.fit``'s ``metric``).
 
     Attributes:
       model_: the fitted :class:`jaxnn.Model` (use it with the functional API).
@@ -166,6 +169,7 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         verbose=False,
         class_weight=None,
         shrinkage="auto",
+        metric=None,
     ):
         self.k = k
         self.loss = loss
@@ -181,6 +185,7 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         self.verbose = verbose
         self.class_weight = class_weight
         self.shrinkage = shrinkage
+        self.metric = metric
 
     # ``devices`` may be a list of ``jax.Device``, which neither deep-copies
     # nor pickles: clone passes the (process-wide) devices on by reference, and
@@ -322,6 +327,7 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
             verbose=self.verbose,
             sample_weight=sample_weight,
             shrinkage=self.shrinkage,
+            metric=self.metric,
         )
         # set only once fit succeeded: a failed refit keeps the previous fit whole
         self.model_, self.classes_, self._negative_label = model, classes, negative_label
@@ -568,8 +574,8 @@ def _estimator_of(cls, meta, model, arrays):
     negative_label, n_features = meta["negative_label"], meta["n_features_in"]
     if negative_label not in (0, -1) or isinstance(negative_label, bool):
         raise ValueError(f"the multilabel negative label is {negative_label!r}")
-    if n_features != model.X.shape[1] or isinstance(n_features, bool):
-        raise ValueError(f"n_features_in_ is {n_features!r} for a model of {model.X.shape[1]} features")
+    if n_features != model.n_features or isinstance(n_features, bool):
+        raise ValueError(f"n_features_in_ is {n_features!r} for a model of {model.n_features} features")
     est.model_, est.classes_, est._negative_label, est.n_features_in_ = model, classes, negative_label, n_features
     if "feature_names" in meta:
         names = persist.decode_labels(arrays["estimator_feature_names"], meta["feature_names"])
