@@ -70,6 +70,9 @@ BAD_SETTINGS = [
                                np.zeros((40, 3), complex), np.full((40, 3), np.nan))
 ] + [
     ("verbose", v) for v in ("loud", 2, None)
+] + [
+    ("metric", v) for v in ("nope", "", "NCA", 3, object(), np.ones((1, 1, 1)), np.full((50, 2), np.nan),
+                            [[1j]], np.zeros((2, 0)), "nca\x00")
 ]
 
 

@@ -35,7 +35,7 @@ AT_K3 = {"check_class_weight_classifiers": "3 neighbours' leverages outvote clas
 
 
 @parametrize_with_checks(
-    [BoostedKNNClassifier(k=3), BoostedKNNClassifier(k=3, posterior="link")],
+    [BoostedKNNClassifier(k=3), BoostedKNNClassifier(k=3, posterior="link"), BoostedKNNClassifier(k=3, metric="nca")],
     expected_failed_checks=lambda est: {**EXPECTED_FAILED_CHECKS, **AT_K3},
 )
 @pytest.mark.slow  # scikit-learn's ~70 checks, each fitting anew

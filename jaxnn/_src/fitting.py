@@ -115,7 +115,7 @@ def fit(
         a held-out quarter); a (d, r) array: that map A.  Everything after
         (graph, boosting, ``"auto"`` choices, held-out fits) runs on the
         mapped points xA, ``model.transform`` = A, and prediction maps the
-        queries alike.  Single-label y; not with precomputed ``neighbors``
+        queries alike.  Not with precomputed ``neighbors``
         (docs/guide/metric.md).
       devices: None (default device), an int n (the first n devices), a list
         of devices or ``"all"``: the class axis of the boosting state is

@@ -110,7 +110,8 @@ def learn_metric(X, y, *, max_points: int = MAX_POINTS, iterations: int = ITERAT
 
     Args:
       X: (m, d) training points, m ≥ 2.
-      y: (m,) class labels (single-label; any sortable values).
+      y: (m,) class labels (any sortable values), or an (m, C) indicator
+        matrix (multilabel: the points of one label set are one class).
       max_points: learn on at most this many points (a seeded random subset).
       iterations: L-BFGS iterations.
       seed: seed of the subset.
@@ -121,14 +122,13 @@ def learn_metric(X, y, *, max_points: int = MAX_POINTS, iterations: int = ITERAT
     m, d = Xa.shape
     if m < 2:
         raise ValueError(f"a metric needs at least 2 training points, got {m}")
-    classes, Y, multilabel = encode_labels(y, m)
-    if multilabel:
-        raise ValueError("a learned metric needs single-label y (one class per point), got an indicator matrix")
+    _, Y, multilabel = encode_labels(y, m)
     max_points = check_integer(max_points, "max_points", low=2)
     iterations = check_integer(iterations, "iterations", low=1)
     seed = check_integer(seed, "seed", low=0)
     weights = sample_weights(sample_weight, m)
-    labels = np.argmax(Y, axis=1)
+    # multilabel: the points of one label set are one class
+    labels = np.unique(Y, axis=0, return_inverse=True)[1].ravel() if multilabel else np.argmax(Y, axis=1)
     rng = np.random.default_rng(seed)
     rows = rng.permutation(m)[:max_points]
     n_held = max(1, int(round(HELD_OUT * len(rows))))
