@@ -57,7 +57,7 @@ def test_minimise_keeps_the_iterate_of_least_held_out_loss():
     Xs = (X - X.mean(0)) / X.std(0)
     part = lambda r: (jnp.asarray(Xs[r], jnp.float32), jnp.asarray(y[r], jnp.int32), jnp.ones(len(r), jnp.float32))
     held = part(np.arange(40))
-    A, losses = lm._minimise(jnp.eye(5), *part(np.arange(40, 160)), held, 15)
+    A, losses, _, _ = lm._minimise(jnp.eye(5), *part(np.arange(40, 160)), held, 15)
     losses = np.asarray(losses)
     assert losses.shape == (16,)
     assert float(lm.nca_loss(A, *part(np.arange(40, 160)), held)) == pytest.approx(losses.min(), rel=1e-6)
@@ -173,3 +173,20 @@ def test_a_multilabel_fit_learns_its_metric_on_the_label_sets():
     model = jaxnn.fit(X, Y, k=5, metric="nca")
     assert model.multilabel and model.transform.shape == (5, 5)
     assert jaxnn.predict(model, X[:7]).shape == (7, 2)
+
+
+def test_clear_gain_asks_for_two_standard_errors():
+    assert lm.clear_gain(np.full(10, 0.3), np.ones(10))  # no spread: any gain is clear
+    assert not lm.clear_gain(np.array([1.0, -1.0] * 20), np.ones(40))  # mean 0
+    gain = np.r_[np.full(50, 1.0), np.full(50, -0.6)]  # mean 0.2, se = 0.8 / sqrt(100)
+    assert lm.clear_gain(gain, np.ones(100)) == (0.2 > lm.MIN_GAIN_SE * 0.08)
+    heavy = np.r_[gain, np.full(5, -100.0)]  # weight-0 points take no part
+    assert lm.clear_gain(heavy, np.r_[np.ones(100), np.zeros(5)]) == lm.clear_gain(gain, np.ones(100))
+
+
+def test_labels_that_carry_nothing_keep_the_standardised_features():
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(200, 4)) * np.array([1.0, 10.0, 0.1, 3.0])
+    y = rng.integers(0, 2, 200)
+    A = jaxnn.learn_metric(X, y)
+    np.testing.assert_allclose(A, np.diag(1.0 / X.std(axis=0)), rtol=1e-5)

@@ -245,6 +245,7 @@ def uci(
         notes.append(
             "Posteriors (with RBF-SVM): jaxnn = jaxnn.fit(X, y) with every default (k=10, GNNB, logistic loss, "
             'posterior="auto": softmax(H/T), T and the leverage shrinkage fit on held-out data); '
+            'jaxnn(nca) = the same with metric="nca" (the neighbours searched under a metric learned by NCA); '
             "SVC(prob) = SVC(probability=True), "
             f"C and γ chosen by 3-fold CV log loss over {RBF_GRID} (on at most {rbf_max} points, then refit); "
             "LogReg = LogisticRegression(max_iter=1000).  Log loss clips probabilities at 1e-15 (as scikit-learn's)."
@@ -267,7 +268,7 @@ def uci(
 
 #: the probabilistic contenders whose posteriors ``uci`` scores (log loss,
 #: Brier score) when RBF-SVM is among its methods
-PROBA_CONTENDERS = ("jaxnn", "SVC(prob)", "LogReg")
+PROBA_CONTENDERS = ("jaxnn", "jaxnn(nca)", "SVC(prob)", "LogReg")
 
 
 def log_loss(y_true, proba, classes, eps: float = 1e-15) -> float:
@@ -286,8 +287,8 @@ def _fit_proba_contender(name: str, Xtr, ytr, Xte, *, seed: int, rbf_max: int):
 
     import jaxnn
 
-    if name == "jaxnn":
-        model = jaxnn.fit(Xtr, ytr, seed=seed)
+    if name in ("jaxnn", "jaxnn(nca)"):
+        model = jaxnn.fit(Xtr, ytr, seed=seed, metric="nca" if name == "jaxnn(nca)" else None)
         return np.asarray(jaxnn.predict_proba(model, Xte), np.float64), np.asarray(model.classes)
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import GridSearchCV
