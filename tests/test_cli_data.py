@@ -98,6 +98,17 @@ def test_fit_writes_the_model_its_columns_and_one_summary_line(fitted):
     assert model.k == 5 and [str(c) for c in model.classes] == list(CLASSES) and model.X.shape == (N_ROWS, 3)
 
 
+def test_fit_metric_nca_writes_a_model_that_maps_its_queries(fitted, capsys):
+    model = str(fitted["folder"] / "nca.jaxnn")
+    status, out, err = _run(["fit", fitted["train"], "--target", "species", "--k", "5", "--metric", "nca", "-o", model])
+    assert status == 0 and err == "", err
+    loaded = jaxnn.load(model)
+    assert loaded.transform.shape == (3, 3)
+    status, out, err = _outcome(["predict", model, fitted["train"]], capsys)
+    assert status == 0 and err == ""
+    assert out.splitlines()[1:N_ROWS + 1] == [str(v) for v in jaxnn.predict(loaded, fitted["X"])]
+
+
 def test_predict_writes_labels_that_the_loaded_model_predicts(fitted, capsys):
     out_csv = fitted["folder"] / "labels.csv"
     status, out, err = _outcome(["predict", fitted["model"], fitted["train"], "-o", str(out_csv)], capsys)

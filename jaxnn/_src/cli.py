@@ -353,6 +353,9 @@ def _add_data_commands(sub) -> dict:
     p_fit.add_argument("--shrinkage", choices=("none", "auto"), default="auto",
                        help="auto: leverages shrunk toward one value as held-out data say; none: boosting's own "
                             "(with --posterior link or votes, no held-out fit) (default auto)")
+    p_fit.add_argument("--metric", choices=("none", "nca"), default="none",
+                       help="none: the Euclidean distance of the features; nca: a metric learned first by "
+                            "neighbourhood components analysis (default none)")
     p_fit.add_argument("--seed", type=lambda t: _whole(t, 0, 2**32 - 1), default=0, help="default 0")
     p_fit.add_argument("-o", "--output", required=True, metavar="MODEL", help="the model file to write (.jaxnn)")
     p_fit.add_argument("--quiet", action="store_true", help="no summary line")
@@ -465,7 +468,8 @@ def _fit_command(args) -> int:
         try:
             model, seconds = _timed(lambda: jaxnn.fit(
                 X, y, k=args.k, loss=loss, algorithm=args.algorithm, rounds=args.rounds, chooser=args.chooser,
-                posterior=args.posterior, seed=args.seed, shrinkage=None if args.shrinkage == "none" else "auto"))
+                posterior=args.posterior, seed=args.seed, shrinkage=None if args.shrinkage == "none" else "auto",
+                metric=None if args.metric == "none" else args.metric))
         except ValueError as err:  # what the data cannot run (fit's messages name the setting)
             raise UserError(one_line(err)) from None
         accuracy = float(np.mean(np.asarray(jaxnn.predict(model, X)) == y))
