@@ -33,6 +33,10 @@
   ``track_posterior_mix``.
 * :class:`AutoOnUCI` — warm ``fit(k="auto", loss="auto", rounds="auto")`` on
   optdigits and ``fit_split(n_splits=8)`` on spambase: ``time_fit``.
+* :class:`LearnedMetric` — ``jaxnn.learn_metric`` (NCA on at most 2000
+  training points, compiled in ``setup``): ``time_learn_metric``, and the
+  test accuracy and log loss of ``fit(metric="nca")`` over ``fit()``'s
+  (``track_accuracy_gain``, ``track_log_loss_ratio``).
 * :class:`ChooserAccuracy` — one GNNB pass with each one-pass chooser on
   bundled UCI sets: ``track_mean_test_accuracy`` (does the colored
   schedule's order cost accuracy against lazy's?).
@@ -477,6 +481,50 @@ class AutoOnUCI(Benchmark):
 
     def time_fit(self, what):
         block(self.call())
+
+
+class LearnedMetric(Benchmark):
+    """``jaxnn.learn_metric`` warm on letter and optdigits (``time_learn_metric``),
+    and what the metric changes in ``jaxnn.fit``'s defaults on the test set:
+    ``track_accuracy_gain`` (metric="nca" minus None) and
+    ``track_log_loss_ratio`` (metric="nca" over None; below 1 is better)."""
+
+    param_names = ["name"]
+    params = (["letter"] if QUICK else ["letter", "optdigits"],)
+    timeout = 300
+
+    def setup_cache(self):
+        import jaxnn
+
+        out = {}
+        for name in self.params[0]:
+            d = dataset(name)
+            scores = []
+            for metric in (None, "nca"):
+                model = jaxnn.fit(d.X_train, d.y_train, metric=metric)
+                P = np.asarray(jaxnn.predict_proba(model, d.X_test), np.float64)
+                p_true = np.clip(P[np.arange(len(d.y_test)), d.y_test], 1e-15, 1.0)
+                scores.append((float(np.mean(P.argmax(1) == d.y_test)), float(-np.mean(np.log(p_true)))))
+            out[name] = scores
+        return out
+
+    def setup(self, cache, name):
+        import jaxnn
+
+        d = dataset(name)
+        self.call = lambda: jaxnn.learn_metric(d.X_train, d.y_train)
+        self.call()
+
+    def time_learn_metric(self, cache, name):
+        self.call()
+
+    def track_accuracy_gain(self, cache, name):
+        (acc0, _), (acc1, _) = cache[name]
+        return acc1 - acc0
+
+    def track_log_loss_ratio(self, cache, name):
+        (_, ll0), (_, ll1) = cache[name]
+        return ll1 / ll0
 
 
 class NearbySizes(Benchmark):

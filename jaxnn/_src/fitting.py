@@ -112,7 +112,8 @@ def fit(
         papers'; ``"nca"``: a Mahalanobis distance ‖(x − x′)A‖² learned
         first by neighbourhood components analysis on the training points
         (:func:`jaxnn.learn_metric`: on at most 2000 of them, early-stopped on
-        a held-out quarter); a (d, r) array: that map A.  Everything after
+        a held-out quarter, the standardised features unless the held-out
+        gain is clear); a (d, r) array: that map A.  Everything after
         (graph, boosting, ``"auto"`` choices, held-out fits) runs on the
         mapped points xA, ``model.transform`` = A, and prediction maps the
         queries alike.  Not with precomputed ``neighbors``

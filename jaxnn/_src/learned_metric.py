@@ -43,9 +43,10 @@ import optax
 
 from jaxnn._src.checks import check_integer, did_you_mean
 from jaxnn._src.inputs import as_points, compute_dtype, encode_labels, sample_weights
-from jaxnn._src.shared_sizes import shared_rows
+from jaxnn._src.shared_sizes import shared_rows, to_device
 
-__all__ = ["METRICS", "MAX_POINTS", "ITERATIONS", "HELD_OUT", "MIN_GAIN_SE", "clear_gain", "learn_metric", "nca_loss", "apply_metric", "check_transform", "metric_transform"]
+__all__ = ["METRICS", "MAX_POINTS", "ITERATIONS", "HELD_OUT", "MIN_GAIN_SE", "learn_metric", "nca_loss", "nca_terms",
+           "clear_gain", "apply_metric", "check_transform", "metric_transform"]
 
 #: the metrics ``fit(metric=...)`` learns by name
 METRICS = ("nca",)
@@ -159,14 +160,14 @@ def learn_metric(X, y, *, max_points: int = MAX_POINTS, iterations: int = ITERAT
 
     def padded(part):  # rows of the subset, padded to shared_rows with weight 0
         pad = shared_rows(len(part)) - len(part)
-        return (jnp.asarray(np.concatenate([Xs[part], np.zeros((pad, d))]).astype(dtype)),
-                jnp.asarray(np.concatenate([labels[rows[part]], np.full(pad, -1)]).astype(np.int32)),
-                jnp.asarray(np.concatenate([u[rows[part]], np.zeros(pad)]).astype(dtype)))
+        return (to_device(np.concatenate([Xs[part], np.zeros((pad, d))]), dtype),
+                to_device(np.concatenate([labels[rows[part]], np.full(pad, -1)]), np.int32),
+                to_device(np.concatenate([u[rows[part]], np.zeros(pad)]), dtype))
 
     order = np.arange(len(rows))
-    A0 = jnp.asarray(np.diag(1.0 / sigma).astype(dtype))
-    A, _, gain, u = _minimise(A0, *padded(order[n_held:]), padded(order[:n_held]), iterations)
-    A = np.asarray(A) if clear_gain(np.asarray(gain), np.asarray(u)) else np.asarray(A0)
+    A0 = np.diag(1.0 / sigma).astype(dtype)
+    A, _, gain, held_weights = _minimise(to_device(A0), *padded(order[n_held:]), padded(order[:n_held]), iterations)
+    A = np.asarray(A) if clear_gain(np.asarray(gain), np.asarray(held_weights)) else A0
     if not np.all(np.isfinite(A)):
         raise FloatingPointError("the NCA metric diverged (non-finite entries); fit with metric=None")
     return A
