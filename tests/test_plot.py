@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -229,3 +231,19 @@ def test_import_jaxnn_imports_no_matplotlib():
     assert jaxnn.plot is sys.modules["jaxnn.plot"]  # the lazy attribute
     with pytest.raises(AttributeError, match="no attribute 'plots'"):
         jaxnn.plots  # noqa: B018
+
+
+def test_a_model_with_a_learned_metric_is_drawn_in_the_features_it_was_given(ripley):
+    A = np.array([[2.0, 0.5], [-0.3, 1.5]])  # an invertible map
+    model = jaxnn.fit(ripley.X_train, ripley.y_train, k=5, metric=A)
+    ax = jaxnn.plot.decision_map(model, ripley.X_train, ripley.y_train, theta=0.5, resolution=20)
+    kept = np.asarray(jaxnn.prune(model, 0.5).X) @ np.linalg.inv(A)  # the kept prototypes, unmapped
+    offsets = np.concatenate([c.get_offsets() for c in ax.collections if c.get_offsets().shape[0]])
+    assert all(np.any(np.all(np.isclose(offsets, p, atol=1e-4), axis=1)) for p in kept)
+    fig, ax = plt.subplots()
+    jaxnn.plot.pruning_curve(model, ripley.X_test, ripley.y_test, thetas=[0.5, 1.0], knn_draws=1, ax=ax)
+    sample = jaxnn.knn_subsample(np.asarray(model.X), np.asarray(model.classes)[np.asarray(model.Y).argmax(1)],
+                                 1.0, 0, k=5, size=model.X.shape[0])
+    full_vote = np.mean(jaxnn.predict(dataclasses.replace(sample, transform=model.transform), ripley.X_test)
+                        != ripley.y_test)
+    assert ax.lines[1].get_data()[1][-1] == pytest.approx(full_vote)  # the vote under the model's metric

@@ -19,6 +19,8 @@ ImportError that says how to install it.  Nothing here calls ``plt.show()``.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numbers
 
 import numpy as np
@@ -77,12 +79,19 @@ def _single_label(model: Model, what: str) -> None:
         raise ValueError(f"{what} needs a single-label model; this one was fit on a multilabel indicator matrix")
 
 
-def _training_points(model: Model) -> np.ndarray:
-    """The model's training points (m, d) as given to fit (``origin`` added
-    back, a learned metric's map A (d, d) undone: P = (X + origin) A⁻¹)."""
+def _searched_points(model: Model) -> np.ndarray:
+    """The points the model searches (m, d): its training points as given to
+    fit, mapped by its learned metric if it has one (``origin`` added back)."""
     P = np.asarray(model.X, dtype=np.float64)
     if model.origin is not None:
         P = P + np.asarray(model.origin, dtype=np.float64).reshape(-1, P.shape[1]).sum(axis=0)
+    return P
+
+
+def _training_points(model: Model) -> np.ndarray:
+    """The model's training points (m, d) as given to fit (``origin`` added
+    back, a learned metric's map A (d, d) undone: P = (X + origin) A⁻¹)."""
+    P = _searched_points(model)
     if model.transform is not None:
         A = np.asarray(model.transform, dtype=np.float64)
         if A.shape[0] != A.shape[1]:
@@ -426,11 +435,15 @@ def pruning_curve(model, X_test, y_test, *, thetas=None, knn_draws: int = 0, ax=
     label = f"{_name(model.algorithm)}, pruned" if model.algorithm is not None else "pruned"
     ax.plot(frac, error, marker="o", color="tab:blue", label=label)
     if knn_draws:
-        P = _training_points(model)
+        P = _searched_points(model)  # the sample votes under the model's own metric
         Yt = np.asarray(model.Y) > 0
         y_train = Yt.astype(np.int64) if model.multilabel else np.asarray(model.classes)[Yt.argmax(axis=1)]
-        errs = np.array([[_error(knn_subsample(P, y_train, 1.0, seed, k=model.k, size=s, loss=model.loss),
-                                 X_test, y_test) for seed in range(knn_draws)] for _, s in runs])
+
+        def sample(seed, size):
+            drawn = knn_subsample(P, y_train, 1.0, seed, k=model.k, size=size, loss=model.loss)
+            return dataclasses.replace(drawn, transform=model.transform)
+
+        errs = np.array([[_error(sample(seed, s), X_test, y_test) for seed in range(knn_draws)] for _, s in runs])
         ax.errorbar(frac, errs.mean(axis=1), yerr=errs.std(axis=1) if knn_draws > 1 else None, marker="s",
                     ms=4, capsize=3, color="tab:gray", ls="--", label=f"k-NN on a random sample ({knn_draws} draws)")
     full = error[-1] if runs[-1][1] == m else _error(model, X_test, y_test)
