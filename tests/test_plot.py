@@ -1,11 +1,10 @@
 """jaxnn.plot: every figure renders (Agg, to a PNG that is not blank), draws on
 the ``ax`` it is given, returns it, and refuses what it cannot draw."""
 
+import dataclasses
 import os
 import subprocess
 import sys
-
-import dataclasses
 
 import numpy as np
 import pytest
