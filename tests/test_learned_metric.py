@@ -57,7 +57,7 @@ def test_minimise_keeps_the_iterate_of_least_held_out_loss():
     Xs = (X - X.mean(0)) / X.std(0)
     part = lambda r: (jnp.asarray(Xs[r], jnp.float32), jnp.asarray(y[r], jnp.int32), jnp.ones(len(r), jnp.float32))
     held = part(np.arange(40))
-    A, losses, _, _ = lm._minimise(jnp.eye(5), *part(np.arange(40, 160)), held, 15)
+    A, losses = lm._minimise(jnp.eye(5), *part(np.arange(40, 160)), held, 15)
     losses = np.asarray(losses)
     assert losses.shape == (16,)
     assert float(lm.nca_loss(A, *part(np.arange(40, 160)), held)) == pytest.approx(losses.min(), rel=1e-6)

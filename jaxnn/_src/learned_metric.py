@@ -18,11 +18,11 @@ and A minimises the weighted log loss of its leave-one-out prediction,
 by L-BFGS (:func:`optax.lbfgs`, a fixed number of iterations in one
 ``lax.scan``, jitted), from A₀ = diag(1/σ) (each feature standardised, σ its
 standard deviation; 1 for a constant feature), on a random 3/4 of the
-points.  Early stopping on the other quarter: of A₀ and the iterates, the
-one of least held-out loss is kept — if its held-out gain over A₀ exceeds
-:data:`MIN_GAIN_SE` standard errors (:func:`clear_gain`), else A₀ (on
-small data a chosen iterate often wins on the held-out points by chance,
-and loses on new ones).  On more than ``max_points``
+points.  The other quarter is held out, in two halves: on the first, early
+stopping chooses among A₀ and the iterates the one of least loss; on the
+second it is kept only if its gain over A₀ exceeds :data:`MIN_GAIN_SE`
+standard errors (:func:`clear_gain`), else A₀ — on small data an iterate
+often wins on the points that chose it by chance, and loses on new ones.  On more than ``max_points``
 training points A is learned on a seeded random ``max_points`` of them (the
 objective holds every pair: memory grows as max_points²).  The rows are
 padded to :func:`jaxnn._src.shared_sizes.shared_rows` and masked, so that
@@ -54,10 +54,11 @@ METRICS = ("nca",)
 MAX_POINTS = 2000
 #: L-BFGS iterations of the NCA objective
 ITERATIONS = 50
-#: fraction of the points held out to choose the iterate (early stopping)
+#: fraction of the points held out: half chooses the iterate (early
+#: stopping), half tests its gain over A₀
 HELD_OUT = 0.25
-#: the chosen iterate is kept only if its held-out gain over A₀ exceeds this
-#: many standard errors; else A₀ (the features standardised)
+#: the chosen iterate is kept only if its gain over A₀ on the test half
+#: exceeds this many standard errors; else A₀ (the features standardised)
 MIN_GAIN_SE = 2.0
 
 
@@ -95,9 +96,8 @@ def nca_loss(A, X, labels, weights, queries=None):
 def _minimise(A0, X, labels, weights, held_out, iterations: int):
     """(the iterate of least held-out loss among A0 and ``iterations``
     L-BFGS steps on :func:`nca_loss` of the points X, the held-out loss of
-    each iterate (iterations + 1,), each held-out point's loss at A0 less at
-    that iterate (q,), their weights (q,)); ``held_out``: (Q, labels,
-    weights) of the held-out points."""
+    each iterate (iterations + 1,)); ``held_out``: (Q, labels, weights) of
+    the points that choose."""
     def objective(A):
         return nca_loss(A, X, labels, weights)
 
@@ -115,9 +115,16 @@ def _minimise(A0, X, labels, weights, held_out, iterations: int):
 
     loss0 = nca_loss(A0, X, labels, weights, held_out)
     (_, _, best, _), losses = jax.lax.scan(step, (A0, solver.init(A0), A0, loss0), None, length=iterations)
+    return best, jnp.concatenate([loss0[None], losses])
+
+
+@jax.jit
+def _gains(A0, A, X, labels, weights, held_out):
+    """(each held-out point's NCA loss at A0 less at A (q,), their weights
+    (q,)); neighbours among the points X."""
     terms0, u = nca_terms(A0, X, labels, weights, held_out)
-    terms, _ = nca_terms(best, X, labels, weights, held_out)
-    return best, jnp.concatenate([loss0[None], losses]), terms0 - terms, u
+    terms, _ = nca_terms(A, X, labels, weights, held_out)
+    return terms0 - terms, u
 
 
 def learn_metric(X, y, *, max_points: int = MAX_POINTS, iterations: int = ITERATIONS, seed: int = 0,
@@ -150,7 +157,7 @@ def learn_metric(X, y, *, max_points: int = MAX_POINTS, iterations: int = ITERAT
     labels = np.unique(Y, axis=0, return_inverse=True)[1].ravel() if multilabel else np.argmax(Y, axis=1)
     rng = np.random.default_rng(seed)
     rows = rng.permutation(m)[:max_points]
-    n_held = max(1, int(round(HELD_OUT * len(rows))))
+    n_held = max(2, int(round(HELD_OUT * len(rows))))
     dtype = compute_dtype(Xa)
     Xs = np.asarray(Xa[rows], np.float64)
     Xs = Xs - Xs.mean(axis=0)
@@ -164,9 +171,13 @@ def learn_metric(X, y, *, max_points: int = MAX_POINTS, iterations: int = ITERAT
                 to_device(np.concatenate([labels[rows[part]], np.full(pad, -1)]), np.int32),
                 to_device(np.concatenate([u[rows[part]], np.zeros(pad)]), dtype))
 
-    order = np.arange(len(rows))
     A0 = np.diag(1.0 / sigma).astype(dtype)
-    A, _, gain, held_weights = _minimise(to_device(A0), *padded(order[n_held:]), padded(order[:n_held]), iterations)
+    choose, test, train = np.split(np.arange(len(rows)), [n_held // 2, n_held])
+    if min(len(choose), len(test), len(train)) < 1:  # too few points to learn and test a metric
+        return A0
+    train = padded(train)
+    A, _ = _minimise(to_device(A0), *train, padded(choose), iterations)
+    gain, held_weights = _gains(to_device(A0), A, *train, padded(test))
     A = np.asarray(A) if clear_gain(np.asarray(gain), np.asarray(held_weights)) else A0
     if not np.all(np.isfinite(A)):
         raise FloatingPointError("the NCA metric diverged (non-finite entries); fit with metric=None")
