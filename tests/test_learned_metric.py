@@ -190,3 +190,14 @@ def test_labels_that_carry_nothing_keep_the_standardised_features():
     y = rng.integers(0, 2, 200)
     A = jaxnn.learn_metric(X, y)
     np.testing.assert_allclose(A, np.diag(1.0 / X.std(axis=0)), rtol=1e-5)
+
+
+def test_bad_settings_are_refused_before_the_metric_is_learned(monkeypatch):
+    X, y = _problem(60)
+    learned = []
+    monkeypatch.setattr(lm, "learn_metric", lambda *a, **kw: learned.append(1) or np.eye(5))
+    for bad in ({"k": 0}, {"k": 60}, {"posterior": "nope"}, {"graph_method": "nope"}, {"trace": "yes"},
+                {"shrinkage": "always"}):
+        with pytest.raises((TypeError, ValueError)):
+            jaxnn.fit(X, y, metric="nca", **bad)
+    assert learned == []

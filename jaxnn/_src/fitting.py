@@ -174,13 +174,16 @@ def fit(
     m = Xa.shape[0]
     classes, Y_np, multilabel = encode_labels(y, m)
     weights = sample_weights(sample_weight, m)
-    if metric is not None and neighbors is not None:
-        raise ValueError("metric cannot be combined with precomputed neighbors (they were searched under another "
-                         "distance): give one or the other")
-    transform = None if metric is None else logged(f"fit: the metric ({metric if isinstance(metric, str) else 'given'})",
-                                                   lambda: metric_transform(metric, Xa, y, seed=_check_int(seed, "seed", low=0),
-                                                                            sample_weight=sample_weight))
-    if transform is not None:
+    trace = _check_settings(posterior, shrinkage, trace, graph_method)  # before any work
+    if _auto(k) != "auto":
+        k = _checked_k(k, m)
+    transform = None
+    if metric is not None:
+        if neighbors is not None:
+            raise ValueError("metric cannot be combined with precomputed neighbors (they were searched under another "
+                             "distance): give one or the other")
+        transform = logged(f"fit: the metric ({metric if isinstance(metric, str) else 'given'})", lambda: metric_transform(
+            metric, Xa, y, seed=_check_int(seed, "seed", low=0), sample_weight=sample_weight))
         Xa = apply_metric(Xa, transform)
     if "auto" in (_auto(k), _auto(loss), _auto(rounds)):
         if weights is not None:
@@ -201,9 +204,7 @@ def fit(
         rounds = sel.passes * m if _auto(rounds) == "auto" else rounds
         logger.info("fit: 'auto' chose k=%d, loss %s, %d pass(es): held-out accuracy %.4f",
                     sel.k, sel.loss, sel.passes, sel.scores[(sel.k, sel.loss, sel.passes)])
-    k = _check_int(k, "k", low=1)
-    if k >= m:
-        raise ValueError(f"k must be < the number of training points ({m}), got k={k}")
+    k = _checked_k(k, m)
     loss_obj = losses_mod.get(loss)
     epsilon = check_real(epsilon, "epsilon", low=0.0, high=1.0, low_open=True, high_open=True)
     algo = algos.get(algorithm, epsilon=epsilon)
@@ -211,6 +212,23 @@ def fit(
     rounds = m if rounds is None else _check_int(rounds, "rounds", low=1)
     seed = _check_int(seed, "seed", low=0)
     plan = make_plan(m, Y_np.shape[1], rounds, chooser, devices, weighted=weights is not None)
+    model = _fit_checked(Xa, y, classes, Y_np, multilabel, plan, k=k, loss_obj=loss_obj, algo=algo, rounds=rounds,
+                         seed=seed, graph_method=graph_method, trace=trace, posterior=posterior, neighbors=neighbors,
+                         weights=weights, shrink=shrinkage is not None)
+    return model if transform is None else dataclasses.replace(model, transform=to_device(transform))
+
+
+def _checked_k(k, m: int) -> int:
+    """k as an int in [1, m), else a TypeError or ValueError naming it."""
+    k = _check_int(k, "k", low=1)
+    if k >= m:
+        raise ValueError(f"k must be < the number of training points ({m}), got k={k}")
+    return k
+
+
+def _check_settings(posterior, shrinkage, trace, graph_method) -> bool:
+    """A TypeError or ValueError naming the setting unless ``posterior``,
+    ``shrinkage``, ``trace`` and ``graph_method`` are valid; ``trace`` as a bool."""
     for value, name in ((posterior, "posterior"), (graph_method, "graph_method")):
         if not isinstance(value, str):
             raise TypeError(f"{name} must be a str, got {type(value).__name__}")
@@ -218,14 +236,10 @@ def fit(
         raise ValueError(f"unknown posterior {posterior!r}; use one of {_POSTERIORS}" + did_you_mean(posterior, _POSTERIORS))
     if not (shrinkage is None or (isinstance(shrinkage, str) and shrinkage == "auto")):
         raise ValueError(f"shrinkage must be None or 'auto', got {shrinkage!r}")
-    trace = check_bool(trace, "trace")
     if graph_method not in _GRAPH_METHODS:  # checked even when neighbors are given
         raise ValueError(f"unknown graph_method {graph_method!r}; use one of {_GRAPH_METHODS}"
                          + did_you_mean(graph_method, _GRAPH_METHODS))
-    model = _fit_checked(Xa, y, classes, Y_np, multilabel, plan, k=k, loss_obj=loss_obj, algo=algo, rounds=rounds,
-                         seed=seed, graph_method=graph_method, trace=trace, posterior=posterior, neighbors=neighbors,
-                         weights=weights, shrink=shrinkage is not None)
-    return model if transform is None else dataclasses.replace(model, transform=to_device(transform))
+    return check_bool(trace, "trace")
 
 
 def _fit_checked(Xa, y, classes, Y_np, multilabel: bool, plan: Plan, *, k: int, loss_obj, algo, rounds: int, seed: int,
