@@ -197,7 +197,7 @@ def clear_gain(gain, weights) -> bool:
 
 
 def check_transform(transform, n_features: int, name: str = "metric") -> np.ndarray:
-    """A user's map A as a (d, r) NumPy float array, d = ``n_features``,
+    """A user's map A as a (d, r) NumPy float64 array, d = ``n_features``,
     r ≥ 1, finite — else a TypeError or ValueError naming ``name``."""
     try:
         A = np.asarray(transform)
@@ -208,7 +208,7 @@ def check_transform(transform, n_features: int, name: str = "metric") -> np.ndar
         raise TypeError(f"{name} must be a real (n_features, r) array, got dtype {A.dtype}")
     if A.ndim != 2 or A.shape[0] != n_features or A.shape[1] < 1:
         raise ValueError(f"{name} must be a (n_features, r) = ({n_features}, r ≥ 1) array, got shape {A.shape}")
-    A = A.astype(np.float64 if A.dtype == np.float64 else np.float32)
+    A = A.astype(np.float64)
     if not np.all(np.isfinite(A)):
         raise ValueError(f"{name} holds non-finite entries")
     return A
@@ -234,10 +234,9 @@ def metric_transform(metric, X, y, *, seed: int = 0, sample_weight=None):
     itself, checked (:func:`check_transform`).  In X's compute dtype."""
     if metric is None:
         return None
-    dtype = compute_dtype(X)
     if isinstance(metric, str) and metric in METRICS:
-        return learn_metric(X, y, seed=seed, sample_weight=sample_weight).astype(dtype)
+        return learn_metric(X, y, seed=seed, sample_weight=sample_weight)  # in X's compute dtype
     if isinstance(metric, str):
         raise ValueError(f"unknown metric {metric!r}; use None, one of {METRICS} or a (n_features, r) array"
                          + did_you_mean(metric, METRICS))
-    return check_transform(metric, X.shape[1]).astype(dtype)
+    return check_transform(metric, X.shape[1]).astype(compute_dtype(X))
