@@ -6,8 +6,10 @@
 #      bench.direct (ScaleFit first: colours, steps/s, edge updates/s and
 #      end-to-end fit at m = 10^5 and 10^6, C in {10, 100}), starting no new
 #      class after BUDGET seconds; results in OUT_DIR/gpu.json;
-#   3. the engine and graph tests on the GPU (GPU_TESTS), for TEST_SECONDS,
-#      each test's outcome in OUT_DIR/tests.log.
+#   3. predict's peak GPU memory at 2.5·10⁵ and 10⁶ queries (bench.device_memory);
+#   4. the engine, graph, prediction, posterior, persistence, property and
+#      learned-metric tests on the GPU (GPU_TESTS, the fast tier), for
+#      TEST_SECONDS, each test's outcome in OUT_DIR/tests.log.
 # Usage (from the repository root):
 #   bash bench/gpu_check.sh [OUT_DIR] [BUDGET_SECONDS]
 # Environment: GPU_BENCH (benchmark patterns), GPU_TESTS, TEST_SECONDS, TEST_WORKERS.
@@ -25,15 +27,23 @@ timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_sharding.py -k g
 echo "== benchmarks (budget ${budget} s)"
 # shellcheck disable=SC2086  # the patterns are words
 JAX_PLATFORMS=${JAX_PLATFORMS:-cuda} timeout $((budget + 60)) python3 -m bench.direct --budget "$budget" \
-    --out "$out/gpu.json" ${GPU_BENCH:-ScaleFit '^GreedyStep\.' NumbaVsColored 'KnnGraph\.|GraphVsSklearn' GreedyFloor '^Predict\.' TreeStep} \
+    --out "$out/gpu.json" ${GPU_BENCH:-ScaleFit '^GreedyStep\.' NumbaVsColored 'KnnGraph\.|GraphVsSklearn' GreedyFloor '^Predict\.' TreeStep LearnedMetric} \
     2>&1 | tee "$out/bench.log"
 
+echo "== predict's peak GPU memory"
+JAX_PLATFORMS=${JAX_PLATFORMS:-cuda} timeout 300 python3 -m bench.device_memory 2>&1 | tee "$out/memory.log"
+
 echo "== tests on the GPU (${TEST_SECONDS:-120} s)"
+# pynndescent (a dependency of jaxnn) may be missing where the image has no jaxnn install: its tests skipped
+skip=()
+python3 -c "import pynndescent" 2>/dev/null || { skip=(-k "not nndescent"); echo "no pynndescent: its tests deselected"; }
 # several pytest workers share the GPU: no worker takes most of its memory up front.
 # At the time limit pytest gets SIGINT, so it still prints the failures it has seen.
 # shellcheck disable=SC2086
 XLA_PYTHON_CLIENT_PREALLOCATE=false timeout -s INT -k 20 "${TEST_SECONDS:-120}" python3 -m pytest -o addopts= -v \
-    -rf --tb=short -p no:cacheprovider -n "${TEST_WORKERS:-4}" ${GPU_TESTS:-tests/test_engine.py tests/test_graph.py} \
+    -rf --tb=short -p no:cacheprovider -n "${TEST_WORKERS:-4}" -m "not slow" "${skip[@]}" ${GPU_TESTS:-tests/test_engine.py \
+    tests/test_graph.py tests/test_prediction.py tests/test_posteriors.py tests/test_trust.py tests/test_persist.py \
+    tests/test_properties.py tests/test_learned_metric.py} \
     > "$out/tests.log" 2>&1
 echo "$(grep -c ' PASSED' "$out/tests.log") passed, $(grep -c ' SKIPPED' "$out/tests.log") skipped, $(grep -c ' FAILED' "$out/tests.log") failed"
 sed -n '/short test summary info/,$p' "$out/tests.log" | head -30

@@ -295,3 +295,27 @@ def test_direct_runner_reports_a_failing_setup_and_goes_on(monkeypatch):
     assert [r["name"] for r in results] == ["Broken.track_a", "Picky.track_n", "Picky.track_n"]
     assert results[0]["error"] == "setup_cache: RuntimeError: no data"
     assert results[1]["value"] == 1.0 and results[2]["skipped"] == "n = 2 needs an accelerator"
+
+
+def test_device_memory_reads_the_accelerator_and_refuses_a_cpu(monkeypatch, tmp_path, capsys):
+    """``python -m bench.device_memory`` (bench/gpu_check.sh): on a platform whose
+    devices report no memory statistics (the CPU) it says so and exits 2; a
+    child prints the queries and the device's peak after loading and after
+    predicting with a saved model."""
+    import jaxnn
+
+    sys.path.insert(0, str(ROOT))
+    try:
+        from bench import device_memory
+    finally:
+        sys.path.remove(str(ROOT))
+    assert device_memory.main(["100"]) == 2
+    assert "no device memory statistics on cpu" in capsys.readouterr().err
+    peaks = iter([10, 25])
+    monkeypatch.setattr(device_memory, "_peak", lambda: next(peaks))
+    X, y = device_memory._data(300, 0)
+    assert X.dtype == "float32" and X.shape == (300, 32)
+    path = tmp_path / "model.jaxnn"
+    jaxnn.save(jaxnn.fit(X, y, k=5, posterior="link", shrinkage=None), path)
+    device_memory._child(str(path), 50)
+    assert capsys.readouterr().out.split() == ["50", "10", "25"]

@@ -1,5 +1,8 @@
 """Neighbour graphs: exact blocked search vs scikit-learn, ties, nndescent, inverse lists."""
 
+import os
+import sys
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -8,6 +11,9 @@ from sklearn.neighbors import NearestNeighbors
 
 import jaxnn
 from jaxnn._src import platforms
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _data import is_full_float32, matmul_precisions  # noqa: E402
 
 #: tests that run pynndescent share one pytest-xdist worker: its numba
 #: compilation (~45 s on 2 cores) is paid once per process
@@ -322,26 +328,13 @@ def test_search_distances_ask_for_full_float32_matmuls(kernel):
     nearly equal distances) and a TPU in bfloat16 passes."""
     import functools
 
-    import jax
-
     from jaxnn._src import search as search_mod
-
-    def dots(jaxpr):
-        for eqn in jaxpr.eqns:
-            if eqn.primitive.name == "dot_general":
-                yield eqn
-            for value in eqn.params.values():  # scans, maps, conds: their inner jaxprs
-                for sub in value if isinstance(value, (tuple, list)) else (value,):
-                    sub = getattr(sub, "jaxpr", sub)  # a ClosedJaxpr's Jaxpr
-                    if hasattr(sub, "eqns"):
-                        yield from dots(sub)
 
     Q, X = np.ones((40, 5), np.float32), np.ones((300, 5), np.float32)
     fn = functools.partial(getattr(search_mod, kernel), k=3, block=8, exclude_self=False)
-    found = list(dots(jax.make_jaxpr(fn)(Q, X).jaxpr))
+    found = matmul_precisions(fn, Q, X)
     assert found, "no matmul traced"
-    for eqn in found:
-        assert eqn.params["precision"] in (jax.lax.Precision.HIGHEST, (jax.lax.Precision.HIGHEST,) * 2), eqn
+    assert all(is_full_float32(p) for p in found), found
 
 
 def test_platform_is_where_computations_run(monkeypatch):
@@ -349,8 +342,6 @@ def test_platform_is_where_computations_run(monkeypatch):
     the default backend's — so a CPU fit under ``jax.default_device(cpu)``
     on a GPU machine gets the CPU layouts."""
     import jax
-
-    from jaxnn._src import sharding
 
     assert platforms.platform() == jax.default_backend()
     assert platforms.platform(1) == jax.devices()[0].platform

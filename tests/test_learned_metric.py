@@ -1,7 +1,9 @@
 """The learned metric: fit(metric=...), jaxnn.learn_metric (NCA), Model.transform."""
 
 import dataclasses
+import os
 import pickle
+import sys
 
 import jax.numpy as jnp
 import numpy as np
@@ -9,6 +11,9 @@ import pytest
 
 import jaxnn
 from jaxnn._src import learned_metric as lm
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _data import is_full_float32, matmul_precisions  # noqa: E402
 
 
 def _nca_loss_reference(A, X, labels, weights, queries=None):
@@ -34,6 +39,22 @@ def _problem(m, d_noise=3, seed=0, scale=50.0):
     rng = np.random.default_rng(seed)
     X = np.c_[rng.normal(size=(m, 2)), scale * rng.normal(size=(m, d_noise))]
     return X, (X[:, 0] + X[:, 1] > 0).astype(int)
+
+
+def test_the_metric_asks_for_full_float32_matmuls():
+    """NCA's distances and the mapping X @ A use the search's precision: with
+    JAX's default a GPU computes float32 products in TF32, and the learned
+    metric (and the mapped points) would differ from the CPU's."""
+    import jax
+
+    rng = np.random.default_rng(0)
+    X, A = rng.normal(size=(30, 4)).astype(np.float32), rng.normal(size=(4, 3)).astype(np.float32)
+    labels, weights = rng.integers(0, 2, 30), np.ones(30, np.float32)
+    for fn, args in ((lambda A, X: lm.nca_loss(A, X, labels, weights), (A, X)),
+                     (lambda X, A: lm.apply_metric(X, A), (X, A)),
+                     (jax.grad(lambda A, X: lm.nca_loss(A, X, labels, weights)), (A, X))):
+        found = matmul_precisions(fn, *args)
+        assert found and all(is_full_float32(p) for p in found), found
 
 
 def test_nca_loss_matches_a_float64_loop():

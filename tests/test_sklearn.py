@@ -22,6 +22,9 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 import jaxnn
 from jaxnn.sklearn import EXPECTED_FAILED_CHECKS, BoostedKNNClassifier
 
+sys.path.insert(0, os.path.dirname(__file__))
+from _data import assert_same_refit  # noqa: E402
+
 # k = 3: some checks fit on 10 points, and k must be < the number of points.  Both
 # posteriors pass every check: the default "auto" (softmax(H/T), ranked like H and
 # never exactly 0 or 1; the vote-mixed "auto" it replaced failed
@@ -166,7 +169,7 @@ def test_fit_passes_epsilon_rounds_and_devices_on(blobs):
     X, y, _, _ = blobs
     est = BoostedKNNClassifier(k=5, epsilon=0.1, rounds=20).fit(X, y)
     model = jaxnn.fit(X, y, k=5, epsilon=0.1, rounds=20, posterior="link")
-    np.testing.assert_array_equal(np.asarray(est.model_.alpha), np.asarray(model.alpha))
+    assert_same_refit(np.asarray(est.model_.alpha), np.asarray(model.alpha))
     with pytest.raises(ValueError, match="devices"):
         BoostedKNNClassifier(k=5, devices="bogus").fit(X, y)
 
@@ -193,7 +196,7 @@ def test_precomputed_neighbors_and_trace(blobs):
     nb = np.asarray(jaxnn.knn_graph(X, 5).indices)
     est = BoostedKNNClassifier(k=5, trace=True).fit(X, y, neighbors=nb)
     model = jaxnn.fit(X, y, k=5, neighbors=nb, trace=True, posterior="link")
-    np.testing.assert_array_equal(np.asarray(est.model_.alpha), np.asarray(model.alpha))
+    assert_same_refit(np.asarray(est.model_.alpha), np.asarray(model.alpha))
     np.testing.assert_array_equal(est.trace_, np.asarray(model.trace))  # a risk a step: m (lazy), or colours
     assert est.trace_.ndim == 1 and est.trace_.size > 1
     assert np.all(np.diff(est.trace_) <= 1e-6)  # GNNB never increases the surrogate risk
@@ -298,7 +301,6 @@ def test_estimator_predictions_compile_nothing_per_batch_size(compilations):
     """The estimator's answers are NumPy: it drops the query padding on the
     host, so batches of 1 … 128 rows compile nothing after the first (not
     even a slice), and give the full batch's rows."""
-    from jaxnn._src import shared_sizes as sizes_mod
     from jaxnn._src.sklearn import BoostedKNNClassifier
 
     rng = np.random.default_rng(6)
@@ -311,4 +313,4 @@ def test_estimator_predictions_compile_nothing_per_batch_size(compilations):
             np.testing.assert_allclose(est.predict_proba(Xq[:n]), full[0][:n], rtol=1e-6)
             np.testing.assert_allclose(est.decision_function(Xq[:n]), full[1][:n], rtol=1e-6, atol=1e-6)
             np.testing.assert_array_equal(est.predict(Xq[:n]), full[2][:n])
-    assert compiled == [], compiled  # nothing at all (the slice of sizes_mod.first_rows was one a size)
+    assert compiled == [], compiled  # nothing at all (the slice of shared_sizes.first_rows was one a size)

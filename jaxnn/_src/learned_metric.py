@@ -43,6 +43,7 @@ import optax
 
 from jaxnn._src.checks import check_integer, did_you_mean
 from jaxnn._src.inputs import as_points, compute_dtype, encode_labels, sample_weights
+from jaxnn._src.search import DISTANCE_PRECISION
 from jaxnn._src.shared_sizes import shared_rows, to_device
 
 __all__ = ["METRICS", "MAX_POINTS", "ITERATIONS", "HELD_OUT", "MIN_GAIN_SE", "learn_metric", "nca_loss", "nca_terms",
@@ -62,14 +63,24 @@ HELD_OUT = 0.25
 MIN_GAIN_SE = 2.0
 
 
+def _mapped(X, A):
+    """X @ A in full float32 on every platform (the search's precision)."""
+    return jnp.matmul(X, A, precision=DISTANCE_PRECISION)
+
+
+def _dots(Q, X):
+    """(q, n) inner products Q·Xᵀ, in the same precision."""
+    return jnp.matmul(Q, X.T, precision=DISTANCE_PRECISION)
+
+
 def nca_terms(A, X, labels, weights, queries=None):
     """(each point's −log p_i (n,) or, with ``queries``, each query's (q,);
     their weights, 0 where a point has no neighbour of its class) of NCA's
     loss :func:`nca_loss`."""
     present = weights > 0
     Q, lq, uq = (X, labels, weights) if queries is None else queries
-    Z, Zq = X @ A, Q @ A
-    D = jnp.maximum(jnp.sum(Zq * Zq, axis=1)[:, None] + jnp.sum(Z * Z, axis=1)[None, :] - 2.0 * Zq @ Z.T, 0.0)
+    Z, Zq = _mapped(X, A), _mapped(Q, A)
+    D = jnp.maximum(jnp.sum(Zq * Zq, axis=1)[:, None] + jnp.sum(Z * Z, axis=1)[None, :] - 2.0 * _dots(Zq, Z), 0.0)
     excluded = ~present[None, :]
     if queries is None:
         excluded = excluded | jnp.eye(X.shape[0], dtype=bool)
@@ -221,7 +232,7 @@ def apply_metric(X, transform):
     if transform is None:
         return X
     if isinstance(X, jax.core.Tracer):
-        return X @ jnp.asarray(transform, X.dtype)
+        return _mapped(X, jnp.asarray(transform, X.dtype))
     A = np.asarray(transform)
     wide = np.float64 if np.float64 in (np.asarray(X).dtype, A.dtype) else np.float32
     return np.asarray(X, wide) @ A.astype(wide)

@@ -1,0 +1,89 @@
+"""Peak accelerator memory of ``jaxnn.predict`` at several numbers of queries,
+each prediction in a fresh process (the allocator's peak never goes down
+within one).  The GPU counterpart of asv's ``MemoryPredict``, which reads the
+host's resident set size::
+
+    JAX_PLATFORMS=cuda python -m bench.device_memory            # 2.5·10⁵ and 10⁶ queries
+    JAX_PLATFORMS=cuda python -m bench.device_memory 1000 4000  # other counts
+
+The model is :class:`bench.bench_memory.MemoryFit`'s (m = 2·10⁵, d = 32, k = 10,
+``posterior="link"``, ``shrinkage=None``), fit once and saved with
+``jaxnn.save``; each child process loads it, predicts, and prints the device's
+``peak_bytes_in_use`` after loading and after predicting.  ``predict`` streams
+its queries :data:`jaxnn._src.prediction.PREDICT_BLOCK_ROWS` at a time, so the
+prediction's peak should grow with the queries only by their own (n, d) copy
+and the (n,) answer.  Prints one line per count; exits 2 on a platform whose
+devices report no memory statistics (the CPU).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+
+os.environ.setdefault("JAXNN_CACHE_DIR", "")
+
+DEFAULT_QUERIES = (250_000, 1_000_000)
+
+
+def _peak() -> int | None:
+    import jax
+
+    stats = jax.devices()[0].memory_stats()
+    return None if not stats else int(stats.get("peak_bytes_in_use", 0))
+
+
+def _data(n: int, seed: int):
+    """MemoryFit's and MemoryPredict's points: the synthetic mixture, float32."""
+    import numpy as np
+
+    from bench.bench_memory import MEMORY_D
+    from bench.common import synthetic
+
+    X, y = synthetic(n, d=MEMORY_D, seed=seed)
+    return np.asarray(X, np.float32), np.asarray(y)
+
+
+def _child(path: str, n_queries: int) -> None:
+    import jaxnn
+    from bench.common import SEED, block
+
+    model = jaxnn.load(path)
+    Q, _ = _data(n_queries, SEED + 1)
+    loaded = _peak()
+    block(jaxnn.predict(model, Q))
+    print(f"{n_queries} {loaded} {_peak()}")
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--child"]:
+        _child(argv[1], int(argv[2]))
+        return 0
+    import jax
+
+    import jaxnn
+    from bench.bench_memory import MEMORY_M
+    from bench.common import K, SEED  # as every benchmark: JAX_PLATFORMS=cpu unless set
+
+    counts = [int(a) for a in argv] or list(DEFAULT_QUERIES)
+    if _peak() is None:
+        print(f"no device memory statistics on {jax.devices()[0].platform} (JAX_PLATFORMS=cuda for a GPU)",
+              file=sys.stderr)
+        return 2
+    X, y = _data(MEMORY_M, SEED)
+    path = os.path.join(tempfile.mkdtemp(prefix="jaxnn-device-memory-"), "model.jaxnn")
+    jaxnn.save(jaxnn.fit(X, y, k=K, posterior="link", shrinkage=None), path)
+    print(f"device {jax.devices()[0].device_kind}; model m = {MEMORY_M}, d = {X.shape[1]}, k = {K}")
+    print(f"{'queries':>10} {'after load (MB)':>16} {'after predict (MB)':>19} {'predict (MB)':>13}")
+    for n in counts:
+        out = subprocess.run([sys.executable, "-m", "bench.device_memory", "--child", path, str(n)],
+                             capture_output=True, text=True, check=True).stdout.split()
+        _, loaded, peak = (int(v) for v in out[-3:])
+        print(f"{n:>10} {loaded / 2**20:>16.1f} {peak / 2**20:>19.1f} {(peak - loaded) / 2**20:>13.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
