@@ -10,9 +10,9 @@ The model is :class:`bench.bench_memory.MemoryFit`'s (m = 2·10⁵, d = 32, k = 
 ``posterior="link"``, ``shrinkage=None``), fit once and saved with
 ``jaxnn.save``; each child process loads it, predicts, and prints the device's
 ``peak_bytes_in_use`` after loading and after predicting.  ``predict`` streams
-its queries :data:`jaxnn._src.prediction.PREDICT_BLOCK_ROWS` at a time, so the
-prediction's peak should grow with the queries only by their own (n, d) copy
-and the (n,) answer.  Prints one line per count; exits 2 on a platform whose
+its queries :data:`jaxnn._src.prediction.PREDICT_BLOCK_ROWS` at a time from
+the host, so the prediction's peak should not grow with their number beyond
+the (n,) answer.  Prints one line per count; exits 2 on a platform whose
 devices report no memory statistics (the CPU).
 """
 
@@ -28,14 +28,15 @@ os.environ.setdefault("JAXNN_CACHE_DIR", "")
 DEFAULT_QUERIES = (250_000, 1_000_000)
 
 
-def _peak() -> int | None:
+def peak_bytes() -> int | None:
+    """The first device's peak bytes in use so far, or None where it keeps no statistics."""
     import jax
 
     stats = jax.devices()[0].memory_stats()
     return None if not stats else int(stats.get("peak_bytes_in_use", 0))
 
 
-def _data(n: int, seed: int):
+def memory_points(n: int, seed: int):
     """MemoryFit's and MemoryPredict's points: the synthetic mixture, float32."""
     import numpy as np
 
@@ -46,20 +47,21 @@ def _data(n: int, seed: int):
     return np.asarray(X, np.float32), np.asarray(y)
 
 
-def _child(path: str, n_queries: int) -> None:
+def child(path: str, n_queries: int) -> None:
+    """Load the model at ``path``, predict ``n_queries`` points, print the count and the peaks."""
     import jaxnn
     from bench.common import SEED, block
 
     model = jaxnn.load(path)
-    Q, _ = _data(n_queries, SEED + 1)
-    loaded = _peak()
+    Q, _ = memory_points(n_queries, SEED + 1)
+    loaded = peak_bytes()
     block(jaxnn.predict(model, Q))
-    print(f"{n_queries} {loaded} {_peak()}")
+    print(f"{n_queries} {loaded} {peak_bytes()}")
 
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--child"]:
-        _child(argv[1], int(argv[2]))
+        child(argv[1], int(argv[2]))
         return 0
     import jax
 
@@ -68,11 +70,11 @@ def main(argv: list[str]) -> int:
     from bench.common import K, SEED  # as every benchmark: JAX_PLATFORMS=cpu unless set
 
     counts = [int(a) for a in argv] or list(DEFAULT_QUERIES)
-    if _peak() is None:
+    if peak_bytes() is None:
         print(f"no device memory statistics on {jax.devices()[0].platform} (JAX_PLATFORMS=cuda for a GPU)",
               file=sys.stderr)
         return 2
-    X, y = _data(MEMORY_M, SEED)
+    X, y = memory_points(MEMORY_M, SEED)
     path = os.path.join(tempfile.mkdtemp(prefix="jaxnn-device-memory-"), "model.jaxnn")
     jaxnn.save(jaxnn.fit(X, y, k=K, posterior="link", shrinkage=None), path)
     print(f"device {jax.devices()[0].device_kind}; model m = {MEMORY_M}, d = {X.shape[1]}, k = {K}")

@@ -312,10 +312,10 @@ def test_device_memory_reads_the_accelerator_and_refuses_a_cpu(monkeypatch, tmp_
     assert device_memory.main(["100"]) == 2
     assert "no device memory statistics on cpu" in capsys.readouterr().err
     peaks = iter([10, 25])
-    monkeypatch.setattr(device_memory, "_peak", lambda: next(peaks))
-    X, y = device_memory._data(300, 0)
+    monkeypatch.setattr(device_memory, "peak_bytes", lambda: next(peaks))
+    X, y = device_memory.memory_points(300, 0)
     assert X.dtype == "float32" and X.shape == (300, 32)
     path = tmp_path / "model.jaxnn"
     jaxnn.save(jaxnn.fit(X, y, k=5, posterior="link", shrinkage=None), path)
-    device_memory._child(str(path), 50)
+    device_memory.child(str(path), 50)
     assert capsys.readouterr().out.split() == ["50", "10", "25"]
