@@ -9,7 +9,7 @@
 #   3. predict's peak GPU memory at 2.5·10⁵ and 10⁶ queries (bench.device_memory);
 #   4. the engine, graph, prediction, posterior, persistence, property and
 #      learned-metric tests on the GPU (GPU_TESTS, the fast tier), for
-#      TEST_SECONDS, each test's outcome in OUT_DIR/tests.log.
+#      TEST_SECONDS (default 180), each test's outcome in OUT_DIR/tests.log.
 # Usage (from the repository root):
 #   bash bench/gpu_check.sh [OUT_DIR] [BUDGET_SECONDS]
 # Environment: GPU_BENCH (benchmark patterns), GPU_TESTS, TEST_SECONDS, TEST_WORKERS.
@@ -33,14 +33,14 @@ JAX_PLATFORMS=${JAX_PLATFORMS:-cuda} timeout $((budget + 60)) python3 -m bench.d
 echo "== predict's peak GPU memory"
 JAX_PLATFORMS=${JAX_PLATFORMS:-cuda} timeout 300 python3 -m bench.device_memory 2>&1 | tee "$out/memory.log"
 
-echo "== tests on the GPU (${TEST_SECONDS:-120} s)"
+echo "== tests on the GPU (${TEST_SECONDS:-180} s)"
 # pynndescent (a dependency of jaxnn) may be missing where the image has no jaxnn install: its tests skipped
 skip=()
 python3 -c "import pynndescent" 2>/dev/null || { skip=(-k "not nndescent"); echo "no pynndescent: its tests deselected"; }
 # several pytest workers share the GPU: no worker takes most of its memory up front.
 # At the time limit pytest gets SIGINT, so it still prints the failures it has seen.
 # shellcheck disable=SC2086
-XLA_PYTHON_CLIENT_PREALLOCATE=false timeout -s INT -k 20 "${TEST_SECONDS:-120}" python3 -m pytest -o addopts= -v \
+XLA_PYTHON_CLIENT_PREALLOCATE=false timeout -s INT -k 20 "${TEST_SECONDS:-180}" python3 -m pytest -o addopts= -v \
     -rf --tb=short -p no:cacheprovider -n "${TEST_WORKERS:-4}" -m "not slow" "${skip[@]}" ${GPU_TESTS:-tests/test_engine.py \
     tests/test_graph.py tests/test_prediction.py tests/test_posteriors.py tests/test_trust.py tests/test_persist.py \
     tests/test_properties.py tests/test_learned_metric.py} \
