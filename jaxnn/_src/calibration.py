@@ -19,7 +19,8 @@ from jaxnn._src.inputs import label_rows
 from jaxnn._src.prediction import POSTERIOR_FLOOR
 
 __all__ = ["LOSS_BLOCK", "SHRINKAGES", "T_GRID", "T_REFINE", "best_temperature", "calibrated_log_probs",
-           "common_leverage", "fit_shrinkage", "fit_temperature", "log_losses", "posterior_scores", "targets"]
+           "common_leverage", "fit_shrinkage", "fit_temperature", "log_losses", "posterior_scores", "shrinkages_of",
+           "targets"]
 
 #: the temperatures posterior="auto" tries, as multiples of the RMS of the
 #: scored H: 46 steps of 10^0.1 from 10⁻² to 10^2.5, then 11 steps of 10^0.01
@@ -118,6 +119,14 @@ def best_temperature(H, target, multilabel: bool, weights=None) -> tuple:
 
 #: the leverage shrinkages s that posterior="auto" tries (:func:`fit_shrinkage`)
 SHRINKAGES = np.linspace(0.0, 1.0, 11)
+
+
+def shrinkages_of(shrinkage) -> tuple:
+    """The shrinkages s a ``shrinkage`` setting tries: :data:`SHRINKAGES` for
+    ``"auto"``, (0.0,) for None — else a ValueError naming the setting."""
+    if not (shrinkage is None or (isinstance(shrinkage, str) and shrinkage == "auto")):
+        raise ValueError(f"shrinkage must be None or 'auto', got {shrinkage!r}")
+    return (0.0,) if shrinkage is None else tuple(SHRINKAGES)
 
 
 def common_leverage(H, k: int) -> float:

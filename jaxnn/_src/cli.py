@@ -8,7 +8,6 @@ import argparse
 import contextlib
 import os
 import sys
-import tempfile
 import time
 from typing import Callable, Sequence
 

@@ -17,7 +17,7 @@ from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src import boost_runs
 from jaxnn._src.calibration import (SHRINKAGES, calibrated_log_probs, fit_shrinkage, fit_temperature,
-                                    posterior_scores, targets)
+                                    posterior_scores, shrinkages_of, targets)
 from jaxnn._src.checks import check_bool, check_real, did_you_mean
 from jaxnn._src.checks import check_integer as _check_int
 from jaxnn._src.graph import METHODS as _GRAPH_METHODS
@@ -234,8 +234,7 @@ def _check_settings(posterior, shrinkage, trace, graph_method) -> bool:
             raise TypeError(f"{name} must be a str, got {type(value).__name__}")
     if posterior not in _POSTERIORS:
         raise ValueError(f"unknown posterior {posterior!r}; use one of {_POSTERIORS}" + did_you_mean(posterior, _POSTERIORS))
-    if not (shrinkage is None or (isinstance(shrinkage, str) and shrinkage == "auto")):
-        raise ValueError(f"shrinkage must be None or 'auto', got {shrinkage!r}")
+    shrinkages_of(shrinkage)
     if graph_method not in _GRAPH_METHODS:  # checked even when neighbors are given
         raise ValueError(f"unknown graph_method {graph_method!r}; use one of {_GRAPH_METHODS}"
                          + did_you_mean(graph_method, _GRAPH_METHODS))

@@ -43,7 +43,7 @@ import optax
 
 from jaxnn._src.checks import check_integer, did_you_mean
 from jaxnn._src.inputs import as_points, compute_dtype, encode_labels, sample_weights
-from jaxnn._src.search import DISTANCE_PRECISION
+from jaxnn._src.search import DISTANCE_PRECISION, distance_dots
 from jaxnn._src.shared_sizes import shared_rows, to_device
 
 __all__ = ["METRICS", "MAX_POINTS", "ITERATIONS", "HELD_OUT", "MIN_GAIN_SE", "learn_metric", "nca_loss", "nca_terms",
@@ -68,11 +68,6 @@ def _mapped(X, A):
     return jnp.matmul(X, A, precision=DISTANCE_PRECISION)
 
 
-def _dots(Q, X):
-    """(q, n) inner products Q·Xᵀ, in the same precision."""
-    return jnp.matmul(Q, X.T, precision=DISTANCE_PRECISION)
-
-
 def nca_terms(A, X, labels, weights, queries=None):
     """(each point's −log p_i (n,) or, with ``queries``, each query's (q,);
     their weights, 0 where a point has no neighbour of its class) of NCA's
@@ -80,7 +75,8 @@ def nca_terms(A, X, labels, weights, queries=None):
     present = weights > 0
     Q, lq, uq = (X, labels, weights) if queries is None else queries
     Z, Zq = _mapped(X, A), _mapped(Q, A)
-    D = jnp.maximum(jnp.sum(Zq * Zq, axis=1)[:, None] + jnp.sum(Z * Z, axis=1)[None, :] - 2.0 * _dots(Zq, Z), 0.0)
+    sq = jnp.sum(Zq * Zq, axis=1)[:, None] + jnp.sum(Z * Z, axis=1)[None, :]
+    D = jnp.maximum(sq - 2.0 * distance_dots(Zq, Z), 0.0)
     excluded = ~present[None, :]
     if queries is None:
         excluded = excluded | jnp.eye(X.shape[0], dtype=bool)

@@ -20,7 +20,6 @@ ImportError that says how to install it.  Nothing here calls ``plt.show()``.
 from __future__ import annotations
 
 import dataclasses
-
 import numbers
 
 import numpy as np

@@ -44,7 +44,7 @@ _GROUP = 32  # columns per group of the two-stage selection
 DISTANCE_PRECISION = jax.lax.Precision.HIGHEST
 
 
-def _dots(q, x):
+def distance_dots(q, x):
     """(b, m) inner products q·xᵀ of (b, d) and (m, d), in full float32 on every platform."""
     return jnp.matmul(q, x.T, precision=DISTANCE_PRECISION)
 
@@ -285,7 +285,7 @@ def _onepass_topk(Q, X, k: int, block: int, exclude_self: bool, row0=0, recall_t
     def one_block(b):
         start = b * block
         q = jax.lax.dynamic_slice_in_dim(Qp, start, block)
-        d2 = jnp.sum(q * q, axis=1)[:, None] - 2.0 * _dots(q, X) + x_sq[None, :]
+        d2 = jnp.sum(q * q, axis=1)[:, None] - 2.0 * distance_dots(q, X) + x_sq[None, :]
         d2 = jnp.maximum(d2, 0.0)
         if exclude_self:
             rows = row0 + start + jnp.arange(block)
@@ -327,7 +327,7 @@ def _chunked_topk(Q, X, k: int, block: int, exclude_self: bool, row0=0, n_valid=
 
         def group_minima(c):
             xc = jax.lax.dynamic_slice_in_dim(Xp, c * _CHUNK, _CHUNK)
-            d2 = q_sq - 2.0 * _dots(q, xc) + jax.lax.dynamic_slice_in_dim(x_sq, c * _CHUNK, _CHUNK)[None, :]
+            d2 = q_sq - 2.0 * distance_dots(q, xc) + jax.lax.dynamic_slice_in_dim(x_sq, c * _CHUNK, _CHUNK)[None, :]
             if exclude_self:
                 d2 = jnp.where(rows[:, None] == c * _CHUNK + jnp.arange(_CHUNK)[None, :], jnp.inf, d2)
             return jnp.min(d2.reshape(block, _CHUNK // _GROUP, _GROUP), axis=2)

@@ -18,7 +18,7 @@ import numpy as np
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src import boost_runs, sharding
-from jaxnn._src.calibration import SHRINKAGES, common_leverage
+from jaxnn._src.calibration import common_leverage, shrinkages_of
 from jaxnn._src.checks import check_bool, check_integer, check_real, did_you_mean
 from jaxnn._src.graph import METHODS, graph_and_query, knn_graph, knn_query, nndescent_index, nndescent_query
 from jaxnn._src.inputs import as_points, compute_dtype, encode_labels, label_rows, points_of_parts
@@ -160,9 +160,7 @@ def select(
     passes = [check_integer(p, "each of passes", low=1) for p in _candidates(passes, "passes")]
     losses = _candidates(losses, "losses")
     epsilon = check_real(epsilon, "epsilon", low=0.0, high=1.0, low_open=True, high_open=True)
-    if not (shrinkage is None or (isinstance(shrinkage, str) and shrinkage == "auto")):
-        raise ValueError(f"shrinkage must be None or 'auto', got {shrinkage!r}")
-    shrinkages = SHRINKAGES if shrinkage is not None else (0.0,)
+    shrinkages = shrinkages_of(shrinkage)
     tr, va = _holdout(y_arr, holdout, seed)
     if va.size == 0 or tr.size < 2:
         raise ValueError(f"holdout={holdout:g} of {y_arr.shape[0]} points leaves {tr.size} to train on and {va.size} "
