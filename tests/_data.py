@@ -20,6 +20,33 @@ def floored_log_loss(H, target, T, eps=0.01):
     return float(-np.mean(np.log(np.sum(np.asarray(target) * P, axis=1))))
 
 
+def reference_posteriors(model, Xq):
+    """The default (``posterior="auto"``) posteriors of a single-label model
+    without a learned metric or origin, from first principles in float64
+    NumPy: a brute-force exact k-NN search, H_c = Σ α_jc y_jc, the kernel
+    vote κ_c = Σ_t K_t [y_{j_t c} > 0] with K_t ∝ exp(−g_t / (b·mean g)),
+    g_t = ‖x − x_{j_t}‖² − min_s ‖x − x_{j_s}‖², logits Z = H/T + w·log(κ + 10⁻³)
+    with the largest H's logit raised to the row's largest, and
+    p̂ = 0.99·softmax(Z) + 0.01/C."""
+    Xt, Xq = np.asarray(model.X, np.float64), np.asarray(Xq, np.float64)
+    A, Y = np.asarray(model.alpha, np.float64), np.asarray(model.Y, np.float64)
+    D = np.sum((Xq[:, None, :] - Xt[None, :, :]) ** 2, axis=2)
+    nb = np.argsort(D, axis=1, kind="stable")[:, :model.k]
+    H = np.sum((A * Y)[nb], axis=1)
+    Z = H / model.posterior_temperature
+    if model.posterior_weight > 0:
+        g = np.take_along_axis(D, nb, axis=1)
+        g = g - g.min(axis=1, keepdims=True)
+        scale = model.posterior_bandwidth * g.mean(axis=1, keepdims=True)
+        K = np.exp(-np.divide(g, scale, out=np.zeros_like(g), where=scale > 0))
+        kappa = np.einsum("nk,nkc->nc", K / K.sum(axis=1, keepdims=True), (Y[nb] > 0).astype(np.float64))
+        Z = Z + model.posterior_weight * np.log(kappa + 1e-3)
+        rows = np.arange(Z.shape[0])
+        Z[rows, H.argmax(axis=1)] = Z.max(axis=1)
+    P = np.exp(Z - Z.max(axis=1, keepdims=True))
+    return 0.99 * P / P.sum(axis=1, keepdims=True) + 0.01 / P.shape[1]
+
+
 def matmul_precisions(fn, *args):
     """The ``precision`` of every matmul (dot_general) that ``fn(*args)``
     traces, inner jaxprs (scans, maps, conds) included."""

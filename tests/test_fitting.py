@@ -185,7 +185,7 @@ def _training_temperature(model, X, y, k):
     from jaxnn._src.prediction import held_out_scores
 
     graph = np.asarray(jaxnn.knn_graph(X, k).indices)
-    H, _ = held_out_scores(model, jnp.asarray(X, jnp.float32), found=graph)
+    H = held_out_scores(model, jnp.asarray(X, jnp.float32), found=graph).H
     return fit_temperature(H, targets(y, np.arange(X.shape[0]), model.classes, model.multilabel), model.multilabel)
 
 
@@ -332,7 +332,7 @@ def test_auto_posterior_scores_at_most_max_scored_held_out_points(monkeypatch, c
     monkeypatch.setattr(fit_mod, "held_out_scores", spy)
     monkeypatch.setattr(fit_mod, "MAX_SCORED", 25)
     monkeypatch.setattr(fit_mod, "MIN_SCORED", 1)  # one held-out part, not cross-fitted
-    X, y = _blobs(m=200, C=3, seed=4)
+    X, y = _blobs(m=200, C=2, seed=4)  # two classes: T alone (no kernel term)
     with caplog.at_level("INFO", logger="jaxnn"):
         capped = jaxnn.fit(X, y, k=5, seed=3, shrinkage=None)
     perm = np.random.default_rng(3).permutation(200)
@@ -343,8 +343,8 @@ def test_auto_posterior_scores_at_most_max_scored_held_out_points(monkeypatch, c
         r.getMessage() for r in caplog.records]
     # the temperature is the one of least log loss on those 25 points
     aux = jaxnn.fit(X[perm[40:]], y[perm[40:]], k=5, seed=3, posterior="link", shrinkage=None)
-    H = np.asarray(real(aux, X[perm[:25]])[0], float)
-    target = (y[perm[:25]][:, None] == np.arange(3)[None, :]).astype(float)
+    H = np.asarray(real(aux, X[perm[:25]]).H, float)
+    target = (y[perm[:25]][:, None] == np.arange(2)[None, :]).astype(float)
     T = capped.posterior_temperature
     assert T == pytest.approx(fit_temperature(H, target, False), rel=1e-4)
     assert floored_log_loss(H, target, T) <= min(floored_log_loss(H, target, T * f) for f in (0.9, 1.1)) + 1e-6
@@ -360,8 +360,9 @@ def test_small_data_cross_fit_every_point_once(monkeypatch, caplog):
     once, by a fit that did not see it — and (T, s) are those of least log
     loss on all 200 scores."""
     from jaxnn._src import fitting as fit_mod
-    from jaxnn._src.calibration import fit_shrinkage
+    from jaxnn._src.calibration import fit_kernel_term, fit_shrinkage
     from jaxnn._src.fitting import held_out_folds
+    from jaxnn._src.prediction import tie_broken_argmax
 
     seen = []
     real = fit_mod.held_out_scores
@@ -381,11 +382,14 @@ def test_small_data_cross_fit_every_point_once(monkeypatch, caplog):
         np.testing.assert_array_equal(scored, X[val])
         # the auxiliary fit saw none of the points it scored
         assert not np.any(np.all(train[:, None, :] == np.asarray(scored, train.dtype)[None, :, :], axis=2))
-    H, V = (np.concatenate([parts[i] for _, _, parts in seen]) for i in (0, 1))
+    H, V, first, D, labels = (np.concatenate([parts[i] for _, _, parts in seen]) for i in range(5))
     order = np.concatenate([val for _, val in folds])
     target = (y[order][:, None] == np.arange(3)[None, :]).astype(float)
-    T, s, _ = fit_shrinkage(H, V, 3, target, False)
-    assert model.posterior_temperature == T and model.leverage_shrinkage == s
+    _, s, common = fit_shrinkage(H, V, 3, target, False)
+    S = (1 - s) * H + s * common * V
+    T, w, b = fit_kernel_term(S, np.asarray(tie_broken_argmax(S, V, first, 3)), D, labels, target)
+    assert (model.posterior_temperature, model.leverage_shrinkage) == (T, s)
+    assert (model.posterior_weight, model.posterior_bandwidth) == (w, b)
     assert [len(held_out_folds(m, int(round(0.2 * m)), 0)) for m in (50, 500, 999, 1000, 10**5)] == [5, 2, 1, 1, 1]
 
 

@@ -138,7 +138,7 @@ def test_save_writes_exactly_the_path_given(model, tmp_path):
         assert sorted(archive.namelist()) == ["X.npy", "Y.npy", "__jaxnn__.npy", "alpha.npy", "classes.npy"]
     meta = _metadata(tmp_path / "m.jaxnn")
     assert (meta["format"], meta["format_version"], meta["jaxnn_version"], meta["kind"]) == (
-        "jaxnn", 1, jaxnn.__version__, "Model")
+        "jaxnn", 2, jaxnn.__version__, "Model")
     fields = meta["model"]["fields"]
     assert fields["loss"] == {"name": "logistic", "parameters": {}}
     assert fields["algorithm"] == {"name": "gnnb", "epsilon": 0.5}
@@ -384,11 +384,11 @@ def test_foreign_files_are_refused(tmp_path):
 
 def test_a_newer_format_version_is_refused(saved, tmp_path):
     def newer(meta):
-        meta["format_version"] = 2
+        meta["format_version"] = 3
         meta["jaxnn_version"] = "9.0.0"
 
     err = _refused(_rewrite(saved, tmp_path / "newer.jaxnn", meta=newer), "newer jaxnn")
-    assert "format version 2" in str(err) and "up to 1" in str(err) and "9.0.0" in str(err)
+    assert "format version 3" in str(err) and "up to 2" in str(err) and "9.0.0" in str(err)
 
 
 RAN = []

@@ -13,7 +13,7 @@ import pytest
 import jaxnn
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _data import _blobs  # noqa: E402
+from _data import _blobs, reference_posteriors  # noqa: E402
 
 
 def test_posteriors_and_determinism():
@@ -32,15 +32,10 @@ def test_posteriors_and_determinism():
     assert link.posterior_mix == 0.0 and votes.posterior_mix == 1.0 and m1.posterior_mix == 0.0
     assert link.posterior_temperature == votes.posterior_temperature == 0.0
     pl, pv = np.asarray(jaxnn.predict_proba(link, Xq)), np.asarray(jaxnn.predict_proba(votes, Xq))
-    # the default ("auto"): (1 - eps) softmax(H / T) + eps / C, T fit on held-out data
-    from jaxnn._src.prediction import POSTERIOR_FLOOR
-
+    # the default ("auto"): (1 - eps) softmax(H / T + w log(kappa + delta)) + eps / C, fit on held-out data
     T = m1.posterior_temperature
     assert T > 0 and T == m2.posterior_temperature
-    Z = np.asarray(jaxnn.decision_function(m1, Xq), np.float64) / T
-    soft = np.exp(Z - Z.max(1, keepdims=True))
-    soft /= soft.sum(1, keepdims=True)
-    np.testing.assert_allclose(p, (1 - POSTERIOR_FLOOR) * soft + POSTERIOR_FLOOR / 3, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(p, reference_posteriors(m1, Xq), rtol=1e-4, atol=1e-6)
     assert p.min() > 0 and p.max() < 1
     np.testing.assert_array_equal(np.argmax(p, axis=1), jaxnn.predict(m1, Xq))
     nb = np.asarray(jaxnn.knn_query(X, Xq, 5).indices)
@@ -152,20 +147,27 @@ def test_prediction_under_jit_equals_eager():
 def test_prediction_from_precomputed_query_neighbors():
     """neighbors= (any search's (n, k) indices into model.X, or a Neighbors
     with ≥ k columns) gives the same H, posteriors and labels as the built-in
-    exact search, with or without X, and under jax.jit."""
+    exact search, with or without X (posteriors with a kernel term: with X
+    only, else a clear error), and under jax.jit."""
     X, y = _blobs(m=150, C=3, seed=5)
     Xq = _blobs(m=40, C=3, seed=6)[0]
     model = jaxnn.fit(X, y, k=5)
-    assert 0.0 <= model.posterior_mix <= 1.0
+    assert 0.0 <= model.posterior_mix <= 1.0 and model.posterior_weight > 0
     exact = jaxnn.knn_query(X, Xq, 5)
     wider = jaxnn.knn_query(X, Xq, 8)  # a Neighbors with more columns: its first 5
+    without_kernel = dataclasses.replace(model, posterior_weight=0.0)
     for fn in (jaxnn.decision_function, jaxnn.predict_proba, jaxnn.predict):
-        want = np.asarray(fn(model, Xq))
-        for given in (exact, wider, exact.indices, np.asarray(exact.indices, np.int64)):
-            np.testing.assert_array_equal(np.asarray(fn(model, neighbors=given)), want)
-            np.testing.assert_array_equal(np.asarray(fn(model, Xq, neighbors=given)), want)
-        jitted = jax.jit(lambda mdl, nb, fn=fn: fn(mdl, neighbors=nb))(model, exact.indices)
-        np.testing.assert_array_equal(np.asarray(jitted), want)
+        for mdl in (model, without_kernel):
+            want = np.asarray(fn(mdl, Xq))
+            for given in (exact, wider, exact.indices, np.asarray(exact.indices, np.int64)):
+                np.testing.assert_array_equal(np.asarray(fn(mdl, Xq, neighbors=given)), want)
+                if fn is jaxnn.predict_proba and mdl is model:
+                    with pytest.raises(ValueError, match="give the query points X as well as neighbors"):
+                        fn(mdl, neighbors=given)
+                else:
+                    np.testing.assert_array_equal(np.asarray(fn(mdl, neighbors=given)), want)
+            jitted = jax.jit(lambda m, Xb, nb, fn=fn: fn(m, Xb, neighbors=nb))(mdl, Xq, exact.indices)
+            np.testing.assert_allclose(np.asarray(jitted), want, rtol=1e-6, atol=1e-7)
     # other neighbours give other scores: the argument is used, not ignored
     shifted = (np.asarray(exact.indices) + 1) % 150
     assert not np.array_equal(np.asarray(jaxnn.decision_function(model, neighbors=shifted)),
@@ -443,3 +445,53 @@ def test_an_x64_model_far_from_zero_stays_right_under_jit_once_x64_is_off():
     np.testing.assert_array_equal(got, want)
     with pytest.warns(UserWarning, match="fit in float64"):
         np.testing.assert_array_equal(np.asarray(jaxnn.baselines.predict(knn, Xq)), want_knn)
+
+
+def test_the_kernel_term_matches_the_float64_reference_and_keeps_predict_on_top():
+    """posterior_weight w > 0: p̂ = (1 − ε)·softmax(H/T + w·log(κ + δ)) + ε/C
+    with predict's class raised to the top, as an independent float64
+    computation gives it (tests/_data.py), for several (w, b); argmax p̂ is
+    predict's label though κ alone would rank some rows otherwise; w = 0 is
+    softmax(H/T) (the kernel term off)."""
+    X, y = _blobs(m=160, C=4, seed=11, spread=1.0)
+    Xq = _blobs(m=60, C=4, seed=12, spread=1.0)[0]
+    model = jaxnn.fit(X, y, k=7, shrinkage=None)
+    labels = jaxnn.predict(model, Xq)
+    for w, b in ((0.0, 0.0), (0.5, 0.25), (2.0, 1.0), (8.0, 4.0)):
+        m = dataclasses.replace(model, posterior_weight=w, posterior_bandwidth=b)
+        p = np.asarray(jaxnn.predict_proba(m, Xq))
+        np.testing.assert_allclose(p, reference_posteriors(m, Xq), rtol=1e-4, atol=1e-6)
+        np.testing.assert_array_equal(np.asarray(m.classes)[np.argmax(p, axis=1)], labels)
+        np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-5)
+        assert p.min() > 0 and p.max() < 1
+    # a large weight lets the kernel vote rank the other classes: the columns below the top change order
+    p0 = np.asarray(jaxnn.predict_proba(dataclasses.replace(model, posterior_weight=0.0), Xq))
+    p8 = np.asarray(jaxnn.predict_proba(dataclasses.replace(model, posterior_weight=8.0, posterior_bandwidth=4.0), Xq))
+    assert np.any(np.argsort(p0, axis=1)[:, :-1] != np.argsort(p8, axis=1)[:, :-1])
+
+
+@pytest.mark.parametrize("change, match", [
+    (dict(posterior_weight=-1.0), "posterior_weight must be finite and >= 0"),
+    (dict(posterior_weight=float("nan")), "posterior_weight must be finite"),
+    (dict(posterior_weight=1.0, posterior_bandwidth=0.0), "posterior_bandwidth must be > 0"),
+    (dict(posterior_bandwidth=float("inf")), "posterior_bandwidth must be finite"),
+    (dict(posterior_weight="1"), "posterior_weight must be a real number"),
+])
+def test_a_bad_kernel_term_is_refused_where_prediction_starts(change, match):
+    X, y = _blobs(m=80, C=3, seed=2)
+    model = dataclasses.replace(jaxnn.fit(X, y, k=5, posterior="link"), posterior_temperature=1.0, **change)
+    with pytest.raises((TypeError, ValueError), match=match):
+        jaxnn.predict_proba(model, X[:5])
+
+
+def test_the_kernel_term_is_refused_for_binary_and_multilabel_models():
+    X, y = _blobs(m=80, C=2, seed=2)
+    binary = jaxnn.fit(X, y, k=5)
+    assert binary.posterior_weight == 0.0
+    with pytest.raises(ValueError, match="posterior_weight must be 0 for a binary model"):
+        jaxnn.predict_proba(dataclasses.replace(binary, posterior_weight=1.0, posterior_bandwidth=1.0), X[:5])
+    Ym = np.stack([y, 1 - y, (X[:, 0] > 0).astype(int)], axis=1)
+    multi = jaxnn.fit(X, Ym, k=5)
+    assert multi.posterior_weight == 0.0
+    with pytest.raises(ValueError, match="posterior_weight must be 0 for a multilabel model"):
+        jaxnn.predict(dataclasses.replace(multi, posterior_weight=1.0, posterior_bandwidth=1.0), X[:5])

@@ -2,12 +2,14 @@
 s of the leverages from scores at held-out points: NumPy, deterministic.
 
 The posteriors are :func:`jaxnn._src.prediction.calibrated_posterior`'s,
-p̂ = (1 − ε)·softmax(H/T) + ε/C (multilabel: (1 − ε)·σ(H_c/T) + ε/2 per
-label); :func:`calibrated_log_probs` is their float64 NumPy twin.  T is the
+p̂ = (1 − ε)·softmax(H/T + G) + ε/C with the predicted class's logit raised
+to the row's largest (multilabel: (1 − ε)·σ(H_c/T) + ε/2 per label);
+:func:`calibrated_log_probs` is their float64 NumPy twin.  T is the
 temperature of least mean log loss on the held-out scores
-(:func:`best_temperature`: a grid, then a finer one around its best), and s
+(:func:`best_temperature`: a grid, then a finer one around its best), s
 the shrinkage of least log loss of the shrunk rule's scores
-(:func:`fit_shrinkage`).  Where the scores come from — the auxiliary fits
+(:func:`fit_shrinkage`), and the kernel term G = w·log(κ + δ) the weight w
+and bandwidth b of least log loss (:func:`fit_kernel_term`).  Where the scores come from — the auxiliary fits
 on held-out folds — is :func:`jaxnn._src.fitting.held_out_folds`'s.
 """
 
@@ -16,11 +18,11 @@ from __future__ import annotations
 import numpy as np
 
 from jaxnn._src.inputs import label_rows
-from jaxnn._src.prediction import POSTERIOR_FLOOR
+from jaxnn._src.prediction import KERNEL_VOTE_FLOOR, POSTERIOR_FLOOR, kernel_weights
 
-__all__ = ["LOSS_BLOCK", "SHRINKAGES", "T_GRID", "T_REFINE", "best_temperature", "calibrated_log_probs",
-           "common_leverage", "fit_shrinkage", "fit_temperature", "log_losses", "posterior_scores", "shrinkages_of",
-           "targets"]
+__all__ = ["KERNEL_BANDWIDTHS", "KERNEL_WEIGHTS", "LOSS_BLOCK", "SHRINKAGES", "T_GRID", "T_REFINE", "best_temperature",
+           "calibrated_log_probs", "common_leverage", "fit_kernel_term", "fit_shrinkage", "fit_temperature",
+           "kernel_log_votes", "log_losses", "posterior_scores", "shrinkages_of", "targets"]
 
 #: the temperatures posterior="auto" tries, as multiples of the RMS of the
 #: scored H: 46 steps of 10^0.1 from 10⁻² to 10^2.5, then 11 steps of 10^0.01
@@ -38,16 +40,21 @@ def targets(y, rows, classes, multilabel: bool) -> np.ndarray:
     return (y_arr[:, None] == np.asarray(classes)[None, :]).astype(np.float64)
 
 
-def calibrated_log_probs(H, T, multilabel: bool):
+def calibrated_log_probs(H, T, multilabel: bool, kernel_term=None, top=None):
     """log p̂ and log(1 − p̂) (both (..., n, C), float64) of
     :func:`jaxnn._src.prediction.calibrated_posterior` at temperature T (a
-    number, or an array broadcasting against H (n, C), e.g. (t, 1, 1))."""
+    number, or an array broadcasting against H (n, C), e.g. (t, 1, 1)),
+    single-label with the ``kernel_term`` G (n, C) added to the logits and
+    the logit of the predicted class ``top`` (n,) raised to the row's largest."""
     eps = POSTERIOR_FLOOR
     Z = np.asarray(H, np.float64) / T
     if multilabel:
         s = 1.0 / (1.0 + np.exp(-np.clip(Z, -700, 700)))
         p = (1 - eps) * s + eps / 2
         return np.log(p), np.log1p(-p)
+    if kernel_term is not None:
+        Z = Z + np.asarray(kernel_term, np.float64)
+        Z = np.where(np.arange(Z.shape[-1]) == np.asarray(top)[:, None], Z.max(axis=-1, keepdims=True), Z)
     Z = Z - Z.max(axis=-1, keepdims=True)
     E = np.exp(Z)
     p = (1 - eps) * E / E.sum(axis=-1, keepdims=True) + eps / H.shape[-1]
@@ -58,12 +65,13 @@ def calibrated_log_probs(H, T, multilabel: bool):
 LOSS_BLOCK = 1 << 22
 
 
-def log_losses(H, target, Ts, multilabel: bool, weights=None) -> np.ndarray:
+def log_losses(H, target, Ts, multilabel: bool, weights=None, kernel_term=None, top=None) -> np.ndarray:
     """Mean log loss (t,) of the calibrated posteriors on scores H (n, C) at
     each temperature of ``Ts`` (t,): −log p̂ of the true class (single-label),
     or the summed per-label binary log losses; the ``weights``-weighted mean
-    when given.  Temperatures in blocks of at most :data:`LOSS_BLOCK`
-    entries.  Single-label targets are one-hot rows: only the true class's
+    when given; single-label, the ``kernel_term`` and ``top`` of
+    :func:`calibrated_log_probs`.  Temperatures in blocks of at most :data:`LOSS_BLOCK`
+    entries.  Single-label targets are one-hot rows: without a kernel term only the true class's
     p̂_y = (1 − ε)·e^{(H_y − max H)/T} / Σ_c e^{(H_c − max H)/T} + ε/C is
     formed."""
     Ts = np.asarray(Ts, np.float64)
@@ -77,6 +85,8 @@ def log_losses(H, target, Ts, multilabel: bool, weights=None) -> np.ndarray:
         if multilabel:
             log_p, log_q = calibrated_log_probs(H, T[:, :, None], multilabel)
             per_row = np.sum(target * log_p + (1 - target) * log_q, axis=-1)
+        elif kernel_term is not None:
+            per_row = np.sum(target * calibrated_log_probs(H, T[:, :, None], False, kernel_term, top)[0], axis=-1)
         else:
             total = np.exp(H / T[:, :, None]).sum(axis=-1)  # (t, n)
             eps = POSTERIOR_FLOOR
@@ -90,9 +100,10 @@ def fit_temperature(H, target, multilabel: bool, weights=None) -> float:
     return best_temperature(H, target, multilabel, weights)[0]
 
 
-def best_temperature(H, target, multilabel: bool, weights=None) -> tuple:
+def best_temperature(H, target, multilabel: bool, weights=None, kernel_term=None, top=None) -> tuple:
     """(T, its loss): the T > 0 of least mean log loss (:func:`log_losses`) of the
-    calibrated posteriors on scores H (n, C) and 0/1 targets (n, C): a grid
+    calibrated posteriors on scores H (n, C) and 0/1 targets (n, C) (with
+    the ``kernel_term`` and ``top`` of :func:`calibrated_log_probs`): a grid
     of :data:`T_GRID` times the RMS of H, refined by :data:`T_REFINE`
     around its best (the smallest T on equal losses); rows with a non-finite
     score are left out; ``weights`` (n,): the weighted mean log loss.  1.0
@@ -100,9 +111,13 @@ def best_temperature(H, target, multilabel: bool, weights=None) -> tuple:
     is finite or of positive weight.  NumPy, deterministic."""
     H = np.asarray(H, np.float64)
     keep = np.all(np.isfinite(H), axis=1)
+    if kernel_term is not None:
+        keep &= np.all(np.isfinite(kernel_term), axis=1)
     if weights is not None:
         keep &= np.asarray(weights) > 0
         weights = np.asarray(weights, np.float64)[keep]
+    if kernel_term is not None:
+        kernel_term, top = np.asarray(kernel_term, np.float64)[keep], np.asarray(top)[keep]
     H, target = H[keep], np.asarray(target, np.float64)[keep]
     scale = float(np.sqrt(np.mean(H ** 2))) if H.size else 0.0
     if not scale > 0:
@@ -110,7 +125,7 @@ def best_temperature(H, target, multilabel: bool, weights=None) -> tuple:
     best_T, best = 0.0, np.inf
     for grid in (scale * T_GRID, None):
         Ts = best_T * T_REFINE if grid is None else grid
-        losses = np.nan_to_num(log_losses(H, target, Ts, multilabel, weights), nan=np.inf)
+        losses = np.nan_to_num(log_losses(H, target, Ts, multilabel, weights, kernel_term, top), nan=np.inf)
         i = int(np.argmin(losses))  # the first of equal losses: the smallest T
         if losses[i] < best:
             best_T, best = float(Ts[i]), float(losses[i])
@@ -170,3 +185,40 @@ def posterior_scores(p, target, multilabel: bool, weights=None) -> tuple:
         logloss = -np.sum(target * np.log(p), axis=1)
     return (float(np.average(logloss, weights=weights)),
             float(np.average(np.sum((p - target) ** 2, axis=1), weights=weights)))
+
+
+#: the weights w of the kernel term w·log(κ + δ) that posterior="auto" tries
+#: beside w = 0 (:func:`fit_kernel_term`), for single-label models of three
+#: or more classes
+KERNEL_WEIGHTS = (0.25, 0.5, 1.0, 2.0, 4.0)
+#: the relative bandwidths b of κ's weights that it tries (:func:`jaxnn._src.prediction.kernel_weights`)
+KERNEL_BANDWIDTHS = (0.25, 0.5, 1.0, 2.0, 4.0)
+
+
+def kernel_log_votes(D, neighbour_labels, bandwidth) -> np.ndarray:
+    """log(κ + δ) (n, C), float64: κ_c = Σ_t K_t [y_{j_t c} > 0] the vote of
+    the k neighbours weighted by :func:`jaxnn._src.prediction.kernel_weights`
+    at relative bandwidth b, from their squared distances D (n, k) and
+    labels (n, k, C) bool (:class:`jaxnn._src.prediction.HeldOutScores`);
+    δ = :data:`jaxnn._src.prediction.KERNEL_VOTE_FLOOR`."""
+    W = np.asarray(kernel_weights(np.asarray(D, np.float32), bandwidth), np.float32)
+    kappa = np.einsum("nk,nkc->nc", W, np.asarray(neighbour_labels, np.float32))
+    return np.log(kappa.astype(np.float64) + KERNEL_VOTE_FLOOR)
+
+
+def fit_kernel_term(S, top, D, neighbour_labels, target, weights=None) -> tuple:
+    """(T, w, b) of least held-out log loss of the calibrated posteriors
+    with the kernel term G = w·log(κ + δ) (:func:`kernel_log_votes`) on
+    scores S (n, C) whose predicted classes are ``top`` (n,): w over 0 and
+    :data:`KERNEL_WEIGHTS`, b over :data:`KERNEL_BANDWIDTHS`, T by
+    :func:`best_temperature` for each; (T, 0, 0) unless some w > 0 has a
+    smaller loss than w = 0.  Single-label.  NumPy, deterministic."""
+    T, loss = best_temperature(S, target, False, weights)
+    best = (loss, T, 0.0, 0.0)
+    for b in KERNEL_BANDWIDTHS:
+        log_votes = kernel_log_votes(D, neighbour_labels, b)
+        for w in KERNEL_WEIGHTS:
+            T, loss = best_temperature(S, target, False, weights, w * log_votes, top)
+            if loss < best[0]:
+                best = (loss, T, float(w), float(b))
+    return best[1:]

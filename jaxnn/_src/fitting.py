@@ -9,15 +9,15 @@ the choice itself: :mod:`jaxnn._src.calibration`)."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import numpy as np
 
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src import boost_runs
-from jaxnn._src.calibration import (SHRINKAGES, calibrated_log_probs, fit_shrinkage, fit_temperature,
-                                    posterior_scores, shrinkages_of, targets)
+from jaxnn._src.calibration import (SHRINKAGES, calibrated_log_probs, fit_kernel_term, fit_shrinkage, fit_temperature,
+                                    kernel_log_votes, posterior_scores, shrinkages_of, targets)
 from jaxnn._src.checks import check_bool, check_real, did_you_mean
 from jaxnn._src.checks import check_integer as _check_int
 from jaxnn._src.graph import METHODS as _GRAPH_METHODS
@@ -28,7 +28,7 @@ from jaxnn._src.leverage import shrunk_leverage, unreached_leverage
 from jaxnn._src.learned_metric import apply_metric, metric_transform
 from jaxnn._src.model import Model
 from jaxnn._src.plan import Plan, make_plan
-from jaxnn._src.prediction import held_out_scores
+from jaxnn._src.prediction import HeldOutScores, held_out_scores, tie_broken_argmax
 from jaxnn._src.progress import logged, logger, progress_shown
 from jaxnn._src.select import DEFAULT_KS, DEFAULT_LOSSES, DEFAULT_PASSES, select
 from jaxnn._src.shared_sizes import to_device
@@ -279,14 +279,14 @@ def _fit_checked(Xa, y, classes, Y_np, multilabel: bool, plan: Plan, *, k: int, 
         return dataclasses.replace(model, posterior_mix=mix)
     # the 80 % fit's graph: derived from the caller's (two hops) when they gave one —
     # jaxnn cannot repeat their search, and an exact one of 80 % may take minutes
-    temperature, shrinkage, common = _choose_posterior(
+    choice = _choose_posterior(
         Xa, y, plan, k=k, loss=loss_obj, algorithm=algo, rounds=rounds, seed=seed, graph_method=graph_method,
         graph=nbrs if neighbors is not None else None, like=shapes, model=model, model_graph=nbrs, weights=weights,
-        shrink=shrink)
-    if mix is not None:  # the held-out fit was made for s alone
-        temperature = 0.0
-    return dataclasses.replace(model, alpha=shrunk_leverage(alpha, shrinkage, common), posterior_mix=mix or 0.0,
-                               posterior_temperature=temperature, leverage_shrinkage=shrinkage)
+        shrink=shrink, kernel=mix is None)
+    posterior_fields = {} if mix is not None else dict(  # the held-out fit was made for s alone
+        posterior_temperature=choice.temperature, posterior_weight=choice.weight, posterior_bandwidth=choice.bandwidth)
+    return dataclasses.replace(model, alpha=shrunk_leverage(alpha, choice.shrinkage, choice.common),
+                               posterior_mix=mix or 0.0, leverage_shrinkage=choice.shrinkage, **posterior_fields)
 
 
 def _given_passes(rounds, m: int) -> int:
@@ -309,14 +309,28 @@ def _auto(value):
 #: large set, a cost of the order of the whole fit)
 MAX_SCORED = 10_000
 
+class PosteriorChoice(NamedTuple):
+    """What :func:`_choose_posterior` fits on held-out data."""
+
+    temperature: float  #: T > 0 of the calibrated posteriors
+    shrinkage: float  #: s of the leverages toward ``common``
+    common: float  #: ā
+    weight: float = 0.0  #: w of the kernel term
+    bandwidth: float = 0.0  #: b of its weights
+
+
 def _choose_posterior(X, y, plan: Plan, *, k, loss, algorithm, rounds, seed, graph_method="exact", holdout=0.2,
-                      graph=None, like=None, model=None, model_graph=None, weights=None, shrink: bool = False) -> tuple:
-    """(T, s, ā): the temperature T > 0 of ``posterior="auto"``'s calibrated
+                      graph=None, like=None, model=None, model_graph=None, weights=None, shrink: bool = False,
+                      kernel: bool = False) -> PosteriorChoice:
+    """(T, s, ā, w, b): the temperature T > 0 of ``posterior="auto"``'s calibrated
     posteriors (:func:`jaxnn._src.prediction.calibrated_posterior`) and the
     shrinkage s of the leverages toward ā
     (:func:`jaxnn._src.leverage.shrunk_leverage`), the pair of least held-out
     log loss (:func:`jaxnn._src.calibration.fit_shrinkage`) — s = 0 unless
-    ``shrink``.
+    ``shrink`` — then, with ``kernel``, for single-label models of three or
+    more classes, the weight w ≥ 0 and bandwidth b of the kernel term and T
+    again (:func:`jaxnn._src.calibration.fit_kernel_term`; w = 0 where it
+    does not lower the held-out log loss).
 
     An auxiliary model is fit on a seeded random 80 % of the data (same
     settings — its neighbour graph by the same ``graph_method``, or, given
@@ -337,7 +351,7 @@ def _choose_posterior(X, y, plan: Plan, *, k, loss, algorithm, rounds, seed, gra
     negatives) missing from the 80 % (of every fold) — T is fit instead on the scores of the
     training points themselves (``model`` at its own graph ``model_graph``,
     each point's k nearest others: in-sample α, so T errs confident), with
-    a log line saying why, and s = 0 (in-sample scores cannot tell
+    a log line saying why, and s = w = 0 (in-sample scores cannot tell
     boosting's leverages from a shrunk rule's).  With sample ``weights`` (m,)
     the auxiliary fit is weighted and (T, s) minimise the weighted log loss.
     """
@@ -347,10 +361,10 @@ def _choose_posterior(X, y, plan: Plan, *, k, loss, algorithm, rounds, seed, gra
 
     def on_training_scores(reason: str) -> tuple:
         logger.info("fit: held-out choice: none (T fit on the training points' own scores, s = 0): %s", reason)
-        H, _ = held_out_scores(model, X, found=model_graph)
+        H = held_out_scores(model, X, found=model_graph).H
         T = fit_temperature(H, targets(y, np.arange(m), model.classes, multilabel), multilabel, weights)
         logger.info("fit: held-out choice: temperature %.4g", T)
-        return T, 0.0, 0.0
+        return PosteriorChoice(T, 0.0, 0.0)
 
     if n_val < 10:
         return on_training_scores(f"{m} points leave {n_val} < 10 to hold out")
@@ -369,15 +383,24 @@ def _choose_posterior(X, y, plan: Plan, *, k, loss, algorithm, rounds, seed, gra
     if len(scored) < len(reasons):
         logger.info("fit: held-out choice: %d of %d folds left out: %s", len(reasons) - len(scored), len(reasons),
                     next(r for r in reasons if r is not None))
-    H, V, val = (np.concatenate(parts) for parts in zip(*scored))
+    val = np.concatenate([v for _, v in scored])
+    held = HeldOutScores(*(np.concatenate(parts) for parts in zip(*(sc for sc, _ in scored))))
     target = targets(y_arr, val, model.classes, multilabel)
     val_weights = None if weights is None else weights[val]
-    T, s, common = fit_shrinkage(H, V, k, target, multilabel, val_weights, SHRINKAGES if shrink else (0.0,))
-    log_p, _ = calibrated_log_probs((1.0 - s) * H + s * common * V, T, multilabel)
+    T, s, common = fit_shrinkage(held.H, held.V, k, target, multilabel, val_weights, SHRINKAGES if shrink else (0.0,))
+    S = (1.0 - s) * held.H + s * common * held.V
+    w = b = 0.0
+    G = top = None
+    if kernel and not multilabel and model.n_classes >= 3:
+        top = np.asarray(tie_broken_argmax(S, held.V, held.first, k))
+        T, w, b = fit_kernel_term(S, top, held.D, held.neighbour_labels, target, val_weights)
+        G = w * kernel_log_votes(held.D, held.neighbour_labels, b) if w > 0 else None
+    log_p, _ = calibrated_log_probs(S, T, multilabel, G, top)
     logloss, brier = posterior_scores(np.exp(log_p), target, multilabel, val_weights)
-    logger.info("fit: held-out choice: temperature %.4g%s, held-out log loss %.4f, Brier score %.4f", T,
-                f", leverage shrinkage {s:.1f}" if shrink else "", logloss, brier)
-    return T, s, common
+    logger.info("fit: held-out choice: temperature %.4g%s%s, held-out log loss %.4f, Brier score %.4f", T,
+                f", leverage shrinkage {s:.1f}" if shrink else "",
+                f", kernel weight {w:g} at bandwidth {b:g}" if w > 0 else "", logloss, brier)
+    return PosteriorChoice(T, s, common, w, b)
 
 
 #: the held-out choice of T and s scores at least this many points where the
@@ -423,7 +446,7 @@ def _unfit_reason(y_arr, weights, tr, val, k: int) -> Optional[str]:
 
 def _fold_scores(X, y_arr, plan: Plan, tr, val, *, k, loss, algorithm, rounds, seed, graph_method, graph, like,
                  weights) -> tuple:
-    """(H, V, val): the held-out scores and label sums (:func:`held_out_scores`)
+    """(scores, val): the held-out scores (:func:`held_out_scores`)
     at the points ``val`` of an auxiliary fit on the points ``tr`` with the
     main fit's settings, ``rounds`` steps and sample ``weights`` (tr.size,)
     or None (see :func:`_choose_posterior`)."""
@@ -445,8 +468,7 @@ def _fold_scores(X, y_arr, plan: Plan, tr, val, *, k, loss, algorithm, rounds, s
     aux = _fit_checked(X[tr], y_arr[tr], *aux_labels, aux_plan, k=k, loss_obj=loss, algo=algorithm, rounds=rounds,
                        seed=seed, graph_method=graph_method, trace=False, posterior="link", neighbors=aux_graph,
                        like=like, weights=weights)
-    H, V = held_out_scores(aux, X[val], found=val_neighbors, rows=None if like is None else like.rows)
-    return H, V, val
+    return held_out_scores(aux, X[val], found=val_neighbors, rows=None if like is None else like.rows), val
 
 
 def _mean_one(weights):

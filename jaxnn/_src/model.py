@@ -80,8 +80,14 @@ class Model(HostPickled):
         ``X`` is stored shifted, and query points are shifted alike.
       posterior_temperature: T ≥ 0; T > 0 (``fit(posterior="auto")``, fit
         on held-out data) makes :func:`predict_proba` the calibrated
-        p̂ = (1 − ε)·softmax(H/T) + ε/C, and ``posterior_mix`` unused; 0 keeps
-        the λ mix above (docs/guide/posteriors.md).
+        p̂ = (1 − ε)·softmax(H/T + w·log(κ + δ)) + ε/C (predict's class's
+        logit raised to the row's largest), and ``posterior_mix`` unused; 0
+        keeps the λ mix above (docs/guide/posteriors.md).
+      posterior_weight: w ≥ 0 of that kernel term, κ the distance-weighted
+        vote of the k neighbours (fit on held-out data for three or more
+        classes; 0: none, and always for binary and multilabel models).
+      posterior_bandwidth: b ≥ 0, the relative bandwidth of κ's weights
+        (:func:`jaxnn._src.prediction.kernel_weights`); > 0 where w > 0.
       leverage_shrinkage: s ∈ [0, 1] by which ``alpha`` was shrunk toward a
         common leverage, α = (1 − s)·α_boost + s·ā (``fit(shrinkage="auto")``,
         the default, chooses s on held-out data,
@@ -107,6 +113,8 @@ class Model(HostPickled):
     posterior_temperature: float = 0.0
     leverage_shrinkage: float = 0.0
     transform: Optional[jax.Array] = None
+    posterior_weight: float = 0.0
+    posterior_bandwidth: float = 0.0
 
     @property
     def n_classes(self) -> int:
@@ -122,7 +130,7 @@ jax.tree_util.register_dataclass(
     Model,
     data_fields=["alpha", "X", "Y", "trace", "origin", "transform"],
     meta_fields=["classes", "k", "loss", "algorithm", "multilabel", "posterior_mix", "rounds", "posterior_temperature",
-                 "leverage_shrinkage"],
+                 "leverage_shrinkage", "posterior_weight", "posterior_bandwidth"],
 )
 
 
@@ -197,12 +205,20 @@ def validate_model(model: Model) -> None:
             raise TypeError(f"model.{name} must be a real number in [0, 1], got {type(value).__name__} {value!r}")
         if not (math.isfinite(float(value)) and 0.0 <= float(value) <= 1.0):
             raise ValueError(f"model.{name} must be finite and lie in [0, 1], got {value!r}")
-    temperature = getattr(model, "posterior_temperature", 0.0)
-    if isinstance(temperature, (bool, np.bool_)) or not isinstance(temperature, numbers.Real):
-        raise TypeError(f"model.posterior_temperature must be a real number >= 0, "
-                        f"got {type(temperature).__name__} {temperature!r}")
-    if not (math.isfinite(float(temperature)) and float(temperature) >= 0.0):
-        raise ValueError(f"model.posterior_temperature must be finite and >= 0, got {temperature!r}")
+    for name in ("posterior_temperature", "posterior_weight", "posterior_bandwidth"):
+        value = getattr(model, name, 0.0)
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+            raise TypeError(f"model.{name} must be a real number >= 0, got {type(value).__name__} {value!r}")
+        if not (math.isfinite(float(value)) and float(value) >= 0.0):
+            raise ValueError(f"model.{name} must be finite and >= 0, got {value!r}")
+    if float(getattr(model, "posterior_weight", 0.0)) > 0.0:
+        if multilabel or C < 3:
+            raise ValueError(f"model.posterior_weight must be 0 for a {'multilabel' if multilabel else 'binary'} "
+                             f"model (the kernel term is for single-label models of 3 or more classes), "
+                             f"got {model.posterior_weight!r}")
+        if not float(getattr(model, "posterior_bandwidth", 0.0)) > 0.0:
+            raise ValueError(f"model.posterior_bandwidth must be > 0 where model.posterior_weight > 0, "
+                             f"got {getattr(model, 'posterior_bandwidth', 0.0)!r}")
     rounds = model.rounds
     if isinstance(rounds, (bool, np.bool_)) or not isinstance(rounds, numbers.Integral):
         raise TypeError(f"model.rounds must be an integer, got {type(rounds).__name__} {rounds!r}")

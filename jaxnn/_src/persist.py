@@ -42,7 +42,7 @@ __all__ = ["save", "load", "ModelFileError", "FORMAT", "FORMAT_VERSION", "write_
 #: the ``format`` every jaxnn model file names in its metadata
 FORMAT = "jaxnn"
 #: the format version this jaxnn writes; it reads versions 1 … FORMAT_VERSION
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 #: the entry (``__jaxnn__.npy`` in the archive) holding the JSON metadata
 META = "__jaxnn__"
 #: the extension the documentation uses (any name works: :func:`save` writes exactly the path given)

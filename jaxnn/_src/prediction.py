@@ -1,8 +1,10 @@
 """Prediction with a fitted :class:`~jaxnn._src.model.Model`:
 ``decision_function`` (H, eq. 1), ``predict`` (argmax H, exact ties broken by
 the k-NN vote, then by the nearest neighbour: :func:`tie_broken_argmax`) and
-``predict_proba`` (the default: softmax(H/T) with a temperature T fit on
-held-out data and a floor, ranked like ``predict``; or the papers' link
+``predict_proba`` (the default: softmax(H/T + w·log(κ + δ)) with a
+temperature T, and for three or more classes a weight w of the
+distance-weighted vote κ of the same neighbours, fit on held-out data, a
+floor, and ``predict``'s class on top; or the papers' link
 posteriors, paper 003 eq. 29, mixed with k-NN vote fractions); query batches
 padded to shared sizes so that nearby batch sizes share one compiled
 program."""
@@ -10,6 +12,7 @@ program."""
 from __future__ import annotations
 
 import functools
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -24,7 +27,8 @@ from jaxnn._src.points import shift_points
 from jaxnn._src.shared_sizes import at_shared_rows, first_k, first_rows, padded_rows, query_rows, to_device
 
 __all__ = ["decision_function", "predict_proba", "predict", "host_scores", "host_proba", "host_rule", "PREDICT_BLOCK_ROWS",
-           "tie_broken_argmax", "tie_parts", "label_sums", "calibrated_posterior", "POSTERIOR_FLOOR"]
+           "tie_broken_argmax", "tie_parts", "label_sums", "calibrated_posterior", "POSTERIOR_FLOOR", "KERNEL_VOTE_FLOOR",
+           "kernel_weights", "neighbor_sq_distances", "held_out_scores", "HeldOutScores"]
 
 #: ε of the default (calibrated) posteriors p̂ = (1 − ε)·softmax(H/T) + ε/C
 #: (multilabel: (1 − ε)·σ(H_c/T) + ε/2): every class keeps at least ε/C, so
@@ -33,6 +37,11 @@ __all__ = ["decision_function", "predict_proba", "predict", "host_scores", "host
 #: confident row pays −log(1 − ε(C − 1)/C) < 0.01.  Among 10⁻⁴ … 0.03 this ε
 #: gave the least test log loss (docs/guide/posteriors.md).
 POSTERIOR_FLOOR = 1e-2
+
+#: δ of the kernel term w·log(κ_c + δ) of the default posteriors
+#: (:func:`calibrated_posterior`): a class that none of the k neighbours is in
+#: costs w·log δ, not −∞
+KERNEL_VOTE_FLOOR = 1e-3
 
 
 @jax.jit
@@ -86,20 +95,75 @@ def tie_broken_argmax(primary, secondary, first, width: int):
     return jnp.argmax(jnp.where(top, width - first, -1), axis=1)
 
 
-def calibrated_posterior(H, temperature, top, multilabel: bool):
+def neighbor_sq_distances(points, X, indices):
+    """‖x − x_j‖² (n, k') of each query point x (``points`` (n, d)) to its
+    neighbours j (``indices`` (n, k') into the training points X (m, d)),
+    one neighbour column at a time (no (n, k', d) gather).  Traced (jnp)."""
+    kk = indices.shape[1]
+
+    def column(t, D):
+        return D.at[:, t].set(jnp.sum((points - X[indices[:, t]]) ** 2, axis=1))
+
+    return jax.lax.fori_loop(0, kk, column, jnp.zeros((points.shape[0], kk), points.dtype))
+
+
+def kernel_weights(D, bandwidth, k=None):
+    """The weights (n, k') of the distance-weighted vote κ of the default
+    posteriors, from the squared distances D (n, k') of each query to its
+    neighbours of which the first k (traced; None: all) count: with
+    g_t = D_t − min_s D_s, K_t = exp(−g_t / (b·mean_s g_s)) for a relative
+    bandwidth b > 0 (every K_t = 1 where all gaps are 0), normalised to sum
+    to 1 over the k neighbours (0 beyond them).  The unit of each row's
+    bandwidth is its own mean gap: the weights do not change when the
+    points are translated, rotated or uniformly scaled.  jnp (NumPy arrays
+    are taken too); NaN in D gives NaN."""
+    D = jnp.asarray(D)
+    kk = D.shape[1]
+    count = jnp.asarray(kk if k is None else k, D.dtype)
+    inside = jnp.arange(kk)[None, :] < count
+    gaps = D - jnp.min(jnp.where(inside, D, jnp.inf), axis=1, keepdims=True)
+    gaps = jnp.where(inside, gaps, 0.0)
+    scale = jnp.asarray(bandwidth, D.dtype) * _column_sum(gaps) / count
+    K = jnp.where(inside, jnp.exp(-jnp.where(scale > 0, gaps / jnp.where(scale > 0, scale, 1.0), 0.0)), 0.0)
+    return K / _column_sum(K)
+
+
+def _column_sum(A):
+    """Σ_t A[:, t] (n, 1), column by column in order: the columns beyond a
+    row's k (zeros) change nothing, so that a search of more neighbours
+    gives the same weights bit for bit."""
+    return jax.lax.fori_loop(0, A.shape[1], lambda t, s: s + A[:, t, None], jnp.zeros((A.shape[0], 1), A.dtype))
+
+
+def _kernel_votes(W, Y, indices):
+    """κ_c(x) = Σ_t W_t [y_{j_t c} > 0] (n, C) for kernel weights W (n, k')
+    (:func:`kernel_weights`) of the neighbours ``indices`` (n, k'), one
+    neighbour column at a time.  Traced."""
+    k0 = jnp.zeros((indices.shape[0], Y.shape[1]), W.dtype)
+    return jax.lax.fori_loop(0, indices.shape[1],
+                             lambda t, acc: acc + W[:, t, None] * (Y[indices[:, t]] > 0).astype(W.dtype), k0)
+
+
+def calibrated_posterior(H, temperature, top, multilabel: bool, kernel_term=None):
     """The default posteriors from scores H (n, C), traced: single-label
-    p̂ = (1 − ε)·softmax(H/T) + ε/C with ε = :data:`POSTERIOR_FLOOR`, where an
-    exact tie at a row's largest p̂ (equal H, or H/T too close to tell apart
-    in float32) is broken toward ``top`` (n,) — :func:`predict`'s class — by
-    moving the other tied classes one float step down, so that argmax p̂ is
-    always ``predict``'s label; multilabel p̂_c = (1 − ε)·σ(H_c/T) + ε/2,
-    above 1/2 exactly where H_c > 0 (``predict``'s rule).  Strictly inside
-    (0, 1), increasing in H_c within a row.  NaN in H gives NaN."""
+    p̂ = (1 − ε)·softmax(Z) + ε/C with ε = :data:`POSTERIOR_FLOOR` and
+    logits Z = H/T + G, G the ``kernel_term`` (n, C) (w·log(κ + δ),
+    :func:`_rule`; None: 0), where the logit of ``top`` (n,) —
+    :func:`predict`'s class — is raised to the row's largest, and an exact
+    tie at a row's largest p̂ (equal logits, or too close to tell apart in
+    float32) is broken toward ``top`` by moving the other tied classes one
+    float step down, so that argmax p̂ is always ``predict``'s label;
+    multilabel p̂_c = (1 − ε)·σ(H_c/T) + ε/2, above 1/2 exactly where H_c > 0
+    (``predict``'s rule).  Strictly inside (0, 1); without a kernel term
+    increasing in H_c within a row.  NaN in H gives NaN."""
     eps = jnp.asarray(POSTERIOR_FLOOR, H.dtype)
     Z = H / jnp.asarray(temperature, H.dtype)
     if multilabel:
         return (1 - eps) * jax.nn.sigmoid(Z) + eps / 2
     C = H.shape[1]
+    if kernel_term is not None:
+        Z = Z + kernel_term
+        Z = jnp.where(jnp.arange(C)[None, :] == top[:, None], jnp.max(Z, axis=1, keepdims=True), Z)
     p = (1 - eps) * jax.nn.softmax(Z, axis=1) + eps / C
     ptop = jnp.take_along_axis(p, top[:, None], axis=1)
     others = (p >= ptop) & (jnp.arange(C)[None, :] != top[:, None])
@@ -116,9 +180,22 @@ def _check_query(model: Model, X):
     return shift_points(apply_metric(Xq, model.transform), model.origin)
 
 
-def _query_parts(model: Model, X, neighbors):
-    """(alpha, Y, (rows, k') indices of the model's training points nearest
-    each query, k, n): the indices are ``neighbors`` when given (checked
+class QueryParts(NamedTuple):
+    """What the rule of a model is computed from at a batch of queries
+    (:func:`_query_parts`)."""
+
+    alpha: Any  #: (m', C) leverages, padded with zero rows
+    Y: Any  #: (m', C) labels, padded alike
+    X: Any  #: (m', d) training points in the model's search space, padded alike
+    nb: Any  #: (rows, k') neighbour indices, nearest first
+    points: Any  #: (rows, d) the queries in the search space (zeros where neighbours are given without X)
+    k: Any  #: the count of nb's first columns that are NN_k(x) (None: all)
+    n: int  #: the queries' rows (rows from n on are padding)
+
+
+def _query_parts(model: Model, X, neighbors) -> QueryParts:
+    """(alpha, Y, training points, (rows, k') indices of the model's training points nearest
+    each query, the queries, k, n): the indices are ``neighbors`` when given (checked
     against X's rows if X is given too; k' = k = ``model.k``, k passed as
     None), else the exact search of X among ``model.X`` — for a small model
     all the :func:`shared_sizes.shared_k` neighbours it finds, with k as a traced
@@ -130,22 +207,37 @@ def _query_parts(model: Model, X, neighbors):
     alpha and Y are the model's, padded with zero rows to
     :func:`shared_sizes.shared_rows` for a concrete model of at most
     :data:`shared_sizes.SHARED_MAX_ROWS` points (as its search is): models of nearby sizes
-    share one compiled scoring."""
-    alpha, Y = at_shared_rows(model.alpha, model.Y)
+    share one compiled scoring.  The queries (the training points' dtype,
+    padded to the indices' rows) are zeros where only ``neighbors`` is given
+    (the same program runs; :func:`predict_proba` refuses a kernel term
+    without them)."""
+    alpha, Y, Xt = at_shared_rows(model.alpha, model.Y, model.X)
     if neighbors is None:
         if X is None:
             raise TypeError("give the query points X, or their neighbours among the training points as neighbors=")
-        idx, _, n = padded_query(model.X, _check_query(model, X), model.k, cut=False)
-        return alpha, Y, idx, first_k(idx, model.k), n
+        Xq = _check_query(model, X)
+        idx, _, n = padded_query(model.X, Xq, model.k, cut=False)
+        return QueryParts(alpha, Y, Xt, idx, _padded_points(Xq, model.X.dtype, idx.shape[0]), first_k(idx, model.k), n)
     nb = check_neighbors(neighbors, model.X.shape[0], model.k)
     n = nb.shape[0]
+    Xq = None
     if X is not None:
         Xq = _check_query(model, X)
         if Xq.shape[0] != n:
             raise ValueError(f"X and neighbors have mismatched lengths: {Xq.shape[0]} rows in X, {n} in neighbors")
-    if isinstance(nb, jax.core.Tracer):
-        return alpha, Y, nb, None, n
-    return alpha, Y, to_device(padded_rows(nb, query_rows(n, among=alpha.shape[0]))), None, n  # padding: point 0
+    if not isinstance(nb, jax.core.Tracer):
+        nb = to_device(padded_rows(nb, query_rows(n, among=alpha.shape[0])))  # padding: point 0
+    if Xq is None:
+        Xq = np.zeros((n, model.X.shape[1])) if not isinstance(nb, jax.core.Tracer) else jnp.zeros((n, model.X.shape[1]))
+    return QueryParts(alpha, Y, Xt, nb, _padded_points(Xq, model.X.dtype, nb.shape[0]), None, n)
+
+
+def _padded_points(Xq, dtype, rows: int):
+    """Query points (n, d) in ``dtype``, padded with zero rows to ``rows``
+    (on the host for a NumPy array: nothing compiles per n)."""
+    if isinstance(Xq, np.ndarray):
+        return to_device(padded_rows(np.asarray(Xq, dtype), rows))
+    return padded_rows(jnp.asarray(Xq).astype(dtype), rows)
 
 
 #: query rows scored at a time: a larger batch of queries is streamed in
@@ -214,8 +306,8 @@ def decision_function(model: Model, X=None, *, neighbors=None) -> jax.Array:
 
 
 def _decision_function(model: Model, X, neighbors) -> jax.Array:
-    alpha, Y, nb, k, n = _query_parts(model, X, neighbors)
-    return first_rows((leveraged_scores(alpha, Y, nb, k),), n)[0]
+    q = _query_parts(model, X, neighbors)
+    return first_rows((leveraged_scores(q.alpha, q.Y, q.nb, q.k),), q.n)[0]
 
 
 def link_posterior(loss, algorithm, multilabel: bool, H):
@@ -271,35 +363,53 @@ def normalise_rows(p, H):
     return jnp.where(empty, top, p / jnp.where(empty, 1.0, total))
 
 
-def _found_parts(model: Model, X, found, rows):
+def _found_parts(model: Model, X, found, rows) -> QueryParts:
     """:func:`_query_parts` for queries X whose (n, k') host neighbour
-    indices ``found`` are given: α and the labels padded to at least ``rows``
-    rows, the indices to :func:`shared_sizes.query_rows` rows on the device,
+    indices ``found`` are given: α, the labels and the training points padded to at least ``rows``
+    rows, the indices and queries to :func:`shared_sizes.query_rows` rows on the device,
     and k the traced count of them to sum."""
-    alpha, Y = at_shared_rows(model.alpha, model.Y, rows=rows)
+    alpha, Y, Xt = at_shared_rows(model.alpha, model.Y, model.X, rows=rows)
     n = found.shape[0]
     if X.shape[0] != n:
         raise ValueError(f"X and found have mismatched lengths: {X.shape[0]} rows in X, {n} in found")
     nb = to_device(padded_rows(np.asarray(found), query_rows(n, among=alpha.shape[0])))
-    return alpha, Y, nb, first_k(found, model.k), n
+    points = _padded_points(_check_query(model, X), model.X.dtype, nb.shape[0])
+    return QueryParts(alpha, Y, Xt, nb, points, first_k(found, model.k), n)
 
 
-def held_out_scores(model: Model, X, found=None, rows=None):
-    """(H, V), both (n, C) NumPy arrays, of ``model`` at X — what
-    ``posterior="auto"`` fits its temperature and leverage shrinkage on: the
-    scores H_c(x) = Σ_{j∈NN_k(x)} α_jc y_jc and the label sums
-    V_c(x) = Σ_{j∈NN_k(x)} y_jc (the scores at α ≡ 1: k·(2·v_c − 1), v the
-    vote fractions), by :func:`predict`'s compiled program (:func:`_rule`),
-    the padding dropped on the host.  ``found``: X's (n, k') host indices of
+class HeldOutScores(NamedTuple):
+    """A model's rule at held-out points (:func:`held_out_scores`), NumPy."""
+
+    H: np.ndarray  #: (n, C) scores H_c(x) = Σ_{j∈NN_k(x)} α_jc y_jc
+    V: np.ndarray  #: (n, C) label sums Σ_{j∈NN_k(x)} y_jc (the scores at α ≡ 1)
+    first: np.ndarray  #: (n, C) position of each class's nearest neighbour (k: none)
+    D: np.ndarray  #: (n, k) squared distances to the k neighbours, nearest first
+    neighbour_labels: np.ndarray  #: (n, k, C) bool, y_jc > 0 of the k neighbours
+
+
+def held_out_scores(model: Model, X, found=None, rows=None) -> HeldOutScores:
+    """:class:`HeldOutScores` of ``model`` at X — what
+    ``posterior="auto"`` fits its temperature, leverage shrinkage and kernel
+    term on: the scores H, the label sums V (k·(2·v_c − 1), v the
+    vote fractions) and the first positions (:func:`predict`'s ties) by
+    :func:`predict`'s compiled program (:func:`_rule`), the squared
+    distances and labels of the k neighbours (:func:`kernel_weights`), the
+    padding dropped on the host.  ``found``: X's (n, k') host indices of
     its k' ≥ k nearest training points, nearest first, from a search at
     :func:`shared_sizes.shared_k` (k') — all passed on, k traced, so that
     nearby ks share one program (a graph of the training points
     themselves, self excluded, serves too); with them, ``rows``: the
     model's α and labels are padded to at least so many rows (the main
     fit's, whose ``predict_proba`` then reuses the program)."""
-    alpha, Y, nb, k, n = _query_parts(model, X, None) if found is None else _found_parts(model, X, found, rows)
-    H, counts = (np.asarray(a)[:n] for a in _rule_of(model, alpha, Y, nb, k, 0.0, 0.0)[:2])
-    return H, label_sums(counts, model.k)
+    q = _query_parts(model, X, None) if found is None else _found_parts(model, X, found, rows)
+    H, counts, first = (np.asarray(a)[:q.n] for a in _rule_of(model, q, 0.0, 0.0)[:3])
+    nb = np.asarray(q.nb)[:q.n, :model.k]
+    D = np.asarray(_sq_distances(q.points, q.X, q.nb))[:q.n, :model.k]
+    labels = np.asarray(model.Y)[nb] > 0
+    return HeldOutScores(H, label_sums(counts, model.k), np.minimum(first, model.k), D, labels)
+
+
+_sq_distances = jax.jit(neighbor_sq_distances)
 
 
 def label_sums(counts, k: int):
@@ -342,8 +452,12 @@ def predict_proba(model: Model, X=None, *, neighbors=None) -> jax.Array:
 
 def _padded_proba(model: Model, X, neighbors):
     """((:func:`predict_proba` on the padded query rows,), n)."""
-    alpha, Y, nb, k, n = _query_parts(model, X, neighbors)
-    return (_rule_of(model, alpha, Y, nb, k)[4],), n
+    q = _query_parts(model, X, neighbors)
+    if X is None and _kernel_weight(model) > 0:
+        raise ValueError("this model's posteriors weigh each query's neighbours by their distances to it "
+                         f"(model.posterior_weight = {_kernel_weight(model):g}): give the query points X "
+                         "as well as neighbors=")
+    return (_rule_of(model, q)[4],), q.n
 
 
 def _temperature(model: Model) -> float:
@@ -352,28 +466,38 @@ def _temperature(model: Model) -> float:
     return float(getattr(model, "posterior_temperature", 0.0) or 0.0)
 
 
-def _rule_of(model: Model, alpha, Y, nb, k, lam=None, temperature=None):
+def _kernel_weight(model: Model) -> float:
+    """``model.posterior_weight`` (0.0 for a model without one)."""
+    return float(getattr(model, "posterior_weight", 0.0) or 0.0)
+
+
+def _rule_of(model: Model, q: QueryParts, lam=None, temperature=None):
     """:func:`_rule` for ``model`` on its query parts (:func:`_query_parts`):
-    λ and T the model's unless given, passed as Python floats, positionally,
+    λ, T, w and b the model's unless given (λ and T), passed as Python floats, positionally,
     so that every caller — predict, predict_proba, the estimator and
     ``posterior="auto"``'s scoring — runs one program for these shapes."""
     lam = float(model.posterior_mix) if lam is None else float(lam)
     temperature = _temperature(model) if temperature is None else float(temperature)
-    return _rule(alpha, Y, nb, lam, k, temperature, loss=model.loss, algorithm=model.algorithm,
-                 multilabel=model.multilabel)
+    bandwidth = float(getattr(model, "posterior_bandwidth", 0.0) or 0.0)
+    return _rule(q.alpha, q.Y, q.nb, lam, q.k, temperature, q.X, q.points, _kernel_weight(model), bandwidth,
+                 loss=model.loss, algorithm=model.algorithm, multilabel=model.multilabel)
 
 
 @functools.partial(jax.jit, static_argnames=("loss", "algorithm", "multilabel"))
-def _rule(alpha, Y, nb, lam, k=None, temperature=0.0, *, loss, algorithm, multilabel: bool):
+def _rule(alpha, Y, nb, lam, k, temperature, X, points, weight, bandwidth, *, loss, algorithm, multilabel: bool):
     """(H, vote counts, first positions, index of the predicted class,
     posteriors), each (n, C) but the fourth (n,), for (n, k') neighbour
     indices nb of which the first k (traced; None: all) are NN_k(x): the
     parts of :func:`predict`'s rule (argmax H, exact ties by the vote, then
     the nearest neighbour) and :func:`predict_proba`'s posteriors — where the
     temperature T > 0 the calibrated posteriors (:func:`calibrated_posterior`,
-    ties toward the predicted class), else (1 − λ)·link + λ·votes, the link
+    ties toward the predicted class; single-label, with a kernel weight
+    w > 0, the kernel term w·log(κ + δ), κ the vote of the k neighbours weighted by
+    :func:`kernel_weights` at relative bandwidth b, δ =
+    :data:`KERNEL_VOTE_FLOOR`, from the query ``points`` (n, d) and the training
+    points X), else (1 − λ)·link + λ·votes, the link
     posterior of :func:`_normalised_link` and the vote fractions
-    v_c(x) = #{j ∈ NN_k(x) : y_jc = +1}/k.  λ and T are traced: one program
+    v_c(x) = #{j ∈ NN_k(x) : y_jc = +1}/k.  λ, T, w and b are traced: one program
     serves every fitted model of these shapes (folds of a cross-validation
     fit other Ts), and predict and predict_proba share it; each branch is
     computed only where taken (``lax.cond``)."""
@@ -381,8 +505,14 @@ def _rule(alpha, Y, nb, lam, k=None, temperature=0.0, *, loss, algorithm, multil
     counts, first = tie_parts(Y, nb, k)
     top = tie_broken_argmax(H, counts, first, nb.shape[1])
 
+    def kernel_term(_):
+        W = kernel_weights(neighbor_sq_distances(points, X, nb), bandwidth, k)
+        return jnp.asarray(weight, H.dtype) * jnp.log(_kernel_votes(W, Y, nb).astype(H.dtype) + KERNEL_VOTE_FLOOR)
+
     def calibrated(H):
-        return calibrated_posterior(H, temperature, None if multilabel else top, multilabel)
+        if multilabel:
+            return calibrated_posterior(H, temperature, None, True)
+        return calibrated_posterior(H, temperature, top, False, jax.lax.cond(weight > 0.0, kernel_term, jnp.zeros_like, H))
 
     def link_or_votes(H):
         p_link = _normalised_link(H, loss=loss, algorithm=algorithm, multilabel=multilabel)
@@ -410,8 +540,9 @@ def predict(model: Model, X=None, *, neighbors=None) -> np.ndarray:
 
 
 def _predict(model: Model, X, neighbors):
-    alpha, Y, nb, k, n = _query_parts(model, X, neighbors)
-    H, _, _, top, _ = _rule_of(model, alpha, Y, nb, k)
+    q = _query_parts(model, X, neighbors)
+    n = q.n
+    H, _, _, top, _ = _rule_of(model, q)
     if isinstance(H, jax.core.Tracer):  # under jax.jit / vmap: a traced array, not NumPy
         return _traced_predict(model, H[:n], top[:n])  # a traced model with concrete queries: rows were padded
     # the padding dropped on the host: nothing compiles per n
@@ -447,9 +578,9 @@ def host_rule(model: Model, X, proba: bool = False) -> tuple:
 
 
 def _host_rule(model: Model, X, proba: bool) -> tuple:
-    alpha, Y, nb, k, n = _query_parts(model, X, None)
-    H, counts, first, top, p = (np.asarray(a)[:n] for a in _rule_of(model, alpha, Y, nb, k))
-    if nb.shape[1] != model.k:  # a wider search (shared_k): no class was first beyond the k-th
+    q = _query_parts(model, X, None)
+    H, counts, first, top, p = (np.asarray(a)[:q.n] for a in _rule_of(model, q))
+    if q.nb.shape[1] != model.k:  # a wider search (shared_k): no class was first beyond the k-th
         first = np.minimum(first, model.k)
     return (H, counts / model.k, first, top) + ((p,) if proba else ())
 
