@@ -110,6 +110,23 @@ def test_translating_or_uniformly_scaling_X_changes_nothing(problem, shift, log2
     np.testing.assert_array_equal(jaxnn.predict(other, moved), jaxnn.predict(base, X))
 
 
+@given(problem=problems(), shift=st.floats(-1e3, 1e3, allow_nan=False), log2_scale=st.integers(-10, 10),
+       weight=st.sampled_from((0.5, 2.0)), bandwidth=st.sampled_from((0.25, 1.0, 4.0)))
+def test_the_kernel_term_ignores_translation_and_uniform_scaling(problem, shift, log2_scale, weight, bandwidth):
+    """With a kernel term (w > 0, three or more classes) the posteriors of
+    queries Q under a model of X equal those of a·Q + b under the same
+    model moved (a a power of two): each query's bandwidth is in units of
+    its own neighbours' distances."""
+    X, y, k = problem
+    assume(np.unique(y).size >= 3 and _knn_margin(np.concatenate([X, X + 0.05]), k) > 1e-3)
+    moved = X * 2.0**log2_scale + shift
+    kernel = dict(posterior_temperature=1.0, posterior_weight=weight, posterior_bandwidth=bandwidth)
+    base = dataclasses.replace(jaxnn.fit(X, y, k=k, posterior="link"), **kernel)
+    other = dataclasses.replace(jaxnn.fit(moved, y, k=k, posterior="link"), **kernel)
+    np.testing.assert_allclose(np.asarray(jaxnn.predict_proba(other, (X + 0.05) * 2.0**log2_scale + shift)),
+                               np.asarray(jaxnn.predict_proba(base, X + 0.05)), atol=2e-3)
+
+
 @given(problem=problems())
 def test_unit_leverage_is_the_knn_vote(problem):
     """α ≡ 1 gives H_c(x) = Σ_{j∈NN_k(x)} y_jc = k·(2·v_c(x) − 1), v the

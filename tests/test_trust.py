@@ -461,3 +461,110 @@ def test_the_estimator_and_the_command_line_take_the_shrinkage(tmp_path):
         assert cli.main(["fit", str(data), "--target", "label", "--k", "2", "--quiet", "-o", str(tmp_path / "m.jaxnn"),
                          *flag]) == 0
         assert jaxnn.load(tmp_path / "m.jaxnn").leverage_shrinkage == want.leverage_shrinkage
+
+
+def _kernel_problem(seed=0, n=300, C=4, k=6):
+    """Held-out-like parts: scores S carrying a weak signal, neighbour labels
+    and squared distances where the true class's neighbours are the nearest."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, C, n)
+    target = np.eye(C)[y]
+    S = 1.0 * (2 * target - 1) + rng.normal(scale=2.0, size=(n, C))
+    own = rng.random((n, k)) < 0.5
+    labels = np.where(own, y[:, None], rng.integers(0, C, (n, k)))
+    D = np.where(labels == y[:, None], 1.0, 3.0) + rng.random((n, k))
+    order = np.argsort(D, axis=1)
+    D, labels = np.take_along_axis(D, order, 1), np.take_along_axis(labels, order, 1)
+    return S, np.eye(C, dtype=bool)[labels], D, target
+
+
+def test_kernel_log_votes_is_the_twin_of_the_traced_kernel_vote():
+    """calibration.kernel_log_votes (float64 NumPy) = log(κ + δ) with κ from
+    prediction.kernel_weights (float32, traced) on the same distances — also
+    where a wider search's extra columns are masked (k < k') and where every
+    gap is 0 (equal weights); the weights sum to 1 and vanish beyond k."""
+    from jaxnn._src.calibration import kernel_log_votes
+    from jaxnn._src.prediction import KERNEL_VOTE_FLOOR, kernel_weights
+
+    _, labels, D, _ = _kernel_problem(seed=1)
+    D[:3] = 2.0  # equal distances: equal weights
+    for b in (0.25, 1.0, 4.0):
+        W = np.asarray(kernel_weights(D.astype(np.float32), b), np.float64)
+        np.testing.assert_allclose(W.sum(axis=1), 1.0, rtol=1e-6)
+        np.testing.assert_allclose(W[:3], 1.0 / D.shape[1], rtol=1e-6)
+        want = np.log(np.einsum("nk,nkc->nc", W, labels.astype(float)) + KERNEL_VOTE_FLOOR)
+        np.testing.assert_allclose(kernel_log_votes(D, labels, b), want, rtol=1e-5, atol=1e-5)
+        wider = np.concatenate([D, np.full((D.shape[0], 3), 0.5)], axis=1).astype(np.float32)
+        Wk = np.asarray(kernel_weights(wider, b, np.int32(D.shape[1])))
+        np.testing.assert_array_equal(Wk[:, D.shape[1]:], 0.0)
+        np.testing.assert_allclose(Wk[:, :D.shape[1]], W, rtol=1e-6)
+    # a uniform scaling of the distances changes no weight
+    np.testing.assert_allclose(np.asarray(kernel_weights((7.5 * D).astype(np.float32), 1.0)),
+                               np.asarray(kernel_weights(D.astype(np.float32), 1.0)), rtol=1e-5)
+
+
+def test_held_out_log_losses_with_a_kernel_term_follow_the_definition(monkeypatch):
+    """log_losses with a kernel term G and predicted classes top: the mean
+    −log p̂_y of p̂ = 0.99·softmax(H/T + G, top's logit raised to the row's
+    largest) + 0.01/C, at every T and whatever the block of temperatures."""
+    from jaxnn._src import calibration
+
+    S, labels, D, target = _kernel_problem(seed=2)
+    G = 1.5 * calibration.kernel_log_votes(D, labels, 1.0)
+    top = np.argmax(S, axis=1)
+    Ts = np.logspace(-1, 1.5, 9)
+    want = []
+    for T in Ts:
+        Z = S / T + G
+        Z[np.arange(len(Z)), top] = Z.max(axis=1)
+        P = np.exp(Z - Z.max(axis=1, keepdims=True))
+        P = 0.99 * P / P.sum(axis=1, keepdims=True) + 0.01 / P.shape[1]
+        want.append(-np.mean(np.log(np.sum(target * P, axis=1))))
+    np.testing.assert_allclose(calibration.log_losses(S, target, Ts, False, None, G, top), want, rtol=1e-12)
+    monkeypatch.setattr(calibration, "LOSS_BLOCK", 2 * S.size)
+    np.testing.assert_allclose(calibration.log_losses(S, target, Ts, False, None, G, top), want, rtol=1e-12)
+    log_p, _ = calibration.calibrated_log_probs(S, Ts[3], False, G, top)
+    assert -np.mean(np.sum(target * log_p, axis=1)) == pytest.approx(want[3], rel=1e-12)
+
+
+def test_fit_kernel_term_picks_the_weight_of_least_held_out_log_loss():
+    """fit_kernel_term: (T, w, b) of least log loss over w ∈ {0} ∪ KERNEL_WEIGHTS
+    and b ∈ KERNEL_BANDWIDTHS (T by best_temperature for each); where the
+    neighbours' distances say the class, w > 0; where they are noise, w = 0
+    and T is best_temperature's alone."""
+    from jaxnn._src.calibration import (KERNEL_BANDWIDTHS, KERNEL_WEIGHTS, best_temperature, fit_kernel_term,
+                                        kernel_log_votes)
+
+    S, labels, D, target = _kernel_problem(seed=3)
+    top = np.argmax(S, axis=1)
+    T, w, b = fit_kernel_term(S, top, D, labels, target)
+    fits = {(0.0, 0.0): best_temperature(S, target, False)}
+    for bb in KERNEL_BANDWIDTHS:
+        for ww in KERNEL_WEIGHTS:
+            fits[ww, bb] = best_temperature(S, target, False, None, ww * kernel_log_votes(D, labels, bb), top)
+    best = min(fits, key=lambda key: fits[key][1])
+    assert (w, b) == best and T == fits[best][0] and w > 0
+    rng = np.random.default_rng(4)
+    noise = np.eye(target.shape[1], dtype=bool)[rng.integers(0, target.shape[1], labels.shape[:2])]
+    T0, w0, b0 = fit_kernel_term(S, top, rng.random(D.shape) + 1.0, noise, target)
+    assert (w0, b0) == (0.0, 0.0) and T0 == best_temperature(S, target, False)[0]
+
+
+def test_the_default_fits_a_kernel_term_where_distances_help(tmp_path, caplog):
+    """On 4 well-separated classes posterior="auto" fits w > 0 (logged with
+    its bandwidth), saves and loads it, and its posteriors keep predict's
+    class on top; binary data keep w = 0."""
+    X, y = _blobs(m=240, C=4, seed=7, spread=1.2)
+    with caplog.at_level("INFO", logger="jaxnn"):
+        model = jaxnn.fit(X, y, k=8)
+    assert model.posterior_weight > 0 and model.posterior_bandwidth > 0
+    assert any(f"kernel weight {model.posterior_weight:g} at bandwidth {model.posterior_bandwidth:g}"
+               in r.getMessage() for r in caplog.records)
+    P = np.asarray(jaxnn.predict_proba(model, X + 0.05))
+    np.testing.assert_array_equal(np.asarray(model.classes)[P.argmax(axis=1)], jaxnn.predict(model, X + 0.05))
+    jaxnn.save(model, tmp_path / "m.jaxnn")
+    back = jaxnn.load(tmp_path / "m.jaxnn")
+    assert (back.posterior_weight, back.posterior_bandwidth) == (model.posterior_weight, model.posterior_bandwidth)
+    np.testing.assert_array_equal(np.asarray(jaxnn.predict_proba(back, X + 0.05)), P)
+    Xb, yb = _blobs(m=120, C=2, seed=7)
+    assert jaxnn.fit(Xb, yb, k=8).posterior_weight == 0.0

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from jaxnn._src.inputs import label_rows
-from jaxnn._src.prediction import KERNEL_VOTE_FLOOR, POSTERIOR_FLOOR, kernel_weights
+from jaxnn._src.prediction import KERNEL_VOTE_FLOOR, POSTERIOR_FLOOR
 
 __all__ = ["KERNEL_BANDWIDTHS", "KERNEL_WEIGHTS", "LOSS_BLOCK", "SHRINKAGES", "T_GRID", "T_REFINE", "best_temperature",
            "calibrated_log_probs", "common_leverage", "fit_kernel_term", "fit_shrinkage", "fit_temperature",
@@ -79,17 +79,23 @@ def log_losses(H, target, Ts, multilabel: bool, weights=None, kernel_term=None, 
     if not multilabel:
         H = H - H.max(axis=1, keepdims=True)
         true = np.sum(target * H, axis=1)  # (n,) H_y − max H
+        rows, label, eps = np.arange(H.shape[0]), np.argmax(target, axis=1), POSTERIOR_FLOOR
+        if kernel_term is not None:
+            kernel_term, top = np.asarray(kernel_term, np.float64), np.asarray(top)
     out = []
     for lo in range(0, Ts.size, step):
         T = Ts[lo:lo + step, None]
         if multilabel:
             log_p, log_q = calibrated_log_probs(H, T[:, :, None], multilabel)
             per_row = np.sum(target * log_p + (1 - target) * log_q, axis=-1)
-        elif kernel_term is not None:
-            per_row = np.sum(target * calibrated_log_probs(H, T[:, :, None], False, kernel_term, top)[0], axis=-1)
+        elif kernel_term is not None:  # calibrated_log_probs' logits, only the true class's p̂ formed
+            Z = H / T[:, :, None] + kernel_term
+            zmax = Z.max(axis=-1)
+            Z[:, rows, top] = zmax
+            Z -= zmax[..., None]
+            per_row = np.log((1 - eps) * np.exp(Z[:, rows, label]) / np.exp(Z).sum(axis=-1) + eps / H.shape[1])
         else:
             total = np.exp(H / T[:, :, None]).sum(axis=-1)  # (t, n)
-            eps = POSTERIOR_FLOOR
             per_row = np.log((1 - eps) * np.exp(true / T) / total + eps / H.shape[1])
         out.append(-np.average(per_row, axis=-1, weights=weights))
     return np.concatenate(out)
@@ -192,18 +198,22 @@ def posterior_scores(p, target, multilabel: bool, weights=None) -> tuple:
 #: or more classes
 KERNEL_WEIGHTS = (0.25, 0.5, 1.0, 2.0, 4.0)
 #: the relative bandwidths b of κ's weights that it tries (:func:`jaxnn._src.prediction.kernel_weights`)
-KERNEL_BANDWIDTHS = (0.25, 0.5, 1.0, 2.0, 4.0)
+KERNEL_BANDWIDTHS = (0.25, 1.0, 4.0)
 
 
 def kernel_log_votes(D, neighbour_labels, bandwidth) -> np.ndarray:
     """log(κ + δ) (n, C), float64: κ_c = Σ_t K_t [y_{j_t c} > 0] the vote of
     the k neighbours weighted by :func:`jaxnn._src.prediction.kernel_weights`
-    at relative bandwidth b, from their squared distances D (n, k) and
-    labels (n, k, C) bool (:class:`jaxnn._src.prediction.HeldOutScores`);
-    δ = :data:`jaxnn._src.prediction.KERNEL_VOTE_FLOOR`."""
-    W = np.asarray(kernel_weights(np.asarray(D, np.float32), bandwidth), np.float32)
-    kappa = np.einsum("nk,nkc->nc", W, np.asarray(neighbour_labels, np.float32))
-    return np.log(kappa.astype(np.float64) + KERNEL_VOTE_FLOOR)
+    at relative bandwidth b — its float64 NumPy twin — from their squared
+    distances D (n, k) and labels (n, k, C) bool
+    (:class:`jaxnn._src.prediction.HeldOutScores`); δ =
+    :data:`jaxnn._src.prediction.KERNEL_VOTE_FLOOR`."""
+    D = np.asarray(D, np.float64)
+    gaps = D - D.min(axis=1, keepdims=True)
+    scale = bandwidth * gaps.mean(axis=1, keepdims=True)
+    K = np.exp(-np.divide(gaps, scale, out=np.zeros_like(gaps), where=scale > 0))
+    kappa = np.einsum("nk,nkc->nc", K / K.sum(axis=1, keepdims=True), np.asarray(neighbour_labels, np.float64))
+    return np.log(kappa + KERNEL_VOTE_FLOOR)
 
 
 def fit_kernel_term(S, top, D, neighbour_labels, target, weights=None) -> tuple:
