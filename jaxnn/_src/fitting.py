@@ -95,12 +95,16 @@ def fit(
         evaluates ψ on every edge a step writes, which makes a pass several
         times slower.
       posterior: how :func:`predict_proba` estimates posteriors — ``"auto"``
-        (default): p̂ = (1 − ε)·softmax(H/T) + ε/C (multilabel: per label
+        (default): p̂ = (1 − ε)·softmax(H/T + w·log(κ + δ)) + ε/C, the logit
+        of :func:`predict`'s class raised to the row's largest (multilabel: per label
         (1 − ε)·σ(H_c/T) + ε/2), ε = 0.01, with the temperature T of least
         log loss on a held-out 20 % for an auxiliary fit on the other 80 %
         (one extra fit; on small data up to five, cross-fitted;
-        ``model.posterior_temperature``): never exactly 0 or 1, increasing
-        in H, so that its argmax is always :func:`predict`'s label.  Data
+        ``model.posterior_temperature``) — for three or more classes with
+        the weight w ≥ 0 (``model.posterior_weight``) and bandwidth of the
+        distance-weighted vote κ of the same k neighbours
+        (:func:`jaxnn._src.prediction.kernel_weights`) fit with it: never
+        exactly 0 or 1, its argmax always :func:`predict`'s label.  Data
         too small to hold 10 points out (m < 48), or whose 80 % would lack a
         class, fit T on the training points' own scores (logged).
         ``"link"``: the papers' p̂ = link(H) (paper 003 eq. 29);
@@ -143,7 +147,8 @@ def fit(
         chosen with the temperature T on held-out data — an auxiliary fit
         on a random 80 %, scored on the other 20 % (on small data, up to
         five such fits scoring every point once) — by least log
-        loss of the calibrated posteriors softmax(H/T); with
+        loss of the calibrated posteriors softmax(H/T) (before the kernel
+        term is fit); with
         ``posterior="auto"`` the same auxiliary fit chooses T, with
         ``"link"`` or ``"votes"`` it is made for s alone.  Between boosting's
         rule (s = 0) and the plain k-NN vote (s = 1): where each α is

@@ -188,12 +188,12 @@ class QueryParts(NamedTuple):
     Y: Any  #: (m', C) labels, padded alike
     X: Any  #: (m', d) training points in the model's search space, padded alike
     nb: Any  #: (rows, k') neighbour indices, nearest first
-    points: Any  #: (rows, d) the queries in the search space (zeros where neighbours are given without X)
+    points: Any  #: (rows, d) the queries in the search space (zeros where neighbours are given without X), or None where not needed
     k: Any  #: the count of nb's first columns that are NN_k(x) (None: all)
     n: int  #: the queries' rows (rows from n on are padding)
 
 
-def _query_parts(model: Model, X, neighbors) -> QueryParts:
+def _query_parts(model: Model, X, neighbors, points: bool = False) -> QueryParts:
     """(alpha, Y, training points, (rows, k') indices of the model's training points nearest
     each query, the queries, k, n): the indices are ``neighbors`` when given (checked
     against X's rows if X is given too; k' = k = ``model.k``, k passed as
@@ -208,16 +208,19 @@ def _query_parts(model: Model, X, neighbors) -> QueryParts:
     :func:`shared_sizes.shared_rows` for a concrete model of at most
     :data:`shared_sizes.SHARED_MAX_ROWS` points (as its search is): models of nearby sizes
     share one compiled scoring.  The queries (the training points' dtype,
-    padded to the indices' rows) are zeros where only ``neighbors`` is given
-    (the same program runs; :func:`predict_proba` refuses a kernel term
-    without them)."""
+    padded to the indices' rows) are kept with ``points`` or for a model
+    with a kernel term (:func:`_uses_kernel`), else None; they are zeros
+    where only ``neighbors`` is given (:func:`predict_proba` refuses a
+    kernel term without them)."""
+    points = points or _uses_kernel(model)
     alpha, Y, Xt = at_shared_rows(model.alpha, model.Y, model.X)
     if neighbors is None:
         if X is None:
             raise TypeError("give the query points X, or their neighbours among the training points as neighbors=")
         Xq = _check_query(model, X)
         idx, _, n = padded_query(model.X, Xq, model.k, cut=False)
-        return QueryParts(alpha, Y, Xt, idx, _padded_points(Xq, model.X.dtype, idx.shape[0]), first_k(idx, model.k), n)
+        Xp = _padded_points(Xq, model.X.dtype, idx.shape[0]) if points else None
+        return QueryParts(alpha, Y, Xt, idx, Xp, first_k(idx, model.k), n)
     nb = check_neighbors(neighbors, model.X.shape[0], model.k)
     n = nb.shape[0]
     Xq = None
@@ -227,6 +230,8 @@ def _query_parts(model: Model, X, neighbors) -> QueryParts:
             raise ValueError(f"X and neighbors have mismatched lengths: {Xq.shape[0]} rows in X, {n} in neighbors")
     if not isinstance(nb, jax.core.Tracer):
         nb = to_device(padded_rows(nb, query_rows(n, among=alpha.shape[0])))  # padding: point 0
+    if not points:
+        return QueryParts(alpha, Y, Xt, nb, None, None, n)
     if Xq is None:
         Xq = np.zeros((n, model.X.shape[1])) if not isinstance(nb, jax.core.Tracer) else jnp.zeros((n, model.X.shape[1]))
     return QueryParts(alpha, Y, Xt, nb, _padded_points(Xq, model.X.dtype, nb.shape[0]), None, n)
@@ -401,7 +406,7 @@ def held_out_scores(model: Model, X, found=None, rows=None) -> HeldOutScores:
     themselves, self excluded, serves too); with them, ``rows``: the
     model's α and labels are padded to at least so many rows (the main
     fit's, whose ``predict_proba`` then reuses the program)."""
-    q = _query_parts(model, X, None) if found is None else _found_parts(model, X, found, rows)
+    q = _query_parts(model, X, None, points=True) if found is None else _found_parts(model, X, found, rows)
     H, counts, first = (np.asarray(a)[:q.n] for a in _rule_of(model, q, 0.0, 0.0)[:3])
     nb = np.asarray(q.nb)[:q.n, :model.k]
     D = np.asarray(_sq_distances(q.points, q.X, q.nb))[:q.n, :model.k]
@@ -453,7 +458,7 @@ def predict_proba(model: Model, X=None, *, neighbors=None) -> jax.Array:
 def _padded_proba(model: Model, X, neighbors):
     """((:func:`predict_proba` on the padded query rows,), n)."""
     q = _query_parts(model, X, neighbors)
-    if X is None and _kernel_weight(model) > 0:
+    if X is None and _uses_kernel(model):
         raise ValueError("this model's posteriors weigh each query's neighbours by their distances to it "
                          f"(model.posterior_weight = {_kernel_weight(model):g}): give the query points X "
                          "as well as neighbors=")
@@ -471,6 +476,13 @@ def _kernel_weight(model: Model) -> float:
     return float(getattr(model, "posterior_weight", 0.0) or 0.0)
 
 
+def _uses_kernel(model: Model) -> bool:
+    """Whether ``model``'s posteriors have a kernel term (w > 0, T > 0,
+    single-label): the one place that says so, a static choice of
+    :func:`_rule`'s program — models without one compile none of it."""
+    return _kernel_weight(model) > 0 and _temperature(model) > 0 and not model.multilabel
+
+
 def _rule_of(model: Model, q: QueryParts, lam=None, temperature=None):
     """:func:`_rule` for ``model`` on its query parts (:func:`_query_parts`):
     λ, T, w and b the model's unless given (λ and T), passed as Python floats, positionally,
@@ -478,9 +490,11 @@ def _rule_of(model: Model, q: QueryParts, lam=None, temperature=None):
     ``posterior="auto"``'s scoring — runs one program for these shapes."""
     lam = float(model.posterior_mix) if lam is None else float(lam)
     temperature = _temperature(model) if temperature is None else float(temperature)
+    kernel = _uses_kernel(model)
     bandwidth = float(getattr(model, "posterior_bandwidth", 0.0) or 0.0)
-    return _rule(q.alpha, q.Y, q.nb, lam, q.k, temperature, q.X, q.points, _kernel_weight(model), bandwidth,
-                 loss=model.loss, algorithm=model.algorithm, multilabel=model.multilabel)
+    return _rule(q.alpha, q.Y, q.nb, lam, q.k, temperature, q.X if kernel else None, q.points if kernel else None,
+                 _kernel_weight(model), bandwidth, loss=model.loss, algorithm=model.algorithm,
+                 multilabel=model.multilabel)
 
 
 @functools.partial(jax.jit, static_argnames=("loss", "algorithm", "multilabel"))
@@ -491,15 +505,16 @@ def _rule(alpha, Y, nb, lam, k, temperature, X, points, weight, bandwidth, *, lo
     parts of :func:`predict`'s rule (argmax H, exact ties by the vote, then
     the nearest neighbour) and :func:`predict_proba`'s posteriors — where the
     temperature T > 0 the calibrated posteriors (:func:`calibrated_posterior`,
-    ties toward the predicted class; single-label, with a kernel weight
-    w > 0, the kernel term w·log(κ + δ), κ the vote of the k neighbours weighted by
+    ties toward the predicted class; given the query ``points`` (n, d) and
+    the training points X — a model with a kernel term, :func:`_uses_kernel`
+    — with the kernel term w·log(κ + δ), κ the vote of the k neighbours weighted by
     :func:`kernel_weights` at relative bandwidth b, δ =
-    :data:`KERNEL_VOTE_FLOOR`, from the query ``points`` (n, d) and the training
-    points X), else (1 − λ)·link + λ·votes, the link
+    :data:`KERNEL_VOTE_FLOOR`), else (1 − λ)·link + λ·votes, the link
     posterior of :func:`_normalised_link` and the vote fractions
     v_c(x) = #{j ∈ NN_k(x) : y_jc = +1}/k.  λ, T, w and b are traced: one program
-    serves every fitted model of these shapes (folds of a cross-validation
-    fit other Ts), and predict and predict_proba share it; each branch is
+    serves every fitted model of these shapes with a kernel term, one every
+    model without (folds of a cross-validation fit other Ts), and predict
+    and predict_proba share it; each branch is
     computed only where taken (``lax.cond``)."""
     H = leveraged_scores(alpha, Y, nb, k)
     counts, first = tie_parts(Y, nb, k)
@@ -512,7 +527,7 @@ def _rule(alpha, Y, nb, lam, k, temperature, X, points, weight, bandwidth, *, lo
     def calibrated(H):
         if multilabel:
             return calibrated_posterior(H, temperature, None, True)
-        return calibrated_posterior(H, temperature, top, False, jax.lax.cond(weight > 0.0, kernel_term, jnp.zeros_like, H))
+        return calibrated_posterior(H, temperature, top, False, None if points is None else kernel_term(H))
 
     def link_or_votes(H):
         p_link = _normalised_link(H, loss=loss, algorithm=algorithm, multilabel=multilabel)

@@ -107,8 +107,10 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         and that of ``decision_function`` to be one label, and
         ``predict_proba`` to rank like ``decision_function``; the estimator
         holds to it for every setting.  ``"auto"`` (softmax(H/T) calibrated
-        on held-out data, never exactly 0 or 1) and ``"link"`` (the papers'
-        estimator, exactly 0 or 1 where it saturates) are increasing in H:
+        on held-out data — with a kernel term for three or more classes,
+        predict's class kept on top — never exactly 0 or 1) and ``"link"`` (the papers'
+        estimator, exactly 0 or 1 where it saturates) have argmax H, and for
+        two classes are increasing in H:
         ``predict`` is :func:`jaxnn.predict` (argmax H, exact ties by the
         k-NN vote, then the nearest neighbour), and where two classes'
         posteriors are equal (saturated at 1 in float32) the predicted one

@@ -244,7 +244,8 @@ def uci(
     if proba:
         notes.append(
             "Posteriors (with RBF-SVM): jaxnn = jaxnn.fit(X, y) with every default (k=10, GNNB, logistic loss, "
-            'posterior="auto": softmax(H/T), T and the leverage shrinkage fit on held-out data); '
+            'posterior="auto": softmax(H/T + w·log κ), κ the distance-weighted vote of the k neighbours, T, w and the '
+            'leverage shrinkage fit on held-out data); '
             'jaxnn(nca) = the same with metric="nca" (the neighbours searched under a metric learned by NCA); '
             "SVC(prob) = SVC(probability=True), "
             f"C and γ chosen by 3-fold CV log loss over {RBF_GRID} (on at most {rbf_max} points, then refit); "
