@@ -26,7 +26,7 @@ from jaxnn._src.inputs import (as_points, check_neighbors, compute_dtype, encode
                                sample_weights, training_points)
 from jaxnn._src.leverage import shrunk_leverage, unreached_leverage
 from jaxnn._src.learned_metric import apply_metric, metric_transform
-from jaxnn._src.model import Model
+from jaxnn._src.model import Model, takes_kernel_term
 from jaxnn._src.plan import Plan, make_plan
 from jaxnn._src.prediction import HeldOutScores, held_out_scores, tie_broken_argmax
 from jaxnn._src.progress import logged, logger, progress_shown
@@ -396,7 +396,7 @@ def _choose_posterior(X, y, plan: Plan, *, k, loss, algorithm, rounds, seed, gra
     S = (1.0 - s) * held.H + s * common * held.V
     w = b = 0.0
     G = top = None
-    if kernel and not multilabel and model.n_classes >= 3:
+    if kernel and takes_kernel_term(multilabel, model.n_classes):
         top = np.asarray(tie_broken_argmax(S, held.V, held.first, k))
         T, w, b = fit_kernel_term(S, top, held.D, held.neighbour_labels, target, val_weights)
         G = w * kernel_log_votes(held.D, held.neighbour_labels, b) if w > 0 else None

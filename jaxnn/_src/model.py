@@ -134,6 +134,14 @@ jax.tree_util.register_dataclass(
 )
 
 
+def takes_kernel_term(multilabel: bool, n_classes: int) -> bool:
+    """Whether a model may have a posterior kernel term (``posterior_weight``
+    > 0): single-label with three or more classes — a binary posterior must
+    rank like ``decision_function`` (H₁ − H₀), and a multilabel one is 1/2
+    exactly where H_c = 0."""
+    return not multilabel and n_classes >= 3
+
+
 def check_model(model) -> Model:
     """``model`` checked (:func:`validate_model`) as it enters prediction, as
     :func:`without_float64` gives it."""
@@ -212,7 +220,7 @@ def validate_model(model: Model) -> None:
         if not (math.isfinite(float(value)) and float(value) >= 0.0):
             raise ValueError(f"model.{name} must be finite and >= 0, got {value!r}")
     if float(getattr(model, "posterior_weight", 0.0)) > 0.0:
-        if multilabel or C < 3:
+        if not takes_kernel_term(multilabel, C):
             raise ValueError(f"model.posterior_weight must be 0 for a {'multilabel' if multilabel else 'binary'} "
                              f"model (the kernel term is for single-label models of 3 or more classes), "
                              f"got {model.posterior_weight!r}")

@@ -22,7 +22,7 @@ from jaxnn._src import algorithms as algos
 from jaxnn._src.graph import neighbor_sum, padded_query
 from jaxnn._src.inputs import as_points, check_neighbors
 from jaxnn._src.learned_metric import apply_metric
-from jaxnn._src.model import Model, check_model
+from jaxnn._src.model import Model, check_model, takes_kernel_term
 from jaxnn._src.points import shift_points
 from jaxnn._src.shared_sizes import at_shared_rows, first_k, first_rows, padded_rows, query_rows, to_device
 
@@ -407,7 +407,8 @@ def held_out_scores(model: Model, X, found=None, rows=None) -> HeldOutScores:
     model's α and labels are padded to at least so many rows (the main
     fit's, whose ``predict_proba`` then reuses the program)."""
     q = _query_parts(model, X, None, points=True) if found is None else _found_parts(model, X, found, rows)
-    H, counts, first = (np.asarray(a)[:q.n] for a in _rule_of(model, q, 0.0, 0.0)[:3])
+    kernel = takes_kernel_term(model.multilabel, model.n_classes)  # the program the main model's predict is likely to run
+    H, counts, first = (np.asarray(a)[:q.n] for a in _rule_of(model, q, 0.0, 0.0, kernel)[:3])
     nb = np.asarray(q.nb)[:q.n, :model.k]
     D = np.asarray(_sq_distances(q.points, q.X, q.nb))[:q.n, :model.k]
     labels = np.asarray(model.Y)[nb] > 0
@@ -480,17 +481,19 @@ def _uses_kernel(model: Model) -> bool:
     """Whether ``model``'s posteriors have a kernel term (w > 0, T > 0,
     single-label): the one place that says so, a static choice of
     :func:`_rule`'s program — models without one compile none of it."""
-    return _kernel_weight(model) > 0 and _temperature(model) > 0 and not model.multilabel
+    return _kernel_weight(model) > 0 and _temperature(model) > 0 and takes_kernel_term(model.multilabel, model.n_classes)
 
 
-def _rule_of(model: Model, q: QueryParts, lam=None, temperature=None):
+def _rule_of(model: Model, q: QueryParts, lam=None, temperature=None, kernel=None):
     """:func:`_rule` for ``model`` on its query parts (:func:`_query_parts`):
     λ, T, w and b the model's unless given (λ and T), passed as Python floats, positionally,
     so that every caller — predict, predict_proba, the estimator and
-    ``posterior="auto"``'s scoring — runs one program for these shapes."""
+    ``posterior="auto"``'s scoring — runs one program for these shapes;
+    ``kernel``: the program with the kernel term (:func:`_uses_kernel` unless
+    given; the query points needed)."""
     lam = float(model.posterior_mix) if lam is None else float(lam)
     temperature = _temperature(model) if temperature is None else float(temperature)
-    kernel = _uses_kernel(model)
+    kernel = _uses_kernel(model) if kernel is None else kernel
     bandwidth = float(getattr(model, "posterior_bandwidth", 0.0) or 0.0)
     return _rule(q.alpha, q.Y, q.nb, lam, q.k, temperature, q.X if kernel else None, q.points if kernel else None,
                  _kernel_weight(model), bandwidth, loss=model.loss, algorithm=model.algorithm,
