@@ -405,10 +405,11 @@ class PosteriorAutoCost(GraphCache, Benchmark):
 
     track_auto_over_link_ratio.unit = "ratio"
 
-    def track_posterior_mix(self, cache, name):
-        return self.model.posterior_mix
+    def track_posterior_weight(self, cache, name):
+        """w of the kernel term the held-out fit chose (0: softmax(H/T) alone)."""
+        return self.model.posterior_weight
 
-    track_posterior_mix.unit = "lambda"
+    track_posterior_weight.unit = "w"
 
 
 class ChooserAccuracy(Benchmark):

@@ -20,7 +20,7 @@ import numpy as np
 from jaxnn._src.inputs import label_rows
 from jaxnn._src.prediction import KERNEL_VOTE_FLOOR, POSTERIOR_FLOOR
 
-__all__ = ["KERNEL_BANDWIDTHS", "KERNEL_WEIGHTS", "LOSS_BLOCK", "SHRINKAGES", "T_GRID", "T_REFINE", "best_temperature",
+__all__ = ["KERNEL_BANDWIDTHS", "KERNEL_FIT_ROWS", "KERNEL_WEIGHTS", "LOSS_BLOCK", "SHRINKAGES", "T_GRID", "T_REFINE", "best_temperature",
            "calibrated_log_probs", "common_leverage", "fit_kernel_term", "fit_shrinkage", "fit_temperature",
            "kernel_log_votes", "log_losses", "posterior_scores", "shrinkages_of", "targets"]
 
@@ -82,18 +82,19 @@ def log_losses(H, target, Ts, multilabel: bool, weights=None, kernel_term=None, 
         rows, label, eps = np.arange(H.shape[0]), np.argmax(target, axis=1), POSTERIOR_FLOOR
         if kernel_term is not None:
             kernel_term, top = np.asarray(kernel_term, np.float64), np.asarray(top)
+            H_top, G_top, H_label, G_label = H[rows, top], kernel_term[rows, top], H[rows, label], kernel_term[rows, label]
     out = []
     for lo in range(0, Ts.size, step):
         T = Ts[lo:lo + step, None]
         if multilabel:
             log_p, log_q = calibrated_log_probs(H, T[:, :, None], multilabel)
             per_row = np.sum(target * log_p + (1 - target) * log_q, axis=-1)
-        elif kernel_term is not None:  # calibrated_log_probs' logits, only the true class's p̂ formed
-            Z = H / T[:, :, None] + kernel_term
-            zmax = Z.max(axis=-1)
-            Z[:, rows, top] = zmax
-            Z -= zmax[..., None]
-            per_row = np.log((1 - eps) * np.exp(Z[:, rows, label]) / np.exp(Z).sum(axis=-1) + eps / H.shape[1])
+        elif kernel_term is not None:  # calibrated_log_probs' logits, classes first (fast reductions)
+            Z = H.T[:, None, :] / T[None] + kernel_term.T[:, None, :]  # (C, t, n)
+            zmax = Z.max(axis=0)  # (t, n): the raised logit of top
+            total = np.exp(Z - zmax).sum(axis=0) - np.exp(H_top / T + G_top - zmax) + 1.0
+            own = np.where(label == top, 1.0, np.exp(H_label / T + G_label - zmax))
+            per_row = np.log((1 - eps) * own / total + eps / H.shape[1])
         else:
             total = np.exp(H / T[:, :, None]).sum(axis=-1)  # (t, n)
             per_row = np.log((1 - eps) * np.exp(true / T) / total + eps / H.shape[1])
@@ -197,8 +198,12 @@ def posterior_scores(p, target, multilabel: bool, weights=None) -> tuple:
 #: beside w = 0 (:func:`fit_kernel_term`), for single-label models of three
 #: or more classes
 KERNEL_WEIGHTS = (0.25, 0.5, 1.0, 2.0, 4.0)
-#: the relative bandwidths b of κ's weights that it tries (:func:`jaxnn._src.prediction.kernel_weights`)
-KERNEL_BANDWIDTHS = (0.25, 1.0, 4.0)
+#: the relative bandwidths b of κ's weights that it tries (:func:`jaxnn._src.prediction.kernel_weights`),
+#: the first at every weight, the others at the best weight
+KERNEL_BANDWIDTHS = (1.0, 0.25, 4.0)
+#: at most this many held-out rows choose (w, b) (the first: the held-out
+#: points are in random order); T is then fit on all of them
+KERNEL_FIT_ROWS = 2000
 
 
 def kernel_log_votes(D, neighbour_labels, bandwidth) -> np.ndarray:
@@ -220,15 +225,28 @@ def fit_kernel_term(S, top, D, neighbour_labels, target, weights=None) -> tuple:
     """(T, w, b) of least held-out log loss of the calibrated posteriors
     with the kernel term G = w·log(κ + δ) (:func:`kernel_log_votes`) on
     scores S (n, C) whose predicted classes are ``top`` (n,): w over 0 and
-    :data:`KERNEL_WEIGHTS`, b over :data:`KERNEL_BANDWIDTHS`, T by
-    :func:`best_temperature` for each; (T, 0, 0) unless some w > 0 has a
-    smaller loss than w = 0.  Single-label.  NumPy, deterministic."""
-    T, loss = best_temperature(S, target, False, weights)
-    best = (loss, T, 0.0, 0.0)
-    for b in KERNEL_BANDWIDTHS:
-        log_votes = kernel_log_votes(D, neighbour_labels, b)
-        for w in KERNEL_WEIGHTS:
-            T, loss = best_temperature(S, target, False, weights, w * log_votes, top)
-            if loss < best[0]:
-                best = (loss, T, float(w), float(b))
-    return best[1:]
+    :data:`KERNEL_WEIGHTS` at the first of :data:`KERNEL_BANDWIDTHS`, then
+    the other bandwidths at the best w > 0, each pair with the T of
+    :func:`best_temperature`, on the first :data:`KERNEL_FIT_ROWS` rows;
+    then T again on all rows for the chosen (w, b).  (T, 0, 0), T fit on
+    all rows, unless some w > 0 has a smaller loss than w = 0.  Single-label.
+    NumPy, deterministic."""
+    rows = slice(0, KERNEL_FIT_ROWS)
+    part = (S[rows], top[rows], D[rows], neighbour_labels[rows], target[rows],
+            None if weights is None else weights[rows])
+
+    def loss(w, b):
+        Sp, topp, Dp, labelsp, targetp, weightsp = part
+        if w == 0:
+            return best_temperature(Sp, targetp, False, weightsp)[1]
+        return best_temperature(Sp, targetp, False, weightsp, w * kernel_log_votes(Dp, labelsp, b), topp)[1]
+
+    first = KERNEL_BANDWIDTHS[0]
+    best = min((loss(w, first), w, first) for w in (0.0,) + tuple(KERNEL_WEIGHTS))
+    if best[1] > 0:
+        best = min([best] + [(loss(best[1], b), best[1], b) for b in KERNEL_BANDWIDTHS[1:]])
+    _, w, b = best
+    if w == 0:
+        return best_temperature(S, target, False, weights)[0], 0.0, 0.0
+    T = best_temperature(S, target, False, weights, w * kernel_log_votes(D, neighbour_labels, b), top)[0]
+    return T, float(w), float(b)

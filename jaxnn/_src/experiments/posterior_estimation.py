@@ -42,7 +42,8 @@ class PosteriorsResult:
       ks: (K,) neighbours.
       methods: (M,) estimator labels (see ``POSTERIOR_METHODS``); "link" is
         the papers' p̂ = link(H), "auto" ``fit``'s default posterior,
-        softmax(H/T) with T fit on held-out data, both on boosting's α;
+        softmax(H/T + w·log κ) with T and the kernel weight w fit on
+        held-out data, both on boosting's α;
         "SVC(prob)" a scikit-learn ``SVC(probability=True)`` whose C and γ a
         3-fold CV of log loss chooses, "LogReg" ``LogisticRegression``.
       kl: (S, K, M, R) KL divergence per replicate seed.
@@ -115,7 +116,7 @@ def posteriors(
     (logistic, Matsushita) are fit once with ``posterior="auto"`` (one pass,
     boosting's α: ``shrinkage=None``); the same model is scored with the
     papers' link estimator (λ = 0) and with the calibrated posteriors
-    (softmax(H/T), T fit on held-out data); plus plain
+    (softmax(H/T + w·log κ), T and w fit on held-out data); plus plain
     k-NN vote fractions, a linear SVM with Platt scaling (jaxnn baselines), a
     tuned RBF ``SVC(probability=True)`` and logistic regression (scikit-learn).
     Each is scored by KL to the true posteriors, and by log loss and Brier
@@ -247,7 +248,7 @@ def format_posteriors(result: PosteriorsResult, out=None) -> None:
           f"its value (paper 003 Table 3's scale) is the row 'eq.32' = mean/{r.n_classes}", file=out)
     legend = ", ".join(f"{a} = {m}" for a, m in zip(r.abbrev, r.methods))
     print(f"columns: {legend}", file=out)
-    print("/L = link(H) (the papers' estimator), /A = posterior='auto' (softmax(H/T)) on the same α (shrinkage=None)", file=out)
+    print("/L = link(H) (the papers' estimator), /A = posterior='auto' (softmax(H/T + w·log κ)) on the same α (shrinkage=None)", file=out)
     mean = _nanmean(r.kl, axis=3)  # (S, K, M)
     for ki, k in enumerate(r.ks):
         print("", file=out)
@@ -271,7 +272,7 @@ def format_posteriors(result: PosteriorsResult, out=None) -> None:
     if temps is not None:
         lam = [(m, _nanmean(temps[:, :, i])) for i, m in enumerate(r.methods) if m.endswith(" auto")]
         if lam:
-            print("mean temperature T of posterior='auto' (softmax(H/T)): "
+            print("mean temperature T of posterior='auto' (softmax(H/T + w·log κ)): "
                   + ", ".join(f"{m.replace(' auto', '')} {v:.3g}" for m, v in lam), file=out)
     _format_scores(r, out, cw)
     # verdict: default predict_proba vs k-NN votes at the same k
