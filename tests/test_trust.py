@@ -528,11 +528,11 @@ def test_held_out_log_losses_with_a_kernel_term_follow_the_definition(monkeypatc
 
 
 def test_fit_kernel_term_picks_the_weight_of_least_held_out_log_loss(monkeypatch):
-    """fit_kernel_term: w over {0} ∪ KERNEL_WEIGHTS at the first bandwidth,
-    then the other bandwidths at the best w, each with best_temperature's T
-    on the first KERNEL_FIT_ROWS rows — the pair of least log loss — and T
-    again on all rows; where the neighbours' distances say the class, w > 0;
-    where they are noise, w = 0 and T is best_temperature's alone."""
+    """fit_kernel_term: (w, b) over ({0} ∪ KERNEL_WEIGHTS) × KERNEL_BANDWIDTHS,
+    each with best_temperature's T on the first KERNEL_FIT_ROWS rows — the
+    pair of least log loss — and T again on all rows; where the neighbours'
+    distances say the class, w > 0; where they are noise, w = 0 and T is
+    best_temperature's alone."""
     from jaxnn._src import calibration
     from jaxnn._src.calibration import (KERNEL_BANDWIDTHS, KERNEL_WEIGHTS, best_temperature, fit_kernel_term,
                                         kernel_log_votes)
@@ -542,17 +542,12 @@ def test_fit_kernel_term_picks_the_weight_of_least_held_out_log_loss(monkeypatch
     monkeypatch.setattr(calibration, "KERNEL_FIT_ROWS", 200)
     T, w, b = fit_kernel_term(S, top, D, labels, target)
     part = slice(0, 200)
-
-    def loss(ww, bb):
-        G = None if ww == 0 else ww * kernel_log_votes(D[part], labels[part], bb)
-        return best_temperature(S[part], target[part], False, None, G, None if ww == 0 else top[part])[1]
-
-    first = {ww: loss(ww, KERNEL_BANDWIDTHS[0]) for ww in (0.0,) + KERNEL_WEIGHTS}
-    best_w = min(first, key=first.get)
-    assert best_w > 0
-    others = {bb: loss(best_w, bb) for bb in KERNEL_BANDWIDTHS[1:]}
-    best_b = min([KERNEL_BANDWIDTHS[0]] + list(others), key=lambda bb: others.get(bb, first[best_w]))
-    assert (w, b) == (best_w, best_b)
+    fits = {(0.0, 0.0): best_temperature(S[part], target[part], False)[1]}
+    for bb in KERNEL_BANDWIDTHS:
+        for ww in KERNEL_WEIGHTS:
+            G = ww * kernel_log_votes(D[part], labels[part], bb)
+            fits[ww, bb] = best_temperature(S[part], target[part], False, None, G, top[part])[1]
+    assert (w, b) == min(fits, key=fits.get) and w > 0
     assert T == best_temperature(S, target, False, None, w * kernel_log_votes(D, labels, b), top)[0]
     rng = np.random.default_rng(4)
     noise = np.eye(target.shape[1], dtype=bool)[rng.integers(0, target.shape[1], labels.shape[:2])]

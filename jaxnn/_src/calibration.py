@@ -198,12 +198,11 @@ def posterior_scores(p, target, multilabel: bool, weights=None) -> tuple:
 #: beside w = 0 (:func:`fit_kernel_term`), for single-label models of three
 #: or more classes
 KERNEL_WEIGHTS = (0.25, 0.5, 1.0, 2.0, 4.0)
-#: the relative bandwidths b of κ's weights that it tries (:func:`jaxnn._src.prediction.kernel_weights`),
-#: the first at every weight, the others at the best weight
-KERNEL_BANDWIDTHS = (1.0, 0.25, 4.0)
+#: the relative bandwidths b of κ's weights that it tries (:func:`jaxnn._src.prediction.kernel_weights`)
+KERNEL_BANDWIDTHS = (0.25, 1.0, 4.0)
 #: at most this many held-out rows choose (w, b) (the first: the held-out
 #: points are in random order); T is then fit on all of them
-KERNEL_FIT_ROWS = 2000
+KERNEL_FIT_ROWS = 1000
 
 
 def kernel_log_votes(D, neighbour_labels, bandwidth) -> np.ndarray:
@@ -222,31 +221,25 @@ def kernel_log_votes(D, neighbour_labels, bandwidth) -> np.ndarray:
 
 
 def fit_kernel_term(S, top, D, neighbour_labels, target, weights=None) -> tuple:
-    """(T, w, b) of least held-out log loss of the calibrated posteriors
-    with the kernel term G = w·log(κ + δ) (:func:`kernel_log_votes`) on
-    scores S (n, C) whose predicted classes are ``top`` (n,): w over 0 and
-    :data:`KERNEL_WEIGHTS` at the first of :data:`KERNEL_BANDWIDTHS`, then
-    the other bandwidths at the best w > 0, each pair with the T of
-    :func:`best_temperature`, on the first :data:`KERNEL_FIT_ROWS` rows;
-    then T again on all rows for the chosen (w, b).  (T, 0, 0), T fit on
-    all rows, unless some w > 0 has a smaller loss than w = 0.  Single-label.
-    NumPy, deterministic."""
-    rows = slice(0, KERNEL_FIT_ROWS)
-    part = (S[rows], top[rows], D[rows], neighbour_labels[rows], target[rows],
-            None if weights is None else weights[rows])
-
-    def loss(w, b):
-        Sp, topp, Dp, labelsp, targetp, weightsp = part
-        if w == 0:
-            return best_temperature(Sp, targetp, False, weightsp)[1]
-        return best_temperature(Sp, targetp, False, weightsp, w * kernel_log_votes(Dp, labelsp, b), topp)[1]
-
-    first = KERNEL_BANDWIDTHS[0]
-    best = min((loss(w, first), w, first) for w in (0.0,) + tuple(KERNEL_WEIGHTS))
-    if best[1] > 0:
-        best = min([best] + [(loss(best[1], b), best[1], b) for b in KERNEL_BANDWIDTHS[1:]])
+    """(T, w, b): the weight w and bandwidth b of least held-out log loss of
+    the calibrated posteriors with the kernel term G = w·log(κ + δ)
+    (:func:`kernel_log_votes`) on scores S (n, C) whose predicted classes
+    are ``top`` (n,) — w over 0 and :data:`KERNEL_WEIGHTS`, b over
+    :data:`KERNEL_BANDWIDTHS`, each pair with the T of
+    :func:`best_temperature`, on the first :data:`KERNEL_FIT_ROWS` rows —
+    and T fit again on all rows for that pair; (T, 0, 0) unless some w > 0
+    has a smaller loss than w = 0.  Single-label.  NumPy, deterministic."""
+    part = slice(0, KERNEL_FIT_ROWS)
+    Sp, topp, targetp = S[part], top[part], target[part]
+    weightsp = None if weights is None else weights[part]
+    best = (best_temperature(Sp, targetp, False, weightsp)[1], 0.0, 0.0)
+    for b in KERNEL_BANDWIDTHS:
+        log_votes = kernel_log_votes(D[part], neighbour_labels[part], b)
+        for w in KERNEL_WEIGHTS:
+            loss = best_temperature(Sp, targetp, False, weightsp, w * log_votes, topp)[1]
+            if loss < best[0]:
+                best = (loss, float(w), float(b))
     _, w, b = best
     if w == 0:
         return best_temperature(S, target, False, weights)[0], 0.0, 0.0
-    T = best_temperature(S, target, False, weights, w * kernel_log_votes(D, neighbour_labels, b), top)[0]
-    return T, float(w), float(b)
+    return best_temperature(S, target, False, weights, w * kernel_log_votes(D, neighbour_labels, b), top)[0], w, b

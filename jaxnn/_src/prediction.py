@@ -407,8 +407,7 @@ def held_out_scores(model: Model, X, found=None, rows=None) -> HeldOutScores:
     model's α and labels are padded to at least so many rows (the main
     fit's, whose ``predict_proba`` then reuses the program)."""
     q = _query_parts(model, X, None, points=True) if found is None else _found_parts(model, X, found, rows)
-    kernel = takes_kernel_term(model.multilabel, model.n_classes)  # the program the main model's predict is likely to run
-    H, counts, first = (np.asarray(a)[:q.n] for a in _rule_of(model, q, 0.0, 0.0, kernel)[:3])
+    H, counts, first = (np.asarray(a)[:q.n] for a in _rule_of(model, q, 0.0, 0.0)[:3])
     nb = np.asarray(q.nb)[:q.n, :model.k]
     D = np.asarray(_sq_distances(q.points, q.X, q.nb))[:q.n, :model.k]
     labels = np.asarray(model.Y)[nb] > 0
@@ -484,16 +483,15 @@ def _uses_kernel(model: Model) -> bool:
     return _kernel_weight(model) > 0 and _temperature(model) > 0 and takes_kernel_term(model.multilabel, model.n_classes)
 
 
-def _rule_of(model: Model, q: QueryParts, lam=None, temperature=None, kernel=None):
+def _rule_of(model: Model, q: QueryParts, lam=None, temperature=None):
     """:func:`_rule` for ``model`` on its query parts (:func:`_query_parts`):
     λ, T, w and b the model's unless given (λ and T), passed as Python floats, positionally,
     so that every caller — predict, predict_proba, the estimator and
-    ``posterior="auto"``'s scoring — runs one program for these shapes;
-    ``kernel``: the program with the kernel term (:func:`_uses_kernel` unless
-    given; the query points needed)."""
+    ``posterior="auto"``'s scoring — runs one program for these shapes (with
+    the kernel term where :func:`_uses_kernel`)."""
     lam = float(model.posterior_mix) if lam is None else float(lam)
     temperature = _temperature(model) if temperature is None else float(temperature)
-    kernel = _uses_kernel(model) if kernel is None else kernel
+    kernel = _uses_kernel(model)
     bandwidth = float(getattr(model, "posterior_bandwidth", 0.0) or 0.0)
     return _rule(q.alpha, q.Y, q.nb, lam, q.k, temperature, q.X if kernel else None, q.points if kernel else None,
                  _kernel_weight(model), bandwidth, loss=model.loss, algorithm=model.algorithm,
@@ -523,14 +521,14 @@ def _rule(alpha, Y, nb, lam, k, temperature, X, points, weight, bandwidth, *, lo
     counts, first = tie_parts(Y, nb, k)
     top = tie_broken_argmax(H, counts, first, nb.shape[1])
 
-    def kernel_term(_):
+    def kernel_term():
         W = kernel_weights(neighbor_sq_distances(points, X, nb), bandwidth, k)
         return jnp.asarray(weight, H.dtype) * jnp.log(_kernel_votes(W, Y, nb).astype(H.dtype) + KERNEL_VOTE_FLOOR)
 
     def calibrated(H):
         if multilabel:
             return calibrated_posterior(H, temperature, None, True)
-        return calibrated_posterior(H, temperature, top, False, None if points is None else kernel_term(H))
+        return calibrated_posterior(H, temperature, top, False, None if points is None else kernel_term())
 
     def link_or_votes(H):
         p_link = _normalised_link(H, loss=loss, algorithm=algorithm, multilabel=multilabel)
