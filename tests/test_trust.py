@@ -529,7 +529,7 @@ def test_held_out_log_losses_with_a_kernel_term_follow_the_definition(monkeypatc
 
 def test_fit_kernel_term_picks_the_weight_of_least_held_out_log_loss(monkeypatch):
     """fit_kernel_term: (w, b) over ({0} ∪ KERNEL_WEIGHTS) × KERNEL_BANDWIDTHS,
-    each with best_temperature's T on the first KERNEL_FIT_ROWS rows — the
+    each with its best T on the coarse grid, on the first KERNEL_FIT_ENTRIES / C rows — the
     pair of least log loss — and T again on all rows; where the neighbours'
     distances say the class, w > 0; where they are noise, w = 0 and T is
     best_temperature's alone."""
@@ -539,14 +539,14 @@ def test_fit_kernel_term_picks_the_weight_of_least_held_out_log_loss(monkeypatch
 
     S, labels, D, target = _kernel_problem(seed=3)
     top = np.argmax(S, axis=1)
-    monkeypatch.setattr(calibration, "KERNEL_FIT_ROWS", 200)
+    monkeypatch.setattr(calibration, "KERNEL_FIT_ENTRIES", 200 * target.shape[1])
     T, w, b = fit_kernel_term(S, top, D, labels, target)
     part = slice(0, 200)
-    fits = {(0.0, 0.0): best_temperature(S[part], target[part], False)[1]}
+    fits = {(0.0, 0.0): best_temperature(S[part], target[part], False, coarse=True)[1]}
     for bb in KERNEL_BANDWIDTHS:
         for ww in KERNEL_WEIGHTS:
             G = ww * kernel_log_votes(D[part], labels[part], bb)
-            fits[ww, bb] = best_temperature(S[part], target[part], False, None, G, top[part])[1]
+            fits[ww, bb] = best_temperature(S[part], target[part], False, None, G, top[part], coarse=True)[1]
     assert (w, b) == min(fits, key=fits.get) and w > 0
     assert T == best_temperature(S, target, False, None, w * kernel_log_votes(D, labels, b), top)[0]
     rng = np.random.default_rng(4)

@@ -20,7 +20,7 @@ import numpy as np
 from jaxnn._src.inputs import label_rows
 from jaxnn._src.prediction import KERNEL_VOTE_FLOOR, POSTERIOR_FLOOR
 
-__all__ = ["KERNEL_BANDWIDTHS", "KERNEL_FIT_ROWS", "KERNEL_WEIGHTS", "LOSS_BLOCK", "SHRINKAGES", "T_GRID", "T_REFINE", "best_temperature",
+__all__ = ["KERNEL_BANDWIDTHS", "KERNEL_FIT_ENTRIES", "KERNEL_WEIGHTS", "LOSS_BLOCK", "SHRINKAGES", "T_COARSE", "T_GRID", "T_REFINE", "best_temperature",
            "calibrated_log_probs", "common_leverage", "fit_kernel_term", "fit_shrinkage", "fit_temperature",
            "kernel_log_votes", "log_losses", "posterior_scores", "shrinkages_of", "targets"]
 
@@ -29,6 +29,8 @@ __all__ = ["KERNEL_BANDWIDTHS", "KERNEL_FIT_ROWS", "KERNEL_WEIGHTS", "LOSS_BLOCK
 #: around the best (a log loss flat to 0.1 % over one coarse step)
 T_GRID = np.logspace(-2.0, 2.5, 46)
 T_REFINE = np.logspace(-0.05, 0.05, 11)
+#: the coarse grid that compares the kernel term's (w, b) pairs (:func:`fit_kernel_term`): 10^0.25 steps
+T_COARSE = np.logspace(-2.0, 2.5, 19)
 
 
 def targets(y, rows, classes, multilabel: bool) -> np.ndarray:
@@ -107,12 +109,13 @@ def fit_temperature(H, target, multilabel: bool, weights=None) -> float:
     return best_temperature(H, target, multilabel, weights)[0]
 
 
-def best_temperature(H, target, multilabel: bool, weights=None, kernel_term=None, top=None) -> tuple:
+def best_temperature(H, target, multilabel: bool, weights=None, kernel_term=None, top=None, coarse: bool = False) -> tuple:
     """(T, its loss): the T > 0 of least mean log loss (:func:`log_losses`) of the
     calibrated posteriors on scores H (n, C) and 0/1 targets (n, C) (with
     the ``kernel_term`` and ``top`` of :func:`calibrated_log_probs`): a grid
     of :data:`T_GRID` times the RMS of H, refined by :data:`T_REFINE`
-    around its best (the smallest T on equal losses); rows with a non-finite
+    around its best (the smallest T on equal losses) — with ``coarse``
+    :data:`T_COARSE` times the RMS of H, not refined; rows with a non-finite
     score are left out; ``weights`` (n,): the weighted mean log loss.  1.0
     where H is 0 everywhere (every T gives the uniform posterior) or no row
     is finite or of positive weight.  NumPy, deterministic."""
@@ -130,7 +133,7 @@ def best_temperature(H, target, multilabel: bool, weights=None, kernel_term=None
     if not scale > 0:
         return 1.0, np.inf
     best_T, best = 0.0, np.inf
-    for grid in (scale * T_GRID, None):
+    for grid in ((scale * T_COARSE,) if coarse else (scale * T_GRID, None)):
         Ts = best_T * T_REFINE if grid is None else grid
         losses = np.nan_to_num(log_losses(H, target, Ts, multilabel, weights, kernel_term, top), nan=np.inf)
         i = int(np.argmin(losses))  # the first of equal losses: the smallest T
@@ -200,9 +203,9 @@ def posterior_scores(p, target, multilabel: bool, weights=None) -> tuple:
 KERNEL_WEIGHTS = (0.25, 0.5, 1.0, 2.0, 4.0)
 #: the relative bandwidths b of κ's weights that it tries (:func:`jaxnn._src.prediction.kernel_weights`)
 KERNEL_BANDWIDTHS = (0.25, 1.0, 4.0)
-#: at most this many held-out rows choose (w, b) (the first: the held-out
-#: points are in random order); T is then fit on all of them
-KERNEL_FIT_ROWS = 1000
+#: at most this many held-out scores (rows × classes) choose (w, b) (the
+#: first rows: the held-out points are in random order); T is then fit on all
+KERNEL_FIT_ENTRIES = 25_000
 
 
 def kernel_log_votes(D, neighbour_labels, bandwidth) -> np.ndarray:
@@ -225,18 +228,18 @@ def fit_kernel_term(S, top, D, neighbour_labels, target, weights=None) -> tuple:
     the calibrated posteriors with the kernel term G = w·log(κ + δ)
     (:func:`kernel_log_votes`) on scores S (n, C) whose predicted classes
     are ``top`` (n,) — w over 0 and :data:`KERNEL_WEIGHTS`, b over
-    :data:`KERNEL_BANDWIDTHS`, each pair with the T of
-    :func:`best_temperature`, on the first :data:`KERNEL_FIT_ROWS` rows —
-    and T fit again on all rows for that pair; (T, 0, 0) unless some w > 0
+    :data:`KERNEL_BANDWIDTHS`, each pair with its best T on the coarse grid
+    (:func:`best_temperature` with ``coarse``), on the first rows,
+    :data:`KERNEL_FIT_ENTRIES` scores — and T fit on all rows for that pair; (T, 0, 0) unless some w > 0
     has a smaller loss than w = 0.  Single-label.  NumPy, deterministic."""
-    part = slice(0, KERNEL_FIT_ROWS)
+    part = slice(0, max(1, KERNEL_FIT_ENTRIES // S.shape[1]))
     Sp, topp, targetp = S[part], top[part], target[part]
     weightsp = None if weights is None else weights[part]
-    best = (best_temperature(Sp, targetp, False, weightsp)[1], 0.0, 0.0)
+    best = (best_temperature(Sp, targetp, False, weightsp, coarse=True)[1], 0.0, 0.0)
     for b in KERNEL_BANDWIDTHS:
         log_votes = kernel_log_votes(D[part], neighbour_labels[part], b)
         for w in KERNEL_WEIGHTS:
-            loss = best_temperature(Sp, targetp, False, weightsp, w * log_votes, topp)[1]
+            loss = best_temperature(Sp, targetp, False, weightsp, w * log_votes, topp, coarse=True)[1]
             if loss < best[0]:
                 best = (loss, float(w), float(b))
     _, w, b = best

@@ -381,7 +381,8 @@ def _choose_posterior(X, y, plan: Plan, *, k, loss, algorithm, rounds, seed, gra
             scored.append(_fold_scores(X, y_arr, plan, tr, val, k=k, loss=loss, algorithm=algorithm,
                                        rounds=max(1, int(round(rounds * tr.size / m))), seed=seed,
                                        graph_method=graph_method, graph=graph, like=like,
-                                       weights=None if weights is None else _mean_one(weights[tr])))
+                                       weights=None if weights is None else _mean_one(weights[tr]),
+                                       kernel=kernel and takes_kernel_term(multilabel, model.n_classes)))
         reasons.append(reason)
     if not scored:
         return on_training_scores(reasons[0])
@@ -450,11 +451,12 @@ def _unfit_reason(y_arr, weights, tr, val, k: int) -> Optional[str]:
 
 
 def _fold_scores(X, y_arr, plan: Plan, tr, val, *, k, loss, algorithm, rounds, seed, graph_method, graph, like,
-                 weights) -> tuple:
+                 weights, kernel: bool = False) -> tuple:
     """(scores, val): the held-out scores (:func:`held_out_scores`)
     at the points ``val`` of an auxiliary fit on the points ``tr`` with the
     main fit's settings, ``rounds`` steps and sample ``weights`` (tr.size,)
-    or None (see :func:`_choose_posterior`)."""
+    or None (see :func:`_choose_posterior`); ``kernel``: scored by the program
+    with the kernel term, which the main model will run."""
     aux_graph = val_neighbors = None
     scored = "" if val.size == X.shape[0] - tr.size else f"{val.size} of "
     logger.info("fit: held-out choice: auxiliary fit on %d points, scored on %sthe other %d",
@@ -473,7 +475,8 @@ def _fold_scores(X, y_arr, plan: Plan, tr, val, *, k, loss, algorithm, rounds, s
     aux = _fit_checked(X[tr], y_arr[tr], *aux_labels, aux_plan, k=k, loss_obj=loss, algo=algorithm, rounds=rounds,
                        seed=seed, graph_method=graph_method, trace=False, posterior="link", neighbors=aux_graph,
                        like=like, weights=weights)
-    return held_out_scores(aux, X[val], found=val_neighbors, rows=None if like is None else like.rows), val
+    return held_out_scores(aux, X[val], found=val_neighbors, rows=None if like is None else like.rows,
+                           kernel=kernel), val
 
 
 def _mean_one(weights):

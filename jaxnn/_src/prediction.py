@@ -88,11 +88,13 @@ def tie_broken_argmax(primary, secondary, first, width: int):
     [0, width]) — never to the lowest class index, unless no neighbour is in
     any class still tied (then the lowest of them).  ``predict`` ranks by
     (H, votes, nearest neighbour); the estimator's ``posterior="votes"`` by
-    (votes, H, nearest neighbour).  Traced (jnp); NaN rows give 0."""
-    top = primary == jnp.max(primary, axis=1, keepdims=True)
-    second = jnp.where(top, secondary, -jnp.inf)
-    top = top & (second == jnp.max(second, axis=1, keepdims=True))
-    return jnp.argmax(jnp.where(top, width - first, -1), axis=1)
+    (votes, H, nearest neighbour).  Traced (jnp), or NumPy for NumPy
+    arrays (the held-out fit's: nothing to compile); NaN rows give 0."""
+    xp = np if all(isinstance(a, np.ndarray) for a in (primary, secondary, first)) else jnp
+    top = primary == xp.max(primary, axis=1, keepdims=True)
+    second = xp.where(top, secondary, -np.inf)
+    top = top & (second == xp.max(second, axis=1, keepdims=True))
+    return xp.argmax(xp.where(top, width - first, -1), axis=1)
 
 
 def neighbor_sq_distances(points, X, indices):
@@ -388,33 +390,34 @@ class HeldOutScores(NamedTuple):
     H: np.ndarray  #: (n, C) scores H_c(x) = Σ_{j∈NN_k(x)} α_jc y_jc
     V: np.ndarray  #: (n, C) label sums Σ_{j∈NN_k(x)} y_jc (the scores at α ≡ 1)
     first: np.ndarray  #: (n, C) position of each class's nearest neighbour (k: none)
-    D: np.ndarray  #: (n, k) squared distances to the k neighbours, nearest first
-    neighbour_labels: np.ndarray  #: (n, k, C) bool, y_jc > 0 of the k neighbours
+    D: np.ndarray  #: (n, k) squared distances to the k neighbours, nearest first ((n, 0) without ``kernel``)
+    neighbour_labels: np.ndarray  #: (n, k, C) bool, y_jc > 0 of the k neighbours ((n, 0, C) alike)
 
 
-def held_out_scores(model: Model, X, found=None, rows=None) -> HeldOutScores:
+def held_out_scores(model: Model, X, found=None, rows=None, kernel: bool = False) -> HeldOutScores:
     """:class:`HeldOutScores` of ``model`` at X — what
     ``posterior="auto"`` fits its temperature, leverage shrinkage and kernel
     term on: the scores H, the label sums V (k·(2·v_c − 1), v the
     vote fractions) and the first positions (:func:`predict`'s ties) by
-    :func:`predict`'s compiled program (:func:`_rule`), the squared
-    distances and labels of the k neighbours (:func:`kernel_weights`), the
-    padding dropped on the host.  ``found``: X's (n, k') host indices of
+    :func:`predict`'s compiled program (:func:`_rule`), and with ``kernel``
+    the squared distances and labels of the k neighbours
+    (:func:`kernel_weights`), the padding dropped on the host.  ``found``: X's (n, k') host indices of
     its k' ≥ k nearest training points, nearest first, from a search at
     :func:`shared_sizes.shared_k` (k') — all passed on, k traced, so that
     nearby ks share one program (a graph of the training points
     themselves, self excluded, serves too); with them, ``rows``: the
     model's α and labels are padded to at least so many rows (the main
-    fit's, whose ``predict_proba`` then reuses the program)."""
+    fit's, whose ``predict_proba`` then reuses the program — with ``kernel``
+    the program with the kernel term, :func:`_uses_kernel`)."""
     q = _query_parts(model, X, None, points=True) if found is None else _found_parts(model, X, found, rows)
-    H, counts, first = (np.asarray(a)[:q.n] for a in _rule_of(model, q, 0.0, 0.0)[:3])
-    nb = np.asarray(q.nb)[:q.n, :model.k]
-    D = np.asarray(_sq_distances(q.points, q.X, q.nb))[:q.n, :model.k]
-    labels = np.asarray(model.Y)[nb] > 0
+    parts = _rule_of(model, q, 0.0, 0.0, kernel)
+    H, counts, first = (np.asarray(a)[:q.n] for a in parts[:3])
+    if kernel:
+        D = np.asarray(parts[5])[:q.n, :model.k]
+        labels = np.asarray(model.Y)[np.asarray(q.nb)[:q.n, :model.k]] > 0
+    else:  # no kernel term to fit: none of its parts
+        D, labels = np.zeros((q.n, 0), np.float32), np.zeros((q.n, 0, H.shape[1]), bool)
     return HeldOutScores(H, label_sums(counts, model.k), np.minimum(first, model.k), D, labels)
-
-
-_sq_distances = jax.jit(neighbor_sq_distances)
 
 
 def label_sums(counts, k: int):
@@ -458,7 +461,7 @@ def predict_proba(model: Model, X=None, *, neighbors=None) -> jax.Array:
 def _padded_proba(model: Model, X, neighbors):
     """((:func:`predict_proba` on the padded query rows,), n)."""
     q = _query_parts(model, X, neighbors)
-    if X is None and _uses_kernel(model):
+    if X is None and _uses_kernel(model) and _kernel_weight(model) > 0:
         raise ValueError("this model's posteriors weigh each query's neighbours by their distances to it "
                          f"(model.posterior_weight = {_kernel_weight(model):g}): give the query points X "
                          "as well as neighbors=")
@@ -477,21 +480,24 @@ def _kernel_weight(model: Model) -> float:
 
 
 def _uses_kernel(model: Model) -> bool:
-    """Whether ``model``'s posteriors have a kernel term (w > 0, T > 0,
-    single-label): the one place that says so, a static choice of
-    :func:`_rule`'s program — models without one compile none of it."""
-    return _kernel_weight(model) > 0 and _temperature(model) > 0 and takes_kernel_term(model.multilabel, model.n_classes)
+    """Whether ``model``'s posteriors are computed with a kernel term (T > 0,
+    single-label, three or more classes; w = 0 adds nothing): the one place
+    that says so, a static choice of :func:`_rule`'s program — a model whose
+    posteriors cannot have one (binary, multilabel, the link or the votes)
+    compiles none of it, and a ``posterior="auto"`` fit's held-out scoring
+    runs the program its model's predictions will."""
+    return _temperature(model) > 0 and takes_kernel_term(model.multilabel, model.n_classes)
 
 
-def _rule_of(model: Model, q: QueryParts, lam=None, temperature=None):
+def _rule_of(model: Model, q: QueryParts, lam=None, temperature=None, kernel=None):
     """:func:`_rule` for ``model`` on its query parts (:func:`_query_parts`):
     λ, T, w and b the model's unless given (λ and T), passed as Python floats, positionally,
     so that every caller — predict, predict_proba, the estimator and
     ``posterior="auto"``'s scoring — runs one program for these shapes (with
-    the kernel term where :func:`_uses_kernel`)."""
+    the kernel term where :func:`_uses_kernel`, or ``kernel`` says so)."""
     lam = float(model.posterior_mix) if lam is None else float(lam)
     temperature = _temperature(model) if temperature is None else float(temperature)
-    kernel = _uses_kernel(model)
+    kernel = _uses_kernel(model) if kernel is None else kernel
     bandwidth = float(getattr(model, "posterior_bandwidth", 0.0) or 0.0)
     return _rule(q.alpha, q.Y, q.nb, lam, q.k, temperature, q.X if kernel else None, q.points if kernel else None,
                  _kernel_weight(model), bandwidth, loss=model.loss, algorithm=model.algorithm,
@@ -501,7 +507,8 @@ def _rule_of(model: Model, q: QueryParts, lam=None, temperature=None):
 @functools.partial(jax.jit, static_argnames=("loss", "algorithm", "multilabel"))
 def _rule(alpha, Y, nb, lam, k, temperature, X, points, weight, bandwidth, *, loss, algorithm, multilabel: bool):
     """(H, vote counts, first positions, index of the predicted class,
-    posteriors), each (n, C) but the fourth (n,), for (n, k') neighbour
+    posteriors, squared distances to the neighbours (n, k'), or None without
+    the query ``points``), each (n, C) but the fourth (n,), for (n, k') neighbour
     indices nb of which the first k (traced; None: all) are NN_k(x): the
     parts of :func:`predict`'s rule (argmax H, exact ties by the vote, then
     the nearest neighbour) and :func:`predict_proba`'s posteriors — where the
@@ -521,8 +528,10 @@ def _rule(alpha, Y, nb, lam, k, temperature, X, points, weight, bandwidth, *, lo
     counts, first = tie_parts(Y, nb, k)
     top = tie_broken_argmax(H, counts, first, nb.shape[1])
 
+    D = None if points is None else neighbor_sq_distances(points, X, nb)
+
     def kernel_term():
-        W = kernel_weights(neighbor_sq_distances(points, X, nb), bandwidth, k)
+        W = kernel_weights(D, bandwidth, k)
         return jnp.asarray(weight, H.dtype) * jnp.log(_kernel_votes(W, Y, nb).astype(H.dtype) + KERNEL_VOTE_FLOOR)
 
     def calibrated(H):
@@ -539,7 +548,7 @@ def _rule(alpha, Y, nb, lam, k, temperature, X, points, weight, bandwidth, *, lo
 
         return jax.lax.cond(lam == 0.0, lambda p: p, mixed, p_link)
 
-    return H, counts, first, top, jax.lax.cond(temperature > 0.0, calibrated, link_or_votes, H)
+    return H, counts, first, top, jax.lax.cond(temperature > 0.0, calibrated, link_or_votes, H), D
 
 
 def predict(model: Model, X=None, *, neighbors=None) -> np.ndarray:
@@ -558,7 +567,7 @@ def predict(model: Model, X=None, *, neighbors=None) -> np.ndarray:
 def _predict(model: Model, X, neighbors):
     q = _query_parts(model, X, neighbors)
     n = q.n
-    H, _, _, top, _ = _rule_of(model, q)
+    H, _, _, top = _rule_of(model, q)[:4]
     if isinstance(H, jax.core.Tracer):  # under jax.jit / vmap: a traced array, not NumPy
         return _traced_predict(model, H[:n], top[:n])  # a traced model with concrete queries: rows were padded
     # the padding dropped on the host: nothing compiles per n
@@ -595,7 +604,7 @@ def host_rule(model: Model, X, proba: bool = False) -> tuple:
 
 def _host_rule(model: Model, X, proba: bool) -> tuple:
     q = _query_parts(model, X, None)
-    H, counts, first, top, p = (np.asarray(a)[:q.n] for a in _rule_of(model, q))
+    H, counts, first, top, p = (np.asarray(a)[:q.n] for a in _rule_of(model, q)[:5])
     if q.nb.shape[1] != model.k:  # a wider search (shared_k): no class was first beyond the k-th
         first = np.minimum(first, model.k)
     return (H, counts / model.k, first, top) + ((p,) if proba else ())
