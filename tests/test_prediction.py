@@ -287,11 +287,15 @@ def test_scoring_makes_no_neighbor_by_class_gather(temp_bytes):
     count = jax.ShapeDtypeStruct((), jnp.int32)  # the first k columns of more (select's candidates)
     for args in ((rows, rows, idx), (rows, rows, idx, count)):
         assert temp_bytes(leveraged_scores.lower(*args)) < gather_bytes / 10
-    # the whole rule — H, vote counts, first positions, the posteriors — holds a few (n, C) arrays
-    # beside its answers, not the k of them of a gather
-    rule = _rule.lower(rows, rows, idx, 0.5, count, 0.0, loss=jaxnn.losses.get("logistic"),
-                       algorithm=jaxnn.gnnb(), multilabel=False)
-    assert temp_bytes(rule) < 4 * n * C * 4
+    # the whole rule — H, vote counts, first positions, the posteriors (with the kernel term: the
+    # neighbours' distances, their weights and κ) — holds a few (n, C) arrays beside its answers,
+    # not the k of them of a gather
+    d = 16
+    points, X = jax.ShapeDtypeStruct((n, d), jnp.float32), jax.ShapeDtypeStruct((m, d), jnp.float32)
+    for X_, points_ in ((None, None), (X, points)):
+        rule = _rule.lower(rows, rows, idx, 0.5, count, 1.0, X_, points_, 1.0, 1.0, loss=jaxnn.losses.get("logistic"),
+                           algorithm=jaxnn.gnnb(), multilabel=False)
+        assert temp_bytes(rule) < 4 * n * C * 4
     votes = baselines._votes.lower(jax.ShapeDtypeStruct((m,), jnp.int32), idx, C=C, output="counts", dtype=jnp.float32)
     assert temp_bytes(votes) < gather_bytes / 10
 

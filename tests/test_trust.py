@@ -156,27 +156,30 @@ def test_fit_with_unreached_examples_is_deterministic():
 def test_default_predict_proba_ranks_like_predict():
     """argmax predict_proba differed from predict on 3 of 150 iris rows up to
     45 of 1797 digits (the k-NN vote fractions of posterior="auto"); now the
-    default posteriors increase with H within a row and break exact ties as
-    predict does."""
+    default posteriors' argmax is predict's label, with the kernel term or
+    without it (w = 0: increasing with H within a row), exact ties broken
+    as predict breaks them."""
     from sklearn.datasets import load_iris, load_wine
 
     for X, y in (load_iris(return_X_y=True), load_wine(return_X_y=True), _digits(500)[::2]):
         X = jaxnn.datasets.standardize(X, X)[0]
         model = jaxnn.fit(X, y, k=10)
         assert model.posterior_temperature > 0
-        P = np.asarray(jaxnn.predict_proba(model, X))
-        np.testing.assert_array_equal(np.asarray(model.classes)[np.argmax(P, axis=1)], jaxnn.predict(model, X))
+        for mdl in (model, dataclasses.replace(model, posterior_weight=0.0)):
+            P = np.asarray(jaxnn.predict_proba(mdl, X))
+            np.testing.assert_array_equal(np.asarray(mdl.classes)[np.argmax(P, axis=1)], jaxnn.predict(mdl, X))
         H = np.asarray(jaxnn.decision_function(model, X))
-        for i in range(0, len(X), 7):  # within a row, p̂ is increasing in H
+        for i in range(0, len(X), 7):  # w = 0: within a row, p̂ is increasing in H
             order = np.argsort(H[i], kind="stable")
             assert np.all(np.diff(P[i][order]) >= 0)
     # exact ties in H (α ≡ 0): the posterior's argmax is still predict's label
     X, y = _blobs(m=120, C=3, seed=2, spread=1.5)
     model = jaxnn.fit(X, y, k=4)
     flat = dataclasses.replace(model, alpha=jnp.zeros_like(model.alpha))
-    P = np.asarray(jaxnn.predict_proba(flat, X))
-    np.testing.assert_array_equal(np.argmax(P, axis=1), jaxnn.predict(flat, X))
-    np.testing.assert_allclose(P, 1.0 / 3.0, atol=1e-6)
+    for mdl in (flat, dataclasses.replace(flat, posterior_weight=0.0)):
+        P = np.asarray(jaxnn.predict_proba(mdl, X))
+        np.testing.assert_array_equal(np.argmax(P, axis=1), jaxnn.predict(mdl, X))
+    np.testing.assert_allclose(P, 1.0 / 3.0, atol=1e-6)  # w = 0: H ties everywhere
 
 
 @pytest.mark.parametrize("posterior", ["auto", "link", "votes"])
