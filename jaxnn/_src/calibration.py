@@ -20,7 +20,8 @@ import numpy as np
 from jaxnn._src.inputs import label_rows
 from jaxnn._src.prediction import KERNEL_VOTE_FLOOR, POSTERIOR_FLOOR
 
-__all__ = ["KERNEL_BANDWIDTHS", "KERNEL_FIT_ENTRIES", "KERNEL_WEIGHTS", "LOSS_BLOCK", "SHRINKAGES", "T_COARSE", "T_GRID", "T_REFINE", "best_temperature",
+__all__ = ["KERNEL_BANDWIDTHS", "KERNEL_FIT_ENTRIES", "KERNEL_WEIGHTS", "LOSS_BLOCK", "SHRINKAGES", "T_COARSE", "T_GRID",
+           "T_REFINE", "best_temperature",
            "calibrated_log_probs", "common_leverage", "fit_kernel_term", "fit_shrinkage", "fit_temperature",
            "kernel_log_votes", "log_losses", "posterior_scores", "shrinkages_of", "targets"]
 
@@ -84,7 +85,8 @@ def log_losses(H, target, Ts, multilabel: bool, weights=None, kernel_term=None, 
         rows, label, eps = np.arange(H.shape[0]), np.argmax(target, axis=1), POSTERIOR_FLOOR
         if kernel_term is not None:
             kernel_term, top = np.asarray(kernel_term, np.float64), np.asarray(top)
-            H_top, G_top, H_label, G_label = H[rows, top], kernel_term[rows, top], H[rows, label], kernel_term[rows, label]
+            H_top, G_top = H[rows, top], kernel_term[rows, top]
+            H_label, G_label = H[rows, label], kernel_term[rows, label]
     out = []
     for lo in range(0, Ts.size, step):
         T = Ts[lo:lo + step, None]
@@ -109,7 +111,8 @@ def fit_temperature(H, target, multilabel: bool, weights=None) -> float:
     return best_temperature(H, target, multilabel, weights)[0]
 
 
-def best_temperature(H, target, multilabel: bool, weights=None, kernel_term=None, top=None, coarse: bool = False) -> tuple:
+def best_temperature(H, target, multilabel: bool, weights=None, kernel_term=None, top=None,
+                     coarse: bool = False) -> tuple:
     """(T, its loss): the T > 0 of least mean log loss (:func:`log_losses`) of the
     calibrated posteriors on scores H (n, C) and 0/1 targets (n, C) (with
     the ``kernel_term`` and ``top`` of :func:`calibrated_log_probs`): a grid
@@ -230,8 +233,9 @@ def fit_kernel_term(S, top, D, neighbour_labels, target, weights=None) -> tuple:
     are ``top`` (n,) — w over 0 and :data:`KERNEL_WEIGHTS`, b over
     :data:`KERNEL_BANDWIDTHS`, each pair with its best T on the coarse grid
     (:func:`best_temperature` with ``coarse``), on the first rows,
-    :data:`KERNEL_FIT_ENTRIES` scores — and T fit on all rows for that pair; (T, 0, 0) unless some w > 0
-    has a smaller loss than w = 0.  Single-label.  NumPy, deterministic."""
+    :data:`KERNEL_FIT_ENTRIES` scores — and T fit on all rows for that
+    pair; (T, 0, 0) unless some w > 0 has a smaller loss than w = 0.
+    Single-label.  NumPy, deterministic."""
     part = slice(0, max(1, KERNEL_FIT_ENTRIES // S.shape[1]))
     Sp, topp, targetp = S[part], top[part], target[part]
     weightsp = None if weights is None else weights[part]

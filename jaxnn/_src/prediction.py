@@ -190,7 +190,8 @@ class QueryParts(NamedTuple):
     Y: Any  #: (m', C) labels, padded alike
     X: Any  #: (m', d) training points in the model's search space, padded alike
     nb: Any  #: (rows, k') neighbour indices, nearest first
-    points: Any  #: (rows, d) the queries in the search space (zeros where neighbours are given without X), or None where not needed
+    #: (rows, d) the queries in the search space (zeros where neighbours are given without X), or None
+    points: Any
     k: Any  #: the count of nb's first columns that are NN_k(x) (None: all)
     n: int  #: the queries' rows (rows from n on are padding)
 
@@ -235,7 +236,7 @@ def _query_parts(model: Model, X, neighbors, points: bool = False) -> QueryParts
     if not points:
         return QueryParts(alpha, Y, Xt, nb, None, None, n)
     if Xq is None:
-        Xq = np.zeros((n, model.X.shape[1])) if not isinstance(nb, jax.core.Tracer) else jnp.zeros((n, model.X.shape[1]))
+        Xq = (jnp if isinstance(nb, jax.core.Tracer) else np).zeros((n, model.X.shape[1]))
     return QueryParts(alpha, Y, Xt, nb, _padded_points(Xq, model.X.dtype, nb.shape[0]), None, n)
 
 
