@@ -363,6 +363,7 @@ def _choose_posterior(X, y, plan: Plan, *, k, loss, algorithm, rounds, seed, gra
     m = X.shape[0]
     n_val = int(round(holdout * m))
     multilabel = bool(model.multilabel)
+    kernel = kernel and takes_kernel_term(multilabel, model.n_classes)
 
     def on_training_scores(reason: str) -> tuple:
         logger.info("fit: held-out choice: none (T fit on the training points' own scores, s = 0): %s", reason)
@@ -382,7 +383,7 @@ def _choose_posterior(X, y, plan: Plan, *, k, loss, algorithm, rounds, seed, gra
                                        rounds=max(1, int(round(rounds * tr.size / m))), seed=seed,
                                        graph_method=graph_method, graph=graph, like=like,
                                        weights=None if weights is None else _mean_one(weights[tr]),
-                                       kernel=kernel and takes_kernel_term(multilabel, model.n_classes)))
+                                       kernel=kernel))
         reasons.append(reason)
     if not scored:
         return on_training_scores(reasons[0])
@@ -397,7 +398,7 @@ def _choose_posterior(X, y, plan: Plan, *, k, loss, algorithm, rounds, seed, gra
     S = (1.0 - s) * held.H + s * common * held.V
     w = b = 0.0
     G = top = None
-    if kernel and takes_kernel_term(multilabel, model.n_classes):
+    if kernel:
         top = np.asarray(tie_broken_argmax(S, held.V, held.first, k))
         T, w, b = fit_kernel_term(S, top, held.D, held.neighbour_labels, target, val_weights)
         G = w * kernel_log_votes(held.D, held.neighbour_labels, b) if w > 0 else None
