@@ -81,6 +81,9 @@ def test_examples_nobody_reached_take_the_mean_leverage_of_their_class_sign():
     np.testing.assert_allclose(np.asarray(unreached_leverage(alpha, Yp, graph)),
                                [[2.0, -1.0], [4.0, 3.0], [3.0, 1.0], [0.0, 0.0]])
     assert unreached_leverage(alpha, Yp, np.array([[1], [2], [3], [0]])) is alpha
+    host = unreached_leverage(np.asarray(alpha), np.asarray(Yp), graph)  # host in, host out, same values
+    assert isinstance(host, np.ndarray)
+    np.testing.assert_array_equal(host, np.asarray(unreached_leverage(alpha, Yp, graph)))
 
 
 def test_k1_with_every_alpha_positive_is_exactly_1nn():

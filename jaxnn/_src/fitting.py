@@ -276,7 +276,7 @@ def _fit_checked(Xa, y, classes, Y_np, multilabel: bool, plan: Plan, *, k: int, 
                                trace=bool(trace), like=like, home=next(iter(Xj.devices())), Y=Y, weights=weights))
     # examples that are nobody's neighbour (n_j = 0) were never leveraged: they take
     # their class's mean leverage, so that no query's score ignores its neighbours
-    alpha = unreached_leverage(result.alpha, Y, nbrs, weights)
+    alpha = unreached_leverage(result.alpha, Y_np, nbrs, weights)
     model = Model(alpha, Xj, Y, result.trace, classes, k, loss_obj, algo, multilabel, rounds=rounds,
                   origin=origin)
     mix = {"link": 0.0, "votes": 1.0}.get(posterior)

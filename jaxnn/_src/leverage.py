@@ -22,16 +22,14 @@ def unreached_leverage(alpha, Y, neighbors, weights=None):
 
     Boosting's step for example j is computed from the examples whose
     neighbour j is: with none, j is never leveraged and keeps α = 0 — yet
-    j can be a query's neighbour, whose score then ignores it (at k = 1, 37 %
-    of a digits training set; 27 % of the test rows scored all zero and were
-    all labelled class 0).  Filled with the mean of its class-sign (the
-    mean over all reached examples of class c, or a small positive leverage
-    such as 10⁻³, did as well or worse: docs/guide/posteriors.md), an
+    j can be a query's neighbour, whose score would then ignore it.  Filled
+    with the mean of its class-sign (docs/guide/posteriors.md), an
     unreached example votes for its label like a typical reached one, and at
     k = 1 with every α > 0 the rule is exactly 1-NN.  Examples that were
-    reached keep their α.  Computed on the host in one vectorised pass (the
-    answer placed as ``alpha`` is: its devices and sharding), α itself when
-    every example was reached; deterministic.
+    reached keep their α.  Computed on the host (masked column sums, the
+    unreached rows written into one copy of α; the answer placed as
+    ``alpha`` is: its devices and sharding), α itself when every example
+    was reached; deterministic.  ``Y`` may be on the host or a device.
     :func:`jaxnn.ensemble.fit_split` is to apply it to each block's α and
     graph, as :func:`fit` does."""
     nb = np.asarray(neighbors)
@@ -39,16 +37,19 @@ def unreached_leverage(alpha, Y, neighbors, weights=None):
     reached = np.bincount(nb.ravel(), weights=per_edge, minlength=alpha.shape[0])[: alpha.shape[0]] > 0
     if reached.all():
         return alpha
-    # on the host: an O(mC) pass that would otherwise compile a program per (m, C)
+    # on the host: O(mC) masked sums that would otherwise compile a program per (m, C)
     a, positive, r = np.asarray(alpha), np.asarray(Y) > 0, reached[:, None]
+    unreached = np.flatnonzero(~reached)
 
     def group_mean(group):  # (C,): mean α over the reached examples of each column's group
         w = group & r
-        n = np.sum(w, axis=0)
-        return np.where(n > 0, np.sum(np.where(w, a, 0), axis=0, dtype=np.float64) / np.maximum(n, 1), 0.0)
+        n = np.count_nonzero(w, axis=0)
+        return np.where(n > 0, np.sum(a, axis=0, where=w, dtype=np.float64) / np.maximum(n, 1), 0.0)
 
-    fill = np.where(positive, group_mean(positive)[None, :], group_mean(~positive)[None, :])
-    return _placed_like(alpha, np.where(r, a, np.maximum(fill, 0).astype(a.dtype)))
+    fill = np.where(positive[unreached], group_mean(positive), group_mean(~positive))
+    out = a.copy()
+    out[unreached] = np.maximum(fill, 0).astype(a.dtype)
+    return _placed_like(alpha, out)
 
 
 def shrunk_leverage(alpha, shrinkage: float, common: float):
