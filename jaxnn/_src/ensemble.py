@@ -642,8 +642,8 @@ def _boost_split(Xs, Y_np, dtype, plan: Plan, *, k, algo, loss, rounds, seed, gr
         nbrs = np.stack([np.asarray(knn_graph(Xs[b], k, method=graph_method, seed=seed).indices) for b in range(n)])
     res = boost_runs.run_blocks(plan, Y_np, nbrs, dtype, algorithm=algo, loss=loss, rounds=rounds, seed=seed,
                                 trace=trace)
-    Y = to_device(Y_np, dtype)  # each block's unreached examples take their class-sign leverage, as fit's do
-    return res._replace(alpha=jnp.stack([unreached_leverage(res.alpha[b], Y, nbrs[b]) for b in range(n)]))
+    # each block's unreached examples take their class-sign leverage, as fit's do
+    return res._replace(alpha=jnp.stack([unreached_leverage(res.alpha[b], Y_np, nbrs[b]) for b in range(n)]))
 
 
 def _check_split_model(model) -> SplitModel:
