@@ -156,11 +156,18 @@ def test_asv_runs_the_classes_only_asv_can(tmp_path):
     assert any(n.rsplit(".", 1)[1].startswith("peakmem_") for n in names), names
 
 
-def test_every_other_benchmark_gives_a_number_in_process():
-    """Every class but :data:`NUMBA_COMPILING`'s, by ``bench.direct``."""
+#: the in-process run of the benchmarks is split in this many parts (every
+#: DIRECT_PARTS-th class by name), which pytest-xdist's workers share
+DIRECT_PARTS = 3
+
+
+@pytest.mark.parametrize("part", range(DIRECT_PARTS))
+def test_every_other_benchmark_gives_a_number_in_process(part):
+    """Every class but :data:`NUMBA_COMPILING`'s, by ``bench.direct``: the
+    ``part``-th of :data:`DIRECT_PARTS` shares."""
     classes = sorted(_class_names() - set(NUMBA_COMPILING) - set(ASV_ONLY))
     assert len(classes) >= 20, classes
-    _direct_run(classes)
+    _direct_run(classes[part::DIRECT_PARTS])
 
 
 @pytest.mark.xdist_group("nndescent")  # the worker whose process compiles pynndescent's numba kernels
