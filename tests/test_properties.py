@@ -63,7 +63,7 @@ def test_the_surrogate_risk_never_increases_at_a_step(problem, algorithm, choose
     colored schedule) leaves the total surrogate risk no higher."""
     X, y, k = problem
     model = jaxnn.fit(X, y, k=k, algorithm=algorithm, chooser=chooser, rounds=passes * X.shape[0], trace=True,
-                      posterior="link")
+                      posterior="link", shrinkage=None)  # boosting's own steps: no held-out fit
     trace = np.asarray(model.trace, np.float64)
     assert np.all(np.isfinite(trace))
     rises = np.diff(trace)
@@ -121,8 +121,8 @@ def test_the_kernel_term_ignores_translation_and_uniform_scaling(problem, shift,
     assume(np.unique(y).size >= 3 and _knn_margin(np.concatenate([X, X + 0.05]), k) > 1e-3)
     moved = X * 2.0**log2_scale + shift
     kernel = dict(posterior_temperature=1.0, posterior_weight=weight, posterior_bandwidth=bandwidth)
-    base = dataclasses.replace(jaxnn.fit(X, y, k=k, posterior="link"), **kernel)
-    other = dataclasses.replace(jaxnn.fit(moved, y, k=k, posterior="link"), **kernel)
+    base = dataclasses.replace(jaxnn.fit(X, y, k=k, posterior="link", shrinkage=None), **kernel)
+    other = dataclasses.replace(jaxnn.fit(moved, y, k=k, posterior="link", shrinkage=None), **kernel)
     np.testing.assert_allclose(np.asarray(jaxnn.predict_proba(other, (X + 0.05) * 2.0**log2_scale + shift)),
                                np.asarray(jaxnn.predict_proba(base, X + 0.05)), atol=2e-3)
 
@@ -132,7 +132,7 @@ def test_unit_leverage_is_the_knn_vote(problem):
     """α ≡ 1 gives H_c(x) = Σ_{j∈NN_k(x)} y_jc = k·(2·v_c(x) − 1), v the
     k-NN vote fractions (self excluded on the training points)."""
     X, y, k = problem
-    model = jaxnn.fit(X, y, k=k, posterior="link")
+    model = jaxnn.fit(X, y, k=k, posterior="link", shrinkage=None)  # α is replaced: no held-out fit
     unit = dataclasses.replace(model, alpha=np.ones_like(np.asarray(model.alpha)))
     H = np.asarray(jaxnn.decision_function(unit, neighbors=jaxnn.knn_graph(X, k)), np.float64)
     nb = np.asarray(jaxnn.knn_graph(X, k).indices)
