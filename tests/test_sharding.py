@@ -24,9 +24,8 @@ SCRIPT = textwrap.dedent(
     # trace is the real classes' risk (it counted the 2 padding columns' ψ(0) in: 0.455 for 0.273)
     for chooser, algo, loss in (("lazy", "gnnb", "logistic"), ("greedy", "unn", "exponential"),
                                 ("colored", "n3", "calibrated_hinge")):
-        one = jaxnn.fit(X, y, k=7, algorithm=algo, loss=loss, chooser=chooser, posterior="link", trace=True)
-        many = jaxnn.fit(X, y, k=7, algorithm=algo, loss=loss, chooser=chooser, posterior="link", devices=4,
-                         trace=True)
+        kw = dict(k=7, algorithm=algo, loss=loss, chooser=chooser, posterior="link", shrinkage=None, trace=True)
+        one, many = jaxnn.fit(X, y, **kw), jaxnn.fit(X, y, devices=4, **kw)  # boosting alone (held-out fits below)
         out[f"{chooser}-{algo}"] = float(np.max(np.abs(np.asarray(one.alpha) - np.asarray(many.alpha))))
         out[f"trace-{chooser}"] = float(np.max(np.abs(np.asarray(one.trace) - np.asarray(many.trace))))
         assert many.alpha.shape == (300, 6)
