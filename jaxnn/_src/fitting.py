@@ -366,7 +366,7 @@ def _choose_posterior(X, y, plan: Plan, *, k, loss, algorithm, rounds, seed, gra
     kernel = kernel and takes_kernel_term(multilabel, model.n_classes)
 
     def on_training_scores(reason: str) -> tuple:
-        logger.info("fit: held-out choice: none (T fit on the training points' own scores, s = 0): %s", reason)
+        logger.info("fit: held-out choice: none (T fit on the training points' own scores, s = w = 0): %s", reason)
         H = held_out_scores(model, X, found=model_graph).H
         T = fit_temperature(H, targets(y, np.arange(m), model.classes, multilabel), multilabel, weights)
         logger.info("fit: held-out choice: temperature %.4g", T)
