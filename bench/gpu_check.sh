@@ -10,6 +10,9 @@
 #   4. the engine, graph, prediction, posterior, persistence, property and
 #      learned-metric tests on the GPU (GPU_TESTS, the fast tier), for
 #      TEST_SECONDS (default 180), each test's outcome in OUT_DIR/tests.log.
+# Everything compiles at XLA's default settings, the programs users run: the
+# tests at JAXNN_TEST_XLA=default (tests/conftest.py), the fast-compile settings
+# cleared from the environment.
 # Usage (from the repository root):
 #   bash bench/gpu_check.sh [OUT_DIR] [BUDGET_SECONDS]
 # Environment: GPU_BENCH (benchmark patterns), GPU_TESTS, TEST_SECONDS, TEST_WORKERS.
@@ -17,7 +20,10 @@ set -u
 out=${1:-gpu-results}
 budget=${2:-300}
 mkdir -p "$out"
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 JAXNN_TEST_XLA=default
+unset JAX_DISABLE_MOST_OPTIMIZATIONS
+XLA_FLAGS=$(echo "${XLA_FLAGS:-}" | sed 's/--xla_cpu_use_fusion_emitters=false//g')
+export XLA_FLAGS
 nvidia-smi -L || echo "no nvidia-smi"
 python3 -c "import jax, jaxnn; print('jax', jax.__version__, jax.devices())"
 

@@ -26,11 +26,22 @@ tier and 200 in the full suite.
 
 Compilation
 -----------
-Tests compile with most of XLA's optimisations off (``JAX_DISABLE_MOST_OPTIMIZATIONS=1``)
-and XLA's older CPU fusion emitters (:data:`FAST_COMPILE_XLA_FLAG` in
-``XLA_FLAGS``, where this jaxlib knows the flag), unless set otherwise,
-inherited by the subprocesses tests start: they check results, and compiling
-is most of their time.
+``JAXNN_TEST_XLA`` says how the tests compile:
+
+* ``fast`` (the default): most of XLA's optimisations off
+  (``JAX_DISABLE_MOST_OPTIMIZATIONS=1``) and XLA's older CPU fusion emitters
+  (:data:`FAST_COMPILE_XLA_FLAG` in ``XLA_FLAGS``, where this jaxlib knows
+  the flag), unless set otherwise, inherited by the subprocesses tests start:
+  most tests check results, and compiling is most of their time;
+* ``default``: XLA's default settings, the programs users run.  The run
+  refuses to start if either fast-compile setting is in the environment.
+
+The tests marked ``xla_default`` — the bitwise and float64-reference claims
+(:data:`XLA_DEFAULT_FILES`) — are the ones the README's test command runs at
+``JAXNN_TEST_XLA=default``, in a run of their own (``-m xla_default``); its
+first run leaves them out (``-m "not xla_default"``) and a third runs the
+engine tests with the GPU's layout choices (``-p as_gpu``, tests/as_gpu.py).
+Any run may select them at either setting.
 
 The run keeps JAX's persistent compilation cache in
 ``.pytest_cache/jax-compilation-cache`` (gitignored): ``JAXNN_CACHE_DIR``
@@ -89,6 +100,11 @@ def pytest_configure(config):
         "slow: left out of the development tier (-m 'not slow'): subprocesses, numba, asv, experiments, "
         "grids of compilations (tests/conftest.py)",
     )
+    config.addinivalue_line(
+        "markers",
+        "xla_default: the bitwise and float64-reference tests, run at XLA's default settings by the README's "
+        "test command (JAXNN_TEST_XLA=default; tests/conftest.py)",
+    )
     _load_hypothesis_profile(config)
 
 
@@ -115,11 +131,13 @@ def _load_hypothesis_profile(config) -> None:
 
 
 def pytest_collection_modifyitems(config, items):
-    slow = pytest.mark.slow
+    slow, xla_default = pytest.mark.slow, pytest.mark.xla_default
     for item in items:
         if (item.nodeid.startswith(SLOW_ELSEWHERE) or _in_nndescent_group(item)
                 or _starts_a_process(getattr(item, "function", None))):
             item.add_marker(slow)
+        if item.path.name in XLA_DEFAULT_FILES:
+            item.add_marker(xla_default)
 
 
 def _in_nndescent_group(item) -> bool:
@@ -156,20 +174,43 @@ def _compilation_cache_dir() -> str | None:
 #: the older elemental emitters, which compile in about two thirds of the time
 FAST_COMPILE_XLA_FLAG = "--xla_cpu_use_fusion_emitters=false"
 
+#: the settings the tests compile with (``JAXNN_TEST_XLA``): see the module's docstring
+XLA_MODES = ("fast", "default")
+
+#: the test files whose tests are marked ``xla_default``: the bitwise claims (uniform weights
+#: give the unweighted model bit for bit) and the comparisons with the float64 reference
+XLA_DEFAULT_FILES = ("test_reference.py", "test_reference_schedules.py", "test_sample_weight.py")
+
+
+def xla_mode() -> str:
+    """``$JAXNN_TEST_XLA`` (``fast`` when unset), checked."""
+    mode = os.environ.get("JAXNN_TEST_XLA", "") or "fast"
+    if mode not in XLA_MODES:
+        raise pytest.UsageError(f"JAXNN_TEST_XLA={mode!r}: expected one of {', '.join(XLA_MODES)}")
+    return mode
+
 
 def _compile_for_tests() -> None:
-    """Compile without most of XLA's optimisations (``JAX_DISABLE_MOST_OPTIMIZATIONS``)
-    and with :data:`FAST_COMPILE_XLA_FLAG` added to ``XLA_FLAGS``, for this
-    process and the subprocesses tests start, unless you set them: the tests
-    check what programs compute, not how fast, and most of their time is
-    compilation.  XLA aborts a process on a flag it does not know, so the flag
-    is added only after a subprocess has started XLA's CPU backend with it
-    (once: the pytest-xdist workers inherit the environment).  Benchmarks run
-    outside the tests compile with every optimisation."""
-    os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
+    """Compile as :func:`xla_mode` says.  ``fast``: without most of XLA's
+    optimisations (``JAX_DISABLE_MOST_OPTIMIZATIONS``) and with
+    :data:`FAST_COMPILE_XLA_FLAG` added to ``XLA_FLAGS``, for this process and
+    the subprocesses tests start, unless you set them.  XLA aborts a process
+    on a flag it does not know, so the flag is added only after a subprocess
+    has started XLA's CPU backend with it (once: the pytest-xdist workers
+    inherit the environment).  ``default``: nothing changed, and a
+    fast-compile setting found in the environment is an error.  Benchmarks
+    run outside the tests compile with every optimisation."""
     os.environ.setdefault("JAXNN_BENCH_QUICK", "1")  # benchmarks run in the tests at their quick sizes
     flags = os.environ.get("XLA_FLAGS", "")
     name = FAST_COMPILE_XLA_FLAG.split("=")[0]
+    if xla_mode() == "default":
+        found = [s for s in ("JAX_DISABLE_MOST_OPTIMIZATIONS" if os.environ.get("JAX_DISABLE_MOST_OPTIMIZATIONS")
+                             else None, name if name in flags else None) if s]
+        if found:
+            raise pytest.UsageError(f"JAXNN_TEST_XLA=default, but {' and '.join(found)} set in the environment: "
+                                    "unset it to test at XLA's default settings")
+        return
+    os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
     if name in flags or os.environ.get("JAXNN_TEST_XLA_FLAG_CHECKED"):
         return
     os.environ["JAXNN_TEST_XLA_FLAG_CHECKED"] = "1"
