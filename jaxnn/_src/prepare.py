@@ -397,19 +397,21 @@ def from_file(meta: dict, arrays: dict) -> Preparation | None:
     p = meta[_KEY]
     try:
         if not isinstance(p, dict) or p.get("version") != _VERSION:
-            raise ValueError(f"its preparation is of an unknown version {p.get('version') if isinstance(p, dict) else p!r}")
+            version = p.get("version") if isinstance(p, dict) else p
+            raise ValueError(f"its preparation is of an unknown version {version!r}")
         columns = []
         for c in p["columns"]:
-            kind, fill, categories = c["kind"], c["fill"], c["categories"]
-            ok = (isinstance(c["name"], str) and kind in ("number", "text") and isinstance(categories, list)
-                  and all(isinstance(v, str) for v in categories)
-                  and (fill is None or (isinstance(fill, (int, float)) and not isinstance(fill, bool) if kind == "number"
-                                        else isinstance(fill, str)))
-                  and (kind == "text") == bool(categories))
-            if not ok:
+            name, kind, fill, categories = c["name"], c["kind"], c["fill"], c["categories"]
+            if kind == "number":
+                ok = not categories and (fill is None or (isinstance(fill, (int, float)) and not isinstance(fill, bool)))
+            else:
+                ok = (kind == "text" and isinstance(categories, list) and bool(categories)
+                      and all(isinstance(v, str) for v in categories) and (fill is None or isinstance(fill, str)))
+            if not (ok and isinstance(name, str)):
                 raise ValueError(f"its preparation's column {c!r} is malformed")
-            columns.append(Column(c["name"], kind, None if fill is None else (float(fill) if kind == "number" else fill),
-                                  tuple(categories)))
+            if kind == "number" and fill is not None:
+                fill = float(fill)
+            columns.append(Column(name, kind, fill, tuple(categories)))
         center, spread = arrays[f"{_KEY}_center"], arrays[f"{_KEY}_spread"]
         d = sum(c.width for c in columns)
         if (center.dtype != np.float64 or spread.dtype != np.float64 or center.shape != (d,) or spread.shape != (d,)
