@@ -190,6 +190,10 @@ def test_bad_tables_are_refused():
         tabular.fit_preparation({"x": [None, "NA"]}, impute="median")
     with pytest.raises(ValueError, match="column 'c' holds text"):
         tabular.fit_preparation({"c": ["a", "b"]}, categorical="error")
+    ids = [f"id{i}" for i in range(42)]  # one category a row: not categories
+    with pytest.raises(ValueError, match=r"column 'id' holds 42 different texts in 42 rows"):
+        tabular.fit_preparation({"id": ids, "x": np.arange(42.0)})
+    assert tabular.fit_preparation({"id": ids[:21] * 2})[0][0].width == 21  # 21 categories in 42 rows: fine
     with pytest.raises(TypeError, match="Preparation"):
         tabular.apply({"x": 1}, {"x": [1.0]})
 

@@ -17,7 +17,8 @@ The steps, in this order (a scikit-learn ``SimpleImputer`` →
   frequent category under either rule);
 * **categorical** (``"onehot"``, ``"error"``): a text column becomes one
   0/1 feature per category seen in training (sorted), named
-  ``column=category``; a category not seen in training is a row of zeros
+  ``column=category`` (a column of more than :data:`MAX_CATEGORIES`, or of
+  over 20 that are more than half of its rows, is refused); a category not seen in training is a row of zeros
   (and one :class:`UnseenCategoryWarning` per column, with the count); or a
   text column is an error naming it;
 * **scale** (``"standard"``, ``"robust"``, ``"none"``): each numeric
@@ -36,7 +37,7 @@ import numpy as np
 
 from jaxnn._src import persist, tabular
 
-__all__ = ["SCALES", "IMPUTES", "CATEGORICALS", "Column", "Preparation", "UnseenCategoryWarning", "fit_preparation",
+__all__ = ["SCALES", "IMPUTES", "CATEGORICALS", "MAX_CATEGORIES", "Column", "Preparation", "UnseenCategoryWarning", "fit_preparation",
            "identity", "apply", "describe", "to_file", "from_file", "save", "load"]
 
 SCALES = ("standard", "robust", "none")
@@ -257,6 +258,7 @@ def fit_preparation(data, features: Sequence[str] | None = None, *, scale: str =
                 np.array([_text(v) for v, m in zip(table.column(name), cells.missing) if not m]))
             texts = _text_column(table, name, cells, None if fill is None else str(fill))
             column = Column(name, "text", None if fill is None else str(fill), tuple(sorted(set(texts))))
+            _check_categories(table, column, len(texts))
             blocks.append(_one_hot(texts, column.categories))
             numeric += [False] * column.width
         else:
@@ -273,6 +275,22 @@ def fit_preparation(data, features: Sequence[str] | None = None, *, scale: str =
     Z = np.concatenate(blocks, axis=1)
     center, spread = _scaling(Z, np.array(numeric), scale)
     return Preparation(tuple(columns), scale, impute, categorical, center, spread)
+
+
+#: the most categories a text column may have (one-hot: a feature each)
+MAX_CATEGORIES = 1000
+
+
+def _check_categories(table, column: Column, rows: int) -> None:
+    """A TableError naming a text column that is no set of categories: more
+    than :data:`MAX_CATEGORIES` of them, or over 20 that are more than half
+    of the rows (an identifier, free text, or numbers written as text)."""
+    n = len(column.categories)
+    if n > MAX_CATEGORIES or (n > 20 and 2 * n > rows):
+        raise tabular.TableError(
+            f"{table.path!r}, column {column.name!r} holds {n} different texts in {rows} rows "
+            f"({', '.join(map(repr, column.categories[:3]))}, …): too many to encode one-hot (an identifier or free "
+            "text?); leave it out (--features)")
 
 
 def _scaling(Z: np.ndarray, numeric: np.ndarray, scale: str) -> tuple[np.ndarray, np.ndarray]:
