@@ -37,8 +37,8 @@ import numpy as np
 
 from jaxnn._src import persist, tabular
 
-__all__ = ["SCALES", "IMPUTES", "CATEGORICALS", "MAX_CATEGORIES", "Column", "Preparation", "UnseenCategoryWarning", "fit_preparation",
-           "identity", "apply", "describe", "to_file", "from_file", "save", "load"]
+__all__ = ["SCALES", "IMPUTES", "CATEGORICALS", "MAX_CATEGORIES", "Column", "Preparation", "UnseenCategoryWarning",
+           "fit_preparation", "identity", "apply", "describe", "to_file", "from_file", "save", "load"]
 
 SCALES = ("standard", "robust", "none")
 IMPUTES = ("none", "median", "most-frequent")
@@ -254,10 +254,10 @@ def fit_preparation(data, features: Sequence[str] | None = None, *, scale: str =
                     f"{table.path!r}, column {name!r} holds text ({', '.join(map(repr, shown[:3]))}"
                     f"{', …' if len(shown) > 3 else ''}), not numbers: encode it one-hot (--categorical onehot), "
                     "or leave it out (--features)")
-            fill = None if impute == "none" else _most_frequent(
-                np.array([_text(v) for v, m in zip(table.column(name), cells.missing) if not m]))
-            texts = _text_column(table, name, cells, None if fill is None else str(fill))
-            column = Column(name, "text", None if fill is None else str(fill), tuple(sorted(set(texts))))
+            fill = None if impute == "none" else str(_most_frequent(
+                np.array([_text(v) for v, m in zip(table.column(name), cells.missing) if not m])))
+            texts = _text_column(table, name, cells, fill)
+            column = Column(name, "text", fill, tuple(sorted(set(texts))))
             _check_categories(table, column, len(texts))
             blocks.append(_one_hot(texts, column.categories))
             numeric += [False] * column.width
