@@ -18,7 +18,8 @@ import re
 import sys
 
 MODULES = ("jaxnn", "jaxnn.losses", "jaxnn.datasets", "jaxnn.metrics", "jaxnn.baselines", "jaxnn.ensemble",
-           "jaxnn.sklearn", "jaxnn.experiments", "jaxnn.plot", "jaxnn.config")
+           "jaxnn.sklearn", "jaxnn.experiments", "jaxnn.plot", "jaxnn.config",
+           "jaxnn.tabular")
 PATH = pathlib.Path(__file__).with_name("api.md")
 HEADER = """# API reference
 

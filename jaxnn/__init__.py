@@ -10,7 +10,7 @@ from jaxnn._src import config as _config
 
 _config.use_default_cache()  # before anything compiles: the persistent compilation cache (jaxnn.config)
 
-from jaxnn import baselines, config, datasets, ensemble, losses, metrics  # noqa: E402
+from jaxnn import baselines, config, datasets, ensemble, losses, metrics, tabular  # noqa: E402
 from jaxnn._src.algorithms import GNNB, N3, UNN, UNNFast, gnnb, n3, unn, unn_fast
 from jaxnn._src.steps import surrogate_risk
 from jaxnn._src.fitting import fit
@@ -58,6 +58,7 @@ __all__ = [
     "save",
     "select",
     "surrogate_risk",
+    "tabular",
     "unn",
     "unn_fast",
 ]

@@ -246,24 +246,31 @@ _FIT_DESCRIPTION = """\
 Fit a boosted k-NN classifier on a table and save it.  DATA is a CSV file
 with a header line (comma-separated; any column order) or a Parquet file
 (needs pandas and pyarrow: pip install "jaxnn[io]").  --target names the
-class column (text or numbers); every other column is a numeric feature,
-or --features chooses them.  No value may be missing.  The features are
-used as they are: put them on comparable scales first (k-NN measures
-Euclidean distances).  Writes the model (jaxnn.save's format, read back by
-jaxnn.load) and, beside it, MODEL.columns.json: the feature column names,
-which predict and evaluate read the new data by.
+class column (text or numbers); every other column is a feature, or
+--features chooses them.  The table is prepared first, as the options say
+(fitted on these rows, stored in the model file, applied alike by predict
+and evaluate): numeric columns standardised (--scale), text columns
+one-hot encoded (--categorical), missing values refused or filled
+(--impute).  Writes the model (jaxnn.save's format, with the preparation:
+jaxnn.load reads the model, jaxnn.tabular.load both) and, beside it,
+MODEL.columns.json: the feature column names, which predict and evaluate
+read the new data by.
 """
 
 _FIT_EPILOG = """\
 example:
   jaxnn fit train.csv --target species -o iris.jaxnn
   jaxnn fit train.csv --target species --features sepal_length,petal_length --k 5 --loss matsushita -o iris.jaxnn
+  jaxnn fit survey.csv --target answer --scale robust --impute median -o survey.jaxnn
 """
 
 _PREDICT_DESCRIPTION = """\
 Predict the class of every row of DATA (CSV or Parquet) with a model
 from jaxnn fit.  The features are read by the column names recorded at
-fit time (MODEL.columns.json): any column order, other columns ignored.
+fit time (MODEL.columns.json): any column order, other columns ignored;
+they are prepared as the training table was (scaled, encoded, filled).
+A category a text column did not hold at fit time is encoded as zeros,
+with one warning per column on stderr.
 Writes a CSV: one column of labels named after the target, or with
 --proba one probability column per class, p_<class>.
 """
@@ -333,6 +340,7 @@ def _add_parser(sub, name: str, help: str, description: str, epilog: str):
 
 def _add_data_commands(sub) -> dict:
     """The fit, predict, evaluate and datasets subparsers."""
+    from jaxnn._src import prepare
     p_fit = _add_parser(sub, "fit", "fit a classifier on a CSV or Parquet table and save it", _FIT_DESCRIPTION,
                         _FIT_EPILOG)
     p_fit.add_argument("data", metavar="DATA", help="CSV (with a header) or Parquet file")
@@ -355,6 +363,14 @@ def _add_data_commands(sub) -> dict:
     p_fit.add_argument("--metric", choices=("none", "nca"), default="none",
                        help="none: the Euclidean distance of the features; nca: a metric learned first by "
                             "neighbourhood components analysis (default none)")
+    p_fit.add_argument("--scale", choices=prepare.SCALES, default="standard",
+                       help="numeric columns: standard (mean 0, standard deviation 1), robust (median 0, "
+                            "interquartile range 1) or none, fitted on DATA (default standard)")
+    p_fit.add_argument("--impute", choices=prepare.IMPUTES, default="none",
+                       help="missing values: none (an error), or filled with the column's median or most frequent "
+                            "value in DATA (a text column: its most frequent category) (default none)")
+    p_fit.add_argument("--categorical", choices=prepare.CATEGORICALS, default="onehot",
+                       help="text columns: onehot (a 0/1 feature per category in DATA) or error (default onehot)")
     p_fit.add_argument("--seed", type=lambda t: _whole(t, 0, 2**32 - 1), default=0, help="default 0")
     p_fit.add_argument("-o", "--output", required=True, metavar="MODEL", help="the model file to write (.jaxnn)")
     p_fit.add_argument("--quiet", action="store_true", help="no summary line")
@@ -441,7 +457,7 @@ def _short_list(values, limit: int = 6) -> str:
 
 
 def _fit_command(args) -> int:
-    from jaxnn._src import tabular
+    from jaxnn._src import prepare, tabular
 
     _check_output(args.output)
     _check_output(args.output + COLUMNS_SUFFIX)
@@ -451,7 +467,9 @@ def _fit_command(args) -> int:
         features = None if args.features is None else tabular.split_names(args.features)
         names = tabular.feature_columns(table, args.target, features)
         y = tabular.parse_labels(tabular.target_labels(table, args.target))
-        X = tabular.read_features(table, names)
+        preparation = prepare.fit_preparation(table, names, scale=args.scale, impute=args.impute,
+                                              categorical=args.categorical)
+        X = prepare.apply(preparation, table)
     except tabular.TableError as err:
         raise UserError(str(err)) from None
     classes = np.unique(y)
@@ -472,11 +490,11 @@ def _fit_command(args) -> int:
         except ValueError as err:  # what the data cannot run (fit's messages name the setting)
             raise UserError(one_line(err)) from None
         accuracy = float(np.mean(np.asarray(jaxnn.predict(model, X)) == y))
-    jaxnn.save(model, args.output)
+    prepare.save(args.output, model, preparation)
     _write_columns(args.output + COLUMNS_SUFFIX, target=args.target, features=names)
     if not args.quiet:
         print(f"jaxnn fit: {m} rows, {len(names)} feature{'s' if len(names) > 1 else ''}, {len(classes)} classes "
-              f"({_short_list(classes)}); "
+              f"({_short_list(classes)}); {prepare.describe(preparation)}; "
               f"training accuracy {accuracy:.3f}; fit {seconds:.1f} s; wrote {args.output} "
               f"(+ {os.path.basename(args.output)}{COLUMNS_SUFFIX})")
     return 0
@@ -493,14 +511,18 @@ def _write_columns(path: str, *, target: str, features: list) -> None:
 
 
 def _load_model(path: str):
-    """(the model, its target column's name, its feature columns' names) of
-    ``path`` and the columns file ``jaxnn fit`` wrote beside it."""
+    """(the model, its target column's name, its feature columns' names, its
+    preparation) of ``path`` and the columns file ``jaxnn fit`` wrote beside
+    it; a model file without a preparation (one that ``jaxnn fit`` wrote
+    before it prepared tables) takes the columns as they are
+    (:func:`jaxnn._src.prepare.identity`)."""
     import json
 
     import jaxnn
+    from jaxnn._src import prepare
 
     try:
-        model = jaxnn.load(path)
+        model, preparation = prepare.load(path)
     except FileNotFoundError:
         raise UserError(f"{path!r}: no such model file") from None
     except IsADirectoryError:
@@ -521,19 +543,29 @@ def _load_model(path: str):
                         "(copy it along with the model)") from None
     except (OSError, ValueError) as err:
         raise UserError(f"{columns!r} cannot be read as the model's column names ({one_line(err)})") from None
-    d = model.n_features
     ok = (isinstance(meta, dict) and meta.get("format") == _COLUMNS_FORMAT and isinstance(meta.get("target"), str)
           and isinstance(meta.get("features"), list) and all(isinstance(n, str) for n in meta["features"]))
     if not ok:
         raise UserError(f"{columns!r} is not the column file jaxnn fit writes")
-    if len(meta["features"]) != d:
-        raise UserError(f"{columns!r} names {len(meta['features'])} feature columns, but the model {path!r} has {d} "
-                        "features: the two files are not of one fit")
-    return model, meta["target"], meta["features"]
+    names = meta["features"]
+    if preparation is None:
+        if len(names) != model.n_features:
+            raise UserError(f"{columns!r} names {len(names)} feature columns, but the model {path!r} has "
+                            f"{model.n_features} features: the two files are not of one fit")
+        preparation = prepare.identity(names)
+    elif tuple(names) != preparation.names:
+        raise UserError(f"{columns!r} names the feature columns {_short_list(names)}, but the model {path!r} was fit "
+                        f"on {_short_list(preparation.names)}: the two files are not of one fit")
+    return model, meta["target"], names, preparation
 
 
-def _model_features(table, names: list, model_path: str) -> np.ndarray:
-    from jaxnn._src import tabular
+def _model_features(table, names: list, preparation, model_path: str, command: str) -> np.ndarray:
+    """The model's features of ``table``: its columns ``names`` prepared as
+    at fit time; a category not seen then is a line ``jaxnn COMMAND:
+    warning: …`` on stderr per column."""
+    import warnings
+
+    from jaxnn._src import prepare, tabular
 
     missing = [n for n in names if n not in table.columns]
     if missing:
@@ -541,9 +573,17 @@ def _model_features(table, names: list, model_path: str) -> np.ndarray:
                         f"{', '.join(map(repr, missing))} that {model_path!r} was fit on (its features: "
                         f"{_short_list(names, 12)})")
     try:
-        return tabular.read_features(table, names)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", prepare.UnseenCategoryWarning)
+            X = prepare.apply(preparation, table)
     except tabular.TableError as err:
         raise UserError(str(err)) from None
+    for warning in caught:
+        if issubclass(warning.category, prepare.UnseenCategoryWarning):
+            print(f"jaxnn {command}: warning: {one_line(warning.message)}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+    return X
 
 
 def _predict_command(args) -> int:
@@ -551,8 +591,8 @@ def _predict_command(args) -> int:
 
     if args.output != "-":
         _check_output(args.output)
-    model, target, names = _load_model(args.model)
-    X = _model_features(_table(args.data), names, args.model)
+    model, target, names, preparation = _load_model(args.model)
+    X = _model_features(_table(args.data), names, preparation, args.model, "predict")
     import jaxnn
 
     with _compilation_cache():
@@ -602,14 +642,14 @@ def _evaluate_command(args) -> int:
 
     if args.plot is not None:
         _check_plot(args.plot)
-    model, fit_target, names = _load_model(args.model)
+    model, fit_target, names, preparation = _load_model(args.model)
     target = fit_target if args.target is None else args.target
     table = _table(args.data)
     if target not in table.columns:
         raise UserError(f"{args.data!r} has no target column {target!r}{tabular.did_you_mean(target, table.columns)}"
                         f"{' (the column the model was fit on; choose another with --target)' if args.target is None else ''}; "
                         f"its columns: {tabular.list_names(table.columns)}")
-    X = _model_features(table, names, args.model)
+    X = _model_features(table, names, preparation, args.model, "evaluate")
     try:
         texts = tabular.target_labels(table, target)
     except tabular.TableError as err:

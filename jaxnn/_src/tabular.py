@@ -36,8 +36,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["TableError", "Table", "MISSING", "read_table", "read_xy", "read_features", "target_labels",
-           "parse_labels", "feature_columns", "split_names", "write_csv"]
+__all__ = ["TableError", "Table", "MISSING", "read_table", "table_of", "read_xy", "read_features", "target_labels",
+           "parse_labels", "feature_columns", "split_names", "write_csv", "is_missing", "cell_number"]
 
 #: the values (stripped, any case) that mean "no value" in a CSV cell
 MISSING = frozenset({"", "na", "n/a", "nan", "null", "none", "?"})
@@ -194,6 +194,37 @@ def _read_parquet(path: str) -> Table:
     return Table(path, names, values, None)
 
 
+def table_of(data, source: str = "data") -> Table:
+    """A :class:`Table` of in-memory columns: ``data`` a mapping of column
+    name → 1-D values (a dict of lists or arrays, a pandas DataFrame), or a
+    Table (returned as it is).  Messages name it ``source``.  Numeric NumPy
+    columns become float64 (NaN: missing), any other its values as given."""
+    if isinstance(data, Table):
+        return data
+    if isinstance(data, np.ndarray) or not hasattr(data, "keys") or not hasattr(data, "__getitem__"):
+        raise TypeError(f"the table must be a mapping of column name to values (a dict, a pandas DataFrame), got "
+                        f"{type(data).__name__}")
+    names = [str(name) for name in data.keys()]
+    values = []
+    for key, name in zip(data.keys(), names):
+        column = data[key]
+        array = np.asarray(column.to_numpy() if hasattr(column, "to_numpy") else column)
+        if array.ndim != 1:
+            raise TypeError(f"column {name!r} of the table must be 1-D, got shape {array.shape}")
+        if array.dtype.kind in "biuf":
+            array = array.astype(np.float64)
+        elif array.dtype.kind != "O":
+            array = array.astype(object)
+        values.append(array)
+    lengths = {len(v) for v in values}
+    if len(lengths) > 1:
+        raise ValueError(f"the columns of {source!r} differ in length: {sorted(lengths)}")
+    if not values or not lengths.pop():
+        raise ValueError(f"{source!r} has no columns or no rows")
+    _check_unique(source, names)
+    return Table(source, names, values, None)
+
+
 # --------------------------------------------------------------------------
 # columns
 # --------------------------------------------------------------------------
@@ -248,22 +279,24 @@ def _numbers(table: Table, name: str) -> np.ndarray:
             values = np.array(raw, dtype=np.float64)
         except (ValueError, TypeError):  # find the first value that is not a number
             for row, value in enumerate(raw):
-                _number(table, name, row, value)
+                cell_number(table, name, row, value)
             raise AssertionError("unreachable: some value did not parse")  # pragma: no cover
     bad = np.flatnonzero(~np.isfinite(values))
     if bad.size:
         row = int(bad[0])
-        _number(table, name, row, raw[row])
+        cell_number(table, name, row, raw[row])
     return values
 
 
-def _number(table: Table, name: str, row: int, value) -> float:
-    """``value`` as a finite float, else the TableError of the cell."""
+def cell_number(table: Table, name: str, row: int, value) -> float:
+    """``value``, the cell of column ``name`` in data row ``row`` (0-based),
+    as a finite float — else the TableError of the cell (missing, not a
+    number, not finite), naming the file, the column and the row."""
     where = f"{table.path!r}, column {name!r}, {table.where(row)}"
-    if _missing(value):
+    if is_missing(value):
         shown = f" ({value!r})" if isinstance(value, str) and value else ""
-        raise TableError(f"{where}: missing value{shown}; every feature value must be a number: drop or fill the "
-                         f"row, or leave the column out with --features")
+        raise TableError(f"{where}: missing value{shown}; every feature value must be a number: fill missing values "
+                         f"with --impute median or most-frequent, drop the row, or leave the column out with --features")
     try:
         number = float(value.strip() if isinstance(value, str) else value)
     except (TypeError, ValueError):
@@ -274,7 +307,7 @@ def _number(table: Table, name: str, row: int, value) -> float:
     return number
 
 
-def _missing(value) -> bool:
+def is_missing(value) -> bool:
     if value is None:
         return True
     if isinstance(value, str):
@@ -295,7 +328,7 @@ def target_labels(table: Table, name: str) -> np.ndarray:
     raw = table.column(name)
     texts = []
     for row, value in enumerate(raw):
-        if _missing(value):
+        if is_missing(value):
             raise TableError(f"{table.path!r}, column {name!r}, {table.where(row)}: missing target value; "
                              "drop the row")
         if isinstance(value, (float, np.floating)) and float(value).is_integer():
