@@ -247,12 +247,12 @@ def padded_query(X_train, X_query, k: int, *, block_size: int | None = None, dev
     block = block_rows(m, block_size, platform, queries=n)
     rows = n if isinstance(X_query, jax.core.Tracer) else query_rows(n, block)
     if isinstance(X_query, np.ndarray):  # the cast and the padding on the host: nothing compiles per n
-        Xq = to_device(padded_rows(np.asarray(X_query, dtype=Xt.dtype), rows))
+        Xq = padded_rows(np.asarray(X_query, dtype=Xt.dtype), rows)  # on the host: blocked_topk checks it there
     else:
         Xq = padded_rows(as_float(X_query).astype(Xt.dtype), rows)
     _warn_if_slow(n, m, platform, f"knn_query of {n} points among {m}",
                   "an approximate index can find the neighbours instead (predict's neighbors=, docs/guide/neighbour-graphs.md)")
-    idx, dist = blocked_topk(Xq, Xt, k, block, False, devices, cut=cut)
+    idx, dist = blocked_topk(Xq, Xt, k, block, False, devices, cut=cut, queries=n)
     return idx, dist, n
 
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from jaxnn._src import algorithms, losses
 
-__all__ = ["Model", "HostPickled", "check_model", "validate_model", "without_float64"]
+__all__ = ["Model", "HostPickled", "check_model", "validate_model", "check_alpha_values", "without_float64"]
 
 
 class _HostArray(NamedTuple):
@@ -148,7 +148,31 @@ def check_model(model) -> Model:
     if not isinstance(model, Model):
         raise TypeError(f"expected a jaxnn Model (from jaxnn.fit), got {type(model).__name__}")
     validate_model(model)
+    check_alpha_values(model)
     return without_float64(model)
+
+
+def check_alpha_values(model) -> None:
+    """A ValueError naming α and the count of its bad entries unless every
+    entry of ``model.alpha`` is finite: a NaN in α (a model edited with
+    ``dataclasses.replace`` or a file edited by hand) gave NaN scores that
+    predict turned into class 0 and predict_proba into NaN rows, silently.
+
+    One pass over α on the host; a JAX α (immutable) that passed is
+    remembered on the model object, so that each model is checked once,
+    not at every prediction (a NumPy α, which may be changed in place, is
+    checked every time).  A traced α (a model passed into ``jax.jit``) has
+    no values to check."""
+    alpha = model.alpha
+    if isinstance(alpha, jax.core.Tracer) or model.__dict__.get("_finite_alpha") is alpha:
+        return
+    values = np.asarray(alpha)
+    bad = values.size - int(np.count_nonzero(np.isfinite(values)))
+    if bad:
+        raise ValueError(f"model.alpha holds {bad} NaN or infinite entries (of {values.size}): the leveraging "
+                         "coefficients must be finite; refit the model, or restore alpha from an unedited copy")
+    if isinstance(alpha, jax.Array):
+        object.__setattr__(model, "_finite_alpha", alpha)  # not a field: no pytree leaf, not pickled or compared
 
 
 def validate_model(model: Model) -> None:

@@ -35,7 +35,7 @@ import numpy as np
 
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
-from jaxnn._src.model import Model, validate_model
+from jaxnn._src.model import Model, check_alpha_values, validate_model
 
 __all__ = ["save", "load", "ModelFileError", "FORMAT", "FORMAT_VERSION", "write_file", "read_file", "json_scalar", "fspath"]
 
@@ -438,6 +438,7 @@ def _decode_model(meta, arrays: dict, path: str):
             validate_model(model)
         else:
             _validate_split(model)
+        check_alpha_values(model)  # α's values too: a NaN in α would predict without a word
     except (TypeError, ValueError) as err:
         raise ModelFileError(f"{path!r} holds an invalid model: {err}") from err
     return model

@@ -4,7 +4,9 @@
 two-stage partial selection (:func:`_smallest_k`) or, from 32 768 training
 points on CPU, by column chunks that stay in cache (:func:`_chunked_topk`);
 ``lax.approx_min_k`` for ``method="approx"``; query rows sharded across
-devices.  :mod:`jaxnn._src.graph` builds the public searches on it.
+devices; query rows far from the training points (:func:`far_query_rows`)
+ranked again exactly on the host (:func:`exact_rows`).
+:mod:`jaxnn._src.graph` builds the public searches on it.
 """
 
 from __future__ import annotations
@@ -133,7 +135,8 @@ def _conditioned(Q, X):
     already is only rescaled, by a power of two: exact ties stay ties, broken
     by the lower index.  Jitted: one dispatch per search, not one per
     operation.  A small search's training points are conditioned on the
-    host instead (:func:`conditioning_on_host`).
+    host instead (:func:`conditioning_on_host`).  Fourth: (n,) whether each
+    query row is far (:func:`far_query_rows`).
     """
     _, e0 = jnp.frexp(jnp.max(jnp.abs(X)))  # |X| < 2^e0
     Q, X = jnp.ldexp(Q, -e0), jnp.ldexp(X, -e0)  # exact (powers of two): |X| < 1
@@ -142,7 +145,8 @@ def _conditioned(Q, X):
     _, e = jnp.frexp(jnp.max(dev))
     s = jnp.ldexp(jnp.ones((), X.dtype), e)  # 2^e ≥ the spread; 1 for identical points
     shift = jnp.where(dev > 0, jnp.round(mu / s) * s, mu)  # constant features to 0 exactly
-    return (Q - shift) / s, (X - shift) / s, e + e0
+    Q = (Q - shift) / s
+    return Q, (X - shift) / s, e + e0, _far(jnp.sum(Q * Q, axis=1), Q.shape[1])
 
 
 def conditioning_on_host(X: np.ndarray):
@@ -177,8 +181,93 @@ def conditioning_on_host(X: np.ndarray):
     return ((W - shift) / s).astype(dtype), (int(e0), shift, dtype.type(s), int(e) + int(e0))
 
 
+#: a query row is far from the training points — :func:`far_query_rows`,
+#: ranked again on the host — where its conditioned norm exceeds this many
+#: times the bound 1.5·√d on the conditioned training points' norms
+FAR_RATIO = 8.0
+
+
+def _far(q_sq, d: int):
+    """Whether conditioned query rows of squared norms ``q_sq`` lie beyond
+    :data:`FAR_RATIO` times the bound on the conditioned training points'
+    norms (every feature of them lies within ±1.5: spread ≤ 2^e, shift
+    within half a step of the mean), or their norm is not finite (an
+    overflow).  NumPy or jnp."""
+    return ~(q_sq <= (FAR_RATIO * 1.5) ** 2 * d)
+
+
+def far_query_rows(Q, transform) -> np.ndarray:
+    """The indices of the rows of the host queries Q (n, d) far from the
+    training points conditioned by ``transform`` = (e0, shift, s, e) of
+    :func:`conditioning_on_host`: conditioned alike in float64, those of
+    norm beyond :data:`FAR_RATIO`·1.5·√d (:func:`_far`).
+
+    Their distance tiles ‖q‖² − 2q·x + ‖x‖² lose the ranking: the error of
+    each is about ε·‖q‖², the differences between them about ‖q‖·spread, so
+    that a row at ρ times the training points' reach ranks them with ρ
+    times the error of a row among them; training points at 10⁰ and
+    queries at ±10¹⁰ all got training row 0, queries at 10²⁰ an overflow.
+    O(n·d) on the host."""
+    e0, shift, s, _ = transform
+    scale = float(np.ldexp(1.0, -int(e0))) / float(s)
+    Qc = np.asarray(Q, np.float64) * scale - np.asarray(shift, np.float64) / float(s)  # no overflow: float64
+    return np.flatnonzero(_far(np.einsum("ij,ij->i", Qc, Qc), Q.shape[1]))
+
+
+#: at most this many (query, training) keys a step of :func:`exact_rows`
+EXACT_ROWS_ELEMENTS = 1 << 22
+
+
+def exact_rows(Q, X, k: int, n_valid: int, exclude=None):
+    """The k nearest of X's first ``n_valid`` rows to each row of Q (r, d),
+    on the host in float64: (indices (r, k) int32, distances (r, k)
+    float64), ranked by ‖x‖² − 2q·x about X's first point — ‖q‖², the
+    same across a row, is left out, so nothing of the size of ‖q‖²
+    cancels and a query at 10³⁰ ranks as one near the points; exact ties
+    go to the lower index, as the search's.  X's rows from ``n_valid`` on
+    (padding) and the column ``exclude[i]`` of row i (≥ 0: the query's own
+    point; −1: none) come after every other, at distance +inf, in index
+    order — the search's order.  Distances are ‖q − x‖ computed directly."""
+    X = np.asarray(X, np.float64)
+    x0 = X[0]
+    Xc, Qc = X - x0, np.asarray(Q, np.float64) - x0
+    sq = np.einsum("ij,ij->i", Xc, Xc)
+    sq[n_valid:] = np.inf
+    step = max(1, EXACT_ROWS_ELEMENTS // max(X.shape[0], 1))
+    idx, dist = [], []
+    for start in range(0, Qc.shape[0], step):
+        q = Qc[start:start + step]
+        key = sq[None, :] - 2.0 * (q @ Xc.T)
+        if exclude is not None:
+            own = np.asarray(exclude[start:start + step])
+            rows = np.flatnonzero(own >= 0)
+            key[rows, own[rows]] = np.inf
+        order = np.argsort(key, axis=1, kind="stable")[:, :k]
+        direct = np.sqrt(np.sum((q[:, None, :] - Xc[order]) ** 2, axis=2))
+        idx.append(order.astype(np.int32))
+        dist.append(np.where(np.isfinite(np.take_along_axis(key, order, axis=1)), direct, np.inf))
+    return np.concatenate(idx), np.concatenate(dist)
+
+
+def _with_exact_rows(idx, dist, rows, Q, X, n_valid: int, exclude_self: bool):
+    """The search's (idx, dist) with the query ``rows`` (host indices)
+    ranked again by :func:`exact_rows` (Q and X the given points), on the
+    devices the search's answer is on; as they are when ``rows`` is empty."""
+    if rows.size == 0:
+        return idx, dist
+    home = next(iter(idx.devices()))
+    idx_h, dist_h = np.array(idx), np.array(dist)
+    X = np.asarray(X)
+    if X.shape[0] < idx_h.shape[1]:  # the search found padding columns too (at +inf, in index order)
+        X = padded_rows(X, idx_h.shape[1])
+    exclude = rows if exclude_self else None
+    new_idx, new_dist = exact_rows(np.asarray(Q)[rows], X, idx_h.shape[1], n_valid, exclude)
+    idx_h[rows], dist_h[rows] = new_idx, new_dist.astype(dist_h.dtype)
+    return jax.device_put(idx_h, home), jax.device_put(dist_h, home)
+
+
 def blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, recall_target=None, rows=None,
-                  cut: bool = True, share_k: bool = True):
+                  cut: bool = True, share_k: bool = True, queries: int | None = None):
     """Exact kNN of rows of Q among rows of X, a tile of ``block`` query rows
     at a time; with ``devices``, the query rows are split across them; with a
     ``recall_target``, selected by ``lax.approx_min_k``.  Points are first
@@ -195,15 +284,26 @@ def blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, rec
     a search of at most :data:`shared_sizes.SHARED_K_MAX_ROWS` points finds
     :func:`shared_k` (k) neighbours (at most X's padded rows) and keeps the
     first k — or all of them when not ``cut``; exactly k when not
-    ``share_k`` (a caller whose ks already share one search)."""
+    ``share_k`` (a caller whose ks already share one search).
+
+    Concrete query rows far from the training points (:func:`far_query_rows`:
+    found on the host before the search where X is conditioned there, else
+    by the search's program) are ranked again by :func:`exact_rows`; a
+    search without any runs as it would otherwise.  ``queries``: Q's rows
+    from this on are padding, never ranked again (None: none are).  Traced
+    queries (under ``jax.jit``) keep the search's ranking."""
+    n_real = Q.shape[0] if queries is None else int(queries)
+    concrete = not isinstance(X, jax.core.Tracer) and not isinstance(Q, jax.core.Tracer)
     if devices is None:  # one program: (conditioning,) search and rescaling compile together
         if recall_target is not None:
             kernel, recall_target = _onepass_topk, float(recall_target)
         else:
             kernel = search_kernel(X.shape[0], X.shape[1], k, platforms.platform())
-        m, n_valid, transform, found = X.shape[0], None, None, k
-        if not isinstance(X, jax.core.Tracer) and not isinstance(Q, jax.core.Tracer) and m <= shared_sizes.SHARED_MAX_ROWS:
-            X, (e0, shift, s, e) = conditioning_on_host(np.asarray(X))  # no reduction of X in the program
+        m, n_valid, transform, found, far, own = X.shape[0], None, None, k, None, exclude_self
+        if concrete and m <= shared_sizes.SHARED_MAX_ROWS:
+            given = np.asarray(X)
+            X, (e0, shift, s, e) = conditioning_on_host(given)  # no reduction of X in the program
+            far = far_query_rows(np.asarray(Q)[:n_real], (e0, shift, s, e))
             X, n_valid = to_device(padded_rows(X, max(shared_rows(m), rows or 0))), to_device(m, np.int32)
             Q = padded_rows(Q, query_rows(Q.shape[0], block, among=X.shape[0]))
             transform = to_device(e0, np.int32), to_device(shift), to_device(s), to_device(e, np.int32)
@@ -214,18 +314,29 @@ def blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, rec
             row0 = to_device(0 if exclude_self else X.shape[0], np.int32)
             exclude_self = True
         else:
-            row0 = 0
-        idx, dist = conditioned_search(Q, X, n_valid, transform, row0, kernel=kernel, k=found, block=block,
-                                        exclude_self=exclude_self, recall_target=recall_target)
+            given, row0 = X, 0
+        Qd = to_device(Q) if isinstance(Q, np.ndarray) else Q
+        out = conditioned_search(Qd, X, n_valid, transform, row0, kernel=kernel, k=found, block=block,
+                                 exclude_self=exclude_self, recall_target=recall_target,
+                                 far_flags=concrete and far is None)
+        idx, dist = out[:2]
+        if concrete:
+            far = np.flatnonzero(np.asarray(out[2])[:n_real]) if far is None else far
+            idx, dist = _with_exact_rows(idx, dist, far, Q, given, m, own)
         return first_rows((idx, dist), k, axis=1) if cut else (idx, dist)  # nearest first: cut on the host
-    Q, X, exponent = _conditioned(Q, X)
+    given, given_q = X, Q
+    Q, X, exponent, far = _conditioned(Q, X)
     idx, dist = _blocked_topk_conditioned(Q, X, k, block, exclude_self, devices, recall_target)
-    return idx, jnp.ldexp(dist, exponent)
+    dist = jnp.ldexp(dist, exponent)
+    if concrete:
+        far = np.flatnonzero(np.asarray(far)[:n_real])
+        idx, dist = _with_exact_rows(idx, dist, far, given_q, given, given.shape[0], exclude_self)
+    return idx, dist
 
 
-@functools.partial(jax.jit, static_argnames=("kernel", "k", "block", "exclude_self", "recall_target"))
+@functools.partial(jax.jit, static_argnames=("kernel", "k", "block", "exclude_self", "recall_target", "far_flags"))
 def conditioned_search(Q, X, n_valid=None, transform=None, row0=0, *, kernel, k: int, block: int,
-                        exclude_self: bool, recall_target):
+                        exclude_self: bool, recall_target, far_flags: bool = False):
     """:func:`blocked_topk` on one device, jitted whole: a new shape compiles
     one program, not three (the conditioning and the rescaling of the
     distances would compile programs of their own per query size).
@@ -233,14 +344,19 @@ def conditioned_search(Q, X, n_valid=None, transform=None, row0=0, *, kernel, k:
     ``transform``: X comes conditioned (:func:`conditioning_on_host`) and
     (e0, shift, s, e) condition Q alike and scale the distances back; None:
     both are conditioned here.  ``row0`` (traced): with ``exclude_self``,
-    query row r is training point row0 + r."""
+    query row r is training point row0 + r.  ``far_flags`` (without a
+    ``transform``): a third output, (n,) whether each query row is far from
+    the training points (:func:`far_query_rows`)."""
+    far = None
     if transform is None:
-        Q, X, exponent = _conditioned(Q, X)
+        Q, X, exponent, far = _conditioned(Q, X)
     else:
         e0, shift, s, exponent = transform
         Q = (jnp.ldexp(Q, -e0) - shift) / s
     extra = {} if recall_target is None else {"recall_target": recall_target}
     idx, dist = kernel(Q, X, k, block, exclude_self, row0, n_valid=n_valid, **extra)
+    if far_flags:
+        return idx, jnp.ldexp(dist, exponent), far
     return idx, jnp.ldexp(dist, exponent)
 
 
