@@ -17,7 +17,7 @@ import pytest
 import jaxnn
 from jaxnn import ensemble as ens
 from jaxnn._src import ensemble as ens_src
-from jaxnn._src.params import PARAMS, Bool, Interval, Options, check
+from jaxnn._src.params import PARAMS, Bool, Options, check
 
 M = 40  # training points of every call: each bad value is refused before any search
 _rng = np.random.default_rng(0)
@@ -79,10 +79,11 @@ def bad_values(constraint, below_taken: bool) -> list:
             bad.append((M, ValueError))
     else:
         bad.append((math.nan, ValueError))
+        low_open, high_open = constraint.closed in ("right", "neither"), constraint.closed in ("left", "neither")
         if constraint.low is not None:
-            bad.append((constraint.low if constraint.closed in ("right", "neither") else constraint.low - 1, ValueError))
+            bad.append((constraint.low if low_open else constraint.low - 1, ValueError))
         if constraint.high is not None:
-            bad.append((constraint.high if constraint.closed in ("left", "neither") else constraint.high + 1, ValueError))
+            bad.append((constraint.high if high_open else constraint.high + 1, ValueError))
     return bad
 
 
@@ -120,13 +121,14 @@ def test_check_returns_the_value_as_declared_and_words_each_kind():
     with pytest.raises(ValueError, match=r"^unknown graph_method 'approx' for fit_split; use one of "
                                          r"\('exact', 'nndescent'\)$"):
         check("graph_method", "approx", among=("exact", "nndescent"), where=" for fit_split")
-    with pytest.raises(ValueError, match=r"^unknown posterior 'lnk'; use one of \('auto', 'link', 'votes'\) — did you "
-                                         r"mean 'link'\?$"):
+    with pytest.raises(ValueError, match=r"^unknown posterior 'lnk'; use one of \('auto', 'link', 'votes'\) — "
+                                         r"did you mean 'link'\?$"):
         check("posterior", "lnk")
     with pytest.raises(ValueError, match=r"^epsilon must be finite and lie in \(0, 1\), got 1$"):
         check("epsilon", 1)
 
 
 def test_fit_split_refuses_the_graph_method_its_batched_search_lacks():
-    with pytest.raises(ValueError, match=r"unknown graph_method 'approx' for fit_split; use one of \('exact', 'nndescent'\)"):
+    with pytest.raises(ValueError, match=r"unknown graph_method 'approx' for fit_split; "
+                                         r"use one of \('exact', 'nndescent'\)"):
         ens.fit_split(X, y, n_splits=2, k=3, graph_method="approx")

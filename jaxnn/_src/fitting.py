@@ -491,11 +491,12 @@ def _fold_scores(fold: tuple, args: FoldArgs) -> HeldOutScores:
     m = X.shape[0]
     aux_graph = val_neighbors = None
     scored = "" if val.size == m - tr.size else f"{val.size} of "
-    logger.info("fit: held-out choice: auxiliary fit on %d points, scored on %sthe other %d", tr.size, scored, m - tr.size)
+    logger.info("fit: held-out choice: auxiliary fit on %d points, scored on %sthe other %d", tr.size, scored,
+                m - tr.size)
     if graph is not None:
         aux_graph = logged(f"fit: held-out choice: {k}-NN graph of the {tr.size} points from the full graph (two hops)",
                             lambda: subgraph(X, graph, tr))
-    elif spec.graph_method == "exact":  # the 80 %'s graph and the scored points' neighbours: one search, one compilation
+    elif spec.graph_method == "exact":  # the 80 %'s graph and the scored points' neighbours: one search and program
         aux_graph, val_neighbors = logged(
             f"fit: held-out choice: exact {k}-NN graph of the {tr.size} points and of the {val.size} scored among them",
             lambda: graph_and_query(*points_of_parts(X, compute_dtype(X), tr, val), k, devices=spec.plan.devices,
