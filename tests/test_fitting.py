@@ -403,14 +403,14 @@ def test_auto_posterior_with_given_neighbors_derives_the_auxiliary_graph(monkeyp
     searches = []
     monkeypatch.setattr(fit_mod, "knn_graph", lambda *a, **kw: searches.append(a) or graph_mod.knn_graph(*a, **kw))
     given, rounds = [], []
-    real_fit = fit_mod._fit_checked  # the checked fit: the main one, then the auxiliary one
+    real_fit = fit_mod._boosted  # the boosted fit: the main one, then the auxiliary one
 
-    def spy_fit(*args, **kw):
-        given.append(kw.get("neighbors"))
-        rounds.append(kw.get("rounds"))
-        return real_fit(*args, **kw)
+    def spy_fit(data, spec):
+        given.append(data.graph)
+        rounds.append(spec.rounds)
+        return real_fit(data, spec)
 
-    monkeypatch.setattr(fit_mod, "_fit_checked", spy_fit)
+    monkeypatch.setattr(fit_mod, "_boosted", spy_fit)
     monkeypatch.setattr(fit_mod, "MIN_SCORED", 1)  # one held-out part, not cross-fitted
     X, y = _blobs(m=200, C=3, seed=4)
     nb = np.asarray(graph_mod.knn_graph(X, 5).indices)
@@ -590,9 +590,9 @@ def test_auto_posterior_from_given_neighbors_centres_points_far_from_zero():
     from jaxnn._src import fitting as fit_mod
 
     given = []
-    real_fit = fit_mod._fit_checked  # each fit's checked part: the main fit, then the auxiliary one
+    real_fit = fit_mod._boosted  # each fit's boosted part: the main fit, then the auxiliary one
     monkeypatch = pytest.MonkeyPatch()
-    monkeypatch.setattr(fit_mod, "_fit_checked", lambda *a, **kw: given.append(kw["neighbors"]) or real_fit(*a, **kw))
+    monkeypatch.setattr(fit_mod, "_boosted", lambda data, spec: given.append(data.graph) or real_fit(data, spec))
     X, y = _blobs(m=300, C=3, seed=8, spread=1.2)
     nb = np.asarray(jaxnn.knn_graph(X, 10).indices)
     try:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from jaxnn._src.inputs import label_rows
+from jaxnn._src.params import check
 from jaxnn._src.prediction import KERNEL_VOTE_FLOOR, POSTERIOR_FLOOR
 
 __all__ = ["KERNEL_BANDWIDTHS", "KERNEL_FIT_ENTRIES", "KERNEL_WEIGHTS", "LOSS_BLOCK", "SHRINKAGES", "T_COARSE", "T_GRID",
@@ -151,10 +152,9 @@ SHRINKAGES = np.linspace(0.0, 1.0, 11)
 
 def shrinkages_of(shrinkage) -> tuple:
     """The shrinkages s a ``shrinkage`` setting tries: :data:`SHRINKAGES` for
-    ``"auto"``, (0.0,) for None — else a ValueError naming the setting."""
-    if not (shrinkage is None or (isinstance(shrinkage, str) and shrinkage == "auto")):
-        raise ValueError(f"shrinkage must be None or 'auto', got {shrinkage!r}")
-    return (0.0,) if shrinkage is None else tuple(SHRINKAGES)
+    ``"auto"``, (0.0,) for None — else the ValueError of its declaration
+    (:data:`jaxnn._src.params.PARAMS`)."""
+    return (0.0,) if check("shrinkage", shrinkage) is None else tuple(SHRINKAGES)
 
 
 def common_leverage(H, k: int) -> float:

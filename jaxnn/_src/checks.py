@@ -14,8 +14,8 @@ import numpy as np
 
 from jaxnn._src import platforms
 
-__all__ = ["check_bool", "check_real", "check_integer", "check_float32_range", "check_frame_columns", "check_points",
-           "check_whole_labels"]
+__all__ = ["check_bool", "check_real", "check_integer", "check_option", "check_float32_range", "check_frame_columns",
+           "check_points", "check_whole_labels"]
 
 
 def check_whole_labels(y: np.ndarray) -> None:
@@ -77,6 +77,27 @@ def check_integer(value, name: str, *, low: int | None = None, high: int | None 
     if high is not None and int(value) > high:
         raise ValueError(f"{name} must be <= {high}, got {value}")
     return int(value)
+
+
+def check_option(value, name: str, options, *, where: str = ""):
+    """``value`` if it is one of ``options``.  Options all strings: a
+    TypeError for a value that is not a str, a ValueError naming the
+    options (and the closest one, :func:`did_you_mean`) for an unknown one;
+    ``where`` follows the value (" for fit_split").  Options holding None:
+    a ValueError listing them for anything else."""
+    options = tuple(options)
+    if all(isinstance(option, str) for option in options):
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+        if value not in options:
+            raise ValueError(f"unknown {name} {value!r}{where}; use one of {options}" + did_you_mean(value, options))
+        return value
+    # by identity and exact str equality: an array or a number is never compared elementwise
+    if not any(value is option or (isinstance(value, str) and isinstance(option, str) and value == option)
+               for option in options):
+        spelled = ", ".join(map(repr, options[:-1])) + f" or {options[-1]!r}" if len(options) > 1 else repr(options[0])
+        raise ValueError(f"{name} must be {spelled}{where}, got {value!r}")
+    return value
 
 
 def did_you_mean(value, choices) -> str:

@@ -44,12 +44,12 @@ import numpy as np
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src import boost_runs, shared_sizes
-from jaxnn._src.checks import check_bool, check_real, did_you_mean
-from jaxnn._src.checks import check_integer as _check_int
+from jaxnn._src.checks import check_bool
 from jaxnn._src.leverage import unreached_leverage
 from jaxnn._src.graph import knn_graph, padded_query
 from jaxnn._src.inputs import as_points, compute_dtype, encode_labels
 from jaxnn._src.model import HostPickled, Model, without_float64
+from jaxnn._src.params import check
 from jaxnn._src.plan import Plan, make_plan
 from jaxnn._src.points import float32_origin, shift_points
 from jaxnn._src.prediction import link_posterior, normalise_rows, leveraged_scores
@@ -78,6 +78,8 @@ _P_TOL = 1e-6  # slack on [0, 1] for the probabilities given to generalized_mean
 # |q| < _Q_SMALL, |log M_q − log GM| ≤ |q| Var(log p) / 2 ≤ 1e-18 (log p ∈
 # [log 1e-12, 0]); for |q| > _Q_LARGE, |log M_q − log max/min| ≤ log(n) / |q|.
 _Q_SMALL, _Q_LARGE = 1e-20, 1e20
+#: the graph methods of fit_split: the blocks' batched search has no "approx"
+_GRAPH_METHODS = ("exact", "nndescent")
 # keyword arguments of fit_split forwarded to the per-block boosting
 _FIT_KEYS = ("k", "loss", "algorithm", "rounds", "chooser", "epsilon", "seed", "graph_method", "trace")
 
@@ -596,23 +598,17 @@ def fit_split(
     norm = _check_norm(norm)
     mean = _check_mean(mean, "mean")
 
-    # same validation, in the same order, as jaxnn.fit
-    k = _check_int(opts["k"], "k", low=1)
-    if k >= m:
-        raise ValueError(f"k must be < the number of training points ({m}), got k={k}")
+    # the settings jaxnn._src.params declares, as jaxnn.fit reads them
+    k = check("k", opts["k"], below=m)
     loss_obj = losses_mod.get(opts["loss"])
-    epsilon = opts["epsilon"]
-    epsilon = check_real(epsilon, "epsilon", low=0.0, high=1.0, low_open=True, high_open=True)
+    epsilon = check("epsilon", opts["epsilon"])
     algo = algos.get(opts["algorithm"], epsilon=epsilon)
     algo.check(loss_obj)
-    rounds = m if opts["rounds"] is None else _check_int(opts["rounds"], "rounds", low=1)
-    plan = make_plan(m, Y_np.shape[1], rounds, opts["chooser"], blocks=len(block_list))
-    seed = _check_int(opts["seed"], "seed", low=0)
-    graph_method = opts["graph_method"]
-    if graph_method not in ("exact", "nndescent"):  # the blocks' batched search has no "approx"
-        raise ValueError(f"unknown graph_method {graph_method!r} for fit_split; use one of ('exact', 'nndescent')"
-                         + did_you_mean(graph_method, ("exact", "nndescent")))
-    trace = check_bool(opts["trace"], "trace")
+    rounds = m if opts["rounds"] is None else check("rounds", opts["rounds"])
+    plan = make_plan(m, Y_np.shape[1], rounds, check("chooser", opts["chooser"]), blocks=len(block_list))
+    seed = check("seed", opts["seed"])
+    graph_method = check("graph_method", opts["graph_method"], among=_GRAPH_METHODS, where=" for fit_split")
+    trace = check("trace", opts["trace"])
 
     dtype = compute_dtype(Xa)
     _warn_one_feature_blocks(block_list, norm)

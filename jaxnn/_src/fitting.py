@@ -4,12 +4,18 @@ the boosting plan (:func:`jaxnn._src.plan.make_plan`) and its run
 reached and the shrinkage of the leverages (:mod:`jaxnn._src.leverage`),
 and the temperature of the ``posterior="auto"`` posteriors — T and s chosen
 on the scores of auxiliary fits at held-out points (:func:`held_out_folds`;
-the choice itself: :mod:`jaxnn._src.calibration`)."""
+the choice itself: :mod:`jaxnn._src.calibration`).
+
+``fit`` checks its arguments against their declarations
+(:mod:`jaxnn._src.params`) and builds one immutable :class:`FitSpec`;
+:func:`_boosted` runs a spec on a :class:`FitData`, and the auxiliary
+fits of the held-out choice are ``spec._replace(...)`` of the main one,
+scored by the callback :func:`_fold_scores`."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 import numpy as np
 
@@ -17,16 +23,14 @@ from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src import boost_runs
 from jaxnn._src.calibration import (SHRINKAGES, calibrated_log_probs, fit_kernel_term, fit_shrinkage, fit_temperature,
-                                    kernel_log_votes, posterior_scores, shrinkages_of, targets)
-from jaxnn._src.checks import check_bool, check_real, did_you_mean
-from jaxnn._src.checks import check_integer as _check_int
-from jaxnn._src.graph import METHODS as _GRAPH_METHODS
+                                    kernel_log_votes, posterior_scores, targets)
 from jaxnn._src.graph import graph_and_query, knn_graph, subgraph
 from jaxnn._src.inputs import (as_points, check_neighbors, compute_dtype, encode_labels, label_rows, points_of_parts,
                                sample_weights, training_points)
 from jaxnn._src.leverage import shrunk_leverage, unreached_leverage
 from jaxnn._src.learned_metric import apply_metric, metric_transform
 from jaxnn._src.model import Model, takes_kernel_term
+from jaxnn._src.params import check
 from jaxnn._src.plan import Plan, make_plan
 from jaxnn._src.prediction import HeldOutScores, held_out_scores, tie_broken_argmax
 from jaxnn._src.progress import logged, logger, progress_shown
@@ -170,7 +174,7 @@ def fit(
       score ignores a neighbour.  :func:`predict` breaks exact ties in H by
       the k-NN vote, then the nearest neighbour.
     """
-    if check_bool(verbose, "verbose"):
+    if check("verbose", verbose):
         with progress_shown():
             return fit(X, y, k=k, loss=loss, algorithm=algorithm, rounds=rounds, chooser=chooser, epsilon=epsilon,
                        neighbors=neighbors, seed=seed, graph_method=graph_method, trace=trace, posterior=posterior,
@@ -179,16 +183,24 @@ def fit(
     m = Xa.shape[0]
     classes, Y_np, multilabel = encode_labels(y, m)
     weights = sample_weights(sample_weight, m)
-    trace = _check_settings(posterior, shrinkage, trace, graph_method)  # before any work
+    # the settings jaxnn._src.params declares, before any work ("auto" and None are read below);
+    # graph_method even when neighbors are given
+    posterior, graph_method = check("posterior", posterior), check("graph_method", graph_method)
+    check("shrinkage", shrinkage)
+    trace = check("trace", trace)
     if _auto(k) != "auto":
-        k = _checked_k(k, m)
+        k = check("k", k, below=m)
+    if rounds is not None and _auto(rounds) != "auto":
+        rounds = check("rounds", rounds)
+    check("chooser", chooser)
+    epsilon, seed = check("epsilon", epsilon), check("seed", seed)
     transform = None
     if metric is not None:
         if neighbors is not None:
             raise ValueError("metric cannot be combined with precomputed neighbors (they were searched under another "
                              "distance): give one or the other")
         transform = logged(f"fit: the metric ({metric if isinstance(metric, str) else 'given'})", lambda: metric_transform(
-            metric, Xa, y, seed=_check_int(seed, "seed", low=0), sample_weight=sample_weight))
+            metric, Xa, y, seed=seed, sample_weight=sample_weight))
         Xa = apply_metric(Xa, transform)
     if "auto" in (_auto(k), _auto(loss), _auto(rounds)):
         if weights is not None:
@@ -198,10 +210,10 @@ def fit(
             raise ValueError("k='auto' cannot be combined with precomputed neighbors")
         sel = logged("fit: choosing the 'auto' settings on a held-out 25 %", lambda: select(
             Xa, y,
-            ks=DEFAULT_KS if _auto(k) == "auto" else (_check_int(k, "k", low=1),),
+            ks=DEFAULT_KS if _auto(k) == "auto" else (k,),
             losses=DEFAULT_LOSSES if _auto(loss) == "auto" else (loss,),
             passes=DEFAULT_PASSES if _auto(rounds) == "auto" else (_given_passes(rounds, m),),
-            algorithm=algorithm, chooser=chooser, epsilon=epsilon, seed=_check_int(seed, "seed", low=0),
+            algorithm=algorithm, chooser=chooser, epsilon=epsilon, seed=seed,
             graph_method=graph_method, devices=devices, shrinkage=shrinkage,
         ))
         k = sel.k if _auto(k) == "auto" else k
@@ -209,98 +221,118 @@ def fit(
         rounds = sel.passes * m if _auto(rounds) == "auto" else rounds
         logger.info("fit: 'auto' chose k=%d, loss %s, %d pass(es): held-out accuracy %.4f",
                     sel.k, sel.loss, sel.passes, sel.scores[(sel.k, sel.loss, sel.passes)])
-    k = _checked_k(k, m)
     loss_obj = losses_mod.get(loss)
-    epsilon = check_real(epsilon, "epsilon", low=0.0, high=1.0, low_open=True, high_open=True)
     algo = algos.get(algorithm, epsilon=epsilon)
     algo.check(loss_obj)
-    rounds = m if rounds is None else _check_int(rounds, "rounds", low=1)
-    seed = _check_int(seed, "seed", low=0)
+    rounds = m if rounds is None else rounds
     plan = make_plan(m, Y_np.shape[1], rounds, chooser, devices, weighted=weights is not None)
-    model = _fit_checked(Xa, y, classes, Y_np, multilabel, plan, k=k, loss_obj=loss_obj, algo=algo, rounds=rounds,
-                         seed=seed, graph_method=graph_method, trace=trace, posterior=posterior, neighbors=neighbors,
-                         weights=weights, shrink=shrinkage is not None)
+    spec = FitSpec(plan, k, loss_obj, algo, rounds, seed, graph_method, trace, posterior, shrink=shrinkage is not None)
+    model = _fit(FitData(Xa, y, classes, Y_np, multilabel, weights, neighbors), spec)
     return model if transform is None else dataclasses.replace(model, transform=to_device(transform))
 
 
-def _checked_k(k, m: int) -> int:
-    """k as an int in [1, m), else a TypeError or ValueError naming it."""
-    k = _check_int(k, "k", low=1)
-    if k >= m:
-        raise ValueError(f"k must be < the number of training points ({m}), got k={k}")
-    return k
+class FitData(NamedTuple):
+    """The training set of one boosting fit, checked."""
+
+    X: np.ndarray  #: (m, d) host points (mapped by the metric, if any)
+    y: Any  #: the labels as given: (m,) labels or an (m, C) indicator matrix
+    classes: tuple  #: the C classes (:func:`encode_labels`)
+    Y: np.ndarray  #: (m, C) int8 ±1 labels (:func:`encode_labels`)
+    multilabel: bool
+    weights: Optional[np.ndarray] = None  #: (m,) sample weights of mean 1 (:func:`inputs.sample_weights`), or None
+    graph: Any = None  #: given neighbours of the m points (checked by the fit), or None: searched
 
 
-def _check_settings(posterior, shrinkage, trace, graph_method) -> bool:
-    """A TypeError or ValueError naming the setting unless ``posterior``,
-    ``shrinkage``, ``trace`` and ``graph_method`` are valid; ``trace`` as a bool."""
-    for value, name in ((posterior, "posterior"), (graph_method, "graph_method")):
-        if not isinstance(value, str):
-            raise TypeError(f"{name} must be a str, got {type(value).__name__}")
-    if posterior not in _POSTERIORS:
-        raise ValueError(f"unknown posterior {posterior!r}; use one of {_POSTERIORS}" + did_you_mean(posterior, _POSTERIORS))
-    shrinkages_of(shrinkage)
-    if graph_method not in _GRAPH_METHODS:  # checked even when neighbors are given
-        raise ValueError(f"unknown graph_method {graph_method!r}; use one of {_GRAPH_METHODS}"
-                         + did_you_mean(graph_method, _GRAPH_METHODS))
-    return check_bool(trace, "trace")
+class FitSpec(NamedTuple):
+    """Every setting of one boosting fit, checked: :func:`fit` builds it
+    once; the held-out choice's auxiliary fits are ``spec._replace(plan=…,
+    rounds=…, trace=False, like=…)`` of it (:func:`_fold_scores`)."""
+
+    plan: Plan  #: :func:`make_plan`'s decisions
+    k: int
+    loss: Any  #: a :class:`Loss`
+    algorithm: Any  #: an algorithm object (GNNB, UNN, N3)
+    rounds: int  #: boosting steps per class
+    seed: int
+    graph_method: str  #: how the graph is searched when none is given
+    trace: bool
+    posterior: str  #: one of :data:`params.POSTERIORS`
+    shrink: bool = False  #: ``shrinkage="auto"``
+    #: the padded shapes of another fit whose compiled search and boosting this one
+    #: reuses (an auxiliary fit takes the main fit's), or None
+    like: Any = None
 
 
-def _fit_checked(Xa, y, classes, Y_np, multilabel: bool, plan: Plan, *, k: int, loss_obj, algo, rounds: int, seed: int,
-                 graph_method: str, trace: bool, posterior: str, neighbors, like=None, weights=None,
-                 shrink: bool = False) -> Model:
-    """:func:`fit` once its settings are checked and its :class:`Plan` made:
-    (m, d) host points Xa, the labels y as given and as :func:`encode_labels`
-    reads them (classes, Y_np, multilabel).  ``like``: the padded shapes of
-    another fit whose compiled search and boosting this one is to reuse
-    (``posterior="auto"``'s auxiliary fit takes the main fit's), or None.
-    ``weights``: :func:`inputs.sample_weights`' (m,) weights of mean 1, or None.
-    ``shrink``: ``shrinkage="auto"``."""
+class FoldArgs(NamedTuple):
+    """The ``args`` of :func:`_fold_scores`: what every auxiliary fit of
+    one held-out choice shares."""
+
+    data: FitData  #: the main fit's data
+    spec: FitSpec  #: the main fit's settings, ``like`` its padded shapes (the auxiliary fits reuse them)
+    graph: Any  #: the main fit's (m, k) graph when the caller gave one (the auxiliary graphs derive from it), or None
+    kernel: bool  #: whether the scores carry the kernel term's parts (the program the main model will run)
+
+
+def _fit(data: FitData, spec: FitSpec) -> Model:
+    """:func:`fit` once its settings are checked: the boosted model
+    (:func:`_boosted`), then the ``posterior``'s mix or the held-out choice
+    of T, s and the kernel term (:func:`_choose_posterior`) applied to it."""
+    model, nbrs, shapes = _boosted(data, spec)
+    mix = {"link": 0.0, "votes": 1.0}.get(spec.posterior)
+    if mix is not None and not spec.shrink:
+        return dataclasses.replace(model, posterior_mix=mix)
+    kernel = mix is None and takes_kernel_term(data.multilabel, model.n_classes)
+    # the 80 % fit's graph: derived from the caller's (two hops) when they gave one —
+    # jaxnn cannot repeat their search, and an exact one of 80 % may take minutes
+    args = FoldArgs(data, spec._replace(trace=False, like=shapes), nbrs if data.graph is not None else None, kernel)
+    choice = _choose_posterior(_fold_scores, args, data, spec, kernel=kernel,
+                               in_sample=lambda: held_out_scores(model, data.X, found=nbrs))
+    posterior_fields = {} if mix is not None else dict(  # the held-out fit was made for s alone
+        posterior_temperature=choice.temperature, posterior_weight=choice.weight, posterior_bandwidth=choice.bandwidth)
+    return dataclasses.replace(model, alpha=shrunk_leverage(model.alpha, choice.shrinkage, choice.common),
+                               posterior_mix=mix or 0.0, leverage_shrinkage=choice.shrinkage, **posterior_fields)
+
+
+def _boosted(data: FitData, spec: FitSpec) -> tuple:
+    """(the boosted :class:`Model` of ``data`` under ``spec`` — its link
+    posteriors, boosting's α with the unreached examples' filled —, its
+    (m, k) host graph, the padded shapes its search and boosting ran at):
+    the graph (``data.graph`` checked, or searched by ``spec.graph_method``)
+    and :func:`boost_runs.run` as ``spec.plan`` says."""
+    Xa, k = data.X, spec.k
     m = Xa.shape[0]
-    devices = plan.devices
+    devices = spec.plan.devices
     dtype = compute_dtype(Xa)
     Xj, origin = training_points(Xa, dtype)
-    if neighbors is None:
-        graph_devices = devices if graph_method in ("exact", "approx") else None
-        nbrs = logged(f"fit: {graph_method} {k}-NN graph of {m} points in {Xa.shape[1]} dimensions",
-                       lambda: np.asarray(knn_graph(Xj, k, method=graph_method, seed=seed, devices=graph_devices).indices))
+    if data.graph is None:
+        graph_devices = devices if spec.graph_method in ("exact", "approx") else None
+        nbrs = logged(f"fit: {spec.graph_method} {k}-NN graph of {m} points in {Xa.shape[1]} dimensions",
+                      lambda: np.asarray(knn_graph(Xj, k, method=spec.graph_method, seed=spec.seed,
+                                                   devices=graph_devices).indices))
     else:
-        nbrs = check_neighbors(neighbors, m, k, rows=m)
-    Y = to_device(Y_np, dtype)  # cast on the host: nothing compiles per m
+        nbrs = check_neighbors(data.graph, m, k, rows=m)
+    Y = to_device(data.Y, dtype)  # cast on the host: nothing compiles per m
     n_classes = Y.shape[1]
+    plan, algo, loss_obj, rounds = spec.plan, spec.algorithm, spec.loss, spec.rounds
     scan = "colour schedule" if plan.chooser == "colored" else "windowed scan" if plan.windowed else "scan"
     result, shapes = logged(
         f"fit: {type(algo).__name__} boosting ({loss_obj.name} loss, {plan.chooser} chooser, {scan}), "
         f"{rounds} steps x {n_classes} classes",
-        lambda: boost_runs.run(plan, Y_np, nbrs, dtype, algorithm=algo, loss=loss_obj, rounds=rounds, seed=seed,
-                               trace=bool(trace), like=like, home=next(iter(Xj.devices())), Y=Y, weights=weights))
+        lambda: boost_runs.run(plan, data.Y, nbrs, dtype, algorithm=algo, loss=loss_obj, rounds=rounds, seed=spec.seed,
+                               trace=spec.trace, like=spec.like, home=next(iter(Xj.devices())), Y=Y,
+                               weights=data.weights))
     # examples that are nobody's neighbour (n_j = 0) were never leveraged: they take
     # their class's mean leverage, so that no query's score ignores its neighbours
-    alpha = unreached_leverage(result.alpha, Y_np, nbrs, weights)
-    model = Model(alpha, Xj, Y, result.trace, classes, k, loss_obj, algo, multilabel, rounds=rounds,
+    alpha = unreached_leverage(result.alpha, data.Y, nbrs, data.weights)
+    model = Model(alpha, Xj, Y, result.trace, data.classes, k, loss_obj, algo, data.multilabel, rounds=rounds,
                   origin=origin)
-    mix = {"link": 0.0, "votes": 1.0}.get(posterior)
-    if mix is not None and not shrink:
-        return dataclasses.replace(model, posterior_mix=mix)
-    # the 80 % fit's graph: derived from the caller's (two hops) when they gave one —
-    # jaxnn cannot repeat their search, and an exact one of 80 % may take minutes
-    choice = _choose_posterior(
-        Xa, y, plan, k=k, loss=loss_obj, algorithm=algo, rounds=rounds, seed=seed, graph_method=graph_method,
-        graph=nbrs if neighbors is not None else None, like=shapes, model=model, model_graph=nbrs, weights=weights,
-        shrink=shrink, kernel=mix is None)
-    posterior_fields = {} if mix is not None else dict(  # the held-out fit was made for s alone
-        posterior_temperature=choice.temperature, posterior_weight=choice.weight, posterior_bandwidth=choice.bandwidth)
-    return dataclasses.replace(model, alpha=shrunk_leverage(alpha, choice.shrinkage, choice.common),
-                               posterior_mix=mix or 0.0, leverage_shrinkage=choice.shrinkage, **posterior_fields)
+    return model, nbrs, shapes
 
 
 def _given_passes(rounds, m: int) -> int:
     """Passes that ``rounds`` given beside an ``"auto"`` setting are scored
     as: rounds/m rounded, at least one (one when rounds is None)."""
-    return 1 if rounds is None else max(1, round(_check_int(rounds, "rounds", low=1) / m))
-
-
-_POSTERIORS = ("auto", "link", "votes")
+    return 1 if rounds is None else max(1, round(rounds / m))
 
 
 def _auto(value):
@@ -324,51 +356,46 @@ class PosteriorChoice(NamedTuple):
     bandwidth: float = 0.0  #: b of its weights
 
 
-def _choose_posterior(X, y, plan: Plan, *, k, loss, algorithm, rounds, seed, graph_method="exact", holdout=0.2,
-                      graph=None, like=None, model=None, model_graph=None, weights=None, shrink: bool = False,
-                      kernel: bool = False) -> PosteriorChoice:
+def _choose_posterior(score_fold: Callable, args, data: FitData, spec: FitSpec, *, kernel: bool, in_sample: Callable,
+                      holdout=0.2) -> PosteriorChoice:
     """(T, s, ā, w, b): the temperature T > 0 of ``posterior="auto"``'s calibrated
     posteriors (:func:`jaxnn._src.prediction.calibrated_posterior`) and the
     shrinkage s of the leverages toward ā
     (:func:`jaxnn._src.leverage.shrunk_leverage`), the pair of least held-out
     log loss (:func:`jaxnn._src.calibration.fit_shrinkage`) — s = 0 unless
-    ``shrink`` — then, with ``kernel``, for single-label models of three or
-    more classes, the weight w ≥ 0 and bandwidth b of the kernel term and T
+    ``spec.shrink`` — then, with ``kernel`` (single-label models of three or
+    more classes), the weight w ≥ 0 and bandwidth b of the kernel term and T
     again (:func:`jaxnn._src.calibration.fit_kernel_term`; w = 0 where it
     does not lower the held-out log loss).
 
-    An auxiliary model is fit on a seeded random 80 % of the data (same
-    settings — its neighbour graph by the same ``graph_method``, or, given
-    ``graph`` (the (m, k) graph of all the data), derived from it by
-    :func:`graph.subgraph` — rounds scaled with the sample), and its scores H
-    at the other 20 % (at most :data:`MAX_SCORED` of them, drawn at random)
-    are what T is fit on: honest out-of-sample scores, as the main model's
-    will be at new points.  On small data (fewer than :data:`MIN_SCORED`
+    The held-out scores come from ``score_fold((train, held_out), args)``,
+    the :class:`HeldOutScores` at the points ``held_out`` of a rule fit on
+    the points ``train`` (:func:`_fold_scores`: an auxiliary model with
+    the main fit's settings, its graph by the same ``graph_method`` or
+    derived from the caller's, rounds scaled with the sample) — honest
+    out-of-sample scores, as the main model's will be at new points — for
+    a seeded random 20 % held out (at most :data:`MAX_SCORED` of them,
+    drawn at random).  On small data (fewer than :data:`MIN_SCORED`
     points in that 20 %) up to :data:`MAX_FOLDS` such fits each score
     another 20 % (:func:`held_out_folds`), and (T, s) are fit on all their
-    scores.  An exact graph and the scored points' neighbours
-    come from one search (:func:`graph.graph_and_query`: one compilation, not
-    two).  ``like``: the main fit's :class:`SharedShapes` (a small fit's), to
-    which the auxiliary fit's search and boosting are padded — the m points'
-    graph search and boosting compiled already serve them.
+    scores.
     Where the data cannot be split so — fewer than 10 held-out points, k + 1
     or fewer points left in the 80 %, or a class (a label's positives or
-    negatives) missing from the 80 % (of every fold) — T is fit instead on the scores of the
-    training points themselves (``model`` at its own graph ``model_graph``,
-    each point's k nearest others: in-sample α, so T errs confident), with
+    negatives) missing from the 80 % (of every fold) — T is fit instead on
+    ``in_sample()``, the main model's scores at its own training points
+    (each point's k nearest others: in-sample α, so T errs confident), with
     a log line saying why, and s = w = 0 (in-sample scores cannot tell
-    boosting's leverages from a shrunk rule's).  With sample ``weights`` (m,)
-    the auxiliary fit is weighted and (T, s) minimise the weighted log loss.
+    boosting's leverages from a shrunk rule's).  With sample weights
+    (``data.weights``) the auxiliary fits are weighted and (T, s) minimise
+    the weighted log loss.
     """
-    m = X.shape[0]
+    m, y, k, weights, multilabel = data.X.shape[0], data.y, spec.k, data.weights, data.multilabel
     n_val = int(round(holdout * m))
-    multilabel = bool(model.multilabel)
-    kernel = kernel and takes_kernel_term(multilabel, model.n_classes)
 
     def on_training_scores(reason: str) -> tuple:
         logger.info("fit: held-out choice: none (T fit on the training points' own scores, s = w = 0): %s", reason)
-        H = held_out_scores(model, X, found=model_graph).H
-        T = fit_temperature(H, targets(y, np.arange(m), model.classes, multilabel), multilabel, weights)
+        H = in_sample().H
+        T = fit_temperature(H, targets(y, np.arange(m), data.classes, multilabel), multilabel, weights)
         logger.info("fit: held-out choice: temperature %.4g", T)
         return PosteriorChoice(T, 0.0, 0.0)
 
@@ -376,14 +403,10 @@ def _choose_posterior(X, y, plan: Plan, *, k, loss, algorithm, rounds, seed, gra
         return on_training_scores(f"{m} points leave {n_val} < 10 to hold out")
     y_arr = label_rows(y)
     scored, reasons = [], []
-    for tr, val in held_out_folds(m, n_val, seed):
+    for tr, val in held_out_folds(m, n_val, spec.seed):
         reason = _unfit_reason(y_arr, weights, tr, val, k)
         if reason is None:
-            scored.append(_fold_scores(X, y_arr, plan, tr, val, k=k, loss=loss, algorithm=algorithm,
-                                       rounds=max(1, int(round(rounds * tr.size / m))), seed=seed,
-                                       graph_method=graph_method, graph=graph, like=like,
-                                       weights=None if weights is None else _mean_one(weights[tr]),
-                                       kernel=kernel))
+            scored.append((score_fold((tr, val), args), val))
         reasons.append(reason)
     if not scored:
         return on_training_scores(reasons[0])
@@ -392,8 +415,9 @@ def _choose_posterior(X, y, plan: Plan, *, k, loss, algorithm, rounds, seed, gra
                     next(r for r in reasons if r is not None))
     val = np.concatenate([v for _, v in scored])
     held = HeldOutScores(*(np.concatenate(parts) for parts in zip(*(sc for sc, _ in scored))))
-    target = targets(y_arr, val, model.classes, multilabel)
+    target = targets(y_arr, val, data.classes, multilabel)
     val_weights = None if weights is None else weights[val]
+    shrink = spec.shrink
     T, s, common = fit_shrinkage(held.H, held.V, k, target, multilabel, val_weights, SHRINKAGES if shrink else (0.0,))
     S = (1.0 - s) * held.H + s * common * held.V
     w = b = 0.0
@@ -451,33 +475,40 @@ def _unfit_reason(y_arr, weights, tr, val, k: int) -> Optional[str]:
     return None
 
 
-def _fold_scores(X, y_arr, plan: Plan, tr, val, *, k, loss, algorithm, rounds, seed, graph_method, graph, like,
-                 weights, kernel: bool = False) -> tuple:
-    """(scores, val): the held-out scores (:func:`held_out_scores`)
-    at the points ``val`` of an auxiliary fit on the points ``tr`` with the
-    main fit's settings, ``rounds`` steps and sample ``weights`` (tr.size,)
-    or None (see :func:`_choose_posterior`); ``kernel``: scored by the program
-    with the kernel term, which the main model will run."""
+def _fold_scores(fold: tuple, args: FoldArgs) -> HeldOutScores:
+    """:func:`_choose_posterior`'s ``score_fold``: the held-out scores
+    (:func:`held_out_scores`) at the points ``val`` of an auxiliary fit on
+    the points ``tr`` (``fold = (tr, val)``, host index arrays), ``args``
+    a :class:`FoldArgs`.  The auxiliary graph is derived from ``args.graph``
+    (:func:`graph.subgraph`) or searched by ``spec.graph_method`` (an exact
+    graph and the scored points' neighbours in one search,
+    :func:`graph.graph_and_query`: one compilation, not two); the
+    auxiliary fit is ``spec._replace(...)`` with rounds scaled to the
+    sample, on the sample weights of ``tr`` scaled to mean 1."""
+    tr, val = fold
+    data, spec, graph, kernel = args
+    X, k, like = data.X, spec.k, spec.like
+    m = X.shape[0]
     aux_graph = val_neighbors = None
-    scored = "" if val.size == X.shape[0] - tr.size else f"{val.size} of "
-    logger.info("fit: held-out choice: auxiliary fit on %d points, scored on %sthe other %d",
-                tr.size, scored, X.shape[0] - tr.size)
+    scored = "" if val.size == m - tr.size else f"{val.size} of "
+    logger.info("fit: held-out choice: auxiliary fit on %d points, scored on %sthe other %d", tr.size, scored,
+                m - tr.size)
     if graph is not None:
         aux_graph = logged(f"fit: held-out choice: {k}-NN graph of the {tr.size} points from the full graph (two hops)",
                             lambda: subgraph(X, graph, tr))
-    elif graph_method == "exact":  # the 80 %'s graph and the scored points' neighbours: one search, one compilation
+    elif spec.graph_method == "exact":  # the 80 %'s graph and the scored points' neighbours: one search and program
         aux_graph, val_neighbors = logged(
             f"fit: held-out choice: exact {k}-NN graph of the {tr.size} points and of the {val.size} scored among them",
-            lambda: graph_and_query(*points_of_parts(X, compute_dtype(X), tr, val), k, devices=plan.devices,
+            lambda: graph_and_query(*points_of_parts(X, compute_dtype(X), tr, val), k, devices=spec.plan.devices,
                                     rows=None if like is None else like.rows, cut_queries=False))
-    aux_labels = encode_labels(y_arr[tr], tr.size)
-    aux_plan = make_plan(tr.size, aux_labels[1].shape[1], rounds, devices=plan.devices, like=plan,
+    y_tr = label_rows(data.y)[tr]
+    weights = None if data.weights is None else _mean_one(data.weights[tr])
+    aux_data = FitData(X[tr], y_tr, *encode_labels(y_tr, tr.size), weights, aux_graph)
+    rounds = max(1, int(round(spec.rounds * tr.size / m)))
+    aux_plan = make_plan(tr.size, aux_data.Y.shape[1], rounds, devices=spec.plan.devices, like=spec.plan,
                          weighted=weights is not None)
-    aux = _fit_checked(X[tr], y_arr[tr], *aux_labels, aux_plan, k=k, loss_obj=loss, algo=algorithm, rounds=rounds,
-                       seed=seed, graph_method=graph_method, trace=False, posterior="link", neighbors=aux_graph,
-                       like=like, weights=weights)
-    return held_out_scores(aux, X[val], found=val_neighbors, rows=None if like is None else like.rows,
-                           kernel=kernel), val
+    aux, _, _ = _boosted(aux_data, spec._replace(plan=aux_plan, rounds=rounds))
+    return held_out_scores(aux, X[val], found=val_neighbors, rows=None if like is None else like.rows, kernel=kernel)
 
 
 def _mean_one(weights):

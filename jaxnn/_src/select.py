@@ -19,10 +19,10 @@ from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src import boost_runs, sharding
 from jaxnn._src.calibration import common_leverage, shrinkages_of
-from jaxnn._src.checks import check_bool, check_integer, check_real, did_you_mean
-from jaxnn._src.graph import METHODS, graph_and_query, knn_graph, knn_query, nndescent_index, nndescent_query
+from jaxnn._src.graph import graph_and_query, knn_graph, knn_query, nndescent_index, nndescent_query
 from jaxnn._src.inputs import as_points, compute_dtype, encode_labels, label_rows, points_of_parts
-from jaxnn._src.plan import check_chooser, make_plan
+from jaxnn._src.params import check
+from jaxnn._src.plan import make_plan
 from jaxnn._src.leverage import unreached_leverage
 from jaxnn._src.prediction import label_sums, leveraged_scores, tie_broken_argmax, tie_parts
 from jaxnn._src.progress import logged, progress_shown, stage
@@ -146,7 +146,7 @@ def select(
     Returns:
       :class:`Selection`.
     """
-    if check_bool(verbose, "verbose"):
+    if check("verbose", verbose):
         with progress_shown():
             return select(X, y, ks=ks, losses=losses, passes=passes, algorithm=algorithm, chooser=chooser,
                           epsilon=epsilon, holdout=holdout, seed=seed, graph_method=graph_method, devices=devices,
@@ -154,25 +154,19 @@ def select(
     Xa = as_points(X)
     classes, Y_all, multilabel = encode_labels(y, Xa.shape[0])
     y_arr = label_rows(y)  # a one-column y split as the 1-D labels fit reads it as
-    holdout = check_real(holdout, "holdout", low=0.0, high=1.0, low_open=True, high_open=True)
-    seed = check_integer(seed, "seed", low=0)
-    ks = [check_integer(k, "each of ks", low=1) for k in _candidates(ks, "ks")]
-    passes = [check_integer(p, "each of passes", low=1) for p in _candidates(passes, "passes")]
+    # the settings jaxnn._src.params declares, before the searches below, which may take long
+    holdout, seed = check("holdout", holdout), check("seed", seed)
+    ks = [check("k", k, label="each of ks") for k in _candidates(ks, "ks")]
+    passes = [check("passes", p, label="each of passes") for p in _candidates(passes, "passes")]
     losses = _candidates(losses, "losses")
-    epsilon = check_real(epsilon, "epsilon", low=0.0, high=1.0, low_open=True, high_open=True)
-    shrinkages = shrinkages_of(shrinkage)
+    epsilon = check("epsilon", epsilon)
+    shrinkages = shrinkages_of(shrinkage)  # its declared check
+    chooser, graph_method = check("chooser", chooser), check("graph_method", graph_method)
     tr, va = _holdout(y_arr, holdout, seed)
     if va.size == 0 or tr.size < 2:
         raise ValueError(f"holdout={holdout:g} of {y_arr.shape[0]} points leaves {tr.size} to train on and {va.size} "
                          "to validate: too few points for a held-out selection")
     m = tr.size
-    check_chooser(chooser)  # before the searches below, which may take long
-    if not isinstance(graph_method, str):
-        raise TypeError(f"graph_method must be a str, got {type(graph_method).__name__}")
-    if graph_method not in METHODS:
-        raise ValueError(f"unknown graph_method {graph_method!r}; use one of {METHODS}" + did_you_mean(graph_method, METHODS))
-    if graph_method == "nndescent":  # its random state (fit checks it the same way, later)
-        check_integer(seed, "seed", low=0, high=2**32 - 1)
     plan = make_plan(m, Y_all.shape[1], m, chooser, devices)  # one pass at a time: whole passes
     given_ks, ks = ks, sorted({int(k) for k in ks if 1 <= int(k) < m})
     if not ks:
