@@ -239,8 +239,6 @@ COLUMNS_SUFFIX = ".columns.json"
 _COLUMNS_FORMAT = "jaxnn-columns"
 
 _ALGORITHMS = ("gnnb", "unn", "unn_fast", "n3")
-_CHOOSERS = ("auto", "lazy", "random", "colored", "greedy")
-_POSTERIORS = ("auto", "link", "votes")
 
 _FIT_DESCRIPTION = """\
 Fit a boosted k-NN classifier on a table and save it.  DATA is a CSV file
@@ -341,6 +339,7 @@ def _add_parser(sub, name: str, help: str, description: str, epilog: str):
 def _add_data_commands(sub) -> dict:
     """The fit, predict, evaluate and datasets subparsers."""
     from jaxnn._src import prepare
+    from jaxnn._src.params import PARAMS
     p_fit = _add_parser(sub, "fit", "fit a classifier on a CSV or Parquet table and save it", _FIT_DESCRIPTION,
                         _FIT_EPILOG)
     p_fit.add_argument("data", metavar="DATA", help="CSV (with a header) or Parquet file")
@@ -352,10 +351,10 @@ def _add_data_commands(sub) -> dict:
     p_fit.add_argument("--loss", default="logistic", metavar="L",
                        help="a jaxnn.losses name (logistic, matsushita, exponential, squared, calibrated_hinge, "
                             "phi_mu(0.5), …) or auto (default logistic)")
-    p_fit.add_argument("--chooser", choices=_CHOOSERS, default="auto", help="default auto")
+    p_fit.add_argument("--chooser", choices=PARAMS["chooser"].values, default="auto", help="default auto")
     p_fit.add_argument("--rounds", type=lambda t: _whole(t, 1, 2**31 - 1, auto=True), default=None,
                        help="boosting steps per class, or auto (default: one pass, the number of rows)")
-    p_fit.add_argument("--posterior", choices=_POSTERIORS, default="auto",
+    p_fit.add_argument("--posterior", choices=PARAMS["posterior"].values, default="auto",
                        help="how probabilities are estimated (default auto)")
     p_fit.add_argument("--shrinkage", choices=("none", "auto"), default="auto",
                        help="auto: leverages shrunk toward one value as held-out data say; none: boosting's own "
