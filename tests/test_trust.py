@@ -465,7 +465,7 @@ def test_the_estimator_and_the_command_line_take_the_shrinkage(tmp_path):
     for flag, want in ((["--shrinkage", "auto"], jaxnn.fit(X, y, k=2)), ([], jaxnn.fit(X, y, k=2)),
                        (["--shrinkage", "none"], jaxnn.fit(X, y, k=2, shrinkage=None))):
         assert cli.main(["fit", str(data), "--target", "label", "--k", "2", "--quiet", "-o", str(tmp_path / "m.jaxnn"),
-                         *flag]) == 0
+                         "--scale", "none", *flag]) == 0
         assert jaxnn.load(tmp_path / "m.jaxnn").leverage_shrinkage == want.leverage_shrinkage
 
 
