@@ -103,7 +103,7 @@ def fit(
         ``model.posterior_temperature``) — for three or more classes with
         the weight w ≥ 0 (``model.posterior_weight``) and bandwidth of the
         distance-weighted vote κ of the same k neighbours
-        (:func:`jaxnn._src.prediction.kernel_weights`) fit with it: never
+        (:func:`jaxnn._src.calibration.kernel_weights`) fit with it: never
         exactly 0 or 1, its argmax always :func:`predict`'s label.  Data
         too small to hold 10 points out (m < 48), or whose 80 % would lack a
         class, fit T on the training points' own scores (logged).
