@@ -17,7 +17,7 @@ from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src import boost_runs
 from jaxnn._src.calibration import (SHRINKAGES, calibrated_log_probs, fit_kernel_term, fit_shrinkage, fit_temperature,
-                                    kernel_log_votes, posterior_scores, shrinkages_of, targets)
+                                    kernel_log_votes, posterior_scores, shrinkages_of, shrunk_scores, targets)
 from jaxnn._src.checks import check_bool, check_real, did_you_mean
 from jaxnn._src.checks import check_integer as _check_int
 from jaxnn._src.graph import METHODS as _GRAPH_METHODS
@@ -328,7 +328,7 @@ def _choose_posterior(X, y, plan: Plan, *, k, loss, algorithm, rounds, seed, gra
                       graph=None, like=None, model=None, model_graph=None, weights=None, shrink: bool = False,
                       kernel: bool = False) -> PosteriorChoice:
     """(T, s, ā, w, b): the temperature T > 0 of ``posterior="auto"``'s calibrated
-    posteriors (:func:`jaxnn._src.prediction.calibrated_posterior`) and the
+    posteriors (:func:`jaxnn._src.calibration.calibrated_posterior`) and the
     shrinkage s of the leverages toward ā
     (:func:`jaxnn._src.leverage.shrunk_leverage`), the pair of least held-out
     log loss (:func:`jaxnn._src.calibration.fit_shrinkage`) — s = 0 unless
@@ -395,7 +395,7 @@ def _choose_posterior(X, y, plan: Plan, *, k, loss, algorithm, rounds, seed, gra
     target = targets(y_arr, val, model.classes, multilabel)
     val_weights = None if weights is None else weights[val]
     T, s, common = fit_shrinkage(held.H, held.V, k, target, multilabel, val_weights, SHRINKAGES if shrink else (0.0,))
-    S = (1.0 - s) * held.H + s * common * held.V
+    S = shrunk_scores(held.H, held.V, s, common)
     w = b = 0.0
     G = top = None
     if kernel:
