@@ -84,18 +84,20 @@ def posterior_logits(H, temperature, top=None, kernel_term=None, *, axis=-1, xp=
     return xp.where(is_top, xp.max(Z, axis=axis, keepdims=True), Z)
 
 
-def floored_softmax(Z, *, axis=-1, at=None, zero_max: bool = False, xp=jnp):
+def floored_softmax(Z, *, axis=-1, own=None, zero_max: bool = False, xp=jnp):
     """p̂ = (1 − ε)·softmax(Z) + ε/C along ``axis`` (C its length, ε =
     :data:`POSTERIOR_FLOOR`), softmax = e^{Z − max Z} / Σ e^{Z − max Z}: at
-    every class, or only at the classes ``at`` (an index array of Z's
-    dimensions, of length 1 along ``axis``, broadcasting against Z), then
-    of length 1 along ``axis``.  ``zero_max``: Z's largest along ``axis`` is
-    0 already (no shift).  NaN in Z gives NaN."""
+    every class, or only at one class a row, whose logits ``own`` (Z's
+    dimensions, length 1 along ``axis``, broadcasting against Z) are given —
+    then of length 1 along ``axis``.  ``zero_max``: Z's largest along
+    ``axis`` is 0 already (no shift).  NaN in Z gives NaN."""
     eps = xp.asarray(POSTERIOR_FLOOR, Z.dtype)
-    E = xp.exp(Z if zero_max else Z - xp.max(Z, axis=axis, keepdims=True))
+    shift = 0.0 if zero_max else xp.max(Z, axis=axis, keepdims=True)
+    E = xp.exp(Z if zero_max else Z - shift)
     total = xp.sum(E, axis=axis, keepdims=True)
-    own = E if at is None else xp.take_along_axis(E, at, axis=axis)
-    return (1 - eps) * (own / total) + eps / Z.shape[axis]
+    if own is not None:
+        E = xp.exp(own if zero_max else own - shift)
+    return (1 - eps) * (E / total) + eps / Z.shape[axis]
 
 
 def floored_sigmoid(Z, *, xp=jnp):
@@ -247,7 +249,7 @@ def log_losses(H, target, Ts, multilabel: bool, weights=None, kernel_term=None, 
     when given; single-label, the ``kernel_term`` and ``top`` of
     :func:`calibrated_posterior`.  Temperatures in blocks of at most
     :data:`LOSS_BLOCK` entries.  Single-label targets are one-hot rows: only
-    the true class's p̂ is formed (:func:`floored_softmax` at it), from H
+    the true class's p̂ is formed (:func:`floored_softmax` of its logit), from H
     less its row maxima (without a kernel term the logits' maxima are then
     0); with a kernel term classes first ((C, t, n): its several reductions
     over classes run fast), else classes last ((t, n, C): one)."""
@@ -256,8 +258,9 @@ def log_losses(H, target, Ts, multilabel: bool, weights=None, kernel_term=None, 
     if not multilabel:
         H = H - H.max(axis=1, keepdims=True)
         label = np.argmax(target, axis=1)
-        if kernel_term is None:  # (1, n, C) and (1, n, 1)
+        if kernel_term is None:  # (1, n, C) and the true class's (1, n, 1)
             axis, H, label = -1, H[None], label[None, :, None]
+            true = np.take_along_axis(H, label, axis=-1)
         else:  # (C, 1, n) and (1, 1, n)
             axis, H, label = 0, np.ascontiguousarray(H.T)[:, None, :], label[None, None, :]
             kernel_term = np.ascontiguousarray(np.asarray(kernel_term, np.float64).T)[:, None, :]
@@ -269,8 +272,13 @@ def log_losses(H, target, Ts, multilabel: bool, weights=None, kernel_term=None, 
             log_p, log_q = calibrated_log_probs(H, T[:, :, None], multilabel)
             per_row = np.sum(target * log_p + (1 - target) * log_q, axis=-1)
         else:
-            Z = posterior_logits(H, T if axis == 0 else T[:, :, None], top, kernel_term, axis=axis, xp=np)
-            p = floored_softmax(Z, axis=axis, at=label, zero_max=kernel_term is None, xp=np)
+            if kernel_term is None:
+                T = T[:, :, None]
+                Z, own = posterior_logits(H, T, xp=np), posterior_logits(true, T, xp=np)
+            else:
+                Z = posterior_logits(H, T, top, kernel_term, axis=0, xp=np)
+                own = np.take_along_axis(Z, label, axis=0)
+            p = floored_softmax(Z, axis=axis, own=own, zero_max=kernel_term is None, xp=np)
             per_row = np.log(p[0] if axis == 0 else p[..., 0])  # (t, n)
         out.append(-np.average(per_row, axis=-1, weights=weights))
     return np.concatenate(out)
