@@ -13,7 +13,7 @@ def _blobs(m=240, C=3, d=4, seed=0, spread=1.5):
 
 def floored_log_loss(H, target, T, eps=0.01):
     """Mean −log p̂ of the true class, p̂ = (1 − ε)·softmax(H/T) + ε/C — the
-    default posteriors (prediction.calibrated_posterior) — in float64 NumPy."""
+    default posteriors (calibration.calibrated_posterior) — in float64 NumPy."""
     Z = np.asarray(H, np.float64) / T
     P = np.exp(Z - Z.max(axis=1, keepdims=True))
     P = (1 - eps) * P / P.sum(axis=1, keepdims=True) + eps / P.shape[1]

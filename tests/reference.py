@@ -705,3 +705,51 @@ def fill_unreached(alpha, Y, NN, weights=None):
             fill = max(alpha[source, c].mean(), 0.0) if source.any() else 0.0
             out[group & ~reached, c] = fill
     return out
+
+
+# --------------------------------------------------------------------------
+# Posteriors (the default, posterior="auto")
+# --------------------------------------------------------------------------
+
+
+def calibrated_posteriors(H, T, top=None, kernel_term=None, multilabel=False, eps=0.01):
+    """The default posteriors of scores H (n, C) at temperature T, row by row
+    in float64: multilabel (1 − ε)/(1 + e^{−H_c/T}) + ε/2 per label; else
+    p̂ = (1 − ε)·softmax(Z) + ε/C with Z = H/T + G (G = ``kernel_term``, or
+    0) and, with G, the logit of class ``top[i]`` set to row i's largest;
+    where another class ties the largest p̂ of a row it is given the next
+    float below (the tie goes to ``top``)."""
+    H = np.asarray(H, np.float64)
+    n, C = H.shape
+    if multilabel:
+        return (1 - eps) / (1 + np.exp(-H / T)) + eps / 2
+    P = np.empty((n, C))
+    for i in range(n):
+        z = H[i] / T
+        if kernel_term is not None:
+            z = z + np.asarray(kernel_term, np.float64)[i]
+            z[top[i]] = z.max()
+        e = np.exp(z - z.max())
+        P[i] = (1 - eps) * (e / e.sum()) + eps / C
+        if top is not None:
+            for c in range(C):
+                if c != top[i] and P[i, c] >= P[i, top[i]]:
+                    P[i, c] = np.nextafter(P[i, top[i]], 0.0)
+    return P
+
+
+def kernel_log_votes(D, labels, bandwidth, floor=1e-3):
+    """log(κ + δ) (n, C) in float64: κ_c = Σ_t K_t [label_tc] / Σ_t K_t, the
+    vote of the k neighbours of each row weighted by K_t = exp(−g_t / (b·ḡ)),
+    g_t = D_t − min_s D_s the gaps of their squared distances D (n, k), ḡ
+    their mean (every K_t = 1 where all gaps are 0), b = ``bandwidth``;
+    ``labels`` (n, k, C) bool; δ = ``floor``."""
+    D = np.asarray(D, np.float64)
+    n, k, C = np.shape(labels)
+    out = np.empty((n, C))
+    for i in range(n):
+        g = D[i] - D[i].min()
+        scale = bandwidth * g.mean()
+        K = np.exp(-g / scale) if scale > 0 else np.ones(k)
+        out[i] = np.log((K / K.sum()) @ np.asarray(labels[i], np.float64) + floor)
+    return out

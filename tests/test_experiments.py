@@ -189,18 +189,18 @@ def test_main_plot_writes_pngs(tmp_path, capsys):
 
 def test_progress_line_and_folds():
     buf = io.StringIO()
-    bar = common._Progress(12, "uci", stream=buf)
+    bar = common.Progress(12, "uci", stream=buf)
     bar.step("pima fold 3 GNNB(log)")
     bar.close()
     assert buf.getvalue().startswith("[ 1/12] uci: pima fold 3 GNNB(log)")
     y = np.repeat([0, 1, 2], [10, 7, 5])
-    folds = common._stratified_folds(y, 3, seed=0)
+    folds = common.stratified_folds(y, 3, seed=0)
     sizes = np.bincount(folds)
     assert sizes.max() - sizes.min() <= 1
     for c in range(3):
         per_class = np.bincount(folds[y == c], minlength=3)
         assert per_class.max() - per_class.min() <= 1
-    np.testing.assert_array_equal(common._rank_desc(np.array([0.9, 0.8, 0.9, np.nan])), [1.5, 3.0, 1.5, np.nan])
+    np.testing.assert_array_equal(common.rank_desc(np.array([0.9, 0.8, 0.9, np.nan])), [1.5, 3.0, 1.5, np.nan])
 
 
 def _splits_result(domains, dims, n_splits, ran):
@@ -253,7 +253,7 @@ def test_uci_refuses_more_folds_than_rows_before_any_fit(monkeypatch):
     # folds=1000 on iris failed every fold (an empty test part) for 159 s and returned
     from jaxnn._src.experiments import uci_benchmark
 
-    monkeypatch.setattr(uci_benchmark, "_fit_contender", _no_fits)
+    monkeypatch.setattr(uci_benchmark, "fit_contender", _no_fits)
     with pytest.raises(ValueError, match="folds=1000 is more than the 150 rows of iris"):
         experiments.uci(domains=("iris",), folds=1000, methods=("k-NN",), progress=False)
     with pytest.raises(ValueError, match="folds=51 is more than the 50 rows of iris's smallest class"):

@@ -227,7 +227,7 @@ def test_default_posteriors_are_never_exactly_zero_or_one():
     with np.errstate(divide="ignore"):
         assert _log_loss(P, yte, model.classes) < _log_loss(votes, yte, model.classes)
     # extreme scores stay inside (0, 1) and keep predict's label
-    from jaxnn._src.prediction import POSTERIOR_FLOOR, calibrated_posterior
+    from jaxnn._src.calibration import POSTERIOR_FLOOR, calibrated_posterior
 
     H = jnp.asarray([[1e4, -1e4, 0.0], [3.0, 3.0, -2.0], [-5e3, -5e3, -5e3]], jnp.float32)
     p = np.asarray(calibrated_posterior(H, 1e-3, jnp.asarray([0, 1, 2]), False))
@@ -486,11 +486,11 @@ def _kernel_problem(seed=0, n=300, C=4, k=6):
 
 def test_kernel_log_votes_is_the_twin_of_the_traced_kernel_vote():
     """calibration.kernel_log_votes (float64 NumPy) = log(κ + δ) with κ from
-    prediction.kernel_weights (float32, traced) on the same distances — also
+    calibration.kernel_weights (float32, traced) on the same distances — also
     where a wider search's extra columns are masked (k < k') and where every
     gap is 0 (equal weights); the weights sum to 1 and vanish beyond k."""
     from jaxnn._src.calibration import kernel_log_votes
-    from jaxnn._src.prediction import KERNEL_VOTE_FLOOR, kernel_weights
+    from jaxnn._src.calibration import KERNEL_VOTE_FLOOR, kernel_weights
 
     _, labels, D, _ = _kernel_problem(seed=1)
     D[:3] = 2.0  # equal distances: equal weights

@@ -34,7 +34,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from jaxnn._src import maxtree, platforms, steps
+from jaxnn._src import maxtree, plan, steps
 from jaxnn._src.losses import Loss
 from jaxnn._src.steps import BoostResult, CHUNK, narrowest, step_widths
 
@@ -85,14 +85,14 @@ def boost(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None,
         all, not of one call.  Static, so part of the compiled
         program's key: callers that share a program pass the same value.
       narrow: static, whether steps may be narrowed (the plan's; None: the
-        platform's rule, :func:`platforms.narrows_steps`).
+        plan's rule, :func:`jaxnn._src.plan.narrow_steps`).
 
     Returns:
       :class:`BoostResult`.
     """
     m, C = Y.shape
     P = members.shape[1]
-    narrow = platforms.narrows_steps() if narrow is None else narrow
+    narrow = plan.narrow_steps() if narrow is None else narrow
     widths = step_widths(P, work=calls * order.shape[0] * P * C * (neighbors.shape[1] if greedy else 1), narrow=narrow)
     size = m if n_points is None else n_points  # the examples' m (a padded problem: traced)
     state0 = steps.start(Y, E0, algorithm=algorithm, loss=loss, n_points=n_points, weights=weights)

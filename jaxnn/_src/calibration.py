@@ -1,30 +1,213 @@
-"""Choosing the temperature T of the calibrated posteriors and the shrinkage
-s of the leverages from scores at held-out points: NumPy, deterministic.
+"""The default posteriors and what posterior="auto" fits them with: one
+implementation of each formula, written over an array namespace ``xp`` so
+that the same function runs traced in :mod:`jax.numpy` inside the rule's
+compiled program (:func:`jaxnn._src.prediction._rule`) and in float64 NumPy on the
+host, where the held-out choices are made (deterministic).
 
-The posteriors are :func:`jaxnn._src.prediction.calibrated_posterior`'s,
-p̂ = (1 − ε)·softmax(H/T + G) + ε/C with the predicted class's logit raised
-to the row's largest (multilabel: (1 − ε)·σ(H_c/T) + ε/2 per label);
-:func:`calibrated_log_probs` is their float64 NumPy twin.  T is the
+The posteriors (:func:`calibrated_posterior`): p̂ = (1 − ε)·softmax(Z) + ε/C
+with logits Z = H/T + G and the predicted class's logit raised to the row's
+largest (:func:`posterior_logits`, :func:`floored_softmax`); multilabel
+(1 − ε)·σ(H_c/T) + ε/2 per label (:func:`floored_sigmoid`).  The kernel term
+G = w·log(κ + δ), κ the distance-weighted vote of the k neighbours
+(:func:`kernel_weights`, :func:`kernel_votes`, :func:`kernel_log_votes`).
+The shrunk rule's scores (1 − s)·H + s·ā·V (:func:`shrunk_scores`).  T is the
 temperature of least mean log loss on the held-out scores
-(:func:`best_temperature`: a grid, then a finer one around its best), s
-the shrinkage of least log loss of the shrunk rule's scores
-(:func:`fit_shrinkage`), and the kernel term G = w·log(κ + δ) the weight w
-and bandwidth b of least log loss (:func:`fit_kernel_term`).  Where the scores come from — the auxiliary fits
-on held-out folds — is :func:`jaxnn._src.fitting.held_out_folds`'s.
+(:func:`best_temperature`: a grid, then a finer one around its best), s the
+shrinkage of least log loss of the shrunk rule's scores
+(:func:`fit_shrinkage`), and the kernel term's weight w and bandwidth b of
+least log loss (:func:`fit_kernel_term`).  Where the scores come from — the
+auxiliary fits on held-out folds — is :func:`jaxnn._src.fitting.held_out_folds`'s.
+tests/reference.py holds an independent float64 NumPy copy of the formulas.
 """
 
 from __future__ import annotations
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from jaxnn._src.inputs import label_rows
 from jaxnn._src.params import check
-from jaxnn._src.prediction import KERNEL_VOTE_FLOOR, POSTERIOR_FLOOR
 
-__all__ = ["KERNEL_BANDWIDTHS", "KERNEL_FIT_ENTRIES", "KERNEL_WEIGHTS", "LOSS_BLOCK", "SHRINKAGES", "T_COARSE", "T_GRID",
-           "T_REFINE", "best_temperature",
-           "calibrated_log_probs", "common_leverage", "fit_kernel_term", "fit_shrinkage", "fit_temperature",
-           "kernel_log_votes", "log_losses", "posterior_scores", "shrinkages_of", "targets"]
+__all__ = ["KERNEL_BANDWIDTHS", "KERNEL_FIT_ENTRIES", "KERNEL_VOTE_FLOOR", "KERNEL_WEIGHTS", "LOSS_BLOCK",
+           "POSTERIOR_FLOOR", "SHRINKAGES", "T_COARSE", "T_GRID", "T_REFINE", "best_temperature",
+           "calibrated_log_probs", "calibrated_posterior", "common_leverage", "fit_kernel_term", "fit_shrinkage",
+           "fit_temperature", "floored_sigmoid", "floored_softmax", "kernel_log_votes", "kernel_votes",
+           "kernel_weights", "log_losses", "posterior_logits", "posterior_scores", "shrinkages_of", "shrunk_scores",
+           "targets"]
+
+#: ε of the default (calibrated) posteriors p̂ = (1 − ε)·softmax(H/T) + ε/C
+#: (multilabel: (1 − ε)·σ(H_c/T) + ε/2): every class keeps at least ε/C, so
+#: that no default posterior is exactly 0 or 1 (a log loss of +inf where the
+#: true class got 0), and a confident error costs at most log(C/ε); a correct
+#: confident row pays −log(1 − ε(C − 1)/C) < 0.01.  Among 10⁻⁴ … 0.03 this ε
+#: gave the least test log loss (docs/guide/posteriors.md).
+POSTERIOR_FLOOR = 1e-2
+
+#: δ of the kernel term w·log(κ_c + δ) of the default posteriors
+#: (:func:`calibrated_posterior`): a class that none of the k neighbours is in
+#: costs w·log δ, not −∞
+KERNEL_VOTE_FLOOR = 1e-3
+
+
+# --------------------------------------------------------------------------
+# the formulas, over an array namespace xp (jax.numpy traced, or NumPy)
+# --------------------------------------------------------------------------
+
+
+def _class_axis(C: int, axis: int, ndim: int, xp):
+    """The class indices 0 … C − 1 laid along ``axis`` of an ndim-D array."""
+    axis = axis % ndim
+    return xp.reshape(xp.arange(C), (C,) + (1,) * (ndim - 1 - axis))
+
+
+def _fold(n: int, body, init, xp):
+    """body(n − 1, … body(1, body(0, init))): ``lax.fori_loop`` traced, a
+    Python loop in NumPy — the same order of operations either way."""
+    if xp is np:
+        for t in range(n):
+            init = body(t, init)
+        return init
+    return jax.lax.fori_loop(0, n, body, init)
+
+
+def posterior_logits(H, temperature, top=None, kernel_term=None, *, axis=-1, xp=jnp):
+    """The logits Z = H/T + G of the default posteriors, from scores H (classes
+    along ``axis``) at temperature T (a number, or an array broadcasting
+    against H), with the ``kernel_term`` G (H's shape; None: 0) — then the
+    logit of class ``top`` (H without its class axis, e.g. (n,)) raised to
+    the row's largest.  H's dtype."""
+    Z = H / xp.asarray(temperature, H.dtype)
+    if kernel_term is None:
+        return Z
+    Z = Z + kernel_term
+    is_top = _class_axis(Z.shape[axis], axis, Z.ndim, xp) == xp.expand_dims(top, axis)
+    return xp.where(is_top, xp.max(Z, axis=axis, keepdims=True), Z)
+
+
+def floored_softmax(Z, *, axis=-1, own=None, zero_max: bool = False, xp=jnp):
+    """p̂ = (1 − ε)·softmax(Z) + ε/C along ``axis`` (C its length, ε =
+    :data:`POSTERIOR_FLOOR`), softmax = e^{Z − max Z} / Σ e^{Z − max Z}: at
+    every class, or only at one class a row, whose logits ``own`` (Z's
+    dimensions, length 1 along ``axis``, broadcasting against Z) are given —
+    then of length 1 along ``axis``.  ``zero_max``: Z's largest along
+    ``axis`` is 0 already (no shift).  NaN in Z gives NaN."""
+    eps = xp.asarray(POSTERIOR_FLOOR, Z.dtype)
+    shift = 0.0 if zero_max else xp.max(Z, axis=axis, keepdims=True)
+    E = xp.exp(Z if zero_max else Z - shift)
+    total = xp.sum(E, axis=axis, keepdims=True)
+    if own is not None:
+        E = xp.exp(own if zero_max else own - shift)
+    return (1 - eps) * (E / total) + eps / Z.shape[axis]
+
+
+def floored_sigmoid(Z, *, xp=jnp):
+    """p̂ = (1 − ε)·σ(Z) + ε/2 elementwise (ε = :data:`POSTERIOR_FLOOR`): the
+    multilabel posteriors, above 1/2 exactly where Z > 0; σ is
+    ``jax.nn.sigmoid`` traced, 1/(1 + e^{−Z}) (Z clipped to ±700) in NumPy."""
+    eps = xp.asarray(POSTERIOR_FLOOR, Z.dtype)
+    s = jax.nn.sigmoid(Z) if xp is jnp else 1.0 / (1.0 + np.exp(-np.clip(Z, -700, 700)))
+    return (1 - eps) * s + eps / 2
+
+
+def calibrated_posterior(H, temperature, top, multilabel: bool, kernel_term=None, *, xp=jnp):
+    """The default posteriors from scores H (…, n, C): single-label
+    p̂ = (1 − ε)·softmax(Z) + ε/C with ε = :data:`POSTERIOR_FLOOR` and
+    logits Z = H/T + G, G the ``kernel_term`` (n, C) (w·log(κ + δ),
+    :func:`kernel_log_votes`; None: 0), where the logit of ``top`` (n,) —
+    :func:`jaxnn.predict`'s class — is raised to the row's largest
+    (:func:`posterior_logits`, :func:`floored_softmax`), and an exact tie at
+    a row's largest p̂ (equal logits, or too close to tell apart in the
+    dtype) is broken toward ``top`` by moving the other tied classes one
+    float step down, so that argmax p̂ is always ``predict``'s label (no
+    ``top``: no tie broken, and no kernel term); multilabel
+    p̂_c = (1 − ε)·σ(H_c/T) + ε/2 (:func:`floored_sigmoid`), above 1/2
+    exactly where H_c > 0 (``predict``'s rule).  T a number, or an array
+    broadcasting against H.  Strictly inside (0, 1); without a kernel term
+    increasing in H_c within a row.  NaN in H gives NaN.  ``xp``: traced
+    (``jax.numpy``, in the rule's program) or ``numpy`` (the host's float64)."""
+    Z = posterior_logits(H, temperature, top, kernel_term, xp=xp)
+    if multilabel:
+        return floored_sigmoid(Z, xp=xp)
+    p = floored_softmax(Z, xp=xp)
+    if top is None:
+        return p
+    at = xp.broadcast_to(top[:, None], p.shape[:-1] + (1,))
+    ptop = xp.take_along_axis(p, at, axis=-1)
+    others = (p >= ptop) & (_class_axis(p.shape[-1], -1, p.ndim, xp) != top[:, None])
+    return xp.where(others, xp.nextafter(ptop, xp.zeros_like(ptop)), p)
+
+
+def _column_sum(A, xp):
+    """Σ_t A[:, t] (n, 1), column by column in order: the columns beyond a
+    row's k (zeros) change nothing, so that a search of more neighbours
+    gives the same weights bit for bit."""
+    return _fold(A.shape[1], lambda t, s: s + A[:, t, None], xp.zeros((A.shape[0], 1), A.dtype), xp)
+
+
+def kernel_weights(D, bandwidth, k=None, *, xp=jnp):
+    """The weights (n, k') of the distance-weighted vote κ of the default
+    posteriors, from the squared distances D (n, k') of each query to its
+    neighbours of which the first k (traced; None: all) count: with
+    g_t = D_t − min_s D_s, K_t = exp(−g_t / (b·mean_s g_s)) for a relative
+    bandwidth b > 0 (every K_t = 1 where all gaps are 0), normalised to sum
+    to 1 over the k neighbours (0 beyond them), sums taken column by column
+    in order.  The unit of each row's bandwidth is its own mean gap: the
+    weights do not change when the points are translated, rotated or
+    uniformly scaled.  D's dtype; NaN in D gives NaN."""
+    D = xp.asarray(D)
+    kk = D.shape[1]
+    count = xp.asarray(kk if k is None else k, D.dtype)
+    inside = xp.arange(kk)[None, :] < count
+    gaps = D - xp.min(xp.where(inside, D, xp.inf), axis=1, keepdims=True)
+    gaps = xp.where(inside, gaps, 0.0)
+    scale = xp.asarray(bandwidth, D.dtype) * _column_sum(gaps, xp) / count
+    K = xp.where(inside, xp.exp(-xp.where(scale > 0, gaps / xp.where(scale > 0, scale, 1.0), 0.0)), 0.0)
+    return K / _column_sum(K, xp)
+
+
+def kernel_votes(W, labels, *, xp=jnp):
+    """κ_c(x) = Σ_t W_t [y_{j_t c} > 0] (n, C) for kernel weights W (n, k')
+    (:func:`kernel_weights`), one neighbour column at a time: ``labels`` the
+    neighbours' labels, an (n, k', C) bool array of y > 0, or a pair
+    (Y, indices) of the training labels (m, C) and the (n, k') neighbour
+    indices, gathered a column at a time (no (n, k', C) gather)."""
+    if isinstance(labels, tuple):
+        Y, indices = labels
+        n_classes, column = Y.shape[1], (lambda t: Y[indices[:, t]] > 0)
+    else:
+        n_classes, column = labels.shape[2], (lambda t: labels[:, t])
+    k0 = xp.zeros((W.shape[0], n_classes), W.dtype)
+    return _fold(W.shape[1], lambda t, acc: acc + W[:, t, None] * column(t).astype(W.dtype), k0, xp)
+
+
+def kernel_log_votes(D, labels, bandwidth, k=None, *, dtype=None, xp=np):
+    """log(κ + δ) (n, C): κ the vote of the neighbours weighted by
+    :func:`kernel_weights` at relative bandwidth b, from their squared
+    distances D (n, k') of which the first k (None: all) count, and their
+    ``labels`` (:func:`kernel_votes`); δ = :data:`KERNEL_VOTE_FLOOR`; κ in
+    ``dtype`` (None: D's) before the log.  ``xp``: NumPy (the default: the
+    host's held-out choice, D taken in float64) or ``jax.numpy`` (traced)."""
+    if xp is np:
+        D = np.asarray(D, np.float64)
+    kappa = kernel_votes(kernel_weights(D, bandwidth, k, xp=xp), labels, xp=xp)
+    if dtype is not None:
+        kappa = kappa.astype(dtype)
+    return xp.log(kappa + KERNEL_VOTE_FLOOR)
+
+
+def shrunk_scores(H, V, shrinkage, common):
+    """The scores (1 − s)·H + s·ā·V of the shrunk rule
+    (:func:`jaxnn._src.leverage.shrunk_leverage` at s = ``shrinkage``, ā =
+    ``common``), from a model's scores H (n, C) and the label sums V (n, C)
+    of the same neighbours (the scores at α ≡ 1), in H's dtype."""
+    return ((1.0 - shrinkage) * H + shrinkage * common * V).astype(H.dtype)
+
+
+# --------------------------------------------------------------------------
+# the held-out choices: NumPy, float64
+# --------------------------------------------------------------------------
+
 
 #: the temperatures posterior="auto" tries, as multiples of the RMS of the
 #: scored H: 46 steps of 10^0.1 from 10⁻² to 10^2.5, then 11 steps of 10^0.01
@@ -46,23 +229,14 @@ def targets(y, rows, classes, multilabel: bool) -> np.ndarray:
 
 def calibrated_log_probs(H, T, multilabel: bool, kernel_term=None, top=None):
     """log p̂ and log(1 − p̂) (both (..., n, C), float64) of
-    :func:`jaxnn._src.prediction.calibrated_posterior` at temperature T (a
+    :func:`calibrated_posterior` in float64 NumPy at temperature T (a
     number, or an array broadcasting against H (n, C), e.g. (t, 1, 1)),
-    single-label with the ``kernel_term`` G (n, C) added to the logits and
-    the logit of the predicted class ``top`` (n,) raised to the row's largest."""
-    eps = POSTERIOR_FLOOR
-    Z = np.asarray(H, np.float64) / T
-    if multilabel:
-        s = 1.0 / (1.0 + np.exp(-np.clip(Z, -700, 700)))
-        p = (1 - eps) * s + eps / 2
-        return np.log(p), np.log1p(-p)
-    if kernel_term is not None:
-        Z = Z + np.asarray(kernel_term, np.float64)
-        Z = np.where(np.arange(Z.shape[-1]) == np.asarray(top)[:, None], Z.max(axis=-1, keepdims=True), Z)
-    Z = Z - Z.max(axis=-1, keepdims=True)
-    E = np.exp(Z)
-    p = (1 - eps) * E / E.sum(axis=-1, keepdims=True) + eps / H.shape[-1]
-    return np.log(p), np.log1p(-np.minimum(p, 1.0))
+    single-label with the ``kernel_term`` G (n, C) and the predicted
+    classes ``top`` (n,)."""
+    kernel_term = None if kernel_term is None else np.asarray(kernel_term, np.float64)
+    top = None if top is None else np.asarray(top)
+    p = calibrated_posterior(np.asarray(H, np.float64), T, top, multilabel, kernel_term, xp=np)
+    return np.log(p), np.log1p(-p if multilabel else -np.minimum(p, 1.0))
 
 
 #: the most float64 entries (temperatures × n × C) :func:`log_losses` holds at once
@@ -74,35 +248,39 @@ def log_losses(H, target, Ts, multilabel: bool, weights=None, kernel_term=None, 
     each temperature of ``Ts`` (t,): −log p̂ of the true class (single-label),
     or the summed per-label binary log losses; the ``weights``-weighted mean
     when given; single-label, the ``kernel_term`` and ``top`` of
-    :func:`calibrated_log_probs`.  Temperatures in blocks of at most :data:`LOSS_BLOCK`
-    entries.  Single-label targets are one-hot rows: without a kernel term only the true class's
-    p̂_y = (1 − ε)·e^{(H_y − max H)/T} / Σ_c e^{(H_c − max H)/T} + ε/C is
-    formed."""
+    :func:`calibrated_posterior`.  Temperatures in blocks of at most
+    :data:`LOSS_BLOCK` entries.  Single-label targets are one-hot rows: only
+    the true class's p̂ is formed (:func:`floored_softmax` of its logit), from H
+    less its row maxima (without a kernel term the logits' maxima are then
+    0); with a kernel term classes first ((C, t, n): its several reductions
+    over classes run fast), else classes last ((t, n, C): one)."""
     Ts = np.asarray(Ts, np.float64)
     step = max(1, LOSS_BLOCK // max(1, H.size))
     if not multilabel:
         H = H - H.max(axis=1, keepdims=True)
-        true = np.sum(target * H, axis=1)  # (n,) H_y − max H
-        rows, label, eps = np.arange(H.shape[0]), np.argmax(target, axis=1), POSTERIOR_FLOOR
-        if kernel_term is not None:
-            kernel_term, top = np.asarray(kernel_term, np.float64), np.asarray(top)
-            H_top, G_top = H[rows, top], kernel_term[rows, top]
-            H_label, G_label = H[rows, label], kernel_term[rows, label]
+        label = np.argmax(target, axis=1)
+        if kernel_term is None:  # (1, n, C) and the true class's (1, n, 1)
+            axis, H, label = -1, H[None], label[None, :, None]
+            true = np.take_along_axis(H, label, axis=-1)
+        else:  # (C, 1, n) and (1, 1, n)
+            axis, H, label = 0, np.ascontiguousarray(H.T)[:, None, :], label[None, None, :]
+            kernel_term = np.ascontiguousarray(np.asarray(kernel_term, np.float64).T)[:, None, :]
+            top = np.asarray(top)
     out = []
     for lo in range(0, Ts.size, step):
         T = Ts[lo:lo + step, None]
         if multilabel:
             log_p, log_q = calibrated_log_probs(H, T[:, :, None], multilabel)
             per_row = np.sum(target * log_p + (1 - target) * log_q, axis=-1)
-        elif kernel_term is not None:  # calibrated_log_probs' logits, classes first (fast reductions)
-            Z = H.T[:, None, :] / T[None] + kernel_term.T[:, None, :]  # (C, t, n)
-            zmax = Z.max(axis=0)  # (t, n): the raised logit of top
-            total = np.exp(Z - zmax).sum(axis=0) - np.exp(H_top / T + G_top - zmax) + 1.0
-            own = np.where(label == top, 1.0, np.exp(H_label / T + G_label - zmax))
-            per_row = np.log((1 - eps) * own / total + eps / H.shape[1])
         else:
-            total = np.exp(H / T[:, :, None]).sum(axis=-1)  # (t, n)
-            per_row = np.log((1 - eps) * np.exp(true / T) / total + eps / H.shape[1])
+            if kernel_term is None:
+                T = T[:, :, None]
+                Z, own = posterior_logits(H, T, xp=np), posterior_logits(true, T, xp=np)
+            else:
+                Z = posterior_logits(H, T, top, kernel_term, axis=0, xp=np)
+                own = np.take_along_axis(Z, label, axis=0)
+            p = floored_softmax(Z, axis=axis, own=own, zero_max=kernel_term is None, xp=np)
+            per_row = np.log(p[0] if axis == 0 else p[..., 0])  # (t, n)
         out.append(-np.average(per_row, axis=-1, weights=weights))
     return np.concatenate(out)
 
@@ -182,7 +360,7 @@ def fit_shrinkage(H, V, k: int, target, multilabel: bool, weights=None, shrinkag
     common = common_leverage(H, k)
     best = None
     for s in shrinkages:
-        T, loss = best_temperature((1.0 - s) * H + s * common * V, target, multilabel, weights)
+        T, loss = best_temperature(shrunk_scores(H, V, s, common), target, multilabel, weights)
         if best is None or loss < best[0]:
             best = (loss, T, float(s))
     return best[1], best[2], common
@@ -204,26 +382,11 @@ def posterior_scores(p, target, multilabel: bool, weights=None) -> tuple:
 #: beside w = 0 (:func:`fit_kernel_term`), for single-label models of three
 #: or more classes
 KERNEL_WEIGHTS = (0.25, 0.5, 1.0, 2.0, 4.0)
-#: the relative bandwidths b of κ's weights that it tries (:func:`jaxnn._src.prediction.kernel_weights`)
+#: the relative bandwidths b of κ's weights that it tries (:func:`kernel_weights`)
 KERNEL_BANDWIDTHS = (0.25, 1.0, 4.0)
 #: at most this many held-out scores (rows × classes) choose (w, b) (the
 #: first rows: the held-out points are in random order); T is then fit on all
 KERNEL_FIT_ENTRIES = 25_000
-
-
-def kernel_log_votes(D, neighbour_labels, bandwidth) -> np.ndarray:
-    """log(κ + δ) (n, C), float64: κ_c = Σ_t K_t [y_{j_t c} > 0] the vote of
-    the k neighbours weighted by :func:`jaxnn._src.prediction.kernel_weights`
-    at relative bandwidth b — its float64 NumPy twin — from their squared
-    distances D (n, k) and labels (n, k, C) bool
-    (:class:`jaxnn._src.prediction.HeldOutScores`); δ =
-    :data:`jaxnn._src.prediction.KERNEL_VOTE_FLOOR`."""
-    D = np.asarray(D, np.float64)
-    gaps = D - D.min(axis=1, keepdims=True)
-    scale = bandwidth * gaps.mean(axis=1, keepdims=True)
-    K = np.exp(-np.divide(gaps, scale, out=np.zeros_like(gaps), where=scale > 0))
-    kappa = np.einsum("nk,nkc->nc", K / K.sum(axis=1, keepdims=True), np.asarray(neighbour_labels, np.float64))
-    return np.log(kappa + KERNEL_VOTE_FLOOR)
 
 
 def fit_kernel_term(S, top, D, neighbour_labels, target, weights=None) -> tuple:

@@ -68,6 +68,8 @@ __all__ = [
     "split_features",
     "MEANS",
     "NORMS",
+    "check_mean",
+    "check_norm",
 ]
 
 MEANS = ("arithmetic", "geometric", "harmonic")
@@ -89,7 +91,7 @@ _FIT_KEYS = ("k", "loss", "algorithm", "rounds", "chooser", "epsilon", "seed", "
 # --------------------------------------------------------------------------
 
 
-def _check_mean(kind, name: str):
+def check_mean(kind, name: str):
     """'arithmetic' | 'geometric' | 'harmonic' | a finite real power q."""
     if isinstance(kind, str):
         key = kind.strip().lower()
@@ -162,7 +164,7 @@ def generalized_mean(P, kind="arithmetic", axis: int = 0) -> jax.Array:
     0.5, 0.4 and 0.32.  A mean over a single entry returns it, clipped to
     [0, 1] only (not floored: one block's posteriors are its model's).
     """
-    kind = _check_mean(kind, "kind")
+    kind = check_mean(kind, "kind")
     P, axis = _check_probabilities(P, axis)
     P = jnp.clip(P, 0.0, 1.0)
     if P.shape[axis] == 1:
@@ -308,7 +310,8 @@ def _make_blocks(n_splits, blocks, d: int) -> tuple:
     return tuple(out)
 
 
-def _check_norm(norm):
+def check_norm(norm):
+    """'l2' | 'l1' | None (any case, spaces stripped); a ValueError otherwise."""
     if norm is None:
         return None
     if isinstance(norm, str) and norm.strip().lower() in ("l1", "l2"):
@@ -595,8 +598,8 @@ def fit_split(
     m, d = Xa.shape
     classes, Y_np, multilabel = encode_labels(y, m)
     block_list = _make_blocks(n_splits, blocks, d)
-    norm = _check_norm(norm)
-    mean = _check_mean(mean, "mean")
+    norm = check_norm(norm)
+    mean = check_mean(mean, "mean")
 
     # the settings jaxnn._src.params declares, as jaxnn.fit reads them
     k = check("k", opts["k"], below=m)
@@ -700,7 +703,7 @@ def predict_proba_split(model: SplitModel, X, *, mean=None, normalize: Optional[
     ``normalize`` is None (the default above) or a bool.
     """
     model = _check_split_model(model)
-    kind = model.mean if mean is None else _check_mean(mean, "mean")
+    kind = model.mean if mean is None else check_mean(mean, "mean")
     normalize = not model.multilabel if normalize is None else check_bool(normalize, "normalize")
     p, n = _padded_combined(model, X, kind, normalize)
     return first_rows((p,), n)[0]
@@ -719,7 +722,7 @@ def predict_split(model: SplitModel, X, *, mean=None) -> np.ndarray:
     then by the first class; multilabel: (rows, C) 0/1 indicators, combined
     posterior > 1/2 (= 1/2: Σ_b H^b > 0).  With one block: :func:`jaxnn.predict`."""
     model = _check_split_model(model)
-    kind = model.mean if mean is None else _check_mean(mean, "mean")
+    kind = model.mean if mean is None else check_mean(mean, "mean")
     H, n = _padded_split_scores(model, X)
     out = _split_labels(H, loss=model.loss, algorithm=model.algorithm, multilabel=model.multilabel, kind=kind)
     out = np.asarray(out)[:n]  # the padding dropped on the host: nothing compiles per n

@@ -23,7 +23,7 @@ from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src import boost_runs
 from jaxnn._src.calibration import (SHRINKAGES, calibrated_log_probs, fit_kernel_term, fit_shrinkage, fit_temperature,
-                                    kernel_log_votes, posterior_scores, targets)
+                                    kernel_log_votes, posterior_scores, shrunk_scores, targets)
 from jaxnn._src.graph import graph_and_query, knn_graph, subgraph
 from jaxnn._src.inputs import (as_points, check_neighbors, compute_dtype, encode_labels, label_rows, points_of_parts,
                                sample_weights, training_points)
@@ -107,7 +107,7 @@ def fit(
         ``model.posterior_temperature``) — for three or more classes with
         the weight w ≥ 0 (``model.posterior_weight``) and bandwidth of the
         distance-weighted vote κ of the same k neighbours
-        (:func:`jaxnn._src.prediction.kernel_weights`) fit with it: never
+        (:func:`jaxnn._src.calibration.kernel_weights`) fit with it: never
         exactly 0 or 1, its argmax always :func:`predict`'s label.  Data
         too small to hold 10 points out (m < 48), or whose 80 % would lack a
         class, fit T on the training points' own scores (logged).
@@ -359,7 +359,7 @@ class PosteriorChoice(NamedTuple):
 def _choose_posterior(score_fold: Callable, args, data: FitData, spec: FitSpec, *, kernel: bool, in_sample: Callable,
                       holdout=0.2) -> PosteriorChoice:
     """(T, s, ā, w, b): the temperature T > 0 of ``posterior="auto"``'s calibrated
-    posteriors (:func:`jaxnn._src.prediction.calibrated_posterior`) and the
+    posteriors (:func:`jaxnn._src.calibration.calibrated_posterior`) and the
     shrinkage s of the leverages toward ā
     (:func:`jaxnn._src.leverage.shrunk_leverage`), the pair of least held-out
     log loss (:func:`jaxnn._src.calibration.fit_shrinkage`) — s = 0 unless
@@ -419,7 +419,7 @@ def _choose_posterior(score_fold: Callable, args, data: FitData, spec: FitSpec, 
     val_weights = None if weights is None else weights[val]
     shrink = spec.shrink
     T, s, common = fit_shrinkage(held.H, held.V, k, target, multilabel, val_weights, SHRINKAGES if shrink else (0.0,))
-    S = (1.0 - s) * held.H + s * common * held.V
+    S = shrunk_scores(held.H, held.V, s, common)
     w = b = 0.0
     G = top = None
     if kernel:

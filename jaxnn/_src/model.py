@@ -87,7 +87,7 @@ class Model(HostPickled):
         vote of the k neighbours (fit on held-out data for three or more
         classes; 0: none, and always for binary and multilabel models).
       posterior_bandwidth: b ≥ 0, the relative bandwidth of κ's weights
-        (:func:`jaxnn._src.prediction.kernel_weights`); > 0 where w > 0.
+        (:func:`jaxnn._src.calibration.kernel_weights`); > 0 where w > 0.
       leverage_shrinkage: s ∈ [0, 1] by which ``alpha`` was shrunk toward a
         common leverage, α = (1 − s)·α_boost + s·ā (``fit(shrinkage="auto")``,
         the default, chooses s on held-out data,

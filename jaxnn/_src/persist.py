@@ -592,9 +592,9 @@ def _validate_split(model) -> None:
     if origin is not None and origin.shape not in ((d,), (2, d)):
         raise ValueError(f"model.origin has shape {origin.shape}: it must be None, (n_features,) = ({d},) "
                          f"or (2, n_features)")
-    if ensemble._check_norm(model.norm) != model.norm:
+    if ensemble.check_norm(model.norm) != model.norm:
         raise ValueError(f"model.norm must be one of {ensemble.NORMS}, got {model.norm!r}")
-    if ensemble._check_mean(model.mean, "model.mean") != model.mean:
+    if ensemble.check_mean(model.mean, "model.mean") != model.mean:
         raise ValueError(f"model.mean must be one of {ensemble.MEANS} or a power q, got {model.mean!r}")
     block_model = Model(
         jax.ShapeDtypeStruct(alpha.shape[1:], alpha.dtype), jax.ShapeDtypeStruct((m, w), X.dtype),

@@ -20,6 +20,7 @@ shared     on one device, m ≤ ``SHARED_MAX_ROWS``: the run padded to sizes
            that nearby m share (one compiled program for cross-validation
            folds), except the colored schedule of several blocks
 narrow     steps at the narrowest width ≥ n_j: :func:`platforms.narrows_steps`
+           (:func:`narrow_steps`, also the engines' default without a plan)
 devices    None (the default device) or the devices the class axis is
            sharded across
 =========  ==================================================================
@@ -35,7 +36,7 @@ from jaxnn._src import platforms, shared_sizes
 from jaxnn._src.checks import did_you_mean
 
 __all__ = ["Plan", "make_plan", "auto_chooser", "check_chooser", "chooser_order", "chooser_orders", "CHOOSERS",
-           "WINDOWED_MIN_STATE"]
+           "WINDOWED_MIN_STATE", "narrow_steps"]
 
 #: the windowed scan is used from this many edge-state entries (m·C) on: 256 KB
 #: of float32, where XLA on CPU starts splitting gathers and scatters across
@@ -126,6 +127,14 @@ def auto_chooser(m: int, rounds: int, platform: str, n_classes: int = 1) -> str:
     return "colored" if platforms.colored_by_default(m, n_classes, platform) else "lazy"
 
 
+def narrow_steps(platform: str | None = None) -> bool:
+    """The plan's ``narrow`` on ``platform`` (default: where computations run
+    now, :func:`platforms.platform`): whether sequential and greedy steps run
+    at the narrowest width ≥ n_j (:func:`platforms.narrows_steps`).  An
+    engine called without a plan's decision (``narrow=None``) takes this."""
+    return platforms.narrows_steps(platform)
+
+
 def make_plan(m: int, n_classes: int, rounds: int, chooser: str = "auto", devices=None, *, blocks: int = 1,
               like: Plan | None = None, weighted: bool = False) -> Plan:
     """The :class:`Plan` of T = ``rounds`` steps on m examples and C =
@@ -155,4 +164,4 @@ def make_plan(m: int, n_classes: int, rounds: int, chooser: str = "auto", device
     if like is not None:
         windowed = (windowed or like.windowed) and not weighted
     shared = one_device and m <= shared_sizes.SHARED_MAX_ROWS and not (blocks > 1 and chooser == "colored")
-    return Plan(chooser, windowed, shared, platforms.narrows_steps(platform), platform, devices)
+    return Plan(chooser, windowed, shared, narrow_steps(platform), platform, devices)

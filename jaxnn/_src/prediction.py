@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxnn._src import algorithms as algos
+from jaxnn._src.calibration import calibrated_posterior, kernel_log_votes
 from jaxnn._src.graph import neighbor_sum, padded_query
 from jaxnn._src.inputs import as_points, check_neighbors
 from jaxnn._src.learned_metric import apply_metric
@@ -27,22 +28,8 @@ from jaxnn._src.points import shift_points
 from jaxnn._src.shared_sizes import at_shared_rows, first_k, first_rows, padded_rows, query_rows, to_device
 
 __all__ = ["decision_function", "predict_proba", "predict", "host_scores", "host_proba", "host_rule", "PREDICT_BLOCK_ROWS",
-           "tie_broken_argmax", "tie_parts", "label_sums", "calibrated_posterior", "POSTERIOR_FLOOR", "KERNEL_VOTE_FLOOR",
-           "kernel_weights", "neighbor_sq_distances", "held_out_scores", "HeldOutScores"]
-
-#: ε of the default (calibrated) posteriors p̂ = (1 − ε)·softmax(H/T) + ε/C
-#: (multilabel: (1 − ε)·σ(H_c/T) + ε/2): every class keeps at least ε/C, so
-#: that no default posterior is exactly 0 or 1 (a log loss of +inf where the
-#: true class got 0), and a confident error costs at most log(C/ε); a correct
-#: confident row pays −log(1 − ε(C − 1)/C) < 0.01.  Among 10⁻⁴ … 0.03 this ε
-#: gave the least test log loss (docs/guide/posteriors.md).
-POSTERIOR_FLOOR = 1e-2
-
-#: δ of the kernel term w·log(κ_c + δ) of the default posteriors
-#: (:func:`calibrated_posterior`): a class that none of the k neighbours is in
-#: costs w·log δ, not −∞
-KERNEL_VOTE_FLOOR = 1e-3
-
+           "tie_broken_argmax", "tie_parts", "label_sums", "neighbor_sq_distances", "held_out_scores", "HeldOutScores",
+           "RuleParts"]
 
 @jax.jit
 def leveraged_scores(alpha, Y, indices, k=None):
@@ -107,69 +94,6 @@ def neighbor_sq_distances(points, X, indices):
         return D.at[:, t].set(jnp.sum((points - X[indices[:, t]]) ** 2, axis=1))
 
     return jax.lax.fori_loop(0, kk, column, jnp.zeros((points.shape[0], kk), points.dtype))
-
-
-def kernel_weights(D, bandwidth, k=None):
-    """The weights (n, k') of the distance-weighted vote κ of the default
-    posteriors, from the squared distances D (n, k') of each query to its
-    neighbours of which the first k (traced; None: all) count: with
-    g_t = D_t − min_s D_s, K_t = exp(−g_t / (b·mean_s g_s)) for a relative
-    bandwidth b > 0 (every K_t = 1 where all gaps are 0), normalised to sum
-    to 1 over the k neighbours (0 beyond them).  The unit of each row's
-    bandwidth is its own mean gap: the weights do not change when the
-    points are translated, rotated or uniformly scaled.  jnp (NumPy arrays
-    are taken too); NaN in D gives NaN."""
-    D = jnp.asarray(D)
-    kk = D.shape[1]
-    count = jnp.asarray(kk if k is None else k, D.dtype)
-    inside = jnp.arange(kk)[None, :] < count
-    gaps = D - jnp.min(jnp.where(inside, D, jnp.inf), axis=1, keepdims=True)
-    gaps = jnp.where(inside, gaps, 0.0)
-    scale = jnp.asarray(bandwidth, D.dtype) * _column_sum(gaps) / count
-    K = jnp.where(inside, jnp.exp(-jnp.where(scale > 0, gaps / jnp.where(scale > 0, scale, 1.0), 0.0)), 0.0)
-    return K / _column_sum(K)
-
-
-def _column_sum(A):
-    """Σ_t A[:, t] (n, 1), column by column in order: the columns beyond a
-    row's k (zeros) change nothing, so that a search of more neighbours
-    gives the same weights bit for bit."""
-    return jax.lax.fori_loop(0, A.shape[1], lambda t, s: s + A[:, t, None], jnp.zeros((A.shape[0], 1), A.dtype))
-
-
-def _kernel_votes(W, Y, indices):
-    """κ_c(x) = Σ_t W_t [y_{j_t c} > 0] (n, C) for kernel weights W (n, k')
-    (:func:`kernel_weights`) of the neighbours ``indices`` (n, k'), one
-    neighbour column at a time.  Traced."""
-    k0 = jnp.zeros((indices.shape[0], Y.shape[1]), W.dtype)
-    return jax.lax.fori_loop(0, indices.shape[1],
-                             lambda t, acc: acc + W[:, t, None] * (Y[indices[:, t]] > 0).astype(W.dtype), k0)
-
-
-def calibrated_posterior(H, temperature, top, multilabel: bool, kernel_term=None):
-    """The default posteriors from scores H (n, C), traced: single-label
-    p̂ = (1 − ε)·softmax(Z) + ε/C with ε = :data:`POSTERIOR_FLOOR` and
-    logits Z = H/T + G, G the ``kernel_term`` (n, C) (w·log(κ + δ),
-    :func:`_rule`; None: 0), where the logit of ``top`` (n,) —
-    :func:`predict`'s class — is raised to the row's largest, and an exact
-    tie at a row's largest p̂ (equal logits, or too close to tell apart in
-    float32) is broken toward ``top`` by moving the other tied classes one
-    float step down, so that argmax p̂ is always ``predict``'s label;
-    multilabel p̂_c = (1 − ε)·σ(H_c/T) + ε/2, above 1/2 exactly where H_c > 0
-    (``predict``'s rule).  Strictly inside (0, 1); without a kernel term
-    increasing in H_c within a row.  NaN in H gives NaN."""
-    eps = jnp.asarray(POSTERIOR_FLOOR, H.dtype)
-    Z = H / jnp.asarray(temperature, H.dtype)
-    if multilabel:
-        return (1 - eps) * jax.nn.sigmoid(Z) + eps / 2
-    C = H.shape[1]
-    if kernel_term is not None:
-        Z = Z + kernel_term
-        Z = jnp.where(jnp.arange(C)[None, :] == top[:, None], jnp.max(Z, axis=1, keepdims=True), Z)
-    p = (1 - eps) * jax.nn.softmax(Z, axis=1) + eps / C
-    ptop = jnp.take_along_axis(p, top[:, None], axis=1)
-    others = (p >= ptop) & (jnp.arange(C)[None, :] != top[:, None])
-    return jnp.where(others, jnp.nextafter(ptop, jnp.zeros_like(ptop)), p)
 
 
 def _check_query(model: Model, X):
@@ -402,7 +326,7 @@ def held_out_scores(model: Model, X, found=None, rows=None, kernel: bool = False
     vote fractions) and the first positions (:func:`predict`'s ties) by
     :func:`predict`'s compiled program (:func:`_rule`), and with ``kernel``
     the squared distances and labels of the k neighbours
-    (:func:`kernel_weights`), the padding dropped on the host.  ``found``: X's (n, k') host indices of
+    (:func:`jaxnn._src.calibration.kernel_weights`), the padding dropped on the host.  ``found``: X's (n, k') host indices of
     its k' ≥ k nearest training points, nearest first, from a search at
     :func:`shared_sizes.shared_k` (k') — all passed on, k traced, so that
     nearby ks share one program (a graph of the training points
@@ -412,9 +336,9 @@ def held_out_scores(model: Model, X, found=None, rows=None, kernel: bool = False
     the program with the kernel term, :func:`_uses_kernel`)."""
     q = _query_parts(model, X, None, points=True) if found is None else _found_parts(model, X, found, rows)
     parts = _rule_of(model, q, 0.0, 0.0, kernel)
-    H, counts, first = (np.asarray(a)[:q.n] for a in parts[:3])
+    H, counts, first = (np.asarray(a)[:q.n] for a in (parts.H, parts.counts, parts.first))
     if kernel:
-        D = np.asarray(parts[5])[:q.n, :model.k]
+        D = np.asarray(parts.D)[:q.n, :model.k]
         labels = np.asarray(model.Y)[np.asarray(q.nb)[:q.n, :model.k]] > 0
     else:  # no kernel term to fit: none of its parts
         D, labels = np.zeros((q.n, 0), np.float32), np.zeros((q.n, 0, H.shape[1]), bool)
@@ -442,7 +366,7 @@ def predict_proba(model: Model, X=None, *, neighbors=None) -> jax.Array:
 
     A model fit with ``posterior="auto"`` (the default) has a temperature
     T = ``model.posterior_temperature`` > 0, fit on held-out data, and gets
-    p̂ = (1 − ε)·softmax(H(x)/T) + ε/C, ε = :data:`POSTERIOR_FLOOR`
+    p̂ = (1 − ε)·softmax(H(x)/T) + ε/C, ε = :data:`jaxnn._src.calibration.POSTERIOR_FLOOR`
     (multilabel: (1 − ε)·σ(H_c(x)/T) + ε/2 per label): never exactly 0 or 1,
     increasing in H_c within a row, and its argmax is always :func:`predict`'s
     label (exact ties broken as ``predict`` breaks them).  Otherwise (T = 0:
@@ -466,7 +390,7 @@ def _padded_proba(model: Model, X, neighbors):
         raise ValueError("this model's posteriors weigh each query's neighbours by their distances to it "
                          f"(model.posterior_weight = {_kernel_weight(model):g}): give the query points X "
                          "as well as neighbors=")
-    return (_rule_of(model, q)[4],), q.n
+    return (_rule_of(model, q).proba,), q.n
 
 
 def _temperature(model: Model) -> float:
@@ -490,7 +414,7 @@ def _uses_kernel(model: Model) -> bool:
     return _temperature(model) > 0 and takes_kernel_term(model.multilabel, model.n_classes)
 
 
-def _rule_of(model: Model, q: QueryParts, lam=None, temperature=None, kernel=None):
+def _rule_of(model: Model, q: QueryParts, lam=None, temperature=None, kernel=None) -> RuleParts:
     """:func:`_rule` for ``model`` on its query parts (:func:`_query_parts`):
     λ, T, w and b the model's unless given (λ and T), passed as Python floats, positionally,
     so that every caller — predict, predict_proba, the estimator and
@@ -505,20 +429,32 @@ def _rule_of(model: Model, q: QueryParts, lam=None, temperature=None, kernel=Non
                  multilabel=model.multilabel)
 
 
+class RuleParts(NamedTuple):
+    """A model's rule at a batch of queries (:func:`_rule`), for (n, k')
+    neighbour indices."""
+
+    H: Any  #: (n, C) scores H_c(x) = Σ_{j∈NN_k(x)} α_jc y_jc
+    counts: Any  #: (n, C) vote counts #{j ∈ NN_k(x) : y_jc > 0}
+    first: Any  #: (n, C) position of each class's nearest neighbour (k' where none is)
+    top: Any  #: (n,) index of the predicted class
+    proba: Any  #: (n, C) posteriors
+    D: Any  #: (n, k') squared distances to the neighbours, or None without the query points
+
+
 @functools.partial(jax.jit, static_argnames=("loss", "algorithm", "multilabel"))
 def _rule(alpha, Y, nb, lam, k, temperature, X, points, weight, bandwidth, *, loss, algorithm, multilabel: bool):
-    """(H, vote counts, first positions, index of the predicted class,
-    posteriors, squared distances to the neighbours (n, k'), or None without
-    the query ``points``), each (n, C) but the fourth (n,), for (n, k') neighbour
-    indices nb of which the first k (traced; None: all) are NN_k(x): the
-    parts of :func:`predict`'s rule (argmax H, exact ties by the vote, then
+    """:class:`RuleParts` (H, vote counts, first positions, index of the
+    predicted class, posteriors, squared distances to the neighbours) for
+    (n, k') neighbour indices nb of which the first k (traced; None: all)
+    are NN_k(x): the parts of :func:`predict`'s rule (argmax H, exact ties by the vote, then
     the nearest neighbour) and :func:`predict_proba`'s posteriors — where the
-    temperature T > 0 the calibrated posteriors (:func:`calibrated_posterior`,
+    temperature T > 0 the calibrated posteriors
+    (:func:`jaxnn._src.calibration.calibrated_posterior`,
     ties toward the predicted class; given the query ``points`` (n, d) and
     the training points X — a model with a kernel term, :func:`_uses_kernel`
     — with the kernel term w·log(κ + δ), κ the vote of the k neighbours weighted by
-    :func:`kernel_weights` at relative bandwidth b, δ =
-    :data:`KERNEL_VOTE_FLOOR`), else (1 − λ)·link + λ·votes, the link
+    :func:`jaxnn._src.calibration.kernel_weights` at relative bandwidth b, δ =
+    :data:`jaxnn._src.calibration.KERNEL_VOTE_FLOOR`: :func:`jaxnn._src.calibration.kernel_log_votes`), else (1 − λ)·link + λ·votes, the link
     posterior of :func:`_normalised_link` and the vote fractions
     v_c(x) = #{j ∈ NN_k(x) : y_jc = +1}/k.  λ, T, w and b are traced: one program
     serves every fitted model of these shapes with a kernel term, one every
@@ -532,8 +468,7 @@ def _rule(alpha, Y, nb, lam, k, temperature, X, points, weight, bandwidth, *, lo
     D = None if points is None else neighbor_sq_distances(points, X, nb)
 
     def kernel_term():
-        W = kernel_weights(D, bandwidth, k)
-        return jnp.asarray(weight, H.dtype) * jnp.log(_kernel_votes(W, Y, nb).astype(H.dtype) + KERNEL_VOTE_FLOOR)
+        return jnp.asarray(weight, H.dtype) * kernel_log_votes(D, (Y, nb), bandwidth, k, dtype=H.dtype, xp=jnp)
 
     def calibrated(H):
         if multilabel:
@@ -549,7 +484,7 @@ def _rule(alpha, Y, nb, lam, k, temperature, X, points, weight, bandwidth, *, lo
 
         return jax.lax.cond(lam == 0.0, lambda p: p, mixed, p_link)
 
-    return H, counts, first, top, jax.lax.cond(temperature > 0.0, calibrated, link_or_votes, H), D
+    return RuleParts(H, counts, first, top, jax.lax.cond(temperature > 0.0, calibrated, link_or_votes, H), D)
 
 
 def predict(model: Model, X=None, *, neighbors=None) -> np.ndarray:
@@ -568,7 +503,8 @@ def predict(model: Model, X=None, *, neighbors=None) -> np.ndarray:
 def _predict(model: Model, X, neighbors):
     q = _query_parts(model, X, neighbors)
     n = q.n
-    H, _, _, top = _rule_of(model, q)[:4]
+    parts = _rule_of(model, q)
+    H, top = parts.H, parts.top
     if isinstance(H, jax.core.Tracer):  # under jax.jit / vmap: a traced array, not NumPy
         return _traced_predict(model, H[:n], top[:n])  # a traced model with concrete queries: rows were padded
     # the padding dropped on the host: nothing compiles per n
@@ -605,7 +541,8 @@ def host_rule(model: Model, X, proba: bool = False) -> tuple:
 
 def _host_rule(model: Model, X, proba: bool) -> tuple:
     q = _query_parts(model, X, None)
-    H, counts, first, top, p = (np.asarray(a)[:q.n] for a in _rule_of(model, q)[:5])
+    parts = _rule_of(model, q)
+    H, counts, first, top, p = (np.asarray(a)[:q.n] for a in (parts.H, parts.counts, parts.first, parts.top, parts.proba))
     if q.nb.shape[1] != model.k:  # a wider search (shared_k): no class was first beyond the k-th
         first = np.minimum(first, model.k)
     return (H, counts / model.k, first, top) + ((p,) if proba else ())

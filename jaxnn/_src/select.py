@@ -18,7 +18,7 @@ import numpy as np
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src import boost_runs, sharding
-from jaxnn._src.calibration import common_leverage, shrinkages_of
+from jaxnn._src.calibration import common_leverage, shrinkages_of, shrunk_scores
 from jaxnn._src.graph import graph_and_query, knn_graph, knn_query, nndescent_index, nndescent_query
 from jaxnn._src.inputs import as_points, compute_dtype, encode_labels, label_rows, points_of_parts
 from jaxnn._src.params import check
@@ -256,7 +256,7 @@ class _RuleParts:
         common, truth = common_leverage(H, self.k), Y_va > 0 if multilabel else np.argmax(Y_va, axis=1)
         best = 0.0
         for s in shrinkages:
-            S = ((1.0 - s) * H + s * common * self.V).astype(H.dtype)
+            S = shrunk_scores(H, self.V, s, common)
             if multilabel:
                 right = (S > 0) == truth
             else:

@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxnn._src import platforms
+from jaxnn._src import plan
 from jaxnn._src.losses import Loss
 from jaxnn._src.losses import get as get_loss
 
@@ -178,10 +178,10 @@ def step_widths(P: int, work: int | None = None, narrow: bool | None = None) -> 
     than the padding they save), when the padded ``work`` of the call is
     under :data:`NARROW_MIN_WORK` (the extra compilation would cost more
     than the run saves), or when ``narrow`` is False (the plan's decision;
-    None: whether the platform computations run on now narrows steps,
-    :func:`platforms.narrows_steps` — a GPU or TPU reads a padded row in one
+    None: the plan's rule where computations run now,
+    :func:`jaxnn._src.plan.narrow_steps` — a GPU or TPU reads a padded row in one
     kernel; control flow costs it more)."""
-    if (work is not None and work < NARROW_MIN_WORK) or not (platforms.narrows_steps() if narrow is None else narrow):
+    if (work is not None and work < NARROW_MIN_WORK) or not (plan.narrow_steps() if narrow is None else narrow):
         return (max(int(P), 1),)
     return tuple(w for w in STEP_WIDTHS if 4 * w <= P) + (max(int(P), 1),)
 

@@ -13,13 +13,15 @@ import tempfile
 from typing import Callable, Optional, Sequence
 
 from jaxnn._src.cli import OneLineErrorParser, one_line, quiet_on_broken_pipe
-from jaxnn._src.experiments.common import _check_domains, _check_folds, _load_domain, _save
-from jaxnn._src.experiments.contenders import _SECONDARY, KNN_METHODS
-from jaxnn._src.experiments.feature_splits import _splits_data, _splits_settings, format_splits, splits
-from jaxnn._src.experiments.plots import _require_matplotlib, plot_posteriors, plot_ripley, plot_splits, plot_uci
-from jaxnn._src.experiments.posterior_estimation import _posteriors_settings, format_posteriors, posteriors
-from jaxnn._src.experiments.pruning_curve import RIPLEY_K, RIPLEY_N_TRAIN, _ripley_settings, format_ripley, ripley
-from jaxnn._src.experiments.uci_benchmark import _uci_settings, format_uci, uci
+from jaxnn._src.experiments.common import check_domains, check_folds, load_domain, save_result
+from jaxnn._src.experiments.contenders import KNN_METHODS, SECONDARY
+from jaxnn._src.experiments.feature_splits import format_splits, splits, splits_data, splits_settings
+from jaxnn._src.experiments.plots import plot_posteriors, plot_ripley, plot_splits, plot_uci, require_matplotlib
+from jaxnn._src.experiments.posterior_estimation import format_posteriors, posteriors, posteriors_settings
+from jaxnn._src.experiments.pruning_curve import RIPLEY_K, RIPLEY_N_TRAIN, format_ripley, ripley, ripley_settings
+from jaxnn._src.experiments.uci_benchmark import format_uci, uci, uci_settings
+
+__all__ = ["EXPERIMENTS", "FORMATTERS", "PLOTTERS", "run", "MAX_SEED", "MAX_REPEATS", "MAX_SIGMA", "main", "command"]
 
 
 EXPERIMENTS = {"ripley": ripley, "uci": uci, "posteriors": posteriors, "splits": splits}
@@ -62,7 +64,7 @@ def run(
     _check_name(name)
     out = sys.stdout if out is None else out
     if plot_dir is not None:
-        _require_matplotlib()
+        require_matplotlib()
         os.makedirs(plot_dir, exist_ok=True)
     if save is not None and name == "uci":
         options["save"] = save
@@ -70,7 +72,7 @@ def run(
     FORMATTERS[name](result, out=out)  # the table first: a save that fails loses nothing printed
     print(f"({name}{' --quick' if quick else ''}: wall time {result.seconds:.1f} s)", file=out)
     if save is not None:
-        _save(result, save)
+        save_result(result, save)
     if plot_dir is not None:
         for path in PLOTTERS[name](result, plot_dir):
             print(f"wrote {path}", file=out)
@@ -175,16 +177,16 @@ def _check_settings(name: str, quick: bool, seed: int, options: dict) -> None:
     that keeps fewer than k prototypes, seeds past :data:`MAX_SEED`."""
     if name == "uci":
         with _naming("--methods"):  # unknown names
-            domains, folds, ks, methods, extra_ks = _uci_settings(quick, options.get("domains"), options.get("folds"),
+            domains, folds, ks, methods, extra_ks = uci_settings(quick, options.get("domains"), options.get("folds"),
                                                                   options.get("ks"), options.get("methods"),
                                                                   options.get("extra_ks"))
-        labels = {domain: _load_domain(domain)[1] for domain in domains}
+        labels = {domain: load_domain(domain)[1] for domain in domains}
         with _naming("--folds"):
-            _check_folds(labels, folds)
+            check_folds(labels, folds)
         training = {domain: len(y) - math.ceil(len(y) / folds) for domain, y in labels.items()}  # smallest per domain
         largest = max(training, key=training.get)
-        grids = (("--ks", ks, any(m in KNN_METHODS and m not in _SECONDARY for m in methods)),
-                 ("--extra-ks" if "extra_ks" in options else "--ks", extra_ks, any(m in _SECONDARY for m in methods)))
+        grids = (("--ks", ks, any(m in KNN_METHODS and m not in SECONDARY for m in methods)),
+                 ("--extra-ks" if "extra_ks" in options else "--ks", extra_ks, any(m in SECONDARY for m in methods)))
         for flag, grid, used in grids:
             for k in grid if used else ():
                 if k >= training[largest]:
@@ -192,18 +194,18 @@ def _check_settings(name: str, quick: bool, seed: int, options: dict) -> None:
                                      f"fit would run (the largest: {training[largest]} points of {largest} in "
                                      f"{folds} folds)")
     elif name == "splits":
-        domains, n_splits, folds, max_rows = _splits_settings(quick, options.get("domains"), options.get("n_splits"),
+        domains, n_splits, folds, max_rows = splits_settings(quick, options.get("domains"), options.get("n_splits"),
                                                               options.get("folds"), None)
-        data = _splits_data(domains, max_rows, seed)
+        data = splits_data(domains, max_rows, seed)
         with _naming("--folds"):
-            _check_folds({domain: y for domain, (_, y) in data.items()}, folds)
+            check_folds({domain: y for domain, (_, y) in data.items()}, folds)
         for n in n_splits if "n_splits" in options else ():  # the defaults skip an n > d (a note says so)
             for domain, (X, _) in data.items():
                 if n > X.shape[1]:
                     raise ValueError(f"--n-splits: n={n} blocks is more than the {X.shape[1]} features of {domain}")
     elif name == "posteriors":
         with _naming("--methods"):  # unknown names
-            _, ks, n_seeds, n_train, _, _ = _posteriors_settings(quick, options.get("sigmas"), options.get("ks"),
+            _, ks, n_seeds, n_train, _, _ = posteriors_settings(quick, options.get("sigmas"), options.get("ks"),
                                                                 options.get("n_seeds"), None, None,
                                                                 options.get("methods"))
         for k in ks:
@@ -213,7 +215,7 @@ def _check_settings(name: str, quick: bool, seed: int, options: dict) -> None:
         if seed + n_seeds - 1 > MAX_SEED:
             raise ValueError(f"--seed: the {n_seeds} seeds from {seed} go past {MAX_SEED}, the largest seed")
     elif name == "ripley":
-        thetas, _, _ = _ripley_settings(quick, options.get("thetas"), options.get("n_draws"), None)
+        thetas, _, _ = ripley_settings(quick, options.get("thetas"), options.get("n_draws"), None)
         for theta in thetas:
             kept = math.ceil(round(float(theta) * RIPLEY_N_TRAIN, 9))
             if kept < RIPLEY_K:
@@ -293,7 +295,7 @@ def _command(argv: Optional[Sequence[str]], around_run: Callable) -> int:
         parser.error(f"--plot: {args.plot!r} exists and is not a folder")
     if "domains" in options:
         try:
-            options["domains"] = _check_domains(options["domains"])
+            options["domains"] = check_domains(options["domains"])
         except ValueError as err:
             parser.error(f"--domains: {err}")
     try:  # the settings against the data they choose: the errors of the run's own checks, found before it
@@ -302,7 +304,7 @@ def _command(argv: Optional[Sequence[str]], around_run: Callable) -> int:
         return _refuse(parser, str(err))
     if args.plot is not None:
         try:
-            _require_matplotlib()
+            require_matplotlib()
             os.makedirs(args.plot, exist_ok=True)
             with tempfile.TemporaryFile(dir=args.plot):
                 pass

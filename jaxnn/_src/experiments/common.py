@@ -13,10 +13,13 @@ import numpy as np
 
 from jaxnn._src.progress import StepBar
 
+__all__ = ["Progress", "timed", "stratified_folds", "stratified_subsample", "rank_desc", "nanmean", "fmt",
+           "table_rule", "check_domains", "check_folds", "load_domain", "save_result"]
+
 
 #: the experiments' progress counter: a tqdm bar on a terminal, one line per
 #: step otherwise, ``[ 12/40] uci: pima fold 3 GNNB(log) (5s)`` (jaxnn._src.progress)
-_Progress = StepBar
+Progress = StepBar
 
 
 def _block(x):
@@ -29,13 +32,13 @@ def _block(x):
     return x
 
 
-def _timed(fn: Callable):
+def timed(fn: Callable):
     t0 = time.perf_counter()
     out = _block(fn())
     return out, time.perf_counter() - t0
 
 
-def _stratified_folds(y, n_folds: int, seed: int) -> np.ndarray:
+def stratified_folds(y, n_folds: int, seed: int) -> np.ndarray:
     """(n,) fold ids in 0..n_folds−1: per class a seeded shuffle dealt
     round-robin (continuing across classes), so folds are stratified and
     their sizes differ by at most one."""
@@ -50,7 +53,7 @@ def _stratified_folds(y, n_folds: int, seed: int) -> np.ndarray:
     return folds
 
 
-def _stratified_subsample(y, n: int, seed: int) -> np.ndarray:
+def stratified_subsample(y, n: int, seed: int) -> np.ndarray:
     """Sorted indices of a stratified random subsample of size ≈ n (≥ 2 per class where possible)."""
     y = np.asarray(y)
     if n >= y.shape[0]:
@@ -64,7 +67,7 @@ def _stratified_subsample(y, n: int, seed: int) -> np.ndarray:
     return np.sort(np.concatenate(keep))
 
 
-def _rank_desc(values: np.ndarray) -> np.ndarray:
+def rank_desc(values: np.ndarray) -> np.ndarray:
     """Ranks (1 = largest), ties get their average rank; NaN gets NaN."""
     v = np.asarray(values, dtype=float)
     out = np.full(v.shape, np.nan)
@@ -76,24 +79,24 @@ def _rank_desc(values: np.ndarray) -> np.ndarray:
     return out
 
 
-def _nanmean(a, axis=None):
+def nanmean(a, axis=None):
     """np.nanmean without the all-NaN RuntimeWarning (all-NaN → NaN)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return np.nanmean(np.asarray(a, dtype=float), axis=axis)
 
 
-def _fmt(x, spec: str = ".3f", width: int = 8) -> str:
+def fmt(x, spec: str = ".3f", width: int = 8) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)) or (isinstance(x, np.floating) and np.isnan(x)):
         return f"{'—':>{width}}"
     return f"{x:>{width}{spec}}"
 
 
-def _rule(width: int) -> str:
+def table_rule(width: int) -> str:
     return "-" * width
 
 
-def _check_domains(domains) -> tuple:
+def check_domains(domains) -> tuple:
     """The domain names, all checked before any runs, so that a typo fails
     at once rather than after the domains before it."""
     from jaxnn import datasets
@@ -106,7 +109,7 @@ def _check_domains(domains) -> tuple:
     return domains
 
 
-def _check_folds(data: dict, folds: int) -> None:
+def check_folds(data: dict, folds: int) -> None:
     """ValueError unless every domain (``{name: y}``) can be dealt into
     ``folds`` stratified folds: at most its rows — every domain checked for
     that first — and at most the rows of its smallest class, so that every
@@ -122,7 +125,7 @@ def _check_folds(data: dict, folds: int) -> None:
                                  f"a stratified fold needs every class (at most {smallest} folds on {name})")
 
 
-def _load_domain(name: str, seed: int = 0):
+def load_domain(name: str, seed: int = 0):
     """(X, y) of a bundled domain; ``letter-2561`` is the stratified
     2561-row sample of paper 000 (:func:`jaxnn.datasets.letter_sample`)."""
     from jaxnn import datasets
@@ -132,7 +135,7 @@ def _load_domain(name: str, seed: int = 0):
     return datasets.load(name)
 
 
-def _save(result, path: str) -> None:
+def save_result(result, path: str) -> None:
     import pickle
 
     tmp = f"{path}.tmp"

@@ -3,7 +3,9 @@ methods' ``jaxnn.fit`` arguments, the method names, and fitting one contender.""
 
 from __future__ import annotations
 
-from jaxnn._src.experiments.common import _stratified_subsample
+from jaxnn._src.experiments.common import stratified_subsample
+
+__all__ = ["BOOSTED", "KNN_METHODS", "SECONDARY", "OTHER_METHODS", "UCI_METHODS", "RBF_GRID", "fit_contender"]
 
 
 #: Boosted leveraged k-NN contenders: name → jaxnn.fit keyword arguments.
@@ -15,13 +17,13 @@ BOOSTED = {
     "N3(hinge)": dict(algorithm="n3", loss="calibrated_hinge"),
 }
 KNN_METHODS = ("k-NN",) + tuple(BOOSTED)
-_SECONDARY = ("GNNB(mat)", "GNNB(squared)", "N3(hinge)")
+SECONDARY = ("GNNB(mat)", "GNNB(squared)", "N3(hinge)")
 OTHER_METHODS = ("jaxnn-auto", "SGD", "LinSVM", "RBF-SVM")
 UCI_METHODS = KNN_METHODS + OTHER_METHODS
 RBF_GRID = {"C": [1, 10, 100], "gamma": ["scale", 0.1]}
 
 
-def _fit_contender(method: str, k: int, Xtr, ytr, *, seed: int, rbf_max: int):
+def fit_contender(method: str, k: int, Xtr, ytr, *, seed: int, rbf_max: int):
     """Fit one contender; returns (model, predict function, info string)."""
     import jaxnn
     from jaxnn._src import baselines as bl
@@ -44,7 +46,7 @@ def _fit_contender(method: str, k: int, Xtr, ytr, *, seed: int, rbf_max: int):
         from sklearn.model_selection import GridSearchCV
         from sklearn.svm import SVC
 
-        sub = _stratified_subsample(ytr, rbf_max, seed)
+        sub = stratified_subsample(ytr, rbf_max, seed)
         full = sub.size == ytr.shape[0]
         gs = GridSearchCV(SVC(kernel="rbf"), RBF_GRID, cv=3, n_jobs=1, refit=full)
         gs.fit(Xtr[sub], ytr[sub])

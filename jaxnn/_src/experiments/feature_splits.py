@@ -11,17 +11,19 @@ from typing import Optional, Sequence
 import numpy as np
 
 from jaxnn._src.experiments.common import (
-    _check_domains,
-    _check_folds,
-    _fmt,
-    _load_domain,
-    _nanmean,
-    _Progress,
-    _rule,
-    _stratified_folds,
-    _stratified_subsample,
-    _timed,
+    check_domains,
+    check_folds,
+    fmt,
+    load_domain,
+    nanmean,
+    Progress,
+    stratified_folds,
+    stratified_subsample,
+    table_rule,
+    timed,
 )
+
+__all__ = ["SPLITS_DOMAINS", "SplitsResult", "splits_settings", "splits_data", "splits", "format_splits"]
 
 
 SPLITS_DOMAINS = ("optdigits", "texture", "spambase", "satimage")
@@ -52,10 +54,10 @@ class SplitsResult:
     seconds: float = 0.0
 
 
-def _splits_settings(quick: bool, domains, n_splits, folds, max_rows) -> tuple:
+def splits_settings(quick: bool, domains, n_splits, folds, max_rows) -> tuple:
     """(domains, n_splits, folds, max_rows) that :func:`splits` runs with: the
     defaults (full or quick) filled in, the domain names checked (ValueError)."""
-    domains = _check_domains(domains) if domains is not None else (("optdigits", "spambase") if quick else SPLITS_DOMAINS)
+    domains = check_domains(domains) if domains is not None else (("optdigits", "spambase") if quick else SPLITS_DOMAINS)
     n_splits = tuple(int(n) for n in n_splits) if n_splits is not None else ((1, 4, 16) if quick else (1, 2, 4, 8, 16))
     folds = (1 if quick else 3) if folds is None else int(folds)
     if folds < 1:
@@ -64,14 +66,14 @@ def _splits_settings(quick: bool, domains, n_splits, folds, max_rows) -> tuple:
     return domains, n_splits, folds, max_rows
 
 
-def _splits_data(domains, max_rows: Optional[int], seed: int) -> dict:
+def splits_data(domains, max_rows: Optional[int], seed: int) -> dict:
     """{domain: (X, y)} as :func:`splits` uses them: more than ``max_rows``
     rows subsampled (stratified, seeded)."""
     data = {}
     for domain in domains:
-        X, y = _load_domain(domain)
+        X, y = load_domain(domain)
         if max_rows is not None and X.shape[0] > max_rows:
-            keep = _stratified_subsample(y, max_rows, seed)
+            keep = stratified_subsample(y, max_rows, seed)
             X, y = X[keep], y[keep]
         data[domain] = X, y
     return data
@@ -105,15 +107,15 @@ def splits(
     from jaxnn import datasets, ensemble, metrics
 
     t_start = time.perf_counter()
-    domains, n_splits, folds, max_rows = _splits_settings(quick, domains, n_splits, folds, max_rows)
+    domains, n_splits, folds, max_rows = splits_settings(quick, domains, n_splits, folds, max_rows)
     means = ensemble.MEANS
     D, N, F = len(domains), len(n_splits), folds
     acc = np.full((D, N, len(means), F), np.nan)
     fit_s = np.full((D, N, F), np.nan)
     dims = []
-    data = _splits_data(domains, max_rows, seed)  # all loaded and checked first: a bad folds fails before any fit
-    _check_folds({domain: y for domain, (_, y) in data.items()}, folds)
-    bar = _Progress(D * N * F, "splits", progress)
+    data = splits_data(domains, max_rows, seed)  # all loaded and checked first: a bad folds fails before any fit
+    check_folds({domain: y for domain, (_, y) in data.items()}, folds)
+    bar = Progress(D * N * F, "splits", progress)
     for di, domain in enumerate(domains):
         X, y = data[domain]
         dims.append(X.shape[1])
@@ -121,7 +123,7 @@ def splits(
             Xtr, Xte, ytr, yte = datasets.train_test_split(X, y, test_size=0.3, seed=seed)
             parts = [(Xtr, ytr, Xte, yte)]
         else:
-            fid = _stratified_folds(y, folds, seed)
+            fid = stratified_folds(y, folds, seed)
             parts = [(X[fid != f], y[fid != f], X[fid == f], y[fid == f]) for f in range(folds)]
         for f, (Xtr, ytr, Xte, yte) in enumerate(parts):
             Xtr, Xte = datasets.standardize(Xtr, Xte)
@@ -129,7 +131,7 @@ def splits(
                 bar.step(f"{domain} fold {f + 1}/{F} n={n}")
                 if n > X.shape[1]:
                     continue
-                model, fit_s[di, ni, f] = _timed(
+                model, fit_s[di, ni, f] = timed(
                     lambda: ensemble.fit_split(Xtr, ytr, n_splits=n, norm="l2", mean="geometric", k=k, seed=seed)
                 )
                 for mi, mean in enumerate(means):
@@ -153,32 +155,32 @@ def format_splits(result: SplitsResult, out=None) -> None:
         f"{r.protocol}; test accuracy (mean over folds) per number of blocks n and combining mean",
         file=out,
     )
-    acc = _nanmean(r.accuracy, axis=3)  # (D, N, 3)
-    fit = _nanmean(r.fit_s, axis=2)
+    acc = nanmean(r.accuracy, axis=3)  # (D, N, 3)
+    fit = nanmean(r.fit_s, axis=2)
     head = f"{'domain':<12}{'d':>4}{'n':>5}" + "".join(f"{m:>12}" for m in r.means) + f"{'fit s':>8}"
     print(head, file=out)
-    print(_rule(len(head)), file=out)
+    print(table_rule(len(head)), file=out)
     ran = ~np.all(np.isnan(acc), axis=2)  # (D, N): n > d was skipped on that domain
     skipped = []
     for di, d in enumerate(r.domains):
         done = np.flatnonzero(ran[di])
         for j, ni in enumerate(done):  # the domain and its d head its first row that ran
             row = f"{d if j == 0 else '':<12}{r.dims[di] if j == 0 else '':>4}{r.n_splits[ni]:>5}"
-            row += "".join(_fmt(v, ".3f", 12) for v in acc[di, ni]) + _fmt(fit[di, ni], ".1f", 8)
+            row += "".join(fmt(v, ".3f", 12) for v in acc[di, ni]) + fmt(fit[di, ni], ".1f", 8)
             print(row, file=out)
         if done.size == 0:
             print(f"{d:<12}{r.dims[di]:>4}{'':>5}  (no n ran)", file=out)
         if done.size < len(r.n_splits):
             gone = ", ".join(str(n) for n, ok in zip(r.n_splits, ran[di]) if not ok)
             skipped.append(f"{d} (d={r.dims[di]}): n = {gone}")
-    print(_rule(len(head)), file=out)
+    print(table_rule(len(head)), file=out)
     first = True
     for ni, n in enumerate(r.n_splits):
         count = int(np.sum(ran[:, ni]))
         if count == 0:  # nothing to average
             continue
         row = f"{'mean' if first else '':<12}{'':>4}{n:>5}"
-        row += "".join(_fmt(v, ".3f", 12) for v in _nanmean(acc[:, ni], axis=0))
+        row += "".join(fmt(v, ".3f", 12) for v in nanmean(acc[:, ni], axis=0))
         if count < len(r.domains):
             row += f"  (over {count} of {len(r.domains)} domains)"
         print(row, file=out)

@@ -9,11 +9,13 @@ from typing import Optional
 
 import numpy as np
 
-from jaxnn._src.experiments.common import _nanmean
+from jaxnn._src.experiments.common import nanmean
 from jaxnn._src.experiments.feature_splits import SplitsResult
 from jaxnn._src.experiments.posterior_estimation import PosteriorsResult, normalise_rows
 from jaxnn._src.experiments.pruning_curve import RipleyResult
 from jaxnn._src.experiments.uci_benchmark import UCIResult
+
+__all__ = ["require_matplotlib", "plot_ripley", "plot_uci", "plot_posteriors", "plot_splits"]
 
 
 def _figure(*args, **kwargs):
@@ -25,7 +27,7 @@ def _figure(*args, **kwargs):
     return Figure(*args, **kwargs)
 
 
-def _require_matplotlib() -> None:
+def require_matplotlib() -> None:
     try:
         import matplotlib  # noqa: F401
     except ImportError as err:
@@ -56,7 +58,7 @@ def plot_ripley(result: RipleyResult, plot_dir) -> list:
 
 def plot_uci(result: UCIResult, plot_dir) -> list:
     """Mean accuracy over domains of every contender (horizontal bars)."""
-    mean = _nanmean(result.mean("accuracy"), axis=0)
+    mean = nanmean(result.mean("accuracy"), axis=0)
     fig = _figure(figsize=(6, 0.25 * len(result.contenders) + 1))
     ax = fig.add_subplot()
     y = np.arange(len(result.contenders))
@@ -83,7 +85,7 @@ def plot_posteriors(result: PosteriorsResult, plot_dir, *, sigma: Optional[float
     from jaxnn._src import baselines as bl
 
     paths = []
-    mean = _nanmean(result.kl, axis=3)
+    mean = nanmean(result.kl, axis=3)
     fig = _figure(figsize=(5 * len(result.ks), 4))
     for ki, k in enumerate(result.ks):
         ax = fig.add_subplot(1, len(result.ks), ki + 1)
@@ -135,7 +137,7 @@ def plot_posteriors(result: PosteriorsResult, plot_dir, *, sigma: Optional[float
 
 def plot_splits(result: SplitsResult, plot_dir) -> list:
     """Accuracy vs number of blocks, one panel per domain, one line per mean."""
-    acc = _nanmean(result.accuracy, axis=3)
+    acc = nanmean(result.accuracy, axis=3)
     D = len(result.domains)
     fig = _figure(figsize=(3.5 * D, 3.2))
     for di, d in enumerate(result.domains):

@@ -11,7 +11,10 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from jaxnn._src.experiments.common import _fmt, _nanmean, _Progress, _rule
+from jaxnn._src.experiments.common import fmt, nanmean, Progress, table_rule
+
+__all__ = ["POSTERIOR_METHODS", "PosteriorsResult", "normalise_rows", "posteriors_settings", "posteriors",
+           "format_posteriors"]
 
 
 #: posterior contenders: (label, column abbreviation, algorithm, loss, estimator)
@@ -81,7 +84,7 @@ def normalise_rows(p) -> np.ndarray:
     return np.where(s > 0, p / np.where(s > 0, s, 1.0), 1.0 / p.shape[1])
 
 
-def _posteriors_settings(quick: bool, sigmas, ks, n_seeds, n_train, n_test, methods) -> tuple:
+def posteriors_settings(quick: bool, sigmas, ks, n_seeds, n_train, n_test, methods) -> tuple:
     """(sigmas, ks, n_seeds, n_train, n_test, rows of ``POSTERIOR_METHODS``)
     that :func:`posteriors` runs with: the defaults (full or quick) filled in,
     the method names checked (ValueError)."""
@@ -131,7 +134,7 @@ def posteriors(
     from jaxnn._src import baselines as bl
 
     t_start = time.perf_counter()
-    sigmas, ks, n_seeds, n_train, n_test, table = _posteriors_settings(quick, sigmas, ks, n_seeds, n_train, n_test,
+    sigmas, ks, n_seeds, n_train, n_test, table = posteriors_settings(quick, sigmas, ks, n_seeds, n_train, n_test,
                                                                       methods)
     labels = tuple(t[0] for t in table)
     seeds = tuple(seed + r for r in range(n_seeds))
@@ -142,7 +145,7 @@ def posteriors(
     lloss, brier, temp = np.full_like(kl, np.nan), np.full_like(kl, np.nan), np.full_like(kl, np.nan)
     bayes = np.zeros((S, R))
     fits = sorted({(t[2], t[3]) for t in table if t[2] is not None})
-    bar = _Progress(S * R * (K * (len(fits) + 1) + 1), "posteriors", progress)
+    bar = Progress(S * R * (K * (len(fits) + 1) + 1), "posteriors", progress)
     for si, sigma in enumerate(sigmas):
         for ri, s in enumerate(seeds):
             d = datasets.gaussian_posteriors(float(sigma), n_train=n_train, n_test=n_test, n_classes=n_classes, seed=s)
@@ -220,17 +223,17 @@ def _format_scores(r: PosteriorsResult, out, cw: int) -> None:
         values = getattr(r, name, None)
         if values is None:
             continue
-        mean = _nanmean(values, axis=3)  # (S, K, M)
+        mean = nanmean(values, axis=3)  # (S, K, M)
         print("", file=out)
         print(f"{title} on the test labels, mean over seeds; lower is better "
               "(/A = posterior='auto' on boosting's α, SVCp = tuned SVC(probability=True), LR = logistic regression)", file=out)
         for ki, k in enumerate(r.ks):
             head = f"{'k=' + str(k):>5}" + "".join(f"{a:>{cw}}" for a in r.abbrev)
             print(head, file=out)
-            print(_rule(len(head)), file=out)
+            print(table_rule(len(head)), file=out)
             for si, sigma in enumerate(r.sigmas):
-                print(f"{sigma:>5.2f}" + "".join(_fmt(v, ".4f", cw) for v in mean[si, ki]), file=out)
-            print(f"{'mean':>5}" + "".join(_fmt(v, ".4f", cw) for v in _nanmean(mean[:, ki], axis=0)), file=out)
+                print(f"{sigma:>5.2f}" + "".join(fmt(v, ".4f", cw) for v in mean[si, ki]), file=out)
+            print(f"{'mean':>5}" + "".join(fmt(v, ".4f", cw) for v in nanmean(mean[:, ki], axis=0)), file=out)
 
 
 def format_posteriors(result: PosteriorsResult, out=None) -> None:
@@ -249,28 +252,28 @@ def format_posteriors(result: PosteriorsResult, out=None) -> None:
     legend = ", ".join(f"{a} = {m}" for a, m in zip(r.abbrev, r.methods))
     print(f"columns: {legend}", file=out)
     print("/L = link(H) (the papers' estimator), /A = posterior='auto' (softmax(H/T + w·log κ)) on the same α (shrinkage=None)", file=out)
-    mean = _nanmean(r.kl, axis=3)  # (S, K, M)
+    mean = nanmean(r.kl, axis=3)  # (S, K, M)
     for ki, k in enumerate(r.ks):
         print("", file=out)
         print(f"k = {k}", file=out)
         head = f"{'σ':>5}" + "".join(f"{a:>{cw}}" for a in r.abbrev) + f"{'Bayes acc':>11}"
         print(head, file=out)
-        print(_rule(len(head)), file=out)
+        print(table_rule(len(head)), file=out)
         for si, sigma in enumerate(r.sigmas):
-            row = f"{sigma:>5.2f}" + "".join(_fmt(v, ".4f", cw) for v in mean[si, ki])
-            print(row + _fmt(float(np.mean(r.bayes_accuracy[si])), ".3f", 11), file=out)
-        print(_rule(len(head)), file=out)
-        print(f"{'mean':>5}" + "".join(_fmt(v, ".4f", cw) for v in _nanmean(mean[:, ki], axis=0)), file=out)
-        print(f"{'eq.32':>5}" + "".join(_fmt(v / r.n_classes, ".4f", cw) for v in _nanmean(mean[:, ki], axis=0)), file=out)
+            row = f"{sigma:>5.2f}" + "".join(fmt(v, ".4f", cw) for v in mean[si, ki])
+            print(row + fmt(float(np.mean(r.bayes_accuracy[si])), ".3f", 11), file=out)
+        print(table_rule(len(head)), file=out)
+        print(f"{'mean':>5}" + "".join(fmt(v, ".4f", cw) for v in nanmean(mean[:, ki], axis=0)), file=out)
+        print(f"{'eq.32':>5}" + "".join(fmt(v / r.n_classes, ".4f", cw) for v in nanmean(mean[:, ki], axis=0)), file=out)
     # test accuracy of argmax p̂, averaged over σ and k
     print("", file=out)
     print("test accuracy of argmax p̂, mean over σ, k and seeds:", file=out)
-    accm = _nanmean(np.moveaxis(r.accuracy, 2, 0).reshape(len(r.methods), -1), axis=1)
+    accm = nanmean(np.moveaxis(r.accuracy, 2, 0).reshape(len(r.methods), -1), axis=1)
     print("      " + "".join(f"{a:>{cw}}" for a in r.abbrev), file=out)
-    print("      " + "".join(_fmt(v, ".3f", cw) for v in accm), file=out)
+    print("      " + "".join(fmt(v, ".3f", cw) for v in accm), file=out)
     temps = getattr(r, "temperature", None)
     if temps is not None:
-        lam = [(m, _nanmean(temps[:, :, i])) for i, m in enumerate(r.methods) if m.endswith(" auto")]
+        lam = [(m, nanmean(temps[:, :, i])) for i, m in enumerate(r.methods) if m.endswith(" auto")]
         if lam:
             print("mean temperature T of posterior='auto' (softmax(H/T + w·log κ)): "
                   + ", ".join(f"{m.replace(' auto', '')} {v:.3g}" for m, v in lam), file=out)

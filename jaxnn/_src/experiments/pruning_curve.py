@@ -11,8 +11,10 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from jaxnn._src.experiments.common import _Progress, _rule
+from jaxnn._src.experiments.common import Progress, table_rule
 from jaxnn._src.experiments.contenders import BOOSTED
+
+__all__ = ["RIPLEY_K", "RIPLEY_N_TRAIN", "RipleyResult", "ripley_settings", "ripley", "format_ripley"]
 
 
 #: ripley's k and training set size (Ripley's 250 points)
@@ -57,7 +59,7 @@ class RipleyResult:
     seconds: float = 0.0
 
 
-def _ripley_settings(quick: bool, thetas, n_draws, n_mc) -> tuple:
+def ripley_settings(quick: bool, thetas, n_draws, n_mc) -> tuple:
     """(thetas, n_draws, n_mc) that :func:`ripley` runs with, the defaults (full or quick) filled in."""
     if thetas is None:
         thetas = (0.2, 0.5, 1.0) if quick else tuple(np.round(np.arange(1, 11) / 10, 1))
@@ -97,11 +99,11 @@ def ripley(
     from jaxnn._src.prune import knn_subsample, prune
 
     t_start = time.perf_counter()
-    thetas, n_draws, n_mc = _ripley_settings(quick, thetas, n_draws, n_mc)
+    thetas, n_draws, n_mc = ripley_settings(quick, thetas, n_draws, n_mc)
     sp = datasets.ripley(n_train=n_train, n_test=n_test, seed=seed)
     methods = ("UNN(exp)", "GNNB(log)", "k-NN sample")
     specs = {"UNN(exp)": BOOSTED["UNN(exp)"], "GNNB(log)": BOOSTED["GNNB(log)"]}
-    bar = _Progress(2 + thetas.size * (4 + n_draws), "ripley", progress)
+    bar = Progress(2 + thetas.size * (4 + n_draws), "ripley", progress)
 
     def err(model):
         return float(np.mean(np.asarray(jaxnn.predict(model, sp.X_test)) != sp.y_test))
@@ -169,12 +171,12 @@ def format_ripley(result: RipleyResult, out=None) -> None:
     )
     head = f"{'θ':>6}{'kept':>6}" + "".join(f"{m:>12}" for m in r.methods[:2]) + f"{r.methods[2]:>20}"
     print(head, file=out)
-    print(_rule(len(head)), file=out)
+    print(table_rule(len(head)), file=out)
     for t, theta in enumerate(r.thetas):
         row = f"{theta:>6.2f}{r.size[t]:>6d}" + "".join(f"{r.error[i, t]:>12.3f}" for i in range(2))
         row += f"{r.error[2, t]:>13.3f} ± {r.error_std[2, t]:.3f}"
         print(row, file=out)
-    print(_rule(len(head)), file=out)
+    print(table_rule(len(head)), file=out)
     print("paper 001's protocol, T = ⌈θm⌉ greedy rounds, the leveraged examples kept (their number in brackets):",
           file=out)
     for name, (errors, sizes) in r.leveraged.items():

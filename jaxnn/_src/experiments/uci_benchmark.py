@@ -11,20 +11,23 @@ from typing import Optional, Sequence
 import numpy as np
 
 from jaxnn._src.experiments.common import (
-    _check_domains,
-    _check_folds,
-    _fmt,
-    _load_domain,
-    _nanmean,
-    _Progress,
-    _rank_desc,
-    _rule,
-    _save,
-    _stratified_folds,
-    _stratified_subsample,
-    _timed,
+    check_domains,
+    check_folds,
+    fmt,
+    load_domain,
+    nanmean,
+    Progress,
+    rank_desc,
+    save_result,
+    stratified_folds,
+    stratified_subsample,
+    table_rule,
+    timed,
 )
-from jaxnn._src.experiments.contenders import KNN_METHODS, RBF_GRID, UCI_METHODS, _SECONDARY, _fit_contender
+from jaxnn._src.experiments.contenders import KNN_METHODS, RBF_GRID, SECONDARY, UCI_METHODS, fit_contender
+
+__all__ = ["UCI_DOMAINS", "UCI_QUICK_DOMAINS", "UCIResult", "uci_settings", "uci", "PROBA_CONTENDERS", "log_loss",
+           "format_uci"]
 
 
 UCI_DOMAINS = ("bupa", "ionosphere", "pima", "satimage", "segment", "optdigits", "letter-2561", "letter", "wdbc", "iris")
@@ -83,19 +86,19 @@ class UCIResult:
 
     def mean(self, metric: str = "accuracy") -> np.ndarray:
         """(D, N) mean over folds."""
-        return _nanmean(getattr(self, metric), axis=2)
+        return nanmean(getattr(self, metric), axis=2)
 
     def ranks(self, metric: str = "accuracy") -> np.ndarray:
         """(D, N) rank of each contender per domain (1 = best; times: fastest)."""
         m = np.round(self.mean(metric), 9)  # fold averages of equal scores tie exactly
         sign = -1.0 if metric.endswith("_s") else 1.0
-        return np.stack([_rank_desc(sign * row) for row in m])
+        return np.stack([rank_desc(sign * row) for row in m])
 
 
-def _uci_settings(quick: bool, domains, folds, ks, methods, extra_ks) -> tuple:
+def uci_settings(quick: bool, domains, folds, ks, methods, extra_ks) -> tuple:
     """(domains, folds, ks, methods, extra_ks) that :func:`uci` runs with:
     the defaults (full or quick) filled in, the names checked (ValueError)."""
-    domains = _check_domains(domains) if domains is not None else (UCI_QUICK_DOMAINS if quick else UCI_DOMAINS)
+    domains = check_domains(domains) if domains is not None else (UCI_QUICK_DOMAINS if quick else UCI_DOMAINS)
     folds = (2 if quick else 5) if folds is None else int(folds)
     if folds < 2:
         raise ValueError(f"uci cross-validates: folds must be >= 2, got {folds}")
@@ -150,9 +153,9 @@ def uci(
     from jaxnn import datasets, metrics
 
     t_start = time.perf_counter()
-    domains, folds, ks, methods, extra_ks = _uci_settings(quick, domains, folds, ks, methods, extra_ks)
-    data = {domain: _load_domain(domain) for domain in domains}  # all checked first: a bad folds fails at once
-    _check_folds({domain: y for domain, (_, y) in data.items()}, folds)
+    domains, folds, ks, methods, extra_ks = uci_settings(quick, domains, folds, ks, methods, extra_ks)
+    data = {domain: load_domain(domain) for domain in domains}  # all checked first: a bad folds fails at once
+    check_folds({domain: y for domain, (_, y) in data.items()}, folds)
     notes = []
     if "RBF-SVM" in methods:
         try:
@@ -164,7 +167,7 @@ def uci(
     contenders, base, cks = [], [], []
     for m in methods:
         if m in KNN_METHODS:
-            for k in (extra_ks if m in _SECONDARY else ks):
+            for k in (extra_ks if m in SECONDARY else ks):
                 contenders.append(f"{m} k={k}")
                 base.append(m)
                 cks.append(k)
@@ -176,7 +179,7 @@ def uci(
     arrays = {metric: np.full((D, N, folds), np.nan) for metric in _METRICS}
     info: dict = {}
     sizes: dict = {}
-    bar = _Progress(D * folds * N, "uci", progress)
+    bar = Progress(D * folds * N, "uci", progress)
 
     proba = PROBA_CONTENDERS if "RBF-SVM" in methods else ()
     scored = {metric: np.full((D, len(proba), folds), np.nan) for metric in ("log_loss", "brier")}
@@ -192,7 +195,7 @@ def uci(
     for di, domain in enumerate(domains):
         X, y = data[domain]
         sizes[domain] = (X.shape[0], X.shape[1], int(np.unique(y).size))
-        fold_id = _stratified_folds(y, folds, seed)
+        fold_id = stratified_folds(y, folds, seed)
         for f in range(folds):
             tr, te = fold_id != f, fold_id == f
             Xtr, Xte = datasets.standardize(X[tr], X[te])
@@ -205,10 +208,10 @@ def uci(
                         notes.append(skip)
                     continue
                 try:
-                    (model, predict, extra), t_fit = _timed(
-                        lambda: _fit_contender(method, k, Xtr, ytr, seed=seed, rbf_max=rbf_max)
+                    (model, predict, extra), t_fit = timed(
+                        lambda: fit_contender(method, k, Xtr, ytr, seed=seed, rbf_max=rbf_max)
                     )
-                    pred, t_pred = _timed(lambda: np.asarray(predict(model, Xte)))
+                    pred, t_pred = timed(lambda: np.asarray(predict(model, Xte)))
                 except Exception as err:  # keep a long run going; report the failure
                     msg = f"{domain} fold {f + 1} {name} failed: {type(err).__name__}: {err}"
                     print(msg, file=sys.stderr)
@@ -232,7 +235,7 @@ def uci(
                 scored["log_loss"][di, pi, f] = log_loss(yte, P, classes)
                 scored["brier"][di, pi, f] = metrics.brier_score(yte, P, classes)
         if save:
-            _save(result(di + 1, [f"partial result: {di + 1} of {D} domains done"]), save)
+            save_result(result(di + 1, [f"partial result: {di + 1} of {D} domains done"]), save)
     bar.close()
     if "RBF-SVM" in methods:
         big = [d for d in domains if sizes[d][0] * (folds - 1) / folds > rbf_max]
@@ -252,7 +255,7 @@ def uci(
             "LogReg = LogisticRegression(max_iter=1000).  Log loss clips probabilities at 1e-15 (as scikit-learn's)."
         )
     if extra_ks != ks:
-        notes.append(f"k grid: {list(ks)} for k-NN, UNN(exp), GNNB(log); {list(extra_ks)} for {', '.join(m for m in _SECONDARY if m in methods)}.")
+        notes.append(f"k grid: {list(ks)} for k-NN, UNN(exp), GNNB(log); {list(extra_ks)} for {', '.join(m for m in SECONDARY if m in methods)}.")
     notes.append(
         'Boosted fits are the papers\' rules: boosting\'s α (shrinkage=None), posterior="link" (no auxiliary '
         "fit; predict is argmax H either way); one boosting pass unless auto."
@@ -263,7 +266,7 @@ def uci(
     )
     out = result(D)
     if save:
-        _save(out, save)
+        save_result(out, save)
     return out
 
 
@@ -298,7 +301,7 @@ def _fit_proba_contender(name: str, Xtr, ytr, Xte, *, seed: int, rbf_max: int):
     with warnings.catch_warnings():  # scikit-learn 1.9 deprecates probability=True (its Platt scaling stays)
         warnings.simplefilter("ignore", FutureWarning)
         if name == "SVC(prob)":
-            sub = _stratified_subsample(ytr, rbf_max, seed)
+            sub = stratified_subsample(ytr, rbf_max, seed)
             gs = GridSearchCV(SVC(probability=True, random_state=seed), RBF_GRID, cv=3, n_jobs=1, scoring="neg_log_loss")
             gs.fit(Xtr[sub], ytr[sub])
             model = gs.best_estimator_ if sub.size == ytr.shape[0] else \
@@ -317,15 +320,15 @@ def _format_posteriors(r: UCIResult, out, cw: int, lw: int, doms: str) -> None:
     if not proba or r.log_loss is None:
         return
     for metric, title in (("log_loss", "test log loss"), ("brier", "test Brier score Σ_c (p̂_c − 1[y=c])²")):
-        mean = _nanmean(getattr(r, metric), axis=2)  # (D, P)
+        mean = nanmean(getattr(r, metric), axis=2)  # (D, P)
         head = f"{'':<{lw}}{doms}{'mean':>{cw}}"
         print("", file=out)
         print(f"posteriors: {title}, mean over folds; lower is better", file=out)
         print(head, file=out)
-        print(_rule(len(head)), file=out)
+        print(table_rule(len(head)), file=out)
         for pi, name in enumerate(proba):
-            row = f"{name:<{lw}}" + "".join(_fmt(v, ".3f", cw) for v in mean[:, pi])
-            print(row + _fmt(_nanmean(mean[:, pi]), ".3f", cw), file=out)
+            row = f"{name:<{lw}}" + "".join(fmt(v, ".3f", cw) for v in mean[:, pi])
+            print(row + fmt(nanmean(mean[:, pi]), ".3f", cw), file=out)
 
 
 def _short(domain: str, width: int) -> str:
@@ -350,10 +353,10 @@ def format_uci(result: UCIResult, out=None, metrics: Sequence[str] = _METRICS) -
         print("", file=out)
         print(f"{_METRIC_TITLES[metric]}, mean over folds; rank 1 = best" + (" (fastest)" if metric.endswith("_s") else ""), file=out)
         print(head, file=out)
-        print(_rule(len(head)), file=out)
+        print(table_rule(len(head)), file=out)
         for ci, name in enumerate(r.contenders):
-            row = f"{name:<{lw}}" + "".join(_fmt(v, spec, cw) for v in mean[:, ci])
-            row += _fmt(_nanmean(mean[:, ci]), spec, cw) + _fmt(_nanmean(ranks[:, ci]), ".1f", cw - 2)
+            row = f"{name:<{lw}}" + "".join(fmt(v, spec, cw) for v in mean[:, ci])
+            row += fmt(nanmean(mean[:, ci]), spec, cw) + fmt(nanmean(ranks[:, ci]), ".1f", cw - 2)
             print(row, file=out)
     _format_posteriors(r, out, cw, lw, doms)
     # best k per method
@@ -365,7 +368,7 @@ def format_uci(result: UCIResult, out=None, metrics: Sequence[str] = _METRICS) -
         print("'k*' = the single k with the best accuracy averaged over domains", file=out)
         head = f"{'':<{lw}}{''.join(f'{_short(d, 10):>11}' for d in r.domains)}{'mean':>8}{'k*':>5}{'mean@k*':>9}"
         print(head, file=out)
-        print(_rule(len(head)), file=out)
+        print(table_rule(len(head)), file=out)
         for m in kmethods:
             idx = [i for i, b in enumerate(r.methods) if b == m]
             sub = acc[:, idx]  # (D, K)
@@ -377,14 +380,14 @@ def format_uci(result: UCIResult, out=None, metrics: Sequence[str] = _METRICS) -
                 j = int(np.nanargmax(sub[di]))
                 best_vals.append(sub[di, j])
                 cells.append(f"{r.ks[idx[j]]:>4d}:{sub[di, j]:.3f}")
-            per_k = _nanmean(sub, axis=0)
+            per_k = nanmean(sub, axis=0)
             row = f"{m:<{lw}}" + "".join(cells)
             if np.all(np.isnan(per_k)):  # no k ran on any domain (all skipped or failed): see the notes
                 row += f"{'—':>8}{'—':>5}{'—':>9}"
             else:
                 jstar = int(np.nanargmax(per_k))
-                row += _fmt(float(np.mean(best_vals)), ".3f", 8)
-                row += f"{r.ks[idx[jstar]]:>5d}" + _fmt(per_k[jstar], ".3f", 9)
+                row += fmt(float(np.mean(best_vals)), ".3f", 8)
+                row += f"{r.ks[idx[jstar]]:>5d}" + fmt(per_k[jstar], ".3f", 9)
             print(row, file=out)
     autos = {d: v for (d, c), v in r.info.items() if c == "jaxnn-auto"}
     if autos:
