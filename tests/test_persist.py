@@ -463,8 +463,6 @@ def test_a_bad_model_is_refused_where_it_enters_prediction(model, data, change, 
 
 
 def test_a_bad_posterior_temperature_is_refused(model, data):
-    if "posterior_temperature" not in {f.name for f in dataclasses.fields(jaxnn.Model)}:
-        pytest.skip("this Model has no posterior_temperature")
     for value, error in ((-1.0, ValueError), (float("inf"), ValueError), ("1", TypeError)):
         with pytest.raises(error, match="model.posterior_temperature"):
             jaxnn.predict_proba(dataclasses.replace(model, posterior_temperature=value), data[2])
