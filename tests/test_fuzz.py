@@ -211,8 +211,8 @@ def _cases_predict():
                        Accepted(_same_as_float32(call, bad, _check_prediction(fn, model, len(bad)))))
         for name, bad in REFUSED_SETTINGS:
             if name == "neighbors":
-                yield (f"predict neighbors={_short(bad)}", lambda bad=bad, model=model: jaxnn.predict(model, neighbors=bad),
-                       Refused("neighbors"))
+                yield (f"predict neighbors={_short(bad)}",
+                       lambda bad=bad, model=model: jaxnn.predict(model, neighbors=bad), Refused("neighbors"))
         for bad in (None, "model", 3, X, {"alpha": 1}):
             yield f"predict model={_short(bad)}", lambda bad=bad, X=X: jaxnn.predict(bad, X), Refused("Model")
 
@@ -226,7 +226,8 @@ def _cases_knn_graph():
         expect = Accepted(_check_graph(len(bad))) if len(bad) > 3 else Refused("k")  # k = 3 ≥ the points
         yield f"knn_graph X={_short(bad)}", lambda bad=bad: graph(bad), expect
     for bad in ODD_DTYPE_POINTS:
-        yield f"knn_graph X={_short(bad)}", lambda bad=bad: graph(bad), Accepted(_same_as_float32(graph, bad, _check_graph(40)))
+        yield (f"knn_graph X={_short(bad)}", lambda bad=bad: graph(bad),
+               Accepted(_same_as_float32(graph, bad, _check_graph(40))))
     for k in (0, -1, 40, 2.5, "3", None, 10**9):
         yield f"knn_graph k={_short(k)}", lambda k=k: jaxnn.knn_graph(X, k), Refused("k")
     for method in ("nope", "", 3, None):
