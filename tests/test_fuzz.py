@@ -116,7 +116,7 @@ def _check_prediction(fn, model, n: int) -> Callable:
     def check(out):
         out = np.asarray(out)
         if fn is jaxnn.predict:
-            assert out.shape == (n,) and set(out.tolist()) <= set(model.classes), out
+            _check_labels(out, model.classes, n)
         else:
             assert out.shape == (n, C) and np.all(np.isfinite(out)), out
         if fn is jaxnn.predict_proba:
@@ -124,6 +124,11 @@ def _check_prediction(fn, model, n: int) -> Callable:
             np.testing.assert_allclose(out.sum(axis=1), 1.0, atol=1e-5)
 
     return check
+
+
+def _check_labels(labels, classes, n: int) -> None:
+    labels = np.asarray(labels)
+    assert labels.shape == (n,) and set(labels.tolist()) <= set(classes), labels
 
 
 def _same_as_float32(fn, bad, then: Callable | None = None) -> Callable:
@@ -257,7 +262,7 @@ def _cases_estimator():
             continue
         expect = Refused(name)
         if name == "k" and value is None:  # the estimator's k=None: the default k
-            expect = Accepted(lambda labels: _check_prediction(jaxnn.predict, jaxnn.fit(X, y), 40)(labels))
+            expect = Accepted(lambda labels: _check_labels(labels, (0, 1, 2), 40))
         yield f"estimator {name}={_short(value)}", \
             lambda name=name, value=value: BoostedKNNClassifier(**{name: value}).fit(X, y).predict(X), expect
     # scikit-learn's validate_data refuses these, in scikit-learn's words (which name X only at times)
