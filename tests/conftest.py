@@ -61,7 +61,9 @@ The fixtures ``compilations`` (programs compiled in a block, heard through
 ``jax.monitoring``; its ``fresh`` functions' programs dropped first, so that
 counts do not depend on the tests before) and ``temp_bytes`` (XLA's
 temporary buffers of a lowered program) skip a test, with the reason, where
-this JAX lacks what they use, instead of failing on a private attribute.
+this JAX lacks what they use, instead of failing on a private attribute;
+under CI (``CI`` set in the environment) ``compilations`` fails instead: a
+listener that hears nothing there would leave every count unchecked.
 """
 
 from __future__ import annotations
@@ -315,13 +317,14 @@ def compilations():
         assert compiled.of(*watched) == []
 
     The test is skipped, with the reason, where this JAX lacks the
-    listeners, the event or ``clear_cache``."""
+    listeners, the event or ``clear_cache`` — and fails under CI
+    (:func:`_cannot_count`)."""
     import jax
 
     monitoring = getattr(jax, "monitoring", None)
     if not all(hasattr(monitoring, f) for f in ("register_event_duration_secs_listener",
                                                  "unregister_event_duration_listener")):
-        pytest.skip(f"this JAX ({jax.__version__}) has no jax.monitoring duration listeners")
+        _cannot_count(f"this JAX ({jax.__version__}) has no jax.monitoring duration listeners")
     _check_compile_event(jax)
     in_test: set[str] = set()
 
@@ -329,7 +332,7 @@ def compilations():
     def block(*fresh):
         for f in fresh:
             if not hasattr(f, "clear_cache"):
-                pytest.skip(f"this JAX ({jax.__version__}) has no clear_cache on jitted functions")
+                _cannot_count(f"this JAX ({jax.__version__}) has no clear_cache on jitted functions")
             f.clear_cache()
         compiled = Compiled(in_test)
 
@@ -347,13 +350,23 @@ def compilations():
     return block
 
 
+def _cannot_count(reason: str) -> None:
+    """A compilation count this JAX cannot give: a failure under CI (``CI``
+    set, as CI services set it), where the counts must be checked, else a
+    skip with the reason."""
+    if os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no"):
+        pytest.fail(f"{reason} (CI is set: compilation counts must be checked)")
+    pytest.skip(reason)
+
+
 _compile_event_heard: bool | None = None
 
 
 def _check_compile_event(jax) -> None:
     """Check once per process that a new program reports :data:`_COMPILE_EVENT`
-    (its name is JAX's, not public API), else skip: a listener that hears
-    nothing would make every "nothing compiled" assertion pass."""
+    (its name is JAX's, not public API), else :func:`_cannot_count`: a
+    listener that hears nothing would make every "nothing compiled"
+    assertion pass."""
     global _compile_event_heard
     if _compile_event_heard is None:
         import jax.numpy as jnp
@@ -373,7 +386,7 @@ def _check_compile_event(jax) -> None:
             jax.monitoring.unregister_event_duration_listener(listen)
         _compile_event_heard = any(heard)
     if not _compile_event_heard:
-        pytest.skip(f"this JAX ({jax.__version__}) reports no {_COMPILE_EVENT} events")
+        _cannot_count(f"this JAX ({jax.__version__}) reports no {_COMPILE_EVENT} events")
 
 
 @pytest.fixture

@@ -141,20 +141,25 @@ def test_uci_table_when_every_k_of_a_method_is_skipped():
     assert "k-NN k=100 skipped on iris: k must be < its 75 training points" in out and "wall time" in out
 
 
-def test_a_cache_folder_that_cannot_be_written_is_skipped(monkeypatch, capsys):
-    # it existed, so makedirs passed, and JAX then warned once per compiled program
-    import jax
-
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs Linux's /proc/sys")
+def test_a_cache_folder_that_cannot_be_written_is_skipped():
+    # it existed, so makedirs passed, and JAX then warned once per compiled program.  A subprocess
+    # with only this cache setting: the test run gives its own process a compilation cache.
     folder = "/proc/sys"  # exists; no user, root included, can create files in it
-    if not os.path.isdir(folder):
-        pytest.skip("needs Linux's /proc/sys")
-    monkeypatch.setenv("JAXNN_CACHE_DIR", folder)
-    if jax.config.jax_compilation_cache_dir:
-        pytest.skip("this process already has a compilation cache")
-    seen = []
-    monkeypatch.setattr(jax.config, "update", lambda name, value: seen.append(name))
-    cli._use_compilation_cache()
-    assert seen == [] and "no compilation cache" in capsys.readouterr().err
+    env = {**os.environ, "JAXNN_CACHE_DIR": folder, "JAX_PLATFORMS": "cpu"}
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
+    code = (
+        "import jax\n"
+        "from jaxnn._src import cli\n"  # import jaxnn: the same folder, skipped quietly (a DEBUG record)
+        "assert jax.config.jax_compilation_cache_dir is None, jax.config.jax_compilation_cache_dir\n"
+        "seen = []\n"
+        "jax.config.update = lambda name, value: seen.append(name)\n"
+        "print(cli._use_compilation_cache(), seen)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split("\n")[-2] == "False []"  # off, and JAX's settings untouched
+    assert run.stderr.count("no compilation cache") == 1 and folder in run.stderr
 
 
 def test_splits_checks_folds_against_every_domain_first(capsys):

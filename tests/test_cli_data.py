@@ -175,10 +175,6 @@ def test_evaluate_prints_the_scores_and_the_confusion_matrix(fitted, capsys):
 
 def test_evaluate_plot_writes_a_reliability_diagram(fitted, capsys):
     pytest.importorskip("matplotlib")
-    try:
-        import jaxnn.plot  # noqa: F401  (another engineer's module)
-    except ImportError as err:
-        pytest.skip(f"jaxnn.plot is not there yet ({err})")
     png = fitted["folder"] / "reliability.png"
     status, out, err = _outcome(["evaluate", fitted["model"], fitted["train"], "--plot", str(png)], capsys)
     assert status == 0 and err == "" and f"reliability diagram written to {png}" in out

@@ -411,10 +411,16 @@ def test_root_finding_losses_compile_once(algorithm, loss, compilations):
         model = jaxnn.fit(X, y, k=5, algorithm=algorithm, loss=loss, posterior="link", shrinkage=None)
         return jax.block_until_ready(jaxnn.predict_proba(model, X[:30]))
 
-    fit_and_predict(), fit_and_predict()
+    from jaxnn._src import prediction as predict_mod
+    from jaxnn._src import search as search_mod
+
+    watched = (search_mod.conditioned_search, boost, predict_mod._rule)
+    with compilations(*watched):  # compiled anew (the root finder's program too, where it is one of its own)
+        fit_and_predict(), fit_and_predict()
     with compilations() as compiled:
         fit_and_predict()
-    assert compiled == []
+    assert compiled.of(*watched) == []
+    assert compiled == [], compiled  # nothing: no root finder either
 
 
 def test_surrogate_risk_takes_a_loss_name_and_checks_edges():

@@ -608,14 +608,21 @@ def test_split_batches_of_other_sizes_share_the_compiled_prediction(n_splits, co
     cut to n rows on the host), and each row gets what it gets in the full
     batch."""
     X, y = _blobs(m=200, C=3, seed=4)
+    from jaxnn._src import ensemble as ens_src
+    from jaxnn._src import prediction as predict_mod
+
     sm = ens.fit_split(X, y, n_splits=n_splits, k=5)
     Xq = X[:128] + 0.1
-    p_all = np.asarray(ens.predict_proba_split(sm, Xq))
-    H_all = np.asarray(ens.decision_function_split(sm, Xq))
-    post_all = np.asarray(ens.block_posteriors(sm, Xq))
-    labels_all = ens.predict_split(sm, Xq)
+    scoring = predict_mod.leveraged_scores if n_splits == 1 else ens_src._scores_blocks_padded  # one block: jaxnn's
+    watched = (scoring, ens_src._combine, ens_src._jitted_link_posterior, ens_src._split_labels)
+    with compilations(*watched):  # compiled anew, for the full batch
+        p_all = np.asarray(ens.predict_proba_split(sm, Xq))
+        H_all = np.asarray(ens.decision_function_split(sm, Xq))
+        post_all = np.asarray(ens.block_posteriors(sm, Xq))
+        labels_all = ens.predict_split(sm, Xq)
     with compilations() as compiled:
         _batches_of_other_sizes(sm, Xq, p_all, H_all, post_all, labels_all)
+    assert compiled.of(*watched) == []
     assert compiled == [], compiled  # nothing: no search, scoring, combination or slice
 
 

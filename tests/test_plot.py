@@ -77,13 +77,30 @@ def drawn_on(ax):
     return len(ax.images) + len(ax.collections) + len(ax.lines) + len(ax.patches)
 
 
+def _pixel_centres(image):
+    """(rows, columns, 2): where each pixel of ``image`` (origin lower) is
+    drawn, from its extent."""
+    values = np.asarray(image.get_array())
+    x0, x1, y0, y1 = image.get_extent()
+    rows, cols = values.shape[:2]
+    cx = x0 + (np.arange(cols) + 0.5) * (x1 - x0) / cols
+    cy = y0 + (np.arange(rows) + 0.5) * (y1 - y0) / rows
+    assert image.origin == "lower"  # row 0 at y0
+    return np.stack(np.meshgrid(cx, cy), axis=-1)
+
+
 def test_decision_map_binary_and_theta(model, ripley, tmp_path):
     ax = jaxnn.plot.decision_map(model, ripley.X_train, ripley.y_train, resolution=40)
     assert isinstance(ax, Axes) and len(ax.images) == 1 and drawn_on(ax) > 1
     rendered(ax, tmp_path, "map.png")
-    # binary: the image is p̂ of the second class, in [0, 1]
-    values = np.asarray(ax.images[0].get_array())
+    # binary: each pixel is p̂ of the second class where it is drawn, over X's extent
+    values = np.asarray(ax.images[0].get_array(), np.float64)
+    centres = _pixel_centres(ax.images[0])
     assert values.shape == (40, 40) and 0.0 <= values.min() < 0.5 < values.max() <= 1.0
+    P = np.asarray(jaxnn.predict_proba(model, centres.reshape(-1, 2)), np.float64)
+    np.testing.assert_allclose(values, P[:, 1].reshape(40, 40), atol=1e-6)
+    X = ripley.X_train
+    assert np.all(centres[0, 0] <= X.min(axis=0)) and np.all(centres[-1, -1] >= X.max(axis=0))
 
     fig, (left, right) = plt.subplots(1, 2)
     n_figures = len(plt.get_fignums())
@@ -103,9 +120,22 @@ def test_decision_map_multiclass(three_classes, tmp_path):
     d, model = three_classes
     fig, ax = plt.subplots()
     assert jaxnn.plot.decision_map(model, d.X_train, d.y_train, resolution=30, ax=ax) is ax
-    rgb = np.asarray(ax.images[0].get_array())
+    rgb = np.asarray(ax.images[0].get_array(), np.float64)
     assert rgb.shape == (30, 30, 3) and 0.0 <= rgb.min() and rgb.max() <= 1.0
     rendered(ax, tmp_path)
+    # each pixel: the colour of predict_proba's argmax class where it is drawn, faded toward white
+    # as its p̂ falls to 1/C: 1 − rgb = 0.75·s·(1 − colour), s = (max p̂ − 1/C)/(1 − 1/C)
+    from matplotlib.colors import to_rgb
+
+    from jaxnn._src.plots import _CLASS_COLORS
+
+    P = np.asarray(jaxnn.predict_proba(model, _pixel_centres(ax.images[0]).reshape(-1, 2)), np.float64)
+    C = P.shape[1]
+    colours = np.array([to_rgb(_CLASS_COLORS[c]) for c in range(C)])
+    strength = (P.max(axis=1) - 1.0 / C) / (1.0 - 1.0 / C)
+    want = 1.0 - 0.75 * strength[:, None] * (1.0 - colours[P.argmax(axis=1)])
+    np.testing.assert_allclose(rgb.reshape(-1, 3), want, atol=1e-5)
+    assert len(np.unique(P.argmax(axis=1))) == C  # every class's region is on the map
 
 
 def test_decision_map_refuses_what_it_cannot_draw(model, ripley):

@@ -218,18 +218,23 @@ def test_prediction_neighbors_given_as_a_search_result_pair():
 def test_prediction_from_neighbors_does_not_retrace(compilations):
     """Given neighbours of one shape, later calls (other indices, other models of
     the same shapes) reuse the compiled scoring: nothing compiles."""
+    from jaxnn._src import prediction as predict_mod
+
     X, y = _blobs(m=120, C=3, seed=8)
     model = jaxnn.fit(X, y, k=4, posterior="link")
     other = jaxnn.fit(X + 0.5, y, k=4, posterior="link")
     nb = np.asarray(jaxnn.knn_query(X, X[:30], 4).indices)
-    jaxnn.predict_proba(model, neighbors=nb)
-    jaxnn.decision_function(model, neighbors=nb)
-    jaxnn.predict(model, neighbors=nb)
+    watched = (predict_mod._rule, predict_mod.leveraged_scores)
+    with compilations(*watched):  # compiled anew
+        jaxnn.predict_proba(model, neighbors=nb)
+        jaxnn.decision_function(model, neighbors=nb)
+        jaxnn.predict(model, neighbors=nb)
     with compilations() as compiled:
         for mdl in (model, other):
             jaxnn.decision_function(mdl, neighbors=(nb + 1) % 120)
             jaxnn.predict_proba(mdl, neighbors=nb[::-1].copy())
             jaxnn.predict(mdl, neighbors=jaxnn.knn_query(X, X[:30], 4))
+    assert compiled.of(*watched) == []
     assert compiled == [], compiled
 
 
@@ -239,12 +244,17 @@ def test_batches_of_other_sizes_share_the_compiled_prediction(compilations):
     they reuse the search, scores and posteriors, and are cut to n rows on the
     host (sizes_mod.first_rows, no slice compiled per batch size) — and
     give what each point gives alone (the padding changes nothing)."""
+    from jaxnn._src import prediction as predict_mod
+    from jaxnn._src import search as search_mod
+
     X, y = _blobs(m=300, C=3, seed=8)
     model = jaxnn.fit(X, y, k=4, posterior="auto")
     Xq = X[:128] + 0.05
-    p_all = np.asarray(jaxnn.predict_proba(model, Xq))
-    H_all = np.asarray(jaxnn.decision_function(model, Xq))
-    labels_all = jaxnn.predict(model, Xq)
+    watched = (search_mod.conditioned_search, predict_mod._rule, predict_mod.leveraged_scores)
+    with compilations(*watched):  # compiled anew, for the first batch
+        p_all = np.asarray(jaxnn.predict_proba(model, Xq))
+        H_all = np.asarray(jaxnn.decision_function(model, Xq))
+        labels_all = jaxnn.predict(model, Xq)
     with compilations() as compiled:
         for n in (1, 7, 50, 127):
             np.testing.assert_allclose(np.asarray(jaxnn.predict_proba(model, Xq[:n])), p_all[:n], rtol=1e-6,
@@ -254,6 +264,7 @@ def test_batches_of_other_sizes_share_the_compiled_prediction(compilations):
             np.testing.assert_allclose(np.asarray(H), H_all[:n], rtol=1e-6, atol=1e-6)
             np.testing.assert_array_equal(jaxnn.predict(model, Xq[:n]), labels_all[:n])
             assert jaxnn.knn_query(X, Xq[:n], 4).indices.shape == (n, 4)
+    assert compiled.of(*watched) == []
     assert compiled == [], compiled
 
 

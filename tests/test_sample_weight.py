@@ -153,14 +153,60 @@ def test_a_zero_weight_removes_the_example_from_every_step():
     assert np.mean(jaxnn.predict(model, X) == y) > 0.6
 
 
-def test_weighted_default_posterior_fits_its_temperature_on_the_weighted_log_loss():
-    import jaxnn
+def _weighted_log_loss(H, y, u, T, eps=0.01):
+    """Σ u_i·(−log p̂_i) / Σ u_i, p̂ = (1 − ε)·softmax(H_i/T)_{y_i} + ε/C, float64."""
+    Z = np.asarray(H, np.float64) / T
+    Z -= Z.max(axis=1, keepdims=True)
+    P = np.exp(Z) / np.exp(Z).sum(axis=1, keepdims=True)
+    p = (1 - eps) * P[np.arange(len(y)), y] + eps / H.shape[1]
+    return float(np.sum(u * -np.log(p)) / np.sum(u))
 
-    X, y, _, _ = _problem(seed=11)
+
+def _minimising_temperature(H, y, u) -> float:
+    """The T > 0 of least weighted log loss: a grid of 10^0.02 steps over
+    10⁻³ … 10³ times the RMS of H, then golden-section search in log T around
+    its best."""
+    loss = lambda t: _weighted_log_loss(H, y, u, 10.0 ** t)  # noqa: E731
+    centre = np.log10(np.sqrt(np.mean(np.asarray(H, np.float64) ** 2)))
+    grid = centre + np.arange(-3.0, 3.0, 0.02)
+    i = int(np.argmin([loss(t) for t in grid]))
+    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, grid.size - 1)]
+    g = (np.sqrt(5.0) - 1) / 2
+    for _ in range(60):
+        a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+        lo, hi = (lo, b) if loss(a) < loss(b) else (a, hi)
+    return 10.0 ** ((lo + hi) / 2)
+
+
+def test_weighted_default_posterior_fits_its_temperature_on_the_weighted_log_loss():
+    """posterior="auto" fits T on held-out scores: on 120 points, five
+    auxiliary fits of 96 (weighted), each scoring the other 24
+    (fitting.held_out_folds).  Those scores, made here by jaxnn.fit and
+    decision_function, give the weighted log loss's minimiser (NumPy float64,
+    golden-section search), which the model's T must be to its grid's 10^0.005
+    — and the unweighted minimiser must be another T, so that the check can
+    tell the weights were used.  Two classes and no shrinkage: T alone is
+    fit (no kernel term, no shrunk leverages)."""
+    import jaxnn
+    from jaxnn._src.fitting import held_out_folds
+
+    X, y, _, _ = _problem(C=2, seed=11)
     u = _weights(seed=12)
-    model = jaxnn.fit(X, y, k=6, sample_weight=u)
+    model = jaxnn.fit(X, y, k=6, sample_weight=u, shrinkage=None)
+    H, rows = [], []
+    for tr, val in held_out_folds(M, round(0.2 * M), seed=0):
+        aux = jaxnn.fit(X[tr], y[tr], k=6, sample_weight=u[tr], posterior="link", shrinkage=None)
+        H.append(np.asarray(jaxnn.decision_function(aux, X[val]), np.float64))
+        rows.append(val)
+    H, rows = np.concatenate(H), np.concatenate(rows)
+    assert sorted(rows) == list(range(M))  # every point scored once, by a fit that did not see it
+    weighted = _minimising_temperature(H, y[rows], u[rows])
+    unweighted = _minimising_temperature(H, y[rows], np.ones(M))
+    assert abs(np.log10(unweighted / weighted)) > 0.05, (weighted, unweighted)
+    T = model.posterior_temperature
+    assert abs(np.log10(T / weighted)) < 0.008, (T, weighted, unweighted)
+    assert _weighted_log_loss(H, y[rows], u[rows], T) < _weighted_log_loss(H, y[rows], u[rows], weighted) + 1e-4
     p = np.asarray(jaxnn.predict_proba(model, X))
-    assert model.posterior_temperature > 0
     np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-5)
     assert np.all(np.argmax(p, axis=1) == np.searchsorted(model.classes, jaxnn.predict(model, X)))
 

@@ -301,16 +301,21 @@ def test_estimator_predictions_compile_nothing_per_batch_size(compilations):
     """The estimator's answers are NumPy: it drops the query padding on the
     host, so batches of 1 … 128 rows compile nothing after the first (not
     even a slice), and give the full batch's rows."""
+    from jaxnn._src import prediction as predict_mod
+    from jaxnn._src import search as search_mod
     from jaxnn._src.sklearn import BoostedKNNClassifier
 
     rng = np.random.default_rng(6)
     X, y = rng.normal(size=(120, 3)), rng.integers(0, 3, 120)
     est = BoostedKNNClassifier(k=5).fit(X, y)
     Xq = X[:128 - 8] + 0.1
-    full = (est.predict_proba(Xq), est.decision_function(Xq), est.predict(Xq))
+    watched = (search_mod.conditioned_search, predict_mod._rule)
+    with compilations(*watched):  # compiled anew, for the first batch
+        full = (est.predict_proba(Xq), est.decision_function(Xq), est.predict(Xq))
     with compilations() as compiled:
         for n in (1, 33, 119):
             np.testing.assert_allclose(est.predict_proba(Xq[:n]), full[0][:n], rtol=1e-6)
             np.testing.assert_allclose(est.decision_function(Xq[:n]), full[1][:n], rtol=1e-6, atol=1e-6)
             np.testing.assert_array_equal(est.predict(Xq[:n]), full[2][:n])
+    assert compiled.of(*watched) == []
     assert compiled == [], compiled  # nothing at all (the slice of shared_sizes.first_rows was one a size)

@@ -144,13 +144,6 @@ def test_small_k_on_digits_is_as_accurate_as_knn():
         assert np.mean(np.all(H == 0, axis=1)) == 0.0
 
 
-def test_fit_with_unreached_examples_is_deterministic():
-    X, y = _blobs(m=150, C=3, seed=4)
-    a, b = (jaxnn.fit(X, y, k=2, chooser="random", seed=1) for _ in range(2))
-    np.testing.assert_array_equal(np.asarray(a.alpha), np.asarray(b.alpha))
-    assert a.posterior_temperature == b.posterior_temperature > 0
-
-
 # ----------------------------------------------------------------------------
 # 2. predict and predict_proba agree
 # ----------------------------------------------------------------------------

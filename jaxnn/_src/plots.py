@@ -192,7 +192,8 @@ def decision_map(model, X, y, *, theta=None, resolution: int = 200, colorbar: bo
     from matplotlib.colors import to_rgb
 
     C = P.shape[-1]
-    extent = (lo[0], hi[0], lo[1], hi[1])
+    half = (hi - lo) / (2 * (resolution - 1))  # each pixel centred on its grid point
+    extent = (lo[0] - half[0], hi[0] + half[0], lo[1] - half[1], hi[1] + half[1])
     if C == 2:
         im = ax.imshow(P[..., 1], origin="lower", extent=extent, aspect="auto", cmap=_BINARY_CMAP,
                        vmin=0.0, vmax=1.0, interpolation="bilinear")
