@@ -79,7 +79,9 @@ def fitted(tmp_path_factory, no_user_cache):
     train = _write_csv(folder / "train.csv", ["x1", "species", "x2", "noise"],
                        [[str(a), label, str(b), str(c)] for (a, b, c), label in zip(X, y)])
     model = str(folder / "model.jaxnn")
-    status, out, err = _run(["fit", train, "--target", "species", "--k", "5", "--seed", "1", "-o", model])
+    # features as written (no scaling): the model predicts on the table's own X
+    status, out, err = _run(["fit", train, "--target", "species", "--k", "5", "--seed", "1", "--scale", "none",
+                             "-o", model])
     assert status == 0 and err == "", err
     return {"folder": folder, "train": train, "model": model, "X": X, "y": y, "out": out}
 
@@ -100,7 +102,8 @@ def test_fit_writes_the_model_its_columns_and_one_summary_line(fitted):
 
 def test_fit_metric_nca_writes_a_model_that_maps_its_queries(fitted, capsys):
     model = str(fitted["folder"] / "nca.jaxnn")
-    status, out, err = _run(["fit", fitted["train"], "--target", "species", "--k", "5", "--metric", "nca", "-o", model])
+    status, out, err = _run(["fit", fitted["train"], "--target", "species", "--k", "5", "--metric", "nca",
+                             "--scale", "none", "-o", model])
     assert status == 0 and err == "", err
     loaded = jaxnn.load(model)
     assert loaded.transform.shape == (3, 3)
