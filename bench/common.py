@@ -182,6 +182,30 @@ def interleaved_medians(fns, rounds: int = 3, budget: float = 60.0) -> list:
     return [float(np.median(t)) for t in interleaved_times(fns, rounds, budget)]
 
 
+def in_child(module: str, function: str, *args, timeout: float = 3600.0) -> str:
+    """Run ``bench.<module>.<function>(*args)`` (the arguments as strings) in
+    a new Python process and return what it printed: a measurement that
+    must not see this process's state (a process's peak memory never goes
+    down, nor does its allocator hand back what it freed).  The child
+    inherits the environment (``JAX_PLATFORMS``, the caches' settings) and
+    finds this ``bench`` package after the interpreter's own path, so it
+    imports the same jaxnn as this process.  A failing child raises
+    RuntimeError with the end of its error output."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    parent = str(Path(__file__).resolve().parents[1])
+    code = (f"import sys; sys.path.append({parent!r}); from bench.{module} import {function}; "
+            f"{function}(*sys.argv[1:])")
+    proc = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"bench.{module}.{function}{args} failed in a child process "
+                           f"(exit status {proc.returncode}):\n{proc.stderr[-3000:]}")
+    return proc.stdout
+
+
 def warm(jitted, *args, **kwargs) -> None:
     """Compile the jitted function ``jitted`` for these arguments ahead of
     time, without running it: ``jit(f).lower(...).compile()`` fills the
@@ -363,6 +387,8 @@ class Run:
             rounds = min(m, GREEDY_ROUNDS) if chooser == "greedy" else m
         self.rounds = int(rounds)
         E0 = self.algorithm.init_edges(self.loss, problem.Y)
+        self._edge_updates = None
+        self.order = None  # the example sequence on the host (the greedy chooser ignores it)
         if chooser == "colored":
             sched = problem.schedule
             self._fn = boost_colored
@@ -370,7 +396,7 @@ class Run:
             self._kwargs = dict(algorithm=self.algorithm, loss=self.loss, passes=self.rounds // m, trace=False)
             self.scan_steps = sched.n_steps * (self.rounds // m)
         elif chooser == "windowed":  # the lazy sequence through the windowed scan (what fit runs for large m·C)
-            order = chooser_order("lazy", m, self.rounds, SEED)
+            order = self.order = chooser_order("lazy", m, self.rounds, SEED)
             counts = np.asarray(problem.counts)
             layout = window_mod.window_layout(problem.neighbors, order, window_mod.window_steps(problem.C, K))
             self._fn = window_mod.boost_windowed
@@ -379,7 +405,8 @@ class Run:
                                 max_count=int(counts.max()))
             self.scan_steps = self.rounds
         else:
-            order = jnp.asarray(chooser_order(chooser, m, self.rounds, SEED))
+            self.order = chooser_order(chooser, m, self.rounds, SEED)
+            order = jnp.asarray(self.order)
             self._fn = boost
             self._args = (problem.Y, E0, problem.members, problem.counts, jnp.asarray(problem.neighbors), order)
             self._kwargs = dict(algorithm=self.algorithm, loss=self.loss, greedy=chooser == "greedy", trace=False)
@@ -387,10 +414,29 @@ class Run:
 
     @property
     def edge_updates(self) -> int:
-        """Edge updates e_ic += δ_c r_ic done by one call: every step touches
-        the n_j ≈ k edges of one example in each of the C classes (exact for
-        whole passes, where Σ_j n_j = m·k; the mean for greedy steps)."""
-        return self.rounds * K * self.problem.C
+        """Edge updates e_ic += δ_c r_ic done by one call, from the graph: a
+        step on example j changes the n_j edges of its inverse neighbourhood
+        in each class it updates.  Lazy and windowed: Σ_t n_{j_t}·C over the
+        step sequence; colored: every example once a pass, passes·Σ_j n_j·C
+        (whole passes, lazy's too, make it m·k·C a pass: each row lists k
+        neighbours); greedy, whose picks differ by class and follow the
+        data: Σ_t Σ_c n_{j_tc} over the picks, recorded by a copy of the
+        engine (:func:`greedy_floor.greedy_picks`, run once)."""
+        if self._edge_updates is None:
+            counts = np.asarray(self.problem.counts, np.int64)
+            if self.chooser == "colored":
+                edges = (self.rounds // self.problem.m) * int(counts.sum()) * self.problem.C
+            elif self.chooser == "greedy":
+                from .greedy_floor import greedy_picks
+
+                picks = greedy_picks(self)
+                if picks.shape != (self.rounds, self.problem.C):
+                    raise RuntimeError(f"recorded {picks.shape} greedy picks, expected ({self.rounds}, {self.problem.C})")
+                edges = int(counts[picks].sum())
+            else:
+                edges = int(counts[self.order].sum()) * self.problem.C
+            self._edge_updates = edges
+        return self._edge_updates
 
     def compile(self) -> None:
         warm(self._fn, *self._args, **self._kwargs)
