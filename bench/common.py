@@ -11,7 +11,8 @@ data set is a deterministic function of a fixed seed.
   yourself (``JAX_PLATFORMS=cuda`` for the GPU config).
 * ``JAXNN_BENCH_QUICK=1`` shrinks every data set to at most 2000 points and
   every parameter list to (mostly) one value: the smoke run of
-  ``tests/test_bench.py``.  Read at import, so it fixes ``params`` too.
+  ``tests/test_bench.py``.  Read at import, so it fixes ``params`` too, as
+  does ``JAXNN_BENCH_DATASETS=letter,optdigits`` (the named data sets alone).
 * Every timed call ends in ``jax.block_until_ready`` (:func:`block`) before
   the clock is read, and JIT compilation happens in ``setup`` — ahead of
   time for the engine's jitted functions (:func:`warm`), by one call of a
@@ -74,8 +75,14 @@ K = 10  # neighbours everywhere
 SEED = 0
 LOSS = "logistic"
 
-#: data sets of the fit / predict / baseline benchmarks (quick: one)
+#: data sets of the fit / predict / baseline benchmarks (quick: one); the
+#: comma-separated names in JAXNN_BENCH_DATASETS keep those of them alone
 DATASETS = ("letter",) if QUICK else ("letter", "optdigits", "synthetic")
+if os.environ.get("JAXNN_BENCH_DATASETS", "").strip():
+    _only = [n.strip() for n in os.environ["JAXNN_BENCH_DATASETS"].split(",") if n.strip()]
+    if not set(_only) <= set(DATASETS):
+        raise ValueError(f"JAXNN_BENCH_DATASETS names {sorted(set(_only) - set(DATASETS))}: not among {DATASETS}")
+    DATASETS = tuple(n for n in DATASETS if n in _only)
 #: sizes of the synthetic set: 10 classes, d = 64
 SYNTH_TRAIN, SYNTH_TEST, SYNTH_D, SYNTH_C = (1500, 500, 64, 10) if QUICK else (100_000, 20_000, 64, 10)
 #: greedy steps per class in bench_fit.FitBoost (a greedy step costs
