@@ -98,8 +98,8 @@ def _recorded_argmax(tree: maxtree.MaxTree):
     return rows
 
 
-#: :mod:`maxtree` with its argmax recorded
-RECORDING = types.SimpleNamespace(build=maxtree.build, argmax=_recorded_argmax, add_pairs=maxtree.add_pairs)
+#: :mod:`maxtree` with its argmax recorded (everything else the module's own)
+RECORDING = types.SimpleNamespace(**{**vars(maxtree), "argmax": _recorded_argmax})
 
 
 def greedy_picks(run) -> np.ndarray:
