@@ -438,7 +438,8 @@ class Run:
 
                 picks = greedy_picks(self)
                 if picks.shape != (self.rounds, self.problem.C):
-                    raise RuntimeError(f"recorded {picks.shape} greedy picks, expected ({self.rounds}, {self.problem.C})")
+                    raise RuntimeError(f"recorded {picks.shape} greedy picks, "
+                                       f"expected ({self.rounds}, {self.problem.C})")
                 edges = int(counts[picks].sum())
             else:
                 edges = int(counts[self.order].sum()) * self.problem.C
