@@ -8,7 +8,10 @@
   directly on the cached graph's inverse neighbourhoods (compiled in
   ``setup``): ``time_boost``, ``track_compile_seconds`` (first call minus
   steady call, after ``jax.clear_caches()``), ``track_test_accuracy``,
-  ``track_steps_per_second`` and ``track_edge_updates_per_second``.  Lazy and
+  ``track_steps_per_second`` and ``track_edge_updates_per_second`` (the
+  edges the steps change, counted on the graph: Σ n_j over the examples
+  stepped on, times C — m·k·C a whole pass; the greedy chooser's picks,
+  recorded, differ by class and favour some n_j).  Lazy and
   colored run one pass (m steps per class); greedy runs
   ``common.GREEDY_ROUNDS`` = 1000 steps per class.  UNN's lazy and
   colored passes on the synthetic set are skipped (``SKIP_FULL_PASS``).
@@ -29,8 +32,8 @@
 * :class:`PosteriorAutoCost` — ``fit(posterior="auto")`` / ``fit(posterior=
   "link")`` from the cached graph (``neighbors=``), interleaved:
   ``track_auto_over_link_ratio`` (the auxiliary 80 % fit — its graph derived
-  from the given one — and the held-out Brier scores), and the λ it chose,
-  ``track_posterior_mix``.
+  from the given one — and the held-out scoring), and the weight of the
+  kernel term it chose, ``track_posterior_weight``.
 * :class:`AutoOnUCI` — warm ``fit(k="auto", loss="auto", rounds="auto")`` on
   optdigits and ``fit_split(n_splits=8)`` on spambase: ``time_fit``.
 * :class:`LearnedMetric` — ``jaxnn.learn_metric`` (NCA on at most 2000
@@ -152,7 +155,9 @@ class FitBoost(GraphCache, Benchmark):
     track_steps_per_second.unit = "steps/s"
 
     def track_edge_updates_per_second(self, cache, name, algorithm, chooser):
-        """Edge updates e_ic += δ_c·r_ic per second (rounds · k · C per call)."""
+        """Edge updates e_ic += δ_c·r_ic per second: the n_j edges of each
+        example stepped on, in each class, counted on the graph
+        (``common.Run.edge_updates``)."""
         return self.run.edge_updates / best_time(self.run, repeat=1)
 
     track_edge_updates_per_second.unit = "edges/s"

@@ -5,10 +5,11 @@
 * :class:`NNDescent` — the same graphs by ``knn_graph(..., method="nndescent",
   candidates=c)`` for c = 2k (the default) and 3k: ``track_seconds``,
   ``track_peak_rss_increase`` and ``track_recall`` (fraction of the exact 10
-  neighbours found).  pynndescent's numba kernels JIT-compile in every new
-  process (tens of seconds to minutes), so all (m, d, candidates) cases are
-  measured in one ``setup_cache`` process after a warm-up call per d, and
-  the tracks report them.
+  neighbours found).  Each (m, d, candidates) case runs in its own process
+  (:func:`nndescent_case`, from ``setup_cache``), after a warm-up call
+  that compiles pynndescent's numba kernels there (tens of seconds a
+  process): a peak measured in a process that ran other cases before would
+  under-report.
 * :class:`GraphVsSklearn` — ``track_time_ratio_vs_sklearn_brute``: jaxnn's
   exact graph time over scikit-learn ``NearestNeighbors(algorithm="brute")``
   on the same points (m = 2·10⁴): each called once first, then the fastest
@@ -28,13 +29,15 @@ import numpy as np
 
 from jaxnn import knn_graph
 
-from .common import K, QUICK, SEED, Benchmark, block, interleaved_best, skip_unless, synthetic, timed_block, warm_exact_graph
+from .common import (K, QUICK, SEED, Benchmark, block, in_child, interleaved_best, skip_unless, synthetic, timed_block,
+                     warm_exact_graph)
 
 GRAPH_M = (1000,) if QUICK else (10_000, 100_000)
 GRAPH_D = (16,) if QUICK else (16, 128)
 RATIO_M = 2000 if QUICK else 20_000
-#: nndescent graph degrees: 2k (knn_graph's default) and 3k
-NND_CANDIDATES = (2 * K, 3 * K)
+#: nndescent graph degrees: 2k (knn_graph's default) and 3k (quick: 2k, one
+#: case, one process compiling pynndescent's kernels)
+NND_CANDIDATES = (2 * K,) if QUICK else (2 * K, 3 * K)
 
 
 @functools.lru_cache(maxsize=None)
@@ -57,10 +60,23 @@ def _rss() -> int:
         return 0
 
 
+def _max_rss() -> int:
+    """The process's largest resident set size so far, bytes (``getrusage``; 0 where unknown)."""
+    try:
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kilobytes on Linux
+    except (ImportError, OSError):
+        return 0
+
+
 def peak_rss_increase(fn, interval: float = 0.005):
-    """(result, seconds, peak RSS during ``fn()`` minus RSS before it, bytes),
-    the peak sampled by a background thread every ``interval`` seconds."""
+    """(result, seconds, peak RSS during ``fn()`` minus RSS before it, bytes):
+    the peak sampled by a background thread every ``interval`` seconds, or
+    the process's high-water mark where ``fn()`` raised it (exact, between
+    samples too)."""
     base = peak = _rss()
+    high = _max_rss()
     done = threading.Event()
 
     def sample():
@@ -75,7 +91,25 @@ def peak_rss_increase(fn, interval: float = 0.005):
     finally:
         done.set()
         thread.join()
-    return out, seconds, max(peak, _rss()) - base
+    after = _max_rss()
+    return out, seconds, max(peak, _rss(), after if after > high else 0) - base
+
+
+def nndescent_case(m, d, candidates, path) -> None:
+    """:class:`NNDescent`'s measurement of one case, in a new process
+    (:func:`common.in_child`): pynndescent's numba kernels compiled by a
+    call on 2000 points of dimension d, then the graph of the case's m
+    points, its seconds and :func:`peak_rss_increase` printed, its indices
+    saved to ``path`` (.npy).  Each case in its own process: the peak of a
+    process never goes down and its allocator reuses what earlier cases
+    freed, so cases measured one after another in one process under-report."""
+    m, d, candidates = int(m), int(d), int(candidates)
+    knn_graph(points(2000, d), K, method="nndescent", seed=SEED)
+    X = points(m, d)
+    nnd, seconds, rss = peak_rss_increase(
+        lambda: knn_graph(X, K, method="nndescent", seed=SEED, candidates=candidates).indices)
+    np.save(path, np.asarray(nnd))
+    print(seconds, rss)
 
 
 class KnnGraph(Benchmark):
@@ -104,17 +138,17 @@ class NNDescent(Benchmark):
     params = (GRAPH_M, GRAPH_D, NND_CANDIDATES)
 
     def setup_cache(self):
-        for d in GRAPH_D:  # numba JIT (some kernels are first hit at one d only)
-            knn_graph(points(2000, d), K, method="nndescent", seed=SEED)
-        out = {}
+        import tempfile
+
+        out, folder = {}, tempfile.mkdtemp(prefix="jaxnn-bench-nndescent-")
         for m in GRAPH_M:
             for d in GRAPH_D:
-                X = points(m, d)
-                exact = knn_graph(jnp.asarray(X), K).indices
+                exact = knn_graph(jnp.asarray(points(m, d)), K).indices
                 for c in NND_CANDIDATES:
-                    nnd, seconds, rss = peak_rss_increase(
-                        lambda: knn_graph(X, K, method="nndescent", seed=SEED, candidates=c).indices)
-                    out[(m, d, c)] = {"seconds": seconds, "peak_rss_increase": rss, "recall": recall(nnd, exact)}
+                    path = os.path.join(folder, f"{m}-{d}-{c}.npy")
+                    seconds, rss = in_child("bench_graph", "nndescent_case", m, d, c, path).split()[-2:]
+                    out[(m, d, c)] = {"seconds": float(seconds), "peak_rss_increase": int(rss),
+                                      "recall": recall(np.load(path), exact)}
         return out
 
     setup_cache.timeout = 3600.0

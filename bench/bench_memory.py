@@ -6,7 +6,8 @@ synthetic mixture of :func:`common.synthetic`); ``MemoryPredict`` predicts
 ``n_queries`` points with a model of that fit, at two numbers of queries:
 ``predict`` streams its queries in blocks
 (:data:`jaxnn._src.prediction.PREDICT_BLOCK_ROWS`), so its peak should not
-follow the number of queries beyond the (n, C) answer itself.  Quick mode
+follow the number of queries beyond the (n, C) answer itself;
+``track_rows_per_block`` reads the rows of the blocks it streams.  Quick mode
 (``JAXNN_BENCH_QUICK``): 2 000 points, 2 000 and 8 000 queries.
 """
 
@@ -65,10 +66,33 @@ class MemoryPredict(Benchmark):
         block(jaxnn.predict(self.model, self.Q))
 
     def track_rows_per_block(self, path, n_queries):
-        """The rows ``predict`` scores at a time (at most this many queries'
-        distances are in memory at once)."""
-        from jaxnn._src import prediction
-
-        return min(n_queries, prediction.PREDICT_BLOCK_ROWS)
+        """The most query rows one search of this ``predict`` call received
+        (padding included): at most this many queries' distances, neighbours
+        and score gathers are in memory at once.  Read from the call itself,
+        by :func:`searched_rows`."""
+        return max(searched_rows(lambda: block(jaxnn.predict(self.model, self.Q))))
 
     track_rows_per_block.unit = "rows"
+
+
+def searched_rows(call) -> list:
+    """The query rows of every search ``call()`` runs through ``predict``'s
+    path (``jaxnn._src.prediction.padded_query``, spied on for the call and
+    restored after): the blocks ``predict`` streams its queries in."""
+    from jaxnn._src import prediction
+
+    search, rows = prediction.padded_query, []
+
+    def spy(X_train, X_query, *args, **kwargs):
+        out = search(X_train, X_query, *args, **kwargs)
+        rows.append(int(out[0].shape[0]))
+        return out
+
+    prediction.padded_query = spy
+    try:
+        call()
+    finally:
+        prediction.padded_query = search
+    if not rows:
+        raise RuntimeError("predict ran no search through prediction.padded_query: the spy measures nothing")
+    return rows

@@ -11,7 +11,8 @@ data set is a deterministic function of a fixed seed.
   yourself (``JAX_PLATFORMS=cuda`` for the GPU config).
 * ``JAXNN_BENCH_QUICK=1`` shrinks every data set to at most 2000 points and
   every parameter list to (mostly) one value: the smoke run of
-  ``tests/test_bench.py``.  Read at import, so it fixes ``params`` too.
+  ``tests/test_bench.py``.  Read at import, so it fixes ``params`` too, as
+  does ``JAXNN_BENCH_DATASETS=letter,optdigits`` (the named data sets alone).
 * Every timed call ends in ``jax.block_until_ready`` (:func:`block`) before
   the clock is read, and JIT compilation happens in ``setup`` — ahead of
   time for the engine's jitted functions (:func:`warm`), by one call of a
@@ -74,8 +75,14 @@ K = 10  # neighbours everywhere
 SEED = 0
 LOSS = "logistic"
 
-#: data sets of the fit / predict / baseline benchmarks (quick: one)
+#: data sets of the fit / predict / baseline benchmarks (quick: one); the
+#: comma-separated names in JAXNN_BENCH_DATASETS keep those of them alone
 DATASETS = ("letter",) if QUICK else ("letter", "optdigits", "synthetic")
+if os.environ.get("JAXNN_BENCH_DATASETS", "").strip():
+    _only = [n.strip() for n in os.environ["JAXNN_BENCH_DATASETS"].split(",") if n.strip()]
+    if not set(_only) <= set(DATASETS):
+        raise ValueError(f"JAXNN_BENCH_DATASETS names {sorted(set(_only) - set(DATASETS))}: not among {DATASETS}")
+    DATASETS = tuple(n for n in DATASETS if n in _only)
 #: sizes of the synthetic set: 10 classes, d = 64
 SYNTH_TRAIN, SYNTH_TEST, SYNTH_D, SYNTH_C = (1500, 500, 64, 10) if QUICK else (100_000, 20_000, 64, 10)
 #: greedy steps per class in bench_fit.FitBoost (a greedy step costs
@@ -180,6 +187,30 @@ def interleaved_best(fns, repeat: int = 3, budget: float = 60.0) -> list:
 def interleaved_medians(fns, rounds: int = 3, budget: float = 60.0) -> list:
     """Median blocked call time of each of ``fns`` (:func:`interleaved_times`)."""
     return [float(np.median(t)) for t in interleaved_times(fns, rounds, budget)]
+
+
+def in_child(module: str, function: str, *args, timeout: float = 3600.0) -> str:
+    """Run ``bench.<module>.<function>(*args)`` (the arguments as strings) in
+    a new Python process and return what it printed: a measurement that
+    must not see this process's state (a process's peak memory never goes
+    down, nor does its allocator hand back what it freed).  The child
+    inherits the environment (``JAX_PLATFORMS``, the caches' settings) and
+    finds this ``bench`` package after the interpreter's own path, so it
+    imports the same jaxnn as this process.  A failing child raises
+    RuntimeError with the end of its error output."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    parent = str(Path(__file__).resolve().parents[1])
+    code = (f"import sys; sys.path.append({parent!r}); from bench.{module} import {function}; "
+            f"{function}(*sys.argv[1:])")
+    proc = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"bench.{module}.{function}{args} failed in a child process "
+                           f"(exit status {proc.returncode}):\n{proc.stderr[-3000:]}")
+    return proc.stdout
 
 
 def warm(jitted, *args, **kwargs) -> None:
@@ -363,6 +394,8 @@ class Run:
             rounds = min(m, GREEDY_ROUNDS) if chooser == "greedy" else m
         self.rounds = int(rounds)
         E0 = self.algorithm.init_edges(self.loss, problem.Y)
+        self._edge_updates = None
+        self.order = None  # the example sequence on the host (the greedy chooser ignores it)
         if chooser == "colored":
             sched = problem.schedule
             self._fn = boost_colored
@@ -370,7 +403,7 @@ class Run:
             self._kwargs = dict(algorithm=self.algorithm, loss=self.loss, passes=self.rounds // m, trace=False)
             self.scan_steps = sched.n_steps * (self.rounds // m)
         elif chooser == "windowed":  # the lazy sequence through the windowed scan (what fit runs for large m·C)
-            order = chooser_order("lazy", m, self.rounds, SEED)
+            order = self.order = chooser_order("lazy", m, self.rounds, SEED)
             counts = np.asarray(problem.counts)
             layout = window_mod.window_layout(problem.neighbors, order, window_mod.window_steps(problem.C, K))
             self._fn = window_mod.boost_windowed
@@ -379,7 +412,8 @@ class Run:
                                 max_count=int(counts.max()))
             self.scan_steps = self.rounds
         else:
-            order = jnp.asarray(chooser_order(chooser, m, self.rounds, SEED))
+            self.order = chooser_order(chooser, m, self.rounds, SEED)
+            order = jnp.asarray(self.order)
             self._fn = boost
             self._args = (problem.Y, E0, problem.members, problem.counts, jnp.asarray(problem.neighbors), order)
             self._kwargs = dict(algorithm=self.algorithm, loss=self.loss, greedy=chooser == "greedy", trace=False)
@@ -387,10 +421,30 @@ class Run:
 
     @property
     def edge_updates(self) -> int:
-        """Edge updates e_ic += δ_c r_ic done by one call: every step touches
-        the n_j ≈ k edges of one example in each of the C classes (exact for
-        whole passes, where Σ_j n_j = m·k; the mean for greedy steps)."""
-        return self.rounds * K * self.problem.C
+        """Edge updates e_ic += δ_c r_ic done by one call, from the graph: a
+        step on example j changes the n_j edges of its inverse neighbourhood
+        in each class it updates.  Lazy and windowed: Σ_t n_{j_t}·C over the
+        step sequence; colored: every example once a pass, passes·Σ_j n_j·C
+        (whole passes, lazy's too, make it m·k·C a pass: each row lists k
+        neighbours); greedy, whose picks differ by class and follow the
+        data: Σ_t Σ_c n_{j_tc} over the picks, recorded by a copy of the
+        engine (:func:`greedy_floor.greedy_picks`, run once)."""
+        if self._edge_updates is None:
+            counts = np.asarray(self.problem.counts, np.int64)
+            if self.chooser == "colored":
+                edges = (self.rounds // self.problem.m) * int(counts.sum()) * self.problem.C
+            elif self.chooser == "greedy":
+                from .greedy_floor import greedy_picks
+
+                picks = greedy_picks(self)
+                if picks.shape != (self.rounds, self.problem.C):
+                    raise RuntimeError(f"recorded {picks.shape} greedy picks, "
+                                       f"expected ({self.rounds}, {self.problem.C})")
+                edges = int(counts[picks].sum())
+            else:
+                edges = int(counts[self.order].sum()) * self.problem.C
+            self._edge_updates = edges
+        return self._edge_updates
 
     def compile(self) -> None:
         warm(self._fn, *self._args, **self._kwargs)

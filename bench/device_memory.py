@@ -19,7 +19,6 @@ devices report no memory statistics (the CPU).
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -47,11 +46,13 @@ def memory_points(n: int, seed: int):
     return np.asarray(X, np.float32), np.asarray(y)
 
 
-def child(path: str, n_queries: int) -> None:
-    """Load the model at ``path``, predict ``n_queries`` points, print the count and the peaks."""
+def child(path: str, n_queries) -> None:
+    """Load the model at ``path``, predict ``n_queries`` points, print the count
+    and the peaks (a new process's: :func:`bench.common.in_child`)."""
     import jaxnn
     from bench.common import SEED, block
 
+    n_queries = int(n_queries)
     model = jaxnn.load(path)
     Q, _ = memory_points(n_queries, SEED + 1)
     loaded = peak_bytes()
@@ -60,14 +61,11 @@ def child(path: str, n_queries: int) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["--child"]:
-        child(argv[1], int(argv[2]))
-        return 0
     import jax
 
     import jaxnn
     from bench.bench_memory import MEMORY_M
-    from bench.common import K, SEED  # as every benchmark: JAX_PLATFORMS=cpu unless set
+    from bench.common import K, SEED, in_child  # as every benchmark: JAX_PLATFORMS=cpu unless set
 
     counts = [int(a) for a in argv] or list(DEFAULT_QUERIES)
     if peak_bytes() is None:
@@ -80,9 +78,7 @@ def main(argv: list[str]) -> int:
     print(f"device {jax.devices()[0].device_kind}; model m = {MEMORY_M}, d = {X.shape[1]}, k = {K}")
     print(f"{'queries':>10} {'after load (MB)':>16} {'after predict (MB)':>19} {'predict (MB)':>13}")
     for n in counts:
-        out = subprocess.run([sys.executable, "-m", "bench.device_memory", "--child", path, str(n)],
-                             capture_output=True, text=True, check=True).stdout.split()
-        _, loaded, peak = (int(v) for v in out[-3:])
+        _, loaded, peak = (int(v) for v in in_child("device_memory", "child", path, n).split()[-3:])
         print(f"{n:>10} {loaded / 2**20:>16.1f} {peak / 2**20:>19.1f} {(peak - loaded) / 2**20:>13.1f}")
     return 0
 

@@ -18,7 +18,9 @@ pseudo-random rows have n_j = k on average where the greedy picks, at steps
 update work, so the chooser's share is if anything under-counted.)
 
 Benchmark-only: the engine has no such mode; asv ``bench_fit.GreedyFloor``
-and ``python -m bench.greedy_floor`` use it.
+and ``python -m bench.greedy_floor`` use it.  :func:`greedy_picks` runs a
+copy of the engine whose chooser reports its picks (``bench.common.Run``'s
+edge updates of a greedy run).
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ import importlib.util
 import sys
 import types
 
+import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxnn._src import boosting, maxtree
 
@@ -64,17 +68,52 @@ def _add_pairs(tree: maxtree.MaxTree, rows, cls, deltas) -> maxtree.MaxTree:
 FLAT_LEAVES = types.SimpleNamespace(build=_build, argmax=_pseudo_random_rows, add_pairs=_add_pairs)
 
 
-def _floor_module():
-    """A private copy of ``jaxnn._src.boosting`` (its own jit caches) whose
-    greedy step uses :data:`FLAT_LEAVES`."""
-    name = "jaxnn._src._boosting_floor"
+def _engine_copy(name: str, tree) -> types.ModuleType:
+    """A private copy of ``jaxnn._src.boosting`` (its own jit caches, so the
+    engine's compiled programs are left as they are) whose greedy step uses
+    ``tree`` in place of :mod:`maxtree`."""
+    name = f"jaxnn._src._boosting_{name}"
     if name not in sys.modules:
         spec = importlib.util.spec_from_file_location(name, boosting.__file__)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        module.maxtree = FLAT_LEAVES
+        module.maxtree = tree
         sys.modules[name] = module
     return sys.modules[name]
+
+
+def _floor_module():
+    """:func:`_engine_copy` whose greedy step uses :data:`FLAT_LEAVES`."""
+    return _engine_copy("floor", FLAT_LEAVES)
+
+
+#: the (C,) rows each greedy step of :func:`greedy_picks`'s call picked, in order
+_PICKS: list = []
+
+
+def _recorded_argmax(tree: maxtree.MaxTree):
+    """:func:`maxtree.argmax`, each step's (C,) rows appended to :data:`_PICKS` on the host."""
+    rows = maxtree.argmax(tree)
+    jax.debug.callback(lambda r: _PICKS.append(np.asarray(r).copy()), rows, ordered=True)
+    return rows
+
+
+#: :mod:`maxtree` with its argmax recorded (everything else the module's own)
+RECORDING = types.SimpleNamespace(**{**vars(maxtree), "argmax": _recorded_argmax})
+
+
+def greedy_picks(run) -> np.ndarray:
+    """(steps, C) rows the greedy chooser of the greedy ``bench.common.Run``
+    ``run`` picks, class by class, step by step: the same arguments through
+    a copy of the engine whose chooser reports its picks (compiled apart;
+    the same program otherwise, so the same picks)."""
+    boost = _engine_copy("recording", RECORDING).boost
+    _PICKS.clear()
+    jax.block_until_ready(boost(*run._args, **dict(run._kwargs, greedy=True)))
+    jax.effects_barrier()
+    picks = np.stack(_PICKS) if _PICKS else np.zeros((0, run.problem.C), np.int64)
+    _PICKS.clear()
+    return picks
 
 
 class FloorRun:

@@ -186,10 +186,11 @@ def test_the_smoke_runs_cover_every_class():
     assert _class_names(("peakmem_", "mem_")) == set(ASV_ONLY)
 
 
-def test_engine_runs_compile_ahead_of_time():
+def test_engine_runs_compile_ahead_of_time(compilations):
     """``Run.compile()`` (bench.common.warm: ``jit(f).lower(...).compile()``)
-    leaves nothing to compile for the timed call, for each kind of run."""
-    import jax
+    leaves nothing to compile for the timed call, for each kind of run: the
+    compile is heard compiling the run's function (its programs dropped
+    first), the call then compiles nothing."""
     import numpy as np
 
     sys.path.insert(0, str(ROOT))
@@ -197,24 +198,74 @@ def test_engine_runs_compile_ahead_of_time():
         from bench.common import Problem, block, random_neighbors
     finally:
         sys.path.remove(str(ROOT))
-    compiled = []
-
-    def listen(event, seconds, **kwargs):
-        if event.endswith("backend_compile_duration"):
-            compiled.append(kwargs.get("fun_name", event))
-
     m, C = 257, 3
     p = Problem(random_neighbors(m, 5), np.random.default_rng(1).integers(0, C, m), C)
-    jax.monitoring.register_event_duration_secs_listener(listen)
-    try:
-        for chooser in ("lazy", "greedy", "colored", "windowed"):
-            run = p.runner("gnnb", chooser, rounds=m if chooser != "greedy" else 20)
+    for chooser in ("lazy", "greedy", "colored", "windowed"):
+        run = p.runner("gnnb", chooser, rounds=m if chooser != "greedy" else 20)
+        with compilations(run._fn) as warmed:
             run.compile()
-            before = len(compiled)
+        assert warmed.of(run._fn), (chooser, list(warmed))
+        with compilations() as compiled:
             block(run())
-            assert len(compiled) == before, (chooser, compiled[before:])
+        assert list(compiled) == [], (chooser, list(compiled))
+
+
+def test_edge_updates_count_the_edges_the_steps_change(greedy_picks):
+    """``Run.edge_updates`` (asv ``FitBoost.track_edge_updates_per_second``):
+    Σ n_j·C over the examples a lazy or colored pass steps on — m·k·C a
+    pass, each row listing k neighbours — and for the greedy chooser
+    Σ_t Σ_c n_{j_tc} over its picks, which ``bench.greedy_floor.greedy_picks``
+    records from a copy of the engine: the picks of the engine itself
+    (``greedy_picks``, conftest's spy on it)."""
+    import numpy as np
+
+    sys.path.insert(0, str(ROOT))
+    try:
+        from bench.common import Problem, block, random_neighbors
+        from bench.greedy_floor import greedy_picks as recorded_picks
     finally:
-        jax.monitoring.unregister_event_duration_listener(listen)
+        sys.path.remove(str(ROOT))
+    m, k, C, steps = 300, 5, 3, 40
+    p = Problem(random_neighbors(m, k), np.random.default_rng(0).integers(0, C, m), C)
+    counts = np.asarray(p.counts)
+    assert p.runner("gnnb", "lazy").edge_updates == m * k * C
+    assert p.runner("gnnb", "lazy", rounds=7).edge_updates == C * counts[p.runner("gnnb", "lazy", rounds=7).order].sum()
+    assert p.runner("gnnb", "colored", rounds=2 * m).edge_updates == 2 * m * k * C
+    greedy = p.runner("gnnb", "greedy", rounds=steps)
+    block(greedy())  # the engine, spied on
+    engine = np.stack(greedy_picks)
+    picks = recorded_picks(greedy)
+    np.testing.assert_array_equal(picks, engine)
+    assert picks.shape == (steps, C) and len({tuple(r) for r in picks}) > 1
+    assert greedy.edge_updates == counts[engine].sum()
+
+
+def test_predict_streams_the_blocks_the_memory_benchmark_reads():
+    """``bench_memory.searched_rows`` (asv ``MemoryPredict.track_rows_per_block``)
+    reads the query rows of each search ``predict`` runs: more queries than
+    ``PREDICT_BLOCK_ROWS`` are searched in blocks of at most that many (padded)
+    rows and whole; the engine's function is restored after."""
+    import numpy as np
+
+    import jaxnn
+    from jaxnn._src import prediction
+
+    sys.path.insert(0, str(ROOT))
+    try:
+        from bench.bench_memory import searched_rows
+    finally:
+        sys.path.remove(str(ROOT))
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 2)).astype(np.float32)
+    model = jaxnn.fit(X, (X[:, 0] > 0).astype(int), k=5, posterior="link", shrinkage=None)
+    block = prediction.PREDICT_BLOCK_ROWS
+    search = prediction.padded_query
+    Q = rng.normal(size=(block + 37, 2)).astype(np.float32)
+    small = searched_rows(lambda: jaxnn.predict(model, Q[:300]))
+    assert len(small) == 1 and 300 <= small[0] < block, small
+    rows = searched_rows(lambda: jaxnn.predict(model, Q))
+    assert len(rows) == 2 and block <= rows[0] < 2 * block and 37 <= rows[1] < block, rows
+    assert prediction.padded_query is search
 
 
 def test_greedy_floor_runs_the_update_with_random_rows_and_leaves_the_engine_alone():
