@@ -33,6 +33,7 @@ from typing import NamedTuple
 
 from jaxnn._src.checks import check_bool, check_real, did_you_mean
 from jaxnn._src.losses import Loss, increasing_root, root_iterations
+from jaxnn._src.params import check
 
 __all__ = ["GNNB", "UNN", "UNNFast", "N3", "gnnb", "unn", "unn_fast", "n3", "get", "names", "BLOCK", "Segments"]
 
@@ -155,7 +156,7 @@ MAX_DELTA_LIMIT = 1e30
 
 
 def _check_epsilon(epsilon) -> float:
-    return check_real(epsilon, "epsilon", low=0.0, high=1.0, low_open=True, high_open=True)
+    return check("epsilon", epsilon)  # its one declaration (params.PARAMS)
 
 
 def _check_max_delta(max_delta) -> float:
