@@ -10,7 +10,7 @@ from scipy.optimize import minimize_scalar
 import jaxnn
 from jaxnn import losses
 from jaxnn._src import algorithms as algos
-from jaxnn._src.prediction import _n3_link
+from jaxnn._src.prediction import _n3_link, link_posterior, normalise_rows
 from jaxnn.metrics import brier_score
 
 
@@ -56,11 +56,16 @@ def test_underflowed_rows_put_their_mass_on_the_largest_scores(algorithm):
 
 
 def test_nan_scores_give_nan_rows():
-    # a NaN posterior was mapped to a uniform row, hiding the NaN
-    model, nb = _model([[np.nan, 0.0, 1.0], [0.5, -0.5, 0.0]], "logistic", algos.gnnb())
-    p = _proba(model, nb)
+    # a NaN posterior was mapped to a uniform row, hiding the NaN.  A model whose α
+    # holds NaN is refused where it predicts, so the normalised link posterior is
+    # given the NaN scores directly
+    H = jnp.asarray([[np.nan, 0.0, 1.0], [0.5, -0.5, 0.0]], jnp.float32)
+    p = np.asarray(normalise_rows(link_posterior(losses.get("logistic"), algos.gnnb(), False, H), H))
     assert np.all(np.isnan(p[0]))
     assert np.all(np.isfinite(p[1])) and p[1].sum() == pytest.approx(1.0)
+    model, nb = _model(np.asarray(H), "logistic", algos.gnnb())
+    with pytest.raises(ValueError, match="alpha holds 1 NaN"):
+        jaxnn.predict_proba(model, neighbors=nb)
 
 
 def _psi64(loss):

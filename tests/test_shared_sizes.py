@@ -208,12 +208,17 @@ def test_host_conditioning_is_the_jitted_conditioning(kind, dtype):
          "zeros": np.zeros((300, 4))}[kind].astype(dtype)
     Q = (X[:30] * 1.0001 + 0.25).astype(dtype)
     with jax.enable_x64(dtype == np.float64):
-        Qj, Xj, e = search_mod._conditioned(Q, X)
+        Qj, Xj, e, far = search_mod._conditioned(Q, X)
         Xh, (e0, shift, s, eh) = search_mod.conditioning_on_host(X)
         assert Xh.dtype == dtype and eh == int(e)
         np.testing.assert_array_equal(Xh, np.asarray(Xj))
         Qh = (jax.numpy.ldexp(Q, -e0) - shift) / s  # as the search conditions the queries
         np.testing.assert_array_equal(np.asarray(Qh), np.asarray(Qj))
+        # the far rows (all of them at scale 1e-20, where the queries' offset of 0.25 is
+        # 10¹⁹ times the points' spread; none elsewhere), found alike
+        np.testing.assert_array_equal(np.flatnonzero(np.asarray(far)),
+                                      search_mod.far_query_rows(Q, (e0, shift, s, eh)))
+        assert np.all(far) if kind == "scale 1e-20" else not np.any(far)
 
 
 @pytest.mark.parametrize("k", [4, 16])  # 16: m = 1200 and 2500 on either side of 3·32·k = 1536
