@@ -115,6 +115,18 @@ class Plan(NamedTuple):
         """Whether the steps choose their own examples (GNNB*, N³'s WEO)."""
         return self.chooser == "greedy"
 
+    @property
+    def schedule(self) -> str:
+        """The schedule that runs the steps, the key of its engine in
+        :data:`jaxnn._src.boost_runs.ENGINES`: ``"colored"``,
+        ``"windowed"``, ``"greedy"`` or ``"scan"`` (the lazy and random
+        choosers' sequential scan)."""
+        if self.chooser == "colored":
+            return "colored"
+        if self.windowed:
+            return "windowed"
+        return "greedy" if self.greedy else "scan"
+
 
 def auto_chooser(m: int, rounds: int, platform: str, n_classes: int = 1) -> str:
     """What ``chooser="auto"`` runs: ``"colored"`` when ``rounds`` is a
