@@ -4,7 +4,8 @@
 number of feature blocks), the user's settings (``chooser``, ``devices``) and
 the platform (:mod:`jaxnn._src.platforms`), and returns a :class:`Plan`;
 :func:`jaxnn._src.boost_runs.run` (one graph), ``run_blocks`` (the blocks of
-``fit_split``) and ``pass_runner`` (``select``'s passes) carry it out.
+``fit_split``) and ``pass_runner`` (``select``'s passes) carry it out with
+the engine of :attr:`Plan.schedule` (``boost_runs.ENGINES``).
 ``fit``, ``posterior="auto"``'s auxiliary fit, ``select`` and ``fit_split``
 all plan this way; none of them chooses an engine itself.
 
