@@ -117,15 +117,14 @@ def boost(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None,
         by slicing: a gather of scattered positions costs 4× more here."""
         return members[j] if start is None else jax.lax.dynamic_slice(members, (j, start), (1, chunk))[0]
 
+    def gather(w, Ep, j):  # the edges, r and n_j of j's first w members
+        idx = members[j, :w]
+        return Ep[idx], labels.yu[idx] * Y[j][None, :], jnp.broadcast_to(n_delta[j], (C,))
+
     def step(state, tj):
         t, j = tj
 
-        def gather(w):  # the edges and r of j's first w members
-            idx = members[j, :w]
-            return state.edges[idx], labels.yu[idx] * Y[j][None, :]
-
-        delta = steps.narrow_delta(algorithm, loss, widths, counts[j], gather,
-                                   jnp.broadcast_to(n_delta[j], (C,)), size)
+        delta = steps.narrow_delta(algorithm, loss, widths, counts[j], gather, size, state.edges, j)
         delta, n = steps.live(t, n_steps, delta, counts[j])
 
         def update(start, moving):
@@ -183,6 +182,10 @@ def _boost_greedy(Y, labels, state0, members, counts, neighbors, order, n_steps,
     Q = min(GREEDY_PAIRS, P * C) if len(widths) > 1 or narrow else P * C
     looped = Q < P * C
 
+    def gather(w, Ep, jc):  # per class c the edges, r and n_j of j_c's first w members
+        idx = members[jc, :w].T.astype(jnp.uint32)  # (w, C)
+        return Ep[idx, cls[None, :]], Yu[idx, cls[None, :]] * Y[jc, cls][None, :], n_delta[jc]
+
     def step(carry, t):
         state, tree = carry
         # v is updated by adding changes; in float32 their rounding piles up where
@@ -191,11 +194,7 @@ def _boost_greedy(Y, labels, state0, members, counts, neighbors, order, n_steps,
         tree = jax.lax.cond((t > 0) & (t % size == 0), lambda: scores(state.edges[:m]), lambda: tree)
         jc = maxtree.argmax(tree)  # (C,) uint32
 
-        def gather(w):  # per class c the edges and r of j_c's first w members
-            idx = members[jc, :w].T.astype(jnp.uint32)  # (w, C)
-            return state.edges[idx, cls[None, :]], Yu[idx, cls[None, :]] * Y[jc, cls][None, :]
-
-        delta = steps.narrow_delta(algorithm, loss, widths, jnp.max(counts[jc]), gather, n_delta[jc], size)
+        delta = steps.narrow_delta(algorithm, loss, widths, jnp.max(counts[jc]), gather, size, state.edges, jc)
         delta, n = steps.live(t, n_steps, delta, counts[jc])
         ends = jnp.cumsum(n)  # pair ranks [ends[c] − n[c], ends[c]) are class c's
         yj = Y[jc, cls]  # (C,)

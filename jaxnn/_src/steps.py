@@ -147,18 +147,19 @@ def start(Y, E0, *, algorithm, loss: Loss, n_points=None, weights: Weights | Non
                  initial_risk(loss, E0, n_points, u))
 
 
-def narrow_delta(algorithm, loss: Loss, widths: tuple, n, gather, counts, size):
+def narrow_delta(algorithm, loss: Loss, widths: tuple, n, gather, size, *operands):
     """δ (C,) of one step from ``algorithm.delta`` on its members' edges,
     computed at the narrowest ``widths[t]`` ≥ n (:func:`narrowest`: only that
-    width runs).  ``gather(w)`` → (e, r), the (w, C) edges of the step's
-    first w members and their r = y_ic·y_jc (u_i·y_ic·y_jc with weights);
-    ``counts`` (C,) the n_j δ reads (:func:`delta_counts`), ``size`` the
-    examples' m."""
+    width runs).  ``gather(w, *operands)`` → (e, r, counts): the (w, C)
+    edges of the step's first w members, their r = y_ic·y_jc
+    (u_i·y_ic·y_jc with weights) and the (C,) n_j δ reads
+    (:func:`delta_counts`), from the step's ``operands`` (its edges and
+    example, handed to the switch's branches); ``size`` the examples' m."""
 
     def at(w):
-        return lambda: algorithm.delta(loss, *gather(w), counts, size)
+        return lambda *ops: algorithm.delta(loss, *gather(w, *ops), size)
 
-    return narrowest(widths, n, [at(w) for w in widths])
+    return narrowest(widths, n, [at(w) for w in widths], *operands)
 
 
 def edge_change(delta, y_members, y_j=None):

@@ -197,15 +197,15 @@ def boost_windowed(Y, E0, counts, layout: WindowLayout, n_points=None, *, algori
         idx = jax.lax.dynamic_slice(layout.local, (offset,), (width,))
         return jnp.where(jnp.arange(width) < n, idx, U)
 
+    def gather(w, Ew, Yw, y_j, offset, n):  # the local edges, r and n_j of the step's first w members
+        idx = members(offset, n, w)
+        return Ew[idx], Yw[idx] * y_j[None, :], jnp.broadcast_to(n, (C,))
+
     def step(carry, x):
         local, Yw = carry  # local: the window's edges (no α: added once a window) and the risk
         y_j, n, offset = x
 
-        def gather(w):  # the local edges and r of the step's first w members
-            idx = members(offset, n, w)
-            return local.edges[idx], Yw[idx] * y_j[None, :]
-
-        delta = steps.narrow_delta(algorithm, loss, widths, n, gather, jnp.broadcast_to(n, (C,)), m)
+        delta = steps.narrow_delta(algorithm, loss, widths, n, gather, m, local.edges, Yw, y_j, offset, n)
 
         def update(c, local):
             idx = members(offset + c * chunk, n - c * chunk, chunk)
