@@ -105,8 +105,6 @@ def _run_segment(plan: Plan, Y_np, nbrs, dtype, order, rounds: int, E0, *, algor
     """:func:`run`'s work for ``rounds`` steps in the example ``order``
     (None for the colored schedule, which runs rounds/m passes) from the
     edges E0 (m, C) (None: the algorithm's initial edges)."""
-    if weights is not None and plan.windowed:
-        raise ValueError("the windowed scan has no sample weights: make the plan with weighted=True")
     return _padded_run(plan, Y_np, nbrs, dtype, order, rounds, E0, weights, algorithm=algorithm, loss=loss,
                        trace=trace, like=like, home=home, Y=Y, announce=True)
 
