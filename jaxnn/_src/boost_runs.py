@@ -2,12 +2,22 @@
 engines (:func:`~jaxnn._src.boosting.boost`, :func:`~jaxnn._src.window.boost_windowed`,
 :func:`~jaxnn._src.schedule.boost_colored`).
 
-* :func:`run` — one neighbour graph (``fit``, ``posterior="auto"``'s
-  auxiliary fit, ``fit_split`` with one block);
-* :func:`run_blocks` — the n graphs of ``fit_split``'s feature blocks;
-* :func:`pass_runner` — one pass at a time from given edges (``select``,
-  which scores every number of passes from one run), with
-  :func:`select_shapes` the padded shapes its candidate ks share.
+Each schedule is an :class:`Engine`, a pair of pure functions (as optax's
+``GradientTransformation`` pairs ``init`` and ``update``): ``prepare`` lays
+the graph out on the host as the schedule reads it (the inverse
+neighbourhoods, the windows, the colour schedule; padded to shared sizes
+where the plan says) and ``run`` runs the compiled steps on it.
+:data:`ENGINES` holds them by :attr:`Plan.schedule <jaxnn._src.plan.Plan.schedule>`;
+every run goes through one padded runner (the labels and edges padded →
+``prepare`` → ``run`` → the result cut back), which
+
+* :func:`run` uses for one neighbour graph (``fit``, ``posterior="auto"``'s
+  auxiliary fit, ``fit_split`` with one block),
+* :func:`run_blocks` for the n graphs of ``fit_split``'s feature blocks,
+* :func:`pass_runner` for one pass at a time from given edges (``select``,
+  which scores every number of passes from one run; the state stays padded
+  between passes), with :func:`select_shapes` the padded shapes its
+  candidate ks share.
 
 A plan with ``shared`` set pads the problem to sizes that nearby m share
 (:mod:`jaxnn._src.shared_sizes`), so that refits of nearby sizes —
@@ -19,6 +29,7 @@ the unpadded run, cut back on the host.
 from __future__ import annotations
 
 import functools
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -33,7 +44,8 @@ from jaxnn._src.schedule import boost_colored, color_schedule, padded_schedule, 
 from jaxnn._src.shared_sizes import PaddedShapes, in_blocks, padded_rows, shared_k, shared_rows, shared_width, to_device
 from jaxnn._src.steps import BoostResult, Weights, initial_edges
 
-__all__ = ["run", "run_blocks", "pass_runner", "select_shapes", "shared_shapes", "member_weights"]
+__all__ = ["run", "run_blocks", "pass_runner", "select_shapes", "shared_shapes", "member_weights", "Engine", "Prepared",
+           "ENGINES"]
 
 
 #: the most steps (per class) one compiled run takes: longer runs go on from
@@ -93,46 +105,285 @@ def _run_segment(plan: Plan, Y_np, nbrs, dtype, order, rounds: int, E0, *, algor
     """:func:`run`'s work for ``rounds`` steps in the example ``order``
     (None for the colored schedule, which runs rounds/m passes) from the
     edges E0 (m, C) (None: the algorithm's initial edges)."""
-    m, n_classes = Y_np.shape
-    if weights is not None and plan.windowed:
+    return _padded_run(plan, Y_np, nbrs, dtype, order, rounds, E0, weights, algorithm=algorithm, loss=loss,
+                       trace=trace, like=like, home=home, Y=Y, announce=True)
+
+
+class Prepared(NamedTuple):
+    """What an engine's ``prepare`` leaves for its ``run``.
+
+    Attributes:
+      arrays: the schedule's device arrays (its own NamedTuple: the inverse
+        neighbourhoods and the order, the windows, the colour schedule), with
+        a leading block axis for several graphs.
+      static: the schedule's static setting (the windowed scan's largest
+        n_j, the colored schedule's passes), or None.
+      shapes: the :class:`PaddedShapes` the graph was padded to, or None.
+      trace_steps: the trace's entries for the real steps (a padded run's
+        trace is cut to them).
+      note: a progress message (``logger.info`` arguments) about the layout,
+        or None.
+    """
+
+    arrays: Any
+    static: Any
+    shapes: PaddedShapes | None
+    trace_steps: int
+    note: tuple | None = None
+
+
+class Engine(NamedTuple):
+    """A schedule's two pure functions.
+
+    ``prepare(plan, nbrs, order, steps, pad_to, *, n_classes, window_k)`` →
+    :class:`Prepared`: the (m, k) graph ``nbrs`` — or (n, m, k), n blocks —
+    laid out for ``steps`` steps per class in the example ``order`` (steps,)
+    (None for the colored schedule, which runs steps/m passes), on the
+    device; ``pad_to`` None (the problem's own sizes) or the
+    :class:`PaddedShapes` to pad to at least, its ``rows`` those of the
+    labels the run gets; ``n_classes`` the C the colored schedule's steps
+    are sized for; ``window_k`` the k the windowed scan's windows are sized
+    for (None: the graph's, or its shared k where padded).
+
+    ``run(prepared, Y, E0, weights, *, algorithm, loss, trace, calls,
+    narrow)`` → :class:`BoostResult` of the padded rows: the compiled steps
+    on labels Y (rows, C), from edges E0 (None: the initial edges, computed
+    in the program), with sample weights (:class:`steps.Weights` or None).
+    """
+
+    prepare: Callable[..., Prepared]
+    run: Callable[..., BoostResult]
+
+
+class _ScanArrays(NamedTuple):
+    """The sequential and greedy scans' arrays: the inverse neighbourhoods
+    (members (m, P), counts (m,)), the neighbours (m, k) (greedy only, else
+    None), the order (T,), and n_points, n_steps (traced int32 scalars of a
+    padded run, else None)."""
+
+    members: jax.Array
+    counts: jax.Array
+    neighbors: jax.Array | None
+    order: jax.Array
+    n_points: jax.Array | None
+    n_steps: jax.Array | None
+
+
+class _WindowArrays(NamedTuple):
+    """The windowed scan's arrays: counts (m,), the :class:`window.WindowLayout`,
+    n_points (traced of a padded run, else None)."""
+
+    counts: jax.Array
+    layout: window.WindowLayout
+    n_points: jax.Array | None
+
+
+class _ColorArrays(NamedTuple):
+    """The colored schedule's arrays: counts (m,), the
+    :class:`schedule.ColorSchedule`, n_points and n_steps (traced of a padded
+    run, else None)."""
+
+    counts: jax.Array
+    schedule: Any
+    n_points: jax.Array | None
+    n_steps: jax.Array | None
+
+
+def _prepare_scan(plan: Plan, nbrs, order, steps: int, pad_to, *, n_classes: int, window_k=None,
+                  greedy: bool) -> Prepared:
+    """The scan's :class:`_ScanArrays`: the padded (m, P) inverse
+    neighbourhoods at :func:`shared_sizes.shared_width` (P) (refits of other
+    data share the width), or padded as :func:`shared_shapes` says; n blocks
+    stacked at one width (:func:`_blocks_shapes` where padded)."""
+    order = np.asarray(order)
+    if nbrs.ndim == 3:
+        return _prepare_scan_blocks(nbrs, order, pad_to, greedy=greedy)
+    m, k = nbrs.shape
+    counts = inverse_counts(nbrs, m)
+    if pad_to is None:
+        inv = inverse_neighbors(nbrs, m, width=shared_width(counts.max()))
+        arrays = _ScanArrays(inv.members, inv.counts, to_device(nbrs) if greedy else None, to_device(order), None, None)
+        return Prepared(arrays, None, None, order.size)
+    shapes = shared_shapes(m, order.size, counts.max(), k).at_least(pad_to)
+    inv, neighbors = padded_graph(nbrs, shapes.rows, shapes.width, greedy=greedy)
+    arrays = _ScanArrays(inv.members, inv.counts, neighbors, to_device(padded_rows(order, shapes.steps)),
+                         to_device(m, np.int32), to_device(order.size, np.int32))
+    return Prepared(arrays, None, shapes, order.size)
+
+
+def _prepare_scan_blocks(nbrs, order, pad_to, *, greedy: bool) -> Prepared:
+    """:func:`_prepare_scan` of n blocks' (n, m, k) graphs: unpadded, one
+    width :func:`shared_sizes.shared_width` (the largest P) for all blocks;
+    padded, the examples to ``pad_to.rows``, the steps to
+    :func:`shared_sizes.in_blocks` (no-ops), the members' width to the
+    largest block's P, at least 2k, rounded up to two significant bits (16,
+    24, 32, 48, …: folds' P straddle finer steps)."""
+    n, m, k = nbrs.shape
+    counts = np.stack([inverse_counts(nbrs[b], m) for b in range(n)])
+    if pad_to is None:
+        P = shared_width(counts.max())
+        members = np.stack([np.asarray(inverse_neighbors(nbrs[b], m, width=P).members) for b in range(n)])
+        arrays = _ScanArrays(to_device(members), to_device(counts), to_device(nbrs, np.int32) if greedy else None,
+                             to_device(order), None, None)
+        return Prepared(arrays, None, None, order.size)
+    shapes = PaddedShapes(rows=pad_to.rows, steps=in_blocks(order.size),
+                          width=in_blocks(max(int(counts.max()), 2 * k), 1, bits=2))
+    graphs = [padded_graph(nbrs[b], shapes.rows, shapes.width, greedy=greedy) for b in range(n)]
+    members, counts = (to_device(np.stack([np.asarray(inv[i]) for inv, _ in graphs])) for i in range(2))
+    neighbors = to_device(np.stack([np.asarray(nb) for _, nb in graphs])) if greedy else None
+    arrays = _ScanArrays(members, counts, neighbors, to_device(padded_rows(order, shapes.steps)),
+                         to_device(m, np.int32), to_device(order.size, np.int32))
+    return Prepared(arrays, None, shapes, order.size)
+
+
+def _run_scan(prepared: Prepared, Y, E0, weights, *, algorithm, loss, trace: bool, calls: int, narrow: bool,
+              greedy: bool) -> BoostResult:
+    """:func:`boost` on :class:`_ScanArrays`, or :func:`_boost_blocks` on
+    stacked ones (no sample weights)."""
+    a = prepared.arrays
+    if a.members.ndim == 3:
+        return _boost_blocks(Y, E0, a.members, a.counts, a.neighbors, a.order, a.n_points, a.n_steps,
+                             algorithm=algorithm, loss=loss, greedy=greedy, trace=trace, narrow=narrow)
+    return boost(Y, E0, a.members, a.counts, a.neighbors, a.order, a.n_points, a.n_steps, weights, algorithm=algorithm,
+                 loss=loss, greedy=greedy, trace=trace, calls=calls, narrow=narrow)
+
+
+def _prepare_windowed(plan: Plan, nbrs, order, steps: int, pad_to, *, n_classes: int, window_k=None) -> Prepared:
+    """The windowed scan's :class:`_WindowArrays`: the
+    :func:`window.window_layout` of ``order``, windows of
+    :func:`window.window_steps` (C, ``window_k``) steps; padded, as
+    :func:`windowed_layout` pads it (windows of the shared k's length), the
+    counts to its rows.  ``static``: the largest n_j the steps are compiled
+    for (:func:`window.shared_max_count`)."""
+    m, k = nbrs.shape
+    order = np.asarray(order)
+    counts = inverse_counts(nbrs, m)
+    if pad_to is None:
+        layout = window.window_layout(nbrs, order, window.window_steps(n_classes, window_k or k))
+        return Prepared(_WindowArrays(to_device(counts), layout, None), window.shared_max_count(counts), None,
+                        order.size)
+    layout, shapes = windowed_layout(nbrs, order, window.window_steps(n_classes, window_k or shared_k(k, m)),
+                                     like=pad_to)
+    arrays = _WindowArrays(to_device(padded_rows(counts, shapes.rows)), layout, to_device(m, np.int32))
+    return Prepared(arrays, shapes.max_count, shapes, order.size)
+
+
+def _run_windowed(prepared: Prepared, Y, E0, weights, *, algorithm, loss, trace: bool, calls: int,
+                  narrow: bool) -> BoostResult:
+    """:func:`window.boost_windowed` on :class:`_WindowArrays` (its trace
+    holds every window's steps: the runner cuts it)."""
+    if weights is not None:
         raise ValueError("the windowed scan has no sample weights: make the plan with weighted=True")
-    if plan.shared and plan.chooser == "colored":
-        return shared_size_colored(Y_np, nbrs, dtype, algorithm=algorithm, loss=loss, passes=rounds // m,
-                                   trace=trace, platform=plan.platform, like=like, E0=E0, weights=weights)
-    if plan.shared:
-        return shared_size_boost(Y_np, nbrs, order, dtype, algorithm=algorithm, loss=loss, greedy=plan.greedy,
-                                 windowed=plan.windowed, trace=trace, like=like, narrow=plan.narrow, E0=E0,
-                                 weights=weights)
-    if Y is None:
-        Y = to_device(Y_np, dtype)  # cast on the host: nothing compiles per m
-    E0 = initial_edges(Y, algorithm=algorithm, loss=loss) if E0 is None else E0
-    W = member_weights(weights, nbrs, dtype)
-    mesh = None
-    if plan.devices is not None:  # the class axis split across the devices, padded with y = 0 columns
-        mesh = sharding.class_mesh(plan.devices)
-        Y, E0 = (sharding.shard_classes(sharding.pad_classes(a, mesh.devices.size), mesh) for a in (Y, E0))
-        W = None if W is None else Weights(*(sharding.replicate(a, mesh) for a in W))
-    if plan.chooser == "colored":  # the schedule's edge lists replace the members array
-        schedule = color_schedule(nbrs, n_classes=Y.shape[1], platform=plan.platform)
-        if progress_wanted():  # n_colors reads all m colours
-            logger.info("fit: %d colours in %d scan steps a pass (instead of %d sequential steps)",
-                        schedule.n_colors, schedule.n_steps, m)
-        result = boost_colored(Y, E0, to_device(inverse_counts(nbrs, m)), schedule, weights=W, algorithm=algorithm,
-                               loss=loss, passes=rounds // m, trace=trace)
-    elif plan.windowed:  # a large edge state: the steps run in windows on a local copy
-        counts = inverse_counts(nbrs, m)
-        layout = window.window_layout(nbrs, order, window.window_steps(Y.shape[1], nbrs.shape[1]))
-        result = window.boost_windowed(Y, E0, to_device(counts), layout, algorithm=algorithm, loss=loss, trace=trace,
-                                       n_steps=rounds, max_count=window.shared_max_count(counts), narrow=plan.narrow)
-    else:  # the padded (m, P) inverse neighbourhoods; refits of other data share the width
-        inv = inverse_neighbors(nbrs, m, width=shared_width(inverse_counts(nbrs, m).max()))
-        if mesh is not None:
-            inv = type(inv)(*(sharding.replicate(a, mesh) for a in inv))
-        result = boost(Y, E0, inv.members, inv.counts, to_device(nbrs) if plan.greedy else None, to_device(order),
-                       weights=W, algorithm=algorithm, loss=loss, greedy=plan.greedy, trace=trace, narrow=plan.narrow)
-    if mesh is not None:
+    a = prepared.arrays
+    return window.boost_windowed(Y, E0, a.counts, a.layout, a.n_points, algorithm=algorithm, loss=loss, trace=trace,
+                                 max_count=prepared.static, calls=calls, narrow=narrow)
+
+
+def _prepare_colored(plan: Plan, nbrs, order, steps: int, pad_to, *, n_classes: int, window_k=None) -> Prepared:
+    """The colored schedule's :class:`_ColorArrays` for ``steps``/m passes:
+    :func:`schedule.color_schedule` of the graph (sized for ``n_classes``
+    classes on the plan's platform); padded, :func:`schedule.padded_schedule`
+    with the counts padded to its rows (the (m,) colours, which the scan
+    does not read, left out: their shape would compile per size); n blocks,
+    each block its own colouring, stacked (:func:`schedule.stack_schedules`:
+    a step runs a part of every block's colour; never padded)."""
+    m = nbrs.shape[-2]
+    passes = steps // m
+    if nbrs.ndim == 3:
+        n = nbrs.shape[0]
+        schedule = stack_schedules([color_schedule(nbrs[b], n_classes=n_classes * n, platform=plan.platform)
+                                    for b in range(n)])
+        counts = to_device(np.stack([inverse_counts(nbrs[b], m) for b in range(n)]))
+        return Prepared(_ColorArrays(counts, schedule, None, None), passes, None,
+                        passes * int(schedule.examples.shape[1]))
+    note = "fit: %d colours in %d scan steps a pass (instead of %d sequential steps)"
+    if pad_to is None:
+        schedule = color_schedule(nbrs, n_classes=n_classes, platform=plan.platform)
+        counts = to_device(inverse_counts(nbrs, m))
+        # n_colors reads all m colours: only for the progress log
+        return Prepared(_ColorArrays(counts, schedule, None, None), passes, None, passes * schedule.n_steps,
+                        (note, schedule.n_colors, schedule.n_steps, m) if progress_wanted() else None)
+    schedule, real_steps, sizes = padded_schedule(nbrs, n_classes=n_classes, platform=plan.platform, pad_to=pad_to)
+    arrays = _ColorArrays(to_device(padded_rows(inverse_counts(nbrs, m), sizes.rows)), schedule._replace(colors=None),
+                          to_device(m, np.int32), to_device(real_steps, np.int32))
+    return Prepared(arrays, passes, sizes, passes * real_steps,
+                    (note, schedule.n_colors, real_steps, m) if progress_wanted() else None)
+
+
+def _run_colored(prepared: Prepared, Y, E0, weights, *, algorithm, loss, trace: bool, calls: int,
+                 narrow: bool) -> BoostResult:
+    """:func:`schedule.boost_colored` on :class:`_ColorArrays`, or
+    :func:`_boost_colored_blocks` on stacked ones (no sample weights)."""
+    a = prepared.arrays
+    if a.counts.ndim == 2:
+        return _boost_colored_blocks(Y, E0, a.counts, a.schedule, algorithm=algorithm, loss=loss,
+                                     passes=prepared.static, trace=trace)
+    return boost_colored(Y, E0, a.counts, a.schedule, a.n_points, a.n_steps, weights, algorithm=algorithm, loss=loss,
+                         passes=prepared.static, trace=trace)
+
+
+#: the engine of each :attr:`Plan.schedule <jaxnn._src.plan.Plan.schedule>`
+ENGINES = {
+    "scan": Engine(functools.partial(_prepare_scan, greedy=False), functools.partial(_run_scan, greedy=False)),
+    "greedy": Engine(functools.partial(_prepare_scan, greedy=True), functools.partial(_run_scan, greedy=True)),
+    "windowed": Engine(_prepare_windowed, _run_windowed),
+    "colored": Engine(_prepare_colored, _run_colored),
+}
+
+
+def _pad_to(plan: Plan, m: int, like: PaddedShapes | None) -> PaddedShapes | None:
+    """The shapes a run of m examples is padded to at least: None where the
+    plan does not share sizes, else :func:`shared_sizes.shared_rows` (m)
+    rows, at least ``like``'s."""
+    return PaddedShapes(rows=shared_rows(m)).at_least(like) if plan.shared else None
+
+
+def _prepare(plan: Plan, nbrs, order, steps: int, pad_to, *, n_classes: int, window_k=None) -> Prepared:
+    """The plan's engine's ``prepare``, its arrays whole on every device of
+    the plan's class mesh (:func:`sharding.replicated`)."""
+    prepared = ENGINES[plan.schedule].prepare(plan, nbrs, order, steps, pad_to, n_classes=n_classes, window_k=window_k)
+    return prepared._replace(arrays=sharding.replicated(prepared.arrays, plan.devices))
+
+
+def _padded_run(plan: Plan, Y_np, nbrs, dtype, order, steps: int, E0, weights, *, algorithm, loss, trace: bool,
+                like=None, home=None, Y=None, announce: bool = False):
+    """The one runner: the labels, edges and weights padded (or, unpadded,
+    the labels and edges split along C over the plan's class mesh) →
+    ``prepare`` → ``run`` → the result cut back to the m examples and the
+    real steps (gathered on ``home`` from a mesh).  ``nbrs`` (m, k) or n
+    blocks' (n, m, k); E0 (m, C) or None; ``announce``: log the engine's
+    note.  Returns (:class:`BoostResult`, the padded shapes or None)."""
+    m, n_classes = Y_np.shape
+    pad_to = _pad_to(plan, m, like)
+    if pad_to is None:
+        Y = to_device(Y_np, dtype) if Y is None else Y  # cast on the host: nothing compiles per m
+        E0 = initial_edges(Y, algorithm=algorithm, loss=loss) if E0 is None else E0
+        W = sharding.replicated(member_weights(weights, nbrs, dtype), plan.devices)
+        Y, E0 = (sharding.on_classes(a, plan.devices) for a in (Y, E0))  # padded with y = 0 columns
+    else:  # the initial edges computed in the program
+        Y = to_device(padded_rows(Y_np, pad_to.rows), dtype)
+        E0 = _padded_edges(E0, pad_to.rows)
+        W = member_weights(weights, nbrs, dtype, pad_to.rows)
+    prepared = _prepare(plan, nbrs, order, steps, pad_to, n_classes=Y.shape[1])
+    if announce and prepared.note is not None:
+        logger.info(*prepared.note)
+    result = ENGINES[plan.schedule].run(prepared, Y, E0, W, algorithm=algorithm, loss=loss, trace=trace, calls=1,
+                                        narrow=plan.narrow)
+    if plan.devices is not None:
         result = _gathered(result, n_classes, loss, home)
-    return result, None
+    return _cut(result, m, prepared.trace_steps), prepared.shapes
+
+
+def _cut(result: BoostResult, m: int, steps: int) -> BoostResult:
+    """A result cut to its m examples (axis −2) and its trace to ``steps``
+    entries (axis −1), on the host (nothing compiles per size); what needs
+    no cut is left as it is."""
+    alpha, edges, trace = result
+    if alpha.shape[-2] != m:
+        alpha, edges = (to_device(np.asarray(a)[..., :m, :]) for a in (alpha, edges))
+    if trace is not None and trace.shape[-1] != steps:
+        trace = to_device(np.asarray(trace)[..., :steps])
+    return BoostResult(alpha, edges, trace)
 
 
 def _gathered(result: BoostResult, n_classes: int, loss, home) -> BoostResult:
@@ -152,7 +403,9 @@ def run_blocks(plan: Plan, Y_np, nbrs, dtype, *, algorithm, loss, rounds: int, s
     """:func:`run` on each of n graphs ``nbrs`` (n, m, k) of the same m
     examples (``fit_split``'s feature blocks), labels Y_np (m, C) shared:
     a :class:`BoostResult` whose α (n, m, C), edges and trace (n, T) carry
-    the block axis first.  One block is :func:`run` itself."""
+    the block axis first.  One block is :func:`run` itself; several run in
+    one program (the plan never shares the colored schedule's sizes, nor
+    windows, for several blocks)."""
     n, m, _ = nbrs.shape
     if n > 1 and rounds > segment_rounds(m):
         raise ValueError(f"fit_split boosts several blocks in one run of at most {segment_rounds(m)} steps per class "
@@ -160,24 +413,8 @@ def run_blocks(plan: Plan, Y_np, nbrs, dtype, *, algorithm, loss, rounds: int, s
     if n == 1:
         res, _ = run(plan, Y_np, nbrs[0], dtype, algorithm=algorithm, loss=loss, rounds=rounds, seed=seed, trace=trace)
         return BoostResult(res.alpha[None], res.edges[None], None if res.trace is None else res.trace[None])
-    if plan.shared:  # (the plan never shares the colored schedule of several blocks)
-        return _shared_size_blocks(Y_np, nbrs, chooser_order(plan.chooser, m, rounds, seed), dtype, algorithm=algorithm, loss=loss, greedy=plan.greedy,
-                                   trace=trace, narrow=plan.narrow)
-    Y = to_device(Y_np, dtype)
-    E0 = initial_edges(Y, algorithm=algorithm, loss=loss)
-    counts = np.stack([inverse_counts(nbrs[b], m) for b in range(n)])
-    if plan.chooser == "colored":  # each block its own colouring; a step runs a part of every block's colour
-        schedule = stack_schedules([color_schedule(nbrs[b], n_classes=Y.shape[1] * n, platform=plan.platform)
-                                    for b in range(n)])
-        return _boost_colored_blocks(Y, E0, to_device(counts), schedule, algorithm=algorithm, loss=loss,
-                                     passes=rounds // m, trace=trace)
-    # one width for all blocks, shared by refits of other data (padding is inert)
-    P = shared_width(counts.max())
-    members = np.stack([np.asarray(inverse_neighbors(nbrs[b], m, width=P).members) for b in range(n)])
-    return _boost_blocks(Y, E0, to_device(members), to_device(counts),
-                         to_device(nbrs, np.int32) if plan.greedy else None,
-                         to_device(chooser_order(plan.chooser, m, rounds, seed)), algorithm=algorithm,
-                         loss=loss, greedy=plan.greedy, trace=trace, narrow=plan.narrow)
+    return _padded_run(plan, Y_np, nbrs, dtype, _order(plan, m, rounds, seed), rounds, None, None, algorithm=algorithm, loss=loss,
+                       trace=trace)[0]
 
 
 @functools.partial(jax.jit, static_argnames=("algorithm", "loss", "greedy", "trace", "narrow"))
@@ -211,112 +448,60 @@ def _boost_colored_blocks(Y, E0, counts, schedule, *, algorithm, loss, passes, t
     return jax.vmap(one)(counts, schedule)
 
 
-def _shared_size_blocks(Y_np, nbrs, order, dtype, *, algorithm, loss, greedy: bool, trace: bool, narrow: bool):
-    """:func:`_boost_blocks` on n blocks' (n, m, k) graphs padded to shared
-    sizes, as :func:`shared_size_boost` pads one graph: the examples to
-    :func:`shared_sizes.shared_rows` (m) rows (y = 0, n_j = 0), the steps to
-    :func:`shared_sizes.in_blocks` (no-ops), the members' width to the
-    largest block's P, at least 2k, rounded up to two significant bits (16,
-    24, 32, 48, …: folds' P straddle finer steps); m and the steps traced,
-    the padding cut on the host.  Returns the :class:`BoostResult` of the m
-    examples and their steps."""
-    n, m, k = nbrs.shape
-    largest = max(int(inverse_counts(nbrs[b], m).max()) for b in range(n))
-    shapes = PaddedShapes(rows=shared_rows(m), steps=in_blocks(order.size), width=in_blocks(max(largest, 2 * k), 1, bits=2))
-    graphs = [padded_graph(nbrs[b], shapes.rows, shapes.width, greedy=greedy) for b in range(n)]
-    members, counts = (to_device(np.stack([np.asarray(inv[i]) for inv, _ in graphs])) for i in range(2))
-    neighbors = to_device(np.stack([np.asarray(nb) for _, nb in graphs])) if greedy else None
-    res = _boost_blocks(to_device(padded_rows(Y_np, shapes.rows), dtype), None, members, counts, neighbors,
-                        to_device(padded_rows(order, shapes.steps)), to_device(m, np.int32),
-                        to_device(order.size, np.int32), algorithm=algorithm, loss=loss, greedy=greedy, trace=trace,
-                        narrow=narrow)
-    alpha, edges = (to_device(np.asarray(a)[:, :m]) for a in (res.alpha, res.edges))
-    return res._replace(alpha=alpha, edges=edges,
-                        trace=None if res.trace is None else to_device(np.asarray(res.trace)[:, :order.size]))
+def _order(plan: Plan, m: int, steps: int, seed: int):
+    """(steps,) ``fit``'s example sequence (:func:`plan.chooser_order`), or
+    None for the colored schedule, whose passes follow the graph."""
+    return None if plan.chooser == "colored" else chooser_order(plan.chooser, m, steps, seed)
+
+
+def _pass_order(plan: Plan, m: int, max_passes: int, seed: int):
+    """(max_passes, m) the example order of each pass of ``fit``'s sequence
+    (the random chooser a new permutation each pass), or None (colored)."""
+    order = _order(plan, m, max_passes * m, seed)
+    return None if order is None else order.reshape(max_passes, m)
 
 
 def select_shapes(plan: Plan, graph, n_classes: int, seed: int):
     """The padded shapes that :func:`pass_runner` runs every candidate k at
-    when the plan is shared (else None): those of the largest k's graph
-    ``graph`` (m, k_max), whose inverse neighbourhoods hold the smaller ks'
-    — one compiled scan per loss for every k.  The colored schedule's
-    :class:`PaddedShapes`: the colored schedule's, the windowed scan's (its
-    windows of the largest k's length) or the sequential scan's."""
+    when the plan is shared (else None): those the plan's engine pads the
+    largest k's graph ``graph`` (m, k_max) to for one pass (its windows of
+    k_max's length), whose inverse neighbourhoods hold the smaller ks' —
+    one compiled scan per loss for every k."""
     if not plan.shared:
         return None
     m, k_max = graph.shape
-    if plan.chooser == "colored":
-        _, _, shapes = padded_schedule(graph, n_classes=n_classes, platform=plan.platform,
-                                       pad_to=PaddedShapes(rows=shared_rows(m)))
-        return shapes
-    if plan.windowed:
-        first = chooser_order(plan.chooser, m, m, seed)  # pass 1's order
-        return windowed_layout(graph, first, window.window_steps(n_classes, k_max))[1]
-    return shared_shapes(m, m, inverse_counts(graph, m).max(), k_max)
+    orders = _pass_order(plan, m, 1, seed)
+    return _prepare(plan, graph, None if orders is None else orders[0], m, _pad_to(plan, m, None),
+                    n_classes=n_classes, window_k=k_max).shapes
 
 
 def pass_runner(plan: Plan, nb: np.ndarray, n_classes: int, algorithm, seed: int, max_passes: int, shared=None,
                 window_k=None, calls: int = 1):
     """``(Y, edges, loss, p) → BoostResult`` of pass p (1-based) on the graph
-    ``nb`` (m, k) as :func:`run` runs it: the colored schedule, or the scan —
-    windowed where the plan says — over pass p's slice of ``fit``'s sequence
-    (the random chooser draws a new permutation each pass); with the plan's
-    devices, on their class mesh (Y and the edges given sharded so).
-    ``shared``: :func:`select_shapes` (Y and the edges then have
-    ``shared.rows`` rows; the windows are ``window_k``'s length).
-    ``calls``: the runs of the compiled scan the caller makes (every k's and
-    pass's), against which the steps' narrowing is weighed
-    (:func:`steps.step_widths`)."""
+    ``nb`` (m, k) as :func:`run` runs it (the plan's engine over pass p's
+    slice of ``fit``'s sequence; the random chooser draws a new permutation
+    each pass), Y and the edges given as the run holds them: padded to
+    ``shared`` (:func:`select_shapes`; the windows are then ``window_k``'s
+    length) — the result is too, for the next pass —, or, with the plan's
+    devices, split along C on their class mesh (:func:`sharding.on_classes`).
+    The graph is laid out once for every pass with the same order (once per
+    pass for the random chooser).  ``calls``: the runs of the compiled scan
+    the caller makes (every k's and pass's), against which the steps'
+    narrowing is weighed (:func:`steps.step_widths`)."""
     m = nb.shape[0]
-    algo, narrow = algorithm, plan.narrow
-    if plan.chooser == "colored" and shared is not None:  # padded as run pads it (shared_size_colored)
-        schedule, real_steps, _ = padded_schedule(nb, n_classes=n_classes, platform=plan.platform, pad_to=shared)
-        schedule = schedule._replace(colors=None)  # not read: its (m,) shape would compile per size
-        counts = to_device(padded_rows(inverse_counts(nb, m), shared.rows))
-        n_points, n_steps = to_device(m, np.int32), to_device(real_steps, np.int32)
-        return lambda Y, edges, loss, p: boost_colored(Y, edges, counts, schedule, n_points, n_steps, algorithm=algo,
-                                                       loss=loss, passes=1, trace=False)
-    if plan.chooser == "colored":
-        schedule = color_schedule(nb, n_classes=n_classes, platform=plan.platform)
-        counts = jnp.asarray(inverse_counts(nb, m))
-        return lambda Y, edges, loss, p: boost_colored(Y, edges, counts, schedule, algorithm=algo, loss=loss,
-                                                       passes=1, trace=False)
-    orders = chooser_order(plan.chooser, m, max_passes * m, seed).reshape(max_passes, m)
-    if plan.windowed:  # a layout per distinct pass order, built when first needed (lazy: one for all passes)
-        counts = inverse_counts(nb, m)
-        if shared is None:
-            counts_j, max_count, n_points, at_least = to_device(counts), window.shared_max_count(counts), None, None
-        else:  # padded as run pads it (shared_size_windowed), at the largest k's sizes
-            counts_j, max_count = to_device(padded_rows(counts, shared.rows)), shared.max_count
-            n_points, at_least = to_device(m, np.int32), shared
-        steps, layouts = window.window_steps(n_classes, window_k or nb.shape[1]), {}
+    engine = ENGINES[plan.schedule]
+    orders = _pass_order(plan, m, max_passes, seed)
+    prepared = {}
 
-        def windowed_pass(Y, edges, loss, p):
-            key = p if plan.chooser == "random" else 1  # lazy: every pass the same order
-            if key not in layouts:
-                layouts[key] = window.window_layout(nb, orders[p - 1], steps, shared=shared is not None,
-                                                    at_least=at_least)
-            return window.boost_windowed(Y, edges, counts_j, layouts[key], n_points, algorithm=algo, loss=loss,
-                                         trace=False, max_count=max_count, calls=calls, narrow=narrow)
+    def run_pass(Y, edges, loss, p):
+        key = p if plan.chooser == "random" else 1  # the others: every pass the same order
+        if key not in prepared:
+            prepared[key] = _prepare(plan, nb, None if orders is None else orders[p - 1], m, shared,
+                                     n_classes=n_classes, window_k=window_k)
+        return engine.run(prepared[key], Y, edges, None, algorithm=algorithm, loss=loss, trace=False, calls=calls,
+                          narrow=plan.narrow)
 
-        return windowed_pass
-    greedy = plan.greedy
-    if shared is not None:  # padded: sizes near m and the ks share the compiled scan (shared_size_boost)
-        inv, neighbors = padded_graph(nb, shared.rows, shared.width, greedy=greedy)
-        sizes = to_device(m, np.int32)
-        orders = padded_rows(orders.T, shared.steps).T  # (passes, steps): no-op steps after the m
-        return lambda Y, edges, loss, p: boost(Y, edges, inv.members, inv.counts, neighbors, to_device(orders[p - 1]),
-                                               sizes, sizes, algorithm=algo, loss=loss, greedy=greedy, trace=False,
-                                               calls=calls, narrow=narrow)
-    inv = inverse_neighbors(nb, m, width=shared_width(inverse_counts(nb, m).max()))  # other folds' data share it
-    if plan.devices is not None:
-        mesh = sharding.class_mesh(plan.devices)
-        inv = type(inv)(*(sharding.replicate(a, mesh) for a in inv))
-    orders = jnp.asarray(orders)
-    neighbors = jnp.asarray(nb) if greedy else None
-    return lambda Y, edges, loss, p: boost(Y, edges, inv.members, inv.counts, neighbors, orders[p - 1],
-                                           algorithm=algo, loss=loss, greedy=greedy, trace=False, calls=calls,
-                                           narrow=narrow)
+    return run_pass
 
 
 def shared_shapes(m: int, steps: int, largest: int, k: int) -> PaddedShapes:
@@ -325,43 +510,11 @@ def shared_shapes(m: int, steps: int, largest: int, k: int) -> PaddedShapes:
     rows :func:`shared_sizes.shared_rows` (m), steps
     :func:`shared_sizes.in_blocks` (steps), width
     :func:`shared_sizes.shared_width` (max(P, 8·:func:`shared_sizes.shared_k`
-    (k, m))): the ks that share a search share a width."""
+    (k, m))): the ks that share a search share a width (so that fits of
+    nearby sizes — cross-validation folds, a learning curve — reuse one
+    compiled scan)."""
     return PaddedShapes(rows=shared_rows(m), steps=in_blocks(steps),
                         width=shared_width(max(int(largest), 8 * shared_k(k, m))))
-
-
-def shared_size_boost(Y_np, nbrs, order, dtype, *, algorithm, loss, greedy: bool, windowed: bool, trace: bool,
-                       like: PaddedShapes | None = None, narrow: bool | None = None, E0=None, weights=None):
-    """:func:`boost` on a small problem padded to shared sizes: the m examples
-    to M = :func:`shared_sizes.shared_rows` (m) rows (y = 0, n_j = 0, no one's
-    neighbour), the T steps to :func:`shared_sizes.in_blocks` (T) (no-ops) and the
-    inverse neighbourhoods' width to :func:`shared_sizes.shared_width` (max(P, 8K)),
-    K = :func:`shared_sizes.shared_k` (k, m) (the largest inverse
-    neighbourhood P varies with the data; the floor 8K covers most folds),
-    so that fits of nearby sizes — cross-validation folds, a learning curve
-    — reuse one compiled boosting.
-    The same steps run on the same edges: the result is that of the
-    unpadded call (α, edges and trace sliced back on the host).  ``like``:
-    shapes to pad to at least (another fit's, to share its compilation).
-    ``windowed``: the windowed scan (:mod:`window`), its layout padded too
-    (:func:`shared_size_windowed`).  ``E0``: the (m, C) edges to start from
-    (None: the algorithm's initial edges, computed in the program).
-    ``weights``: None or the sample weights (m,) of mean 1 (not windowed).
-
-    Returns (:class:`BoostResult`, the :class:`PaddedShapes` used).
-    """
-    if windowed:
-        return shared_size_windowed(Y_np, nbrs, order, dtype, algorithm=algorithm, loss=loss, trace=trace, like=like,
-                                    narrow=narrow, E0=E0)
-    m, k = nbrs.shape
-    shapes = shared_shapes(m, order.size, inverse_counts(nbrs, m).max(), k).at_least(like)
-    Y = to_device(padded_rows(Y_np, shapes.rows), dtype)
-    inv, neighbors = padded_graph(nbrs, shapes.rows, shapes.width, greedy=greedy)
-    result = boost(Y, _padded_edges(E0, shapes.rows), inv.members, inv.counts, neighbors,
-                   to_device(padded_rows(order, shapes.steps)), to_device(m, np.int32),
-                   to_device(order.size, np.int32), member_weights(weights, nbrs, dtype, shapes.rows),
-                   algorithm=algorithm, loss=loss, greedy=greedy, trace=trace, narrow=narrow)
-    return _first_of(result, m, order.size), shapes
 
 
 def _padded_edges(E0, rows: int):
@@ -369,70 +522,6 @@ def _padded_edges(E0, rows: int):
     computed in the program) or E0 (m, C) with zero rows appended (the
     padding rows are no one's neighbour: their edges are never read)."""
     return None if E0 is None else to_device(padded_rows(np.asarray(E0), rows))
-
-
-def _first_of(result: BoostResult, m: int, steps: int) -> BoostResult:
-    """A padded boosting's result cut to its m examples and steps on the host
-    (nothing compiles per size)."""
-    alpha, edges = (to_device(np.asarray(a)[:m]) for a in (result.alpha, result.edges))
-    trace = None if result.trace is None else to_device(np.asarray(result.trace)[:steps])
-    return BoostResult(alpha, edges, trace)
-
-
-def shared_size_windowed(Y_np, nbrs, order, dtype, *, algorithm, loss, trace: bool,
-                          like: PaddedShapes | None = None, narrow: bool | None = None, E0=None):
-    """:func:`window.boost_windowed` on a small problem padded to shared sizes:
-    the examples to :func:`shared_sizes.shared_rows` (m) rows (y = 0, n_j = 0), the
-    layout's windows to three significant bits (``window_layout(shared=True)``:
-    empty windows change nothing), m traced (``n_points``) and the trace cut
-    on the host — so that cross-validation folds of a many-class problem
-    (m·C ≥ ``window.WINDOWED_MIN_STATE``: from m = 656 at C = 100) share one
-    compiled scan (unpadded, 5 folds of 1602–1603 points, C = 100, compiled
-    it 3 times).  ``like``: another fit's
-    :class:`PaddedShapes`, to pad to at least.
-
-    Returns (:class:`BoostResult`, the :class:`PaddedShapes` used).
-    """
-    m, k = nbrs.shape
-    layout, shapes = windowed_layout(nbrs, order, window.window_steps(Y_np.shape[1], shared_k(k, m)), like=like)
-    Y = to_device(padded_rows(Y_np, shapes.rows), dtype)
-    counts = to_device(padded_rows(inverse_counts(nbrs, m), shapes.rows))
-    result = window.boost_windowed(Y, _padded_edges(E0, shapes.rows), counts, layout, to_device(m, np.int32),
-                                   algorithm=algorithm, loss=loss, trace=trace, max_count=shapes.max_count,
-                                   narrow=narrow)
-    return _first_of(result, m, order.size), shapes
-
-
-def shared_size_colored(Y_np, nbrs, dtype, *, algorithm, loss, passes: int, trace: bool, platform: str,
-                         like: PaddedShapes | None = None, E0=None, weights=None):
-    """:func:`schedule.boost_colored` on a small problem padded to shared
-    sizes: the examples to :func:`shared_sizes.shared_rows` (m) rows (y = 0, n_j = 0,
-    in no step), the edges and examples a step to three significant bits and
-    the steps to a power of two ≥ 4k (``color_schedule(pad_to=)``), m and
-    the steps that run traced
-    (``n_points``, ``n_steps``: the padding steps do not run) and the trace
-    cut on the host — so that cross-validation folds share one compiled
-    colouring and schedule, where each fold's data-dependent shapes would
-    compile both (on a GPU or TPU ``chooser="auto"`` runs the colored
-    schedule at every size).  ``like``: another fit's
-    :class:`PaddedShapes`, to pad to at least.  ``weights``: None or the
-    sample weights (m,) of mean 1.
-
-    Returns (:class:`BoostResult`, the :class:`PaddedShapes` used).
-    """
-    m = nbrs.shape[0]
-    pad_to = PaddedShapes(rows=shared_rows(m)).at_least(like)  # the steps: a power of two ≥ 4k, never run
-    schedule, real_steps, sizes = padded_schedule(nbrs, n_classes=Y_np.shape[1], platform=platform, pad_to=pad_to)
-    if progress_wanted():  # n_colors reads all m colours
-        logger.info("fit: %d colours in %d scan steps a pass (instead of %d sequential steps)", schedule.n_colors,
-                    real_steps, m)
-    Y = to_device(padded_rows(Y_np, sizes.rows), dtype)
-    counts = to_device(padded_rows(inverse_counts(nbrs, m), sizes.rows))
-    # the (m,) colours, which the scan does not read, left out of its arguments
-    result = boost_colored(Y, _padded_edges(E0, sizes.rows), counts, schedule._replace(colors=None), to_device(m, np.int32),
-                           to_device(real_steps, np.int32), member_weights(weights, nbrs, dtype, sizes.rows),
-                           algorithm=algorithm, loss=loss, passes=passes, trace=trace)
-    return _first_of(result, m, passes * real_steps), sizes
 
 
 def member_weights(weights, nbrs, dtype, rows: int | None = None) -> Weights | None:

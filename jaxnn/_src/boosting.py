@@ -36,7 +36,7 @@ import jax.numpy as jnp
 
 from jaxnn._src import maxtree, plan, steps
 from jaxnn._src.losses import Loss
-from jaxnn._src.steps import BoostResult, CHUNK, narrowest, step_widths
+from jaxnn._src.steps import BoostResult, CHUNK, step_widths
 
 __all__ = ["boost", "GREEDY_PAIRS"]
 
@@ -95,13 +95,12 @@ def boost(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None,
     narrow = plan.narrow_steps() if narrow is None else narrow
     widths = step_widths(P, work=calls * order.shape[0] * P * C * (neighbors.shape[1] if greedy else 1), narrow=narrow)
     size = m if n_points is None else n_points  # the examples' m (a padded problem: traced)
+    labels = steps.labels(Y, weights)  # sentinel row m has y = 0, hence r = 0 on padding
     state0 = steps.start(Y, E0, algorithm=algorithm, loss=loss, n_points=n_points, weights=weights)
     if greedy:
-        return _boost_greedy(Y, state0, members, counts, neighbors, order, n_steps, widths, size, narrow, weights,
-                             algorithm=algorithm, loss=loss, trace=trace)
-    Yp, Yu = state0[0], state0[4]  # sentinel row m has y = 0, hence r = 0 on padding
+        return _boost_greedy(Y, labels, state0, members, counts, neighbors, order, n_steps, widths, size, narrow,
+                             weights, algorithm=algorithm, loss=loss, trace=trace)
     n_delta = steps.delta_counts(counts, weights)
-    Up = None if weights is None else steps.with_sentinel(weights.u)
     chunk = CHUNK if len(widths) > 1 else P  # one width: update the whole row at once
     members = jnp.pad(members, ((0, 0), (0, -P % chunk)), constant_values=m)
 
@@ -118,40 +117,31 @@ def boost(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None,
         by slicing: a gather of scattered positions costs 4× more here."""
         return members[j] if start is None else jax.lax.dynamic_slice(members, (j, start), (1, chunk))[0]
 
-    def delta_at(w):
-        def delta(Ep, j):
-            idx = members[j, :w]  # (w,)
-            r = Yu[idx] * Y[j][None, :]  # (w, C)
-            return algorithm.delta(loss, Ep[idx], r, jnp.broadcast_to(n_delta[j], (C,)), size)
+    def gather(w, Ep, j):  # the edges, r and n_j of j's first w members
+        idx = members[j, :w]
+        return Ep[idx], labels.yu[idx] * Y[j][None, :], jnp.broadcast_to(n_delta[j], (C,))
 
-        return delta
-
-    delta_fns = [delta_at(w) for w in widths]
-
-    def step(carry, tj):
-        Ep, alpha, risk = carry
+    def step(state, tj):
         t, j = tj
-        delta, n = steps.live(t, n_steps, narrowest(widths, counts[j], delta_fns, Ep, j), counts[j])
 
-        def update(start, state):
-            Ep, risk = state
+        delta = steps.narrow_delta(algorithm, loss, widths, counts[j], gather, size, state.edges, j)
+        delta, n = steps.live(t, n_steps, delta, counts[j])
+
+        def update(start, moving):
             idx = member_chunk(j, start)  # (chunk,)
-            change = steps.edge_change(delta, Yp[idx], Y[j])
-            if trace:
-                e = Ep[idx]
-                u = None if Up is None else Up[idx][:, None]
-                risk = risk + steps.risk_change(loss, e, e + change, (idx < m)[:, None], size * C, u)
-            return Ep.at[idx].add(change), risk
+            return steps.apply(loss, moving, idx, steps.edge_change(delta, labels.y[idx], Y[j]),
+                               valid=(idx < m)[:, None], size=size * C,
+                               u=None if labels.u is None else labels.u[idx][:, None], trace=trace)
 
-        Ep, risk = chunked(n, update, (Ep, risk))
-        alpha = alpha.at[j].add(delta)
-        return (Ep, alpha, risk), risk
+        moved = chunked(n, update, state._replace(alpha=None))  # the chunks move the edges only
+        state = steps.apply(loss, moved._replace(alpha=state.alpha), at=j, delta=delta)
+        return state, state.risk
 
-    (Ep, alpha, _), risks = jax.lax.scan(step, state0[1:4], (jnp.arange(order.shape[0], dtype=jnp.int32), order))
-    return steps.finish(alpha, Ep, risks, m, trace)
+    state, risks = jax.lax.scan(step, state0, (jnp.arange(order.shape[0], dtype=jnp.int32), order))
+    return steps.finish(state, risks, m, trace)
 
 
-def _boost_greedy(Y, state0, members, counts, neighbors, order, n_steps, widths, size, narrow, weights, *, algorithm,
+def _boost_greedy(Y, labels, state0, members, counts, neighbors, order, n_steps, widths, size, narrow, weights, *, algorithm,
                   loss, trace):
     """:func:`boost`'s greedy chooser (traced inside it): per class, the j
     with the largest |η_j|/n_j.
@@ -172,10 +162,9 @@ def _boost_greedy(Y, state0, members, counts, neighbors, order, n_steps, widths,
     # first maps negative indices to the end (and the tree's node // 8 keeps
     # the sign), which costs greedy steps time
     cls = jnp.arange(C, dtype=jnp.uint32)
-    Yp, Ep0, alpha0, risk0, Yu = state0  # sentinel row m: y = 0, hence no change there
-    E0 = Ep0[:m]
+    Yp, Yu, Up = labels  # sentinel row m: y = 0, hence no change there
+    E0 = state0.edges[:m]
     n_delta = steps.delta_counts(counts, weights)
-    Up = None if weights is None else steps.with_sentinel(weights.u)
     k = neighbors.shape[1]
     nbrs_p = steps.with_sentinel(neighbors.astype(jnp.int32), m)  # (m+1, k)
     inv_n = 1.0 / jnp.where(n_delta > 0, n_delta, 1).astype(Y.dtype)
@@ -189,59 +178,54 @@ def _boost_greedy(Y, state0, members, counts, neighbors, order, n_steps, widths,
         eta = jax.lax.fori_loop(0, k, lambda t, eta: eta.at[neighbors[:, t]].add(wy), jnp.zeros_like(wy))
         return maxtree.build(eta * inv_n[:, None])
 
-    def greedy_delta_at(w):
-        def delta(Ep, jc):
-            idx = members[jc, :w].T.astype(jnp.uint32)  # (w, C)
-            r = Yu[idx, cls[None, :]] * Y[jc, cls][None, :]
-            return algorithm.delta(loss, Ep[idx, cls[None, :]], r, n_delta[jc], size)
-
-        return delta
-
-    delta_fns = [greedy_delta_at(w) for w in widths]
-
     # all pairs in one update where steps are not narrowed (a GPU: no inner loop)
     Q = min(GREEDY_PAIRS, P * C) if len(widths) > 1 or narrow else P * C
     looped = Q < P * C
 
+    def gather(w, Ep, jc):  # per class c the edges, r and n_j of j_c's first w members
+        idx = members[jc, :w].T.astype(jnp.uint32)  # (w, C)
+        return Ep[idx, cls[None, :]], Yu[idx, cls[None, :]] * Y[jc, cls][None, :], n_delta[jc]
+
     def step(carry, t):
-        Ep, alpha, tree, risk = carry
+        state, tree = carry
         # v is updated by adding changes; in float32 their rounding piles up where
         # weights shrink by orders of magnitude (UNN, exponential loss: picks 4.7 %
         # below the best score after 20 passes), so v is recomputed every m steps
-        tree = jax.lax.cond((t > 0) & (t % size == 0), lambda: scores(Ep[:m]), lambda: tree)
+        tree = jax.lax.cond((t > 0) & (t % size == 0), lambda: scores(state.edges[:m]), lambda: tree)
         jc = maxtree.argmax(tree)  # (C,) uint32
-        delta, n = steps.live(t, n_steps, narrowest(widths, jnp.max(counts[jc]), delta_fns, Ep, jc), counts[jc])
+
+        delta = steps.narrow_delta(algorithm, loss, widths, jnp.max(counts[jc]), gather, size, state.edges, jc)
+        delta, n = steps.live(t, n_steps, delta, counts[jc])
         ends = jnp.cumsum(n)  # pair ranks [ends[c] − n[c], ends[c]) are class c's
         yj = Y[jc, cls]  # (C,)
 
-        def update(q, state):
-            Ep, tree, risk = state
+        def update(q, carry):
+            moving, tree = carry
             g = q * Q + jnp.arange(Q, dtype=jnp.int32)  # (Q,) pair ranks
             valid = g < ends[-1]
             c = jnp.minimum(jnp.sum(g[:, None] >= ends[None, :], axis=1), C - 1).astype(jnp.uint32)
             slot = (g - (ends[c] - n[c])).astype(jnp.uint32)
             i = jnp.where(valid, members[jc[c], jnp.minimum(slot, P - 1)], m).astype(jnp.uint32)  # (Q,); m: sentinel
             y = Yp[i, c]  # 0 on the sentinel: no change there
-            e = Ep[i, c]
-            e_new = e + steps.edge_change(delta[c], y, yj[c])
-            Ep = Ep.at[i, c].set(e_new)  # pairs are distinct (the sentinel's writes are no-ops)
+            e = moving.edges[i, c]
+            change = steps.edge_change(delta[c], y, yj[c])
+            # pairs are distinct (the sentinel's writes are no-ops)
+            moving = steps.apply(loss, moving, (i, c), change, valid=valid, size=size * C,
+                                 u=None if Up is None else Up[i], old=e, trace=trace, unique=True)
             # weights of inv(j) changed: they enter the η of their k neighbours
-            dw = jnp.where(valid, loss.weight(e_new) - loss.weight(e), 0.0) * (y if Up is None else Yu[i, c])  # (Q,)
+            dw = jnp.where(valid, loss.weight(e + change) - loss.weight(e), 0.0) * (y if Up is None else Yu[i, c])
             dv = dw[:, None] * inv_n_nbrs[i]  # (Q, k)
             tree = maxtree.add_pairs(tree, nbrs_p[i].reshape(-1), jnp.repeat(c, k), dv.reshape(-1))
-            if trace:
-                risk = risk + steps.risk_change(loss, e, e_new, valid, size * C, None if Up is None else Up[i])
-            return Ep, tree, risk
+            return moving, tree
 
-        state = (Ep, tree, risk)
+        carry = (state._replace(alpha=None), tree)  # the pairs move the edges only
         if looped:
-            state = jax.lax.fori_loop(0, (ends[-1] + Q - 1) // Q, update, state)
+            carry = jax.lax.fori_loop(0, (ends[-1] + Q - 1) // Q, update, carry)
         else:
-            state = update(0, state)
-        Ep, tree, risk = state
-        alpha = alpha.at[jc, cls].add(delta)
-        return (Ep, alpha, tree, risk), risk
+            carry = update(0, carry)
+        moved, tree = carry
+        state = steps.apply(loss, moved._replace(alpha=state.alpha), at=(jc, cls), delta=delta)
+        return (state, tree), state.risk
 
-    carry0 = (Ep0, alpha0, scores(E0), risk0)
-    (Ep, alpha, _, _), risks = jax.lax.scan(step, carry0, jnp.arange(order.shape[0], dtype=jnp.int32))
-    return steps.finish(alpha, Ep, risks, m, trace)
+    (state, _), risks = jax.lax.scan(step, (state0, scores(E0)), jnp.arange(order.shape[0], dtype=jnp.int32))
+    return steps.finish(state, risks, m, trace)

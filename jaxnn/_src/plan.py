@@ -4,7 +4,8 @@
 number of feature blocks), the user's settings (``chooser``, ``devices``) and
 the platform (:mod:`jaxnn._src.platforms`), and returns a :class:`Plan`;
 :func:`jaxnn._src.boost_runs.run` (one graph), ``run_blocks`` (the blocks of
-``fit_split``) and ``pass_runner`` (``select``'s passes) carry it out.
+``fit_split``) and ``pass_runner`` (``select``'s passes) carry it out with
+the engine of :attr:`Plan.schedule` (``boost_runs.ENGINES``).
 ``fit``, ``posterior="auto"``'s auxiliary fit, ``select`` and ``fit_split``
 all plan this way; none of them chooses an engine itself.
 
@@ -115,6 +116,18 @@ class Plan(NamedTuple):
     def greedy(self) -> bool:
         """Whether the steps choose their own examples (GNNB*, N³'s WEO)."""
         return self.chooser == "greedy"
+
+    @property
+    def schedule(self) -> str:
+        """The schedule that runs the steps, the key of its engine in
+        :data:`jaxnn._src.boost_runs.ENGINES`: ``"colored"``,
+        ``"windowed"``, ``"greedy"`` or ``"scan"`` (the lazy and random
+        choosers' sequential scan)."""
+        if self.chooser == "colored":
+            return "colored"
+        if self.windowed:
+            return "windowed"
+        return "greedy" if self.greedy else "scan"
 
 
 def auto_chooser(m: int, rounds: int, platform: str, n_classes: int = 1) -> str:

@@ -398,14 +398,13 @@ def boost_colored(Y, E0, counts, schedule: ColorSchedule, n_points=None, n_steps
     m, C = Y.shape
     size = m if n_points is None else n_points  # the examples' m (a padded problem: traced)
     dtype = Y.dtype
-    Yp, Ep0, alpha0, risk0, Yu = steps.start(Y, E0, algorithm=algorithm, loss=loss, n_points=n_points, weights=weights)
+    Yp, Yu, Up = steps.labels(Y, weights)
+    state0 = steps.start(Y, E0, algorithm=algorithm, loss=loss, n_points=n_points, weights=weights)
     counts_p = steps.with_sentinel(counts.astype(jnp.int32) if weights is None else weights.mass)
-    Up = None if weights is None else steps.with_sentinel(weights.u)
     S = schedule.examples.shape[1]
     T = schedule.examples.shape[0]
 
-    def step(carry, c):
-        Ep, alpha, risk = carry
+    def step(state, c):
         ei = schedule.edge_member[c]  # (L,)
         seg = schedule.edge_segment[c]  # (L,)
         ex = schedule.examples[c]  # (S,)
@@ -413,28 +412,24 @@ def boost_colored(Y, E0, counts, schedule: ColorSchedule, n_points=None, n_steps
         layout = Segments(seg, S + 1)
         y_j = Yp[ex_p[seg]]
         r = Yp[ei] * y_j  # (L, C), 0 on padding
-        e = jax.lax.optimization_barrier(Ep[ei])  # keeps the gather out of the vectorised w(e) loop
+        e = jax.lax.optimization_barrier(state.edges[ei])  # keeps the gather out of the vectorised w(e) loop
         n = jnp.broadcast_to(counts_p[ex_p][:, None], (S + 1, C))
         delta = algorithm.delta(loss, e, r if Up is None else Yu[ei] * y_j, n, size, layout)  # (S+1, C)
         delta = jnp.where((ex_p < m)[:, None], delta, 0.0)
-        step_edges = steps.edge_change(delta[seg], r)  # r = y_ic·y_jc of the step's edges
-        Ep = Ep.at[ei].add(step_edges)
-        alpha = alpha.at[ex_p].add(delta)
-        if trace:
-            u = None if Up is None else Up[ei][:, None]
-            risk = risk + steps.risk_change(loss, e, e + step_edges, (ei < m)[:, None], size * C, u)
-        return (Ep, alpha, risk), risk
+        state = steps.apply(loss, state, ei, steps.edge_change(delta[seg], r),  # r = y_ic·y_jc of the step's edges
+                            valid=(ei < m)[:, None], size=size * C, u=None if Up is None else Up[ei][:, None], old=e,
+                            trace=trace, at=ex_p, delta=delta)
+        return state, state.risk
 
-    carry0 = (Ep0, alpha0, risk0)
     if n_steps is None:
-        (Ep, alpha, _), risks = jax.lax.scan(step, carry0, jnp.tile(jnp.arange(T), passes))
-        return steps.finish(alpha, Ep, risks, m, trace)
+        state, risks = jax.lax.scan(step, state0, jnp.tile(jnp.arange(T), passes))
+        return steps.finish(state, risks, m, trace)
 
-    def run(i, state):
-        carry, risks = state
-        carry, risk = step(carry, i % n_steps)
-        return carry, (risks.at[i].set(risk) if trace else risks)
+    def run(i, carry):
+        state, risks = carry
+        state, risk = step(state, i % n_steps)
+        return state, (risks.at[i].set(risk) if trace else risks)
 
     risks0 = jnp.zeros((passes * T,) if trace else (0,), dtype)
-    (Ep, alpha, _), risks = jax.lax.fori_loop(0, passes * n_steps, run, (carry0, risks0))
-    return steps.finish(alpha, Ep, risks, m, trace)
+    state, risks = jax.lax.fori_loop(0, passes * n_steps, run, (state0, risks0))
+    return steps.finish(state, risks, m, trace)

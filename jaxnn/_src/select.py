@@ -202,12 +202,7 @@ def select(
     n_val = Y_va.shape[0]
     # the scoring compiled once for nearby sizes, and for every k: the k_max columns, the first k summed
     query = to_device(padded_rows(query, query_rows(n_val)))
-    mesh = None if devices is None else sharding.class_mesh(devices)
-
-    def on_mesh(a):  # (m, C) → padded to the devices and split along C, as fit does
-        return a if mesh is None else sharding.shard_classes(sharding.pad_classes(a, mesh.devices.size), mesh)
-
-    Y_run = on_mesh(Y)
+    Y_run = sharding.on_classes(Y, plan.devices)  # on the plan's class mesh, as fit's run holds it
     scores = {}
     calls = max_passes * (len(ks) if shared is not None else 1)  # runs of one loss's compiled scan
     n_candidates = len(ks) * len(loss_objs)
@@ -218,7 +213,7 @@ def select(
             rule = _RuleParts(Y, query, k, n_val, n_classes)
             run_pass = boost_runs.pass_runner(plan, nb, n_classes, algo, seed, max_passes, shared, k_max, calls)
             for loss in loss_objs:
-                edges = on_mesh(initial_edges(Y, algorithm=algo, loss=loss))
+                edges = sharding.on_classes(initial_edges(Y, algorithm=algo, loss=loss), plan.devices)
                 alpha = jnp.zeros(Y_run.shape, Y.dtype)
                 for p in range(1, max_passes + 1):
                     res = run_pass(Y_run, edges, loss, p)

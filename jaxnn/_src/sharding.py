@@ -24,7 +24,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-__all__ = ["class_mesh", "row_mesh", "shard_classes", "shard_rows", "replicate", "pad_classes", "resolve_devices"]
+__all__ = ["class_mesh", "row_mesh", "shard_classes", "shard_rows", "replicate", "pad_classes", "resolve_devices",
+           "on_classes", "replicated"]
 
 AXIS = "classes"
 ROWS = "rows"
@@ -83,3 +84,24 @@ def shard_rows(a, mesh: Mesh):
 def replicate(a, mesh: Mesh):
     """Place an array whole on every device of the mesh."""
     return jax.device_put(a, NamedSharding(mesh, PartitionSpec()))
+
+
+def on_classes(a, devices):
+    """An (m, C) array as a run on ``devices`` holds it: padded with zero
+    columns (y = 0: δ = 0 there) to a multiple of the devices and split
+    along C over their :func:`class_mesh`; ``devices`` None: ``a`` itself."""
+    if devices is None:
+        return a
+    mesh = class_mesh(devices)
+    return shard_classes(pad_classes(a, mesh.devices.size), mesh)
+
+
+def replicated(tree, devices):
+    """The JAX arrays of a pytree (a run's inverse neighbourhoods, order,
+    schedule, sample weights) whole on every device of the
+    :func:`class_mesh` of ``devices``, other leaves as they are;
+    ``devices`` None: ``tree`` itself."""
+    if devices is None:
+        return tree
+    mesh = class_mesh(devices)
+    return jax.tree_util.tree_map(lambda a: replicate(a, mesh) if isinstance(a, jax.Array) else a, tree)

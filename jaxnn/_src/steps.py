@@ -6,17 +6,22 @@ inv(j), then e_ic += δ_c·y_ic·y_jc for i ∈ inv(j) and α_jc += δ_c.  The
 schedules differ only in which examples a step takes and how it reaches
 their members; what they share is written here once:
 
-* :func:`start` — the initial edges E0 (``algorithm.init_edges``), the
-  sentinel row m appended to the labels, edges and α (y = 0 there, so a
-  padded member's r = y_ic·y_jc is 0 and its update a no-op), the starting
-  risk, and the labels δ reads: y_ic, or u_i·y_ic in a weighted fit;
+* :func:`labels` — the :class:`Labels` a run reads, the sentinel row m
+  appended (y = 0 there, so a padded member's r = y_ic·y_jc is 0 and its
+  update a no-op): y_ic, the labels δ reads (y_ic, or u_i·y_ic in a
+  weighted fit) and the sample weights;
+* :func:`start` — the :class:`State` before the first step: the initial
+  edges E0 (``algorithm.init_edges``) and α with the sentinel row, and the
+  starting risk;
+* :func:`narrow_delta` — δ of a step at the narrowest compiled width ≥ n_j
+  (:func:`step_widths`, :func:`narrowest`), from a function that gathers
+  the edges and r of the step's first w members;
 * :func:`edge_change` — δ_c·y_ic·y_jc for a step's members;
-* :func:`risk_change` — the change of the total surrogate risk
-  (1/(mC)) Σ ψ(e_ic) that a step's edge updates make (the trace);
+* :func:`apply` — a step's writes to the :class:`State`: the edges it
+  moves (a scatter), α_j += δ and the trace's risk change
+  (:func:`risk_change`, the change of (1/(mC)) Σ ψ(e_ic));
 * :func:`live` — a padding step t ≥ n_steps leaves the state as it is;
-* :func:`finish` — α and the edges of the m examples, the trace if asked;
-* :func:`step_widths` and :func:`narrowest` — the widths a sequential step
-  computes δ at (the narrowest ≥ n_j, where the plan narrows steps).
+* :func:`finish` — α and the edges of the m examples, the trace if asked.
 
 Sample weights (:class:`Weights`) weigh each example's term of the surrogate
 risk, (1/(mC)) Σ_i u_i Σ_c ψ(e_ic) with the u_i of mean 1: a step reads
@@ -41,8 +46,9 @@ from jaxnn._src import plan
 from jaxnn._src.losses import Loss
 from jaxnn._src.losses import get as get_loss
 
-__all__ = ["BoostResult", "Weights", "delta_counts", "surrogate_risk", "initial_edges", "with_sentinel", "initial_risk", "start", "edge_change",
-           "risk_change", "live", "finish", "step_widths", "narrowest", "STEP_WIDTHS", "CHUNK", "NARROW_MIN_WORK"]
+__all__ = ["BoostResult", "Weights", "Labels", "State", "delta_counts", "surrogate_risk", "initial_edges", "with_sentinel",
+           "initial_risk", "labels", "start", "narrow_delta", "edge_change", "apply", "risk_change", "live", "finish",
+           "step_widths", "narrowest", "STEP_WIDTHS", "CHUNK", "NARROW_MIN_WORK"]
 
 
 class BoostResult(NamedTuple):
@@ -85,19 +91,75 @@ def initial_risk(loss: Loss, E0, n_points=None, u=None) -> jax.Array:
     return jnp.sum(jnp.where((jnp.arange(m) < n_points)[:, None], psi, 0.0)) / (n_points * C)
 
 
-def start(Y, E0, *, algorithm, loss: Loss, n_points=None, weights: Weights | None = None):
-    """The state before the first step: (Yp, Ep, alpha, risk, Yu) — the
-    (m, C) labels and edges with the sentinel row appended (m + 1, C), α
-    zeros (m + 1, C), the initial risk, and the labels δ reads: Yp itself,
-    or with ``weights`` the weighted labels u_i·y_ic (m + 1, C).  E0 None:
-    ``algorithm.init_edges(loss, Y)`` computed here, inside the caller's
-    program."""
-    E0 = algorithm.init_edges(loss, Y) if E0 is None else E0
+class Labels(NamedTuple):
+    """The labels a run reads, each with the sentinel row m appended (y = 0
+    there: a padded member's r and edge change are 0).
+
+    Attributes:
+      y: (m + 1, C) the labels y_ic in {−1, +1}.
+      yu: (m + 1, C) the labels δ reads: ``y`` itself, or with sample
+        weights u_i·y_ic.
+      u: (m + 1,) the sample weights (0 on the sentinel), or None.
+    """
+
+    y: jax.Array
+    yu: jax.Array
+    u: Optional[jax.Array]
+
+
+class State(NamedTuple):
+    """What the steps change, carried from step to step.
+
+    Attributes:
+      edges: (m + 1, C) e_ic = y_ic·H_c(x_i) (plus N³'s initial offset),
+        the sentinel row m last.
+      alpha: (m + 1, C) the leveraging coefficients α, or None where a
+        loop moves the edges only (a step's chunks of members, a window's
+        local copy).
+      risk: () the total surrogate risk (1/(mC)) Σ ψ(e_ic) after the last
+        step (read for the trace).
+    """
+
+    edges: jax.Array
+    alpha: Optional[jax.Array]
+    risk: jax.Array
+
+
+def labels(Y, weights: Weights | None = None) -> Labels:
+    """The :class:`Labels` of (m, C) labels Y and the sample weights (None:
+    unweighted): y_ic, the labels δ reads (u_i·y_ic with weights) and u, the
+    sentinel row appended to each."""
     Yp = with_sentinel(Y)
-    Yu = Yp if weights is None else with_sentinel(Y * weights.u[:, None])
+    if weights is None:
+        return Labels(Yp, Yp, None)
+    return Labels(Yp, with_sentinel(Y * weights.u[:, None]), with_sentinel(weights.u))
+
+
+def start(Y, E0, *, algorithm, loss: Loss, n_points=None, weights: Weights | None = None) -> State:
+    """The :class:`State` before the first step: the (m, C) edges E0 with
+    the sentinel row appended (m + 1, C), α zeros (m + 1, C) and the initial
+    risk (over the first ``n_points`` rows, weighted by ``weights``' u).
+    E0 None: ``algorithm.init_edges(loss, Y)`` computed here, inside the
+    caller's program."""
+    E0 = algorithm.init_edges(loss, Y) if E0 is None else E0
     u = None if weights is None else weights.u
-    return (Yp, with_sentinel(E0), jnp.zeros((Y.shape[0] + 1, Y.shape[1]), Y.dtype),
-            initial_risk(loss, E0, n_points, u), Yu)
+    return State(with_sentinel(E0), jnp.zeros((Y.shape[0] + 1, Y.shape[1]), Y.dtype),
+                 initial_risk(loss, E0, n_points, u))
+
+
+def narrow_delta(algorithm, loss: Loss, widths: tuple, n, gather, size, *operands):
+    """δ (C,) of one step from ``algorithm.delta`` on its members' edges,
+    computed at the narrowest ``widths[t]`` ≥ n (:func:`narrowest`: only that
+    width runs).  ``gather(w, *operands)`` → (e, r, counts): the (w, C)
+    edges of the step's first w members, their r = y_ic·y_jc
+    (u_i·y_ic·y_jc with weights) and the (C,) n_j δ reads
+    (:func:`delta_counts`), from the step's ``operands`` (its edges and
+    example, handed to the switch's branches); ``size`` the examples' m."""
+
+    def at(w):
+        return lambda *ops: algorithm.delta(loss, *gather(w, *ops), size)
+
+    return narrowest(widths, n, [at(w) for w in widths], *operands)
 
 
 def edge_change(delta, y_members, y_j=None):
@@ -117,6 +179,26 @@ def risk_change(loss: Loss, e_old, e_new, valid, size, u=None):
     return jnp.sum(jnp.where(valid, change, 0.0)) / size
 
 
+def apply(loss: Loss, state: State, idx=None, change=None, *, valid=None, size=None, u=None, old=None,
+          trace: bool = False, unique: bool = False, at=None, delta=None) -> State:
+    """A step's writes to ``state``: the edges at ``idx`` (rows, or a tuple
+    (rows, classes) of pairs) move by ``change`` (:func:`edge_change`); with
+    ``trace`` the risk adds :func:`risk_change` over the ``valid`` ones (m·C
+    = ``size``, the members' sample weights ``u``); α[``at``] += ``delta``
+    where ``at`` is given.  ``old``: the edges at ``idx`` if the step read
+    them already; ``unique``: the positions are distinct (a sentinel's
+    repeated writes excepted, whose change is 0), written with a set rather
+    than an add.  ``idx`` None: α alone."""
+    edges, risk = state.edges, state.risk
+    if idx is not None:
+        e = edges[idx] if old is None else old
+        if trace:
+            risk = risk + risk_change(loss, e, e + change, valid, size, u)
+        edges = edges.at[idx].set(e + change) if unique else edges.at[idx].add(change)
+    alpha = state.alpha if at is None else state.alpha.at[at].add(delta)
+    return State(edges, alpha, risk)
+
+
 def live(t, n_steps, delta, n):
     """(δ, n_j) at step t, or (0, 0) — no change — for a padding step
     t ≥ n_steps (n_steps None: every step runs)."""
@@ -126,9 +208,10 @@ def live(t, n_steps, delta, n):
     return jnp.where(running, delta, 0.0), jnp.where(running, n, 0)
 
 
-def finish(alpha, Ep, risks, m: int, trace: bool) -> BoostResult:
-    """The :class:`BoostResult` of the first m rows (the sentinel dropped)."""
-    return BoostResult(alpha[:m], Ep[:m], risks if trace else None)
+def finish(state: State, risks, m: int, trace: bool) -> BoostResult:
+    """The :class:`BoostResult` of the first m rows of ``state`` (the
+    sentinel dropped), the (T,) ``risks`` if ``trace``."""
+    return BoostResult(state.alpha[:m], state.edges[:m], risks if trace else None)
 
 
 def surrogate_risk(loss: Loss | str, edges) -> jax.Array:

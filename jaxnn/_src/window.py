@@ -31,7 +31,7 @@ from jaxnn._src import steps
 from jaxnn._src.inverse import inverse_csr, members_in_order
 from jaxnn._src.losses import Loss
 from jaxnn._src.shared_sizes import PaddedShapes, in_blocks, shared_width, to_device
-from jaxnn._src.steps import CHUNK, BoostResult, narrowest, step_widths
+from jaxnn._src.steps import CHUNK, BoostResult, step_widths
 
 __all__ = ["WindowLayout", "window_layout", "boost_windowed", "shared_max_count", "WINDOW_ELEMENTS"]
 
@@ -185,7 +185,8 @@ def boost_windowed(Y, E0, counts, layout: WindowLayout, n_points=None, *, algori
     dtype = Y.dtype
     n_windows, U = layout.rows.shape
     S = layout.examples.shape[1]
-    Yp, Ep0, alpha0, risk0, _ = steps.start(Y, E0, algorithm=algorithm, loss=loss, n_points=n_points)
+    Yp = steps.labels(Y).y
+    state0 = steps.start(Y, E0, algorithm=algorithm, loss=loss, n_points=n_points)
     counts_p = steps.with_sentinel(counts.astype(jnp.int32))
     P = max(int(max_count), 1)
     widths = step_widths(P, work=calls * n_windows * S * P * C, narrow=narrow)
@@ -196,36 +197,28 @@ def boost_windowed(Y, E0, counts, layout: WindowLayout, n_points=None, *, algori
         idx = jax.lax.dynamic_slice(layout.local, (offset,), (width,))
         return jnp.where(jnp.arange(width) < n, idx, U)
 
-    def delta_at(w):
-        def delta(Ew, Yw, y_j, offset, n):
-            idx = members(offset, n, w)
-            return algorithm.delta(loss, Ew[idx], Yw[idx] * y_j[None, :], jnp.broadcast_to(n, (C,)), m)
-
-        return delta
-
-    delta_fns = [delta_at(w) for w in widths]
+    def gather(w, Ew, Yw, y_j, offset, n):  # the local edges, r and n_j of the step's first w members
+        idx = members(offset, n, w)
+        return Ew[idx], Yw[idx] * y_j[None, :], jnp.broadcast_to(n, (C,))
 
     def step(carry, x):
-        Ew, Yw, risk = carry
+        local, Yw = carry  # local: the window's edges (no α: added once a window) and the risk
         y_j, n, offset = x
-        delta = narrowest(widths, n, delta_fns, Ew, Yw, y_j, offset, n)
 
-        def update(c, state):
-            Ew, risk = state
+        delta = steps.narrow_delta(algorithm, loss, widths, n, gather, m, local.edges, Yw, y_j, offset, n)
+
+        def update(c, local):
             idx = members(offset + c * chunk, n - c * chunk, chunk)
-            change = steps.edge_change(delta, Yw[idx], y_j)
-            if trace:
-                e = Ew[idx]
-                risk = risk + steps.risk_change(loss, e, e + change, (idx < U)[:, None], m * C)
-            return Ew.at[idx].add(change), risk
+            return steps.apply(loss, local, idx, steps.edge_change(delta, Yw[idx], y_j), valid=(idx < U)[:, None],
+                               size=m * C, trace=trace)
 
-        Ew, risk = jax.lax.fori_loop(0, (n + chunk - 1) // chunk, update, (Ew, risk))
-        return (Ew, Yw, risk), (delta, risk)
+        local = jax.lax.fori_loop(0, (n + chunk - 1) // chunk, update, local)
+        return (local, Yw), (delta, local.risk)
 
     row_chunk = U // ROW_CHUNKS
 
     def window(carry, b):
-        Ep, alpha, risk, Ew, Yw = carry
+        state, Ew, Yw = carry
         rows = layout.rows[b]
         ex = layout.examples[b]
         n_chunks = layout.chunks[b]
@@ -233,7 +226,8 @@ def boost_windowed(Y, E0, counts, layout: WindowLayout, n_points=None, *, algori
         def load(i, local):  # chunk i of the window's rows into the local copies
             r = jax.lax.dynamic_slice(rows, (i * row_chunk,), (row_chunk,))
             at = (i * row_chunk, 0 * i)
-            return jax.lax.dynamic_update_slice(local[0], Ep[r], at), jax.lax.dynamic_update_slice(local[1], Yp[r], at)
+            return (jax.lax.dynamic_update_slice(local[0], state.edges[r], at),
+                    jax.lax.dynamic_update_slice(local[1], Yp[r], at))
 
         def store(i, Ep):  # and back (padding rows in the last chunk write the sentinel's 0 back to row m)
             r = jax.lax.dynamic_slice(rows, (i * row_chunk,), (row_chunk,))
@@ -244,12 +238,12 @@ def boost_windowed(Y, E0, counts, layout: WindowLayout, n_points=None, *, algori
         # masked slots read row U, the sentinel, 0 throughout)
         Ew, Yw = jax.lax.fori_loop(0, n_chunks, load, (Ew, Yw))
         xs = (Yp[ex], counts_p[ex], layout.start[b])
-        (Ew, _, risk), (deltas, risks) = jax.lax.scan(step, (Ew, Yw, risk), xs)
-        Ep = jax.lax.fori_loop(0, n_chunks, store, Ep)
-        alpha = alpha.at[ex].add(deltas)  # padding steps: δ = 0 on row m
-        return (Ep, alpha, risk, Ew, Yw), risks
+        (local, _), (deltas, risks) = jax.lax.scan(step, (steps.State(Ew, None, state.risk), Yw), xs)
+        Ew = local.edges
+        state = steps.State(jax.lax.fori_loop(0, n_chunks, store, state.edges), state.alpha, local.risk)
+        state = steps.apply(loss, state, at=ex, delta=deltas)  # padding steps: δ = 0 on row m
+        return (state, Ew, Yw), risks
 
     local0 = jnp.zeros((U + 1, C), dtype)
-    carry0 = (Ep0, alpha0, risk0, local0, local0)
-    (Ep, alpha, _, _, _), risks = jax.lax.scan(window, carry0, jnp.arange(n_windows))
-    return steps.finish(alpha, Ep, risks.reshape(-1)[:n_steps], M, trace)
+    (state, _, _), risks = jax.lax.scan(window, (state0, local0, local0), jnp.arange(n_windows))
+    return steps.finish(state, risks.reshape(-1)[:n_steps], M, trace)
