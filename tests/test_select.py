@@ -70,7 +70,7 @@ def test_select_scores_a_chooser_as_fit_runs_it(chooser, monkeypatch):
         model = jaxnn.fit(X[tr], y[tr], k=5, neighbors=nb, chooser=chooser, rounds=passes * tr.size, posterior="link", shrinkage=None)
         acc = _rule_accuracy(model, X[va], y[va])
         assert sel.scores[(5, "logistic", passes)] == pytest.approx(acc), passes
-    if plan.WINDOWED_MIN_STATE == 0:  # windows on CPU only (boost_runs.runs_windowed)
+    if plan.WINDOWED_MIN_STATE == 0:  # windows on CPU only (Plan.windowed, plan.py)
         from jaxnn._src import sharding
 
         if platforms.platform() in platforms.WINDOWED_PLATFORMS:

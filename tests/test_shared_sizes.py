@@ -291,7 +291,7 @@ def test_a_new_size_compiles_only_the_search_and_the_boosting(algorithm, windowe
     jaxnn.fit(X[:100], y[:100], **kw)  # the loss's own programs (128 rows)
     with compilations() as names:
         jaxnn.fit(X, y, **kw)  # 384 rows
-    windows = windowed and platforms.platform() in platforms.WINDOWED_PLATFORMS  # boost_runs.runs_windowed
+    windows = windowed and platforms.platform() in platforms.WINDOWED_PLATFORMS  # Plan.windowed (plan.py)
     scan = window.boost_windowed if windows else boost
     # (the leverage of the examples no step reached, n_j = 0, is filled on the host: no program)
     assert not np.all(np.bincount(np.asarray(jaxnn.knn_graph(X, 5).indices).ravel(), minlength=300) > 0)

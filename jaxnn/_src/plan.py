@@ -34,7 +34,6 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from jaxnn._src import platforms, shared_sizes
-from jaxnn._src.checks import did_you_mean
 
 __all__ = ["Plan", "make_plan", "auto_chooser", "check_chooser", "chooser_order", "chooser_orders", "CHOOSERS",
            "WINDOWED_MIN_STATE", "narrow_steps"]
@@ -49,12 +48,11 @@ CHOOSERS = ("lazy", "random", "greedy", "colored")
 
 
 def check_chooser(chooser) -> None:
-    """ValueError unless ``chooser`` is ``"auto"`` or one of :data:`CHOOSERS`."""
-    if not isinstance(chooser, str):
-        raise TypeError(f"chooser must be a str, got {type(chooser).__name__}")
-    if chooser != "auto" and chooser not in CHOOSERS:
-        raise ValueError(f"unknown chooser {chooser!r}; use 'auto' or one of {CHOOSERS}"
-                         + did_you_mean(chooser, ("auto",) + tuple(CHOOSERS)))
+    """TypeError or ValueError unless ``chooser`` is ``"auto"`` or one of
+    :data:`CHOOSERS`: its one declaration (``params.PARAMS["chooser"]``)."""
+    from jaxnn._src.params import check  # params reads CHOOSERS from here
+
+    check("chooser", chooser)
 
 
 def chooser_order(chooser: str, m: int, rounds: int, seed: int) -> np.ndarray:
