@@ -412,9 +412,13 @@ def test_root_finding_losses_compile_once(algorithm, loss, compilations):
         return jax.block_until_ready(jaxnn.predict_proba(model, X[:30]))
 
     from jaxnn._src import prediction as predict_mod
+    from jaxnn._src import schedule, window
     from jaxnn._src import search as search_mod
 
-    watched = (search_mod.conditioned_search, boost, predict_mod._rule)
+    # the engine this platform's plan runs (a GPU's: the colored schedule)
+    engine = {"colored": schedule.boost_colored, "windowed": window.boost_windowed}.get(
+        plan.make_plan(len(y), len(np.unique(y)), len(y)).schedule, boost)
+    watched = (search_mod.conditioned_search, engine, predict_mod._rule)
     with compilations(*watched):  # compiled anew (the root finder's program too, where it is one of its own)
         fit_and_predict(), fit_and_predict()
     with compilations() as compiled:
