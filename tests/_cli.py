@@ -1,7 +1,22 @@
 """Helpers of the command-line tests: run ``jaxnn ARGV`` in-process and check
 that a user mistake is refused with one line on stderr and exit code 2."""
 
+import contextlib
+import io
+
 from jaxnn._src import cli
+
+
+def run(argv):
+    """(status, stdout, stderr) of ``jaxnn ARGV`` run in-process, without
+    capsys (for module fixtures)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = cli.main(list(argv))
+        except SystemExit as stop:
+            status = stop.code
+    return status, out.getvalue(), err.getvalue()
 
 
 def outcome(argv, capsys):

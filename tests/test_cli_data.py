@@ -8,7 +8,6 @@ exit status 2, before any work."""
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import gzip
 import io
@@ -22,7 +21,7 @@ import pytest
 
 import jaxnn
 from jaxnn._src import cli, tabular
-from _cli import assert_refused, outcome  # noqa: E402
+from _cli import assert_refused, outcome, run as _run  # noqa: E402
 
 N_ROWS = 90
 CLASSES = ("alpha", "beta", "gamma")
@@ -45,17 +44,6 @@ def _data(seed=0):
     X = np.column_stack([X, rng.normal(size=N_ROWS)])
     order = rng.permutation(N_ROWS)
     return X[order], y[order]
-
-
-def _run(argv):
-    """(status, stdout, stderr) of ``jaxnn ARGV``, without capsys (a module fixture's)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            status = cli.main(list(argv))
-        except SystemExit as stop:
-            status = stop.code
-    return status, out.getvalue(), err.getvalue()
 
 
 _outcome, _assert_refused = outcome, assert_refused

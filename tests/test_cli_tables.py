@@ -9,7 +9,6 @@ column with a hole, a text column with a hole) is fit once for the module."""
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
@@ -23,7 +22,7 @@ import pytest
 import jaxnn
 from jaxnn import tabular
 from jaxnn._src import cli, persist, prepare
-from _cli import assert_refused, outcome  # noqa: E402
+from _cli import assert_refused, outcome, run as _run  # noqa: E402
 
 DATA = pathlib.Path(__file__).with_name("data")
 COLOURS = ("blue", "green", "red")
@@ -40,17 +39,6 @@ def _write_csv(path, header, rows):
 
 def _read_csv(text):
     return list(csv.reader(io.StringIO(text)))
-
-
-def _run(argv):
-    """(status, stdout, stderr) of ``jaxnn ARGV``, without capsys (a module fixture's)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            status = cli.main(list(argv))
-        except SystemExit as stop:
-            status = stop.code
-    return status, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(scope="module", autouse=True)
