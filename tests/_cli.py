@@ -2,9 +2,19 @@
 that a user mistake is refused with one line on stderr and exit code 2."""
 
 import contextlib
+import csv
 import io
 
 from jaxnn._src import cli
+
+
+def write_csv(path, header, rows) -> str:
+    """Write a CSV table (a header line, then ``rows``) to ``path``; its path as a str."""
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return str(path)
 
 
 def run(argv):

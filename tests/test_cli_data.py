@@ -21,18 +21,10 @@ import pytest
 
 import jaxnn
 from jaxnn._src import cli, tabular
-from _cli import assert_refused, outcome, run as _run  # noqa: E402
+from _cli import assert_refused, outcome, run as _run, write_csv as _write_csv  # noqa: E402
 
 N_ROWS = 90
 CLASSES = ("alpha", "beta", "gamma")
-
-
-def _write_csv(path, header, rows):
-    with open(path, "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(header)
-        writer.writerows(rows)
-    return str(path)
 
 
 def _data(seed=0):

@@ -22,19 +22,11 @@ import pytest
 import jaxnn
 from jaxnn import tabular
 from jaxnn._src import cli, persist, prepare
-from _cli import assert_refused, outcome, run as _run  # noqa: E402
+from _cli import assert_refused, outcome, run as _run, write_csv as _write_csv  # noqa: E402
 
 DATA = pathlib.Path(__file__).with_name("data")
 COLOURS = ("blue", "green", "red")
 N_ROWS = 48
-
-
-def _write_csv(path, header, rows):
-    with open(path, "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(header)
-        writer.writerows(rows)
-    return str(path)
 
 
 def _read_csv(text):
