@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxnn._src import algorithms as algos
+from jaxnn._src import family
 from jaxnn._src.calibration import calibrated_posterior, kernel_log_votes
 from jaxnn._src.graph import neighbor_sum, padded_query
 from jaxnn._src.inputs import as_points, check_neighbors
@@ -233,7 +234,12 @@ def decision_function(model: Model, X=None, *, neighbors=None) -> jax.Array:
     approximate index, neighbours shared by several models); then X may be
     left out, and no search is run.  Many queries are scored
     :data:`PREDICT_BLOCK_ROWS` at a time.
+
+    A model of paper 004's family (``jaxnn.uls``, ``ols``, ``udt``) gives its
+    own scores: its separator's, its stream's w·x or its leaves' values.
     """
+    if isinstance(model, family.FamilyModel):
+        return _family_answer(model, X, neighbors, "scores")
     return _streamed(_decision_function, check_model(model), X, neighbors, _device_rows)
 
 
@@ -378,7 +384,13 @@ def predict_proba(model: Model, X=None, *, neighbors=None) -> jax.Array:
     ``neighbors``: the query points' training neighbours, as for
     :func:`decision_function`.  docs/guide/posteriors.md compares them.
     Many queries are scored :data:`PREDICT_BLOCK_ROWS` at a time.
+
+    A model of paper 004's family gives the link posteriors ∇φ⁻¹(H) of its
+    scores (a tree grown with ``leaves="posterior"``: its leaves' class
+    frequencies), normalised as above.
     """
+    if isinstance(model, family.FamilyModel):
+        return _family_answer(model, X, neighbors, "proba")
     return _streamed(lambda mdl, Xb, nb: first_rows(*_padded_proba(mdl, Xb, nb))[0], check_model(model), X,
                      neighbors, _device_rows)
 
@@ -496,8 +508,34 @@ def predict(model: Model, X=None, *, neighbors=None) -> np.ndarray:
     indicators (H_c > 0).  NumPy arrays, or under ``jax.jit`` a JAX array
     (numeric labels only; a clear TypeError otherwise).  ``neighbors``: the
     query points' training neighbours, as for :func:`decision_function`.
-    Many queries are scored :data:`PREDICT_BLOCK_ROWS` at a time."""
+    Many queries are scored :data:`PREDICT_BLOCK_ROWS` at a time.
+    A model of paper 004's family predicts argmax_c H_c(x) (multilabel:
+    p̂_c(x) > 1/2); exact ties go to the first class."""
+    if isinstance(model, family.FamilyModel):
+        return _family_answer(model, X, neighbors, "labels")
     return _streamed(_predict, check_model(model), X, neighbors, _host_rows)
+
+
+def _family_answer(model: family.FamilyModel, X, neighbors, answer: str):
+    """``decision_function`` (``answer="scores"``), ``predict_proba``
+    (``"proba"``) or ``predict`` (``"labels"``) for a model of paper 004's family."""
+    name = model.family.upper()
+    if neighbors is not None:
+        raise TypeError(f"neighbors= is for k-NN models; a {name} model scores the query points X")
+    if X is None:
+        raise TypeError(f"a {name} model needs the query points X")
+    H = family.scores(model, X)
+    if answer == "scores":
+        return H
+    if answer == "proba" or model.multilabel:
+        p = jnp.clip(model.posterior(H), 0.0, 1.0)
+        if answer == "labels":
+            return (p > 0.5).astype(jnp.int32) if isinstance(p, jax.core.Tracer) else np.asarray(p > 0.5, np.int64)
+        return p if model.multilabel else normalise_rows(p, H)
+    top = jnp.argmax(H, axis=1)
+    if isinstance(H, jax.core.Tracer):
+        return _traced_predict(model, H, top)
+    return _labels(model, np.asarray(H), np.asarray(top))
 
 
 def _predict(model: Model, X, neighbors):

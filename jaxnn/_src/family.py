@@ -1,0 +1,85 @@
+"""The models of paper 004's family — ULS, OLS and UDT — as one kind of model.
+
+Paper 004 (*Intrinsic Geometries in Learning*) drives three learners with the
+same permissible φ: boosting a linear separator (ULS, Algorithm 1), on-line
+p-norm learning (OLS, Algorithm 2) and top-down tree induction (UDT,
+Algorithm 3).  Each returns a :class:`FamilyModel`: a frozen dataclass with
+the label encoding (``classes``, ``multilabel``), the ``loss`` and the
+number of features, plus its own arrays, whose method ``scores`` maps
+checked query points (n, d) float32 to the scores H(x) (n, C), one column per
+class.  :func:`scores` is the one way in (the points checked and padded to
+shared row counts, so that nearby batch sizes share one compiled program);
+``jaxnn.predict`` / ``predict_proba`` / ``decision_function`` answer from it
+as for a k-NN model: argmax H (multilabel: H_c > 0), and the loss's posterior
+∇φ⁻¹(H) (paper 004 eq. 106's inverse) normalised over the classes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+import jax
+import numpy as np
+
+from jaxnn._src.inputs import as_points
+from jaxnn._src.model import HostPickled
+from jaxnn._src.shared_sizes import first_rows, padded_rows, query_rows, to_device
+
+__all__ = ["FamilyModel", "scores", "query_points"]
+
+
+@dataclasses.dataclass(frozen=True)
+class FamilyModel(HostPickled):
+    """A model of paper 004's family (subclassed by ULS, OLS and UDT models).
+
+    Attributes:
+      classes: the C class labels (sorted), NumPy scalars of y's dtype;
+        multilabel: 0..C−1.
+      loss: the :class:`~jaxnn.losses.Loss` that drove the fit (its
+        ``posterior`` is ∇φ⁻¹, the link of :func:`jaxnn.predict_proba`).
+      multilabel: True if fit on an indicator matrix.
+      n_features: d, the width of the points it scores.
+    """
+
+    classes: tuple
+    loss: Any
+    multilabel: bool
+    n_features: int
+
+    #: "uls", "ols" or "udt": the algorithm's name in messages and files
+    family: ClassVar[str] = ""
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)
+
+    def scores(self, X: jax.Array) -> jax.Array:
+        """H(x) (n, C) for checked float32 points X (n, d) (rows may be padding)."""
+        raise NotImplementedError
+
+    def posterior(self, H: jax.Array) -> jax.Array:
+        """The one-vs-rest posteriors p̂_c ∈ [0, 1] (n, C) of scores H: the
+        loss's link ∇φ⁻¹(H) (a member whose scores are posteriors already
+        overrides it).  Labels are H's argmax, multilabel p̂_c > 1/2."""
+        return self.loss.posterior(H)
+
+
+def query_points(model: FamilyModel, X, name: str = "X") -> np.ndarray:
+    """X checked (finite, 2-D, numeric) with ``model.n_features`` columns, as float32 (n, d)."""
+    X = as_points(X, name)
+    if X.shape[1] != model.n_features:
+        raise ValueError(f"{name} has {X.shape[1]} features, but this {model.family.upper()} model was fit on "
+                         f"{model.n_features}")
+    return X
+
+
+def scores(model: FamilyModel, X) -> jax.Array:
+    """H(x) (n, C) for the rows of X: checked, padded on the host to
+    :func:`~jaxnn._src.shared_sizes.query_rows` (nothing compiles per n), scored, cut."""
+    X = query_points(model, X)
+    if isinstance(X, jax.core.Tracer):
+        return model.scores(X.astype(np.float32))
+    n = X.shape[0]
+    Xp = to_device(padded_rows(np.asarray(X, np.float32), query_rows(n)))
+    return first_rows((model.scores(Xp),), n)[0]
