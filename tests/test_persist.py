@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import jaxnn
+from jaxnn._src import persist
 
 def _blobs(m=90, C=3, seed=0, d=2):
     rng = np.random.default_rng(seed)
@@ -138,7 +139,7 @@ def test_save_writes_exactly_the_path_given(model, tmp_path):
         assert sorted(archive.namelist()) == ["X.npy", "Y.npy", "__jaxnn__.npy", "alpha.npy", "classes.npy"]
     meta = _metadata(tmp_path / "m.jaxnn")
     assert (meta["format"], meta["format_version"], meta["jaxnn_version"], meta["kind"]) == (
-        "jaxnn", 2, jaxnn.__version__, "Model")
+        "jaxnn", persist.FORMAT_VERSION, jaxnn.__version__, "Model")
     fields = meta["model"]["fields"]
     assert fields["loss"] == {"name": "logistic", "parameters": {}}
     assert fields["algorithm"] == {"name": "gnnb", "epsilon": 0.5}
@@ -382,21 +383,23 @@ def test_foreign_files_are_refused(tmp_path):
     _refused(other, "does not name the format 'jaxnn'")
 
 
+@pytest.mark.parametrize("version", [1, 2])
 @pytest.mark.parametrize("name", ["default", "metric"])
-def test_a_version_1_file_loads_and_predicts_as_the_jaxnn_that_wrote_it(name):
-    """tests/data/format_v1_*.jaxnn were written by jaxnn.save in format
-    version 1 (the last jaxnn that wrote it, commit 945732d: make_format_v1.py),
-    with that jaxnn's predictions of the same queries: a default 3-class model
-    of string labels (held-out T and shrinkage), and a given metric with the
-    Matsushita loss, UNN and the link posteriors.  Loaded today (no kernel
-    term: w = 0), they predict the same."""
+def test_an_older_format_version_loads_and_predicts_as_the_jaxnn_that_wrote_it(name, version):
+    """tests/data/format_v<N>_*.jaxnn were written by jaxnn.save in format
+    version N (by the last jaxnn that wrote it: make_format_files.py), with
+    that jaxnn's predictions of the same queries: a default 3-class model of
+    string labels (held-out T and shrinkage), and a given metric with the
+    Matsushita loss, UNN and the link posteriors.  Loaded today, they predict
+    the same (version 1 has no kernel term: w = 0)."""
     folder = os.path.join(os.path.dirname(__file__), "data")
-    path = os.path.join(folder, f"format_v1_{name}.jaxnn")
+    path = os.path.join(folder, f"format_v{version}_{name}.jaxnn")
     with zipfile.ZipFile(path) as archive, archive.open("__jaxnn__.npy") as fh:
-        assert json.loads(str(np.load(fh)))["format_version"] == 1
+        assert json.loads(str(np.load(fh)))["format_version"] == version
     model = jaxnn.load(path)
-    assert model.posterior_weight == 0.0 and model.posterior_bandwidth == 0.0
-    with np.load(os.path.join(folder, "format_v1_predictions.npz")) as old:
+    if version == 1:
+        assert model.posterior_weight == 0.0 and model.posterior_bandwidth == 0.0
+    with np.load(os.path.join(folder, f"format_v{version}_predictions.npz")) as old:
         Xq = old["queries"]
         np.testing.assert_array_equal(jaxnn.predict(model, Xq), old[f"{name}.predict"])
         np.testing.assert_allclose(np.asarray(jaxnn.predict_proba(model, Xq)), old[f"{name}.predict_proba"],
@@ -407,11 +410,12 @@ def test_a_version_1_file_loads_and_predicts_as_the_jaxnn_that_wrote_it(name):
 
 def test_a_newer_format_version_is_refused(saved, tmp_path):
     def newer(meta):
-        meta["format_version"] = 3
+        meta["format_version"] = persist.FORMAT_VERSION + 1
         meta["jaxnn_version"] = "9.0.0"
 
     err = _refused(_rewrite(saved, tmp_path / "newer.jaxnn", meta=newer), "newer jaxnn")
-    assert "format version 3" in str(err) and "up to 2" in str(err) and "9.0.0" in str(err)
+    assert (f"format version {persist.FORMAT_VERSION + 1}" in str(err)
+            and f"up to {persist.FORMAT_VERSION}" in str(err) and "9.0.0" in str(err))
 
 
 RAN = []

@@ -23,10 +23,15 @@ import jax
 import numpy as np
 
 from jaxnn._src.inputs import as_points
+from jaxnn._src.losses import Loss
 from jaxnn._src.model import HostPickled
 from jaxnn._src.shared_sizes import first_rows, padded_rows, query_rows, to_device
 
-__all__ = ["FamilyModel", "scores", "query_points"]
+__all__ = ["FamilyModel", "MODELS", "scores", "query_points", "validate"]
+
+#: every family model type by its class name (filled as each member's module
+#: defines its model: jaxnn's models files name their type)
+MODELS: dict = {}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +55,15 @@ class FamilyModel(HostPickled):
     #: "uls", "ols" or "udt": the algorithm's name in messages and files
     family: ClassVar[str] = ""
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        MODELS[cls.__name__] = cls
+
+    def check(self) -> None:
+        """A TypeError or ValueError naming the field unless the member's own
+        fields agree with each other (shapes, ranges); :func:`validate`
+        checks the shared ones first."""
+
     @property
     def n_classes(self) -> int:
         return len(self.classes)
@@ -63,6 +77,25 @@ class FamilyModel(HostPickled):
         loss's link ∇φ⁻¹(H) (a member whose scores are posteriors already
         overrides it).  Labels are H's argmax, multilabel p̂_c > 1/2."""
         return self.loss.posterior(H)
+
+
+def validate(model: FamilyModel) -> FamilyModel:
+    """``model`` unless a field is wrong (a model edited by hand, a corrupted
+    file): a TypeError or ValueError naming it.  The shared fields here, then
+    the member's :meth:`FamilyModel.check`."""
+    if not isinstance(model, FamilyModel):
+        raise TypeError(f"expected a model of paper 004's family (jaxnn.uls, ols, udt), got {type(model).__name__}")
+    if not isinstance(model.loss, Loss):
+        raise TypeError(f"model.loss must be a jaxnn.losses.Loss, got {type(model.loss).__name__}")
+    if not isinstance(model.multilabel, (bool, np.bool_)):
+        raise TypeError(f"model.multilabel must be a bool, got {model.multilabel!r}")
+    if len(model.classes) < 2:
+        raise ValueError(f"model.classes must hold at least 2 classes, got {len(model.classes)}")
+    d = model.n_features
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
+        raise ValueError(f"model.n_features must be an integer >= 1, got {d!r}")
+    model.check()
+    return model
 
 
 def query_points(model: FamilyModel, X, name: str = "X") -> np.ndarray:

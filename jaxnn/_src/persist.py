@@ -1,5 +1,6 @@
 """Safe persistence: :func:`save` and :func:`load` write and read a fitted
-:class:`~jaxnn.Model` (or :class:`~jaxnn.ensemble.SplitModel`) in a
+:class:`~jaxnn.Model` (or :class:`~jaxnn.ensemble.SplitModel`, or a model of
+paper 004's family: ULS, OLS, UDT) in a
 documented, versioned format that never runs code (docs/guide/persistence.md).
 
 A file is a zip archive as :func:`numpy.savez` writes it (no compression):
@@ -34,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxnn._src import algorithms as algos
+from jaxnn._src import family
 from jaxnn._src import losses as losses_mod
 from jaxnn._src.model import Model, check_alpha_values, validate_model
 
@@ -42,7 +44,10 @@ __all__ = ["save", "load", "ModelFileError", "FORMAT", "FORMAT_VERSION", "write_
 #: the ``format`` every jaxnn model file names in its metadata
 FORMAT = "jaxnn"
 #: the format version this jaxnn writes; it reads versions 1 … FORMAT_VERSION
-FORMAT_VERSION = 2
+#: (3: the models of paper 004's family, and tuple fields)
+FORMAT_VERSION = 3
+#: the kinds of file :func:`load` reads: the k-NN models, then paper 004's family by class name
+MODEL_KINDS = ("Model", "SplitModel", "ULSModel", "OLSModel", "UDTModel")
 #: the entry (``__jaxnn__.npy`` in the archive) holding the JSON metadata
 META = "__jaxnn__"
 #: the extension the documentation uses (any name works: :func:`save` writes exactly the path given)
@@ -71,7 +76,8 @@ class ModelFileError(ValueError):
 
 
 def save(model, path) -> None:
-    """Write a fitted :class:`Model` (or :class:`~jaxnn.ensemble.SplitModel`)
+    """Write a fitted :class:`Model` (or :class:`~jaxnn.ensemble.SplitModel`,
+    or a model of :func:`jaxnn.uls`, :func:`jaxnn.ols`, :func:`jaxnn.udt`)
     to ``path`` (a str or os.PathLike; ``.jaxnn`` by convention) in jaxnn's
     model format, which :func:`load` reads back bitwise: arrays in their own
     dtypes plus JSON metadata in one NumPy ``.npz`` archive, never a pickle.
@@ -84,15 +90,15 @@ def save(model, path) -> None:
     previous file whole.  The format is described in
     docs/guide/persistence.md; ``BoostedKNNClassifier.save`` writes an
     estimator in it."""
-    if not isinstance(model, (Model, _split_model_type())):
+    if not isinstance(model, (Model, _split_model_type(), family.FamilyModel)):
         hint = ": an estimator saves itself, est.save(path)" if hasattr(model, "model_") or hasattr(model, "get_params") else ""
-        raise TypeError(f"save expects a jaxnn Model (from jaxnn.fit) or SplitModel (from jaxnn.ensemble.fit_split), "
-                        f"got {type(model).__name__}{hint}")
+        raise TypeError(f"save expects a jaxnn Model (from jaxnn.fit), SplitModel (from jaxnn.ensemble.fit_split) or "
+                        f"a model of jaxnn.uls, ols or udt, got {type(model).__name__}{hint}")
     write_file(path, type(model).__name__, model)
 
 
 def load(path):
-    """The :class:`Model` (or :class:`~jaxnn.ensemble.SplitModel`) that
+    """The :class:`Model` (or :class:`~jaxnn.ensemble.SplitModel`, or family model) that
     :func:`save` wrote to ``path`` (a str or os.PathLike), bitwise: arrays
     of the same dtypes and values, the same loss and algorithm objects
     (rebuilt from the catalogue by name), classes, k and flags.
@@ -110,7 +116,7 @@ def load(path):
         version), or holds an invalid model — the message names the path
         and the problem.
     """
-    meta, model, _ = read_file(path, kinds=("Model", "SplitModel"))
+    meta, model, _ = read_file(path, kinds=MODEL_KINDS)
     return model
 
 
@@ -165,6 +171,8 @@ def _encode_model(model) -> tuple[dict, dict]:
     JSON number, string, bool or null it is."""
     if isinstance(model, _split_model_type()):
         _validate_split(model)
+    elif isinstance(model, family.FamilyModel):
+        family.validate(model)
     else:
         validate_model(model)
     fields, arrays = {}, {}
@@ -180,6 +188,8 @@ def _encode_model(model) -> tuple[dict, dict]:
             fields["blocks"] = [[int(i) for i in block] for block in value]
         elif isinstance(value, (np.ndarray, jax.Array)):
             arrays[name] = _plain_array(np.asarray(value), f"model.{name}")
+        elif isinstance(value, tuple):  # a family model's tuple of scalars (a loss bag's names)
+            fields[name] = {"tuple": [json_scalar(v, f"model.{name}") for v in value]}
         else:
             fields[name] = json_scalar(value, f"model.{name}")
     return {"type": type(model).__name__, "fields": fields, "array_fields": sorted(set(arrays) - {"classes"})}, arrays
@@ -434,11 +444,14 @@ def _decode_model(meta, arrays: dict, path: str):
     except (TypeError, ValueError, KeyError, IndexError) as err:
         raise ModelFileError(f"{path!r} is corrupted: its model cannot be rebuilt ({type(err).__name__}: {err})") from err
     try:
-        if isinstance(model, Model):
+        if isinstance(model, family.FamilyModel):
+            family.validate(model)
+        elif isinstance(model, Model):
             validate_model(model)
+            check_alpha_values(model)  # α's values too: a NaN in α would predict without a word
         else:
             _validate_split(model)
-        check_alpha_values(model)  # α's values too: a NaN in α would predict without a word
+            check_alpha_values(model)
     except (TypeError, ValueError) as err:
         raise ModelFileError(f"{path!r} holds an invalid model: {err}") from err
     return model
@@ -461,9 +474,9 @@ def _build_model(meta, arrays: dict):
     """The Model or SplitModel of :func:`_encode_model`'s metadata and arrays
     (fields the file lacks take their defaults: a file of an older jaxnn)."""
     kind = _field(meta, "type", str)
-    if kind not in ("Model", "SplitModel"):
+    if kind not in MODEL_KINDS:
         raise ValueError(f"unknown model type {kind!r}")
-    cls = Model if kind == "Model" else _split_model_type()
+    cls = {"Model": Model, "SplitModel": _split_model_type()}.get(kind) or family.MODELS[kind]
     fields = _field(meta, "fields", dict)
     names = _field(meta, "array_fields", list)
     known = {field.name for field in dataclasses.fields(cls)}
@@ -489,6 +502,9 @@ def _build_model(meta, arrays: dict):
             values[name] = tuple(tuple(b) for b in value)
         elif value is None or isinstance(value, (bool, int, float, str)):
             values[name] = value
+        elif isinstance(value, dict) and set(value) == {"tuple"} and isinstance(value["tuple"], list) and all(
+                v is None or isinstance(v, (bool, int, float, str)) for v in value["tuple"]):
+            values[name] = tuple(value["tuple"])
         else:
             raise ValueError(f"the field {name!r} is {value!r}")
     for name in names:

@@ -1,11 +1,12 @@
-"""Writes format_v1_*.jaxnn and format_v1_predictions.npz: models saved by
-jaxnn.save in model file format version 1, with their predictions, for
-tests/test_persist.py's check that today's jaxnn.load reads them and
-predicts the same.  Made with the last jaxnn that wrote version 1 (commit
-945732d) on the path::
+"""Writes format_v<N>_*.jaxnn and format_v<N>_predictions.npz: models saved
+by jaxnn.save in model file format version N (the version of the jaxnn that
+runs it), with their predictions, for tests/test_persist.py's check that
+today's jaxnn.load reads them and predicts the same.  Version 1 was made with
+the last jaxnn that wrote it (commit 945732d), version 2 with commit
+de634aa, each on the path::
 
-    git worktree add --detach /tmp/jaxnn-v1 945732d
-    PYTHONPATH=/tmp/jaxnn-v1 python tests/data/make_format_v1.py tests/data
+    git worktree add --detach /tmp/jaxnn-old 945732d
+    PYTHONPATH=/tmp/jaxnn-old python tests/data/make_format_files.py tests/data
 """
 
 import sys
@@ -23,7 +24,7 @@ def problem(m, d, C, seed):
 
 
 def main(folder: str) -> None:
-    assert jaxnn._src.persist.FORMAT_VERSION == 1, "run with a jaxnn that writes format version 1"
+    version = jaxnn._src.persist.FORMAT_VERSION
     X3, y3 = problem(60, 3, 3, seed=0)
     names = np.array(["alder", "birch", "cedar"])
     X2, y2 = problem(50, 3, 2, seed=1)
@@ -37,11 +38,11 @@ def main(folder: str) -> None:
     queries = problem(20, 3, 3, seed=2)[0] + 0.3
     out = {"queries": queries}
     for name, model in models.items():
-        jaxnn.save(model, f"{folder}/format_v1_{name}.jaxnn")
+        jaxnn.save(model, f"{folder}/format_v{version}_{name}.jaxnn")
         out[f"{name}.predict"] = np.asarray(jaxnn.predict(model, queries))
         out[f"{name}.predict_proba"] = np.asarray(jaxnn.predict_proba(model, queries))
         out[f"{name}.decision_function"] = np.asarray(jaxnn.decision_function(model, queries))
-    np.savez(f"{folder}/format_v1_predictions.npz", **out)
+    np.savez(f"{folder}/format_v{version}_predictions.npz", **out)
 
 
 if __name__ == "__main__":
