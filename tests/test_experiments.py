@@ -39,7 +39,7 @@ def splits_result():
 
 
 def test_registry_and_public_api():
-    assert set(experiments.EXPERIMENTS) == {"ripley", "uci", "posteriors", "splits"}
+    assert set(experiments.EXPERIMENTS) == {"ripley", "uci", "posteriors", "splits", "geometry"}
     assert set(experiments.FORMATTERS) == set(experiments.EXPERIMENTS)
     for name in experiments.__all__:
         assert hasattr(experiments, name)

@@ -240,8 +240,17 @@ _COLUMNS_FORMAT = "jaxnn-columns"
 
 _ALGORITHMS = ("gnnb", "unn", "unn_fast", "n3")
 
+#: ``jaxnn fit --model``: the options each model takes beyond the table's (None: every one)
+_MODEL_OPTIONS = {"knn": None, "uls": ("k", "loss", "weak", "rounds", "seed"), "udt": ("loss", "max_depth"),
+                  "ols": ("loss", "seed")}
+#: the options whose default is None on the parser, with the value a model takes by default
+_MODEL_DEFAULTS = {"k": 10, "algorithm": "gnnb", "loss": None, "weak": None, "max_depth": None, "chooser": "auto",
+                   "rounds": None, "posterior": "auto", "shrinkage": "auto", "metric": "none"}
+
 _FIT_DESCRIPTION = """\
-Fit a boosted k-NN classifier on a table and save it.  DATA is a CSV file
+Fit a classifier on a table and save it: the boosted k-NN rule, or with
+--model one of paper 004's family (uls: boosted rules, udt: a decision
+tree grown by the loss's φ, ols: an on-line p-norm linear model).  DATA is a CSV file
 with a header line (comma-separated; any column order) or a Parquet file
 (needs pandas and pyarrow: pip install "jaxnn[io]").  --target names the
 class column (text or numbers); every other column is a feature, or
@@ -260,6 +269,7 @@ example:
   jaxnn fit train.csv --target species -o iris.jaxnn
   jaxnn fit train.csv --target species --features sepal_length,petal_length --k 5 --loss matsushita -o iris.jaxnn
   jaxnn fit survey.csv --target answer --scale robust --impute median -o survey.jaxnn
+  jaxnn fit train.csv --target species --model udt --loss matsushita --max-depth 4 -o tree.jaxnn
 """
 
 _PREDICT_DESCRIPTION = """\
@@ -345,23 +355,31 @@ def _add_data_commands(sub) -> dict:
     p_fit.add_argument("data", metavar="DATA", help="CSV (with a header) or Parquet file")
     p_fit.add_argument("--target", required=True, metavar="COL", help="the class column")
     p_fit.add_argument("--features", metavar="A,B,C", help="feature columns (default: every other column)")
-    p_fit.add_argument("--k", type=lambda t: _whole(t, 1, None, auto=True), default=10,
-                       help="neighbours, or auto (default 10)")
-    p_fit.add_argument("--algorithm", choices=_ALGORITHMS, default="gnnb", help="default gnnb")
-    p_fit.add_argument("--loss", default="logistic", metavar="L",
+    p_fit.add_argument("--model", choices=tuple(_MODEL_OPTIONS), default="knn",
+                       help="knn: the boosted k-NN rule (jaxnn.fit); uls: boosted rules (jaxnn.uls); udt: a "
+                            "decision tree (jaxnn.udt); ols: an on-line p-norm linear model (jaxnn.ols) (default knn)")
+    p_fit.add_argument("--k", type=lambda t: _whole(t, 1, None, auto=True), default=None,
+                       help="neighbours, or auto (default 10; knn and uls --weak knn)")
+    p_fit.add_argument("--algorithm", choices=_ALGORITHMS, default=None, help="knn only (default gnnb)")
+    p_fit.add_argument("--loss", default=None, metavar="L",
                        help="a jaxnn.losses name (logistic, matsushita, exponential, squared, calibrated_hinge, "
-                            "phi_mu(0.5), …) or auto (default logistic)")
-    p_fit.add_argument("--chooser", choices=PARAMS["chooser"].values, default="auto", help="default auto")
+                            "phi_mu(0.5), …) or, for knn, auto (default: logistic; udt: squared, the Gini index)")
+    p_fit.add_argument("--weak", default=None, metavar="KIND",
+                       help="uls only: weak hypotheses, rules, linear or knn, or a comma list (default rules)")
+    p_fit.add_argument("--max-depth", type=lambda t: _whole(t, 1, None), default=None, dest="max_depth",
+                       help="udt only: the tree's largest depth (default: grown until its leaves are pure)")
+    p_fit.add_argument("--chooser", choices=PARAMS["chooser"].values, default=None, help="knn only (default auto)")
     p_fit.add_argument("--rounds", type=lambda t: _whole(t, 1, 2**31 - 1, auto=True), default=None,
-                       help="boosting steps per class, or auto (default: one pass, the number of rows)")
-    p_fit.add_argument("--posterior", choices=PARAMS["posterior"].values, default="auto",
-                       help="how probabilities are estimated (default auto)")
-    p_fit.add_argument("--shrinkage", choices=("none", "auto"), default="auto",
-                       help="auto: leverages shrunk toward one value as held-out data say; none: boosting's own "
-                            "(with --posterior link or votes, no held-out fit) (default auto)")
-    p_fit.add_argument("--metric", choices=("none", "nca"), default="none",
-                       help="none: the Euclidean distance of the features; nca: a metric learned first by "
-                            "neighbourhood components analysis (default none)")
+                       help="knn: boosting steps per class (default: one pass, the number of rows); uls: rules or "
+                            "steps per class (default auto: as many as held-out data say help); or auto")
+    p_fit.add_argument("--posterior", choices=PARAMS["posterior"].values, default=None,
+                       help="knn only: how probabilities are estimated (default auto)")
+    p_fit.add_argument("--shrinkage", choices=("none", "auto"), default=None,
+                       help="knn only: auto: leverages shrunk toward one value as held-out data say; none: "
+                            "boosting's own (with --posterior link or votes, no held-out fit) (default auto)")
+    p_fit.add_argument("--metric", choices=("none", "nca"), default=None,
+                       help="knn only: none: the Euclidean distance of the features; nca: a metric learned first "
+                            "by neighbourhood components analysis (default none)")
     p_fit.add_argument("--scale", choices=prepare.SCALES, default="standard",
                        help="numeric columns: standard (mean 0, standard deviation 1), robust (median 0, "
                             "interquartile range 1) or none, fitted on DATA (default standard)")
@@ -460,7 +478,11 @@ def _fit_command(args) -> int:
 
     _check_output(args.output)
     _check_output(args.output + COLUMNS_SUFFIX)
-    loss = _check_loss(args.loss)
+    _check_model_options(args)
+    loss = None if args.loss is None else _check_loss(args.loss)
+    if loss == "auto" and args.model != "knn":
+        raise UserError(f"argument --loss: auto chooses among losses for --model knn only; give --model {args.model} "
+                        "one loss")
     table = _table(args.data)
     try:
         features = None if args.features is None else tabular.split_names(args.features)
@@ -476,17 +498,15 @@ def _fit_command(args) -> int:
         raise UserError(f"the target column {args.target!r} of {args.data!r} holds one class ({str(classes[0])!r}) "
                         "in all its rows: a classifier needs two or more")
     m = len(y)
-    if args.k != "auto" and args.k >= m:
-        raise UserError(f"argument --k: k = {args.k} must be smaller than the {m} rows of {args.data!r}")
+    k = _MODEL_DEFAULTS["k"] if args.k is None else args.k
+    if k != "auto" and k >= m and (args.model == "knn" or args.k is not None):
+        raise UserError(f"argument --k: k = {k} must be smaller than the {m} rows of {args.data!r}")
     import jaxnn
 
     with _compilation_cache():
         try:
-            model, seconds = _timed(lambda: jaxnn.fit(
-                X, y, k=args.k, loss=loss, algorithm=args.algorithm, rounds=args.rounds, chooser=args.chooser,
-                posterior=args.posterior, seed=args.seed, shrinkage=None if args.shrinkage == "none" else "auto",
-                metric=None if args.metric == "none" else args.metric))
-        except ValueError as err:  # what the data cannot run (fit's messages name the setting)
+            model, seconds = _timed(lambda: _learn(args, X, y, loss, k))
+        except ValueError as err:  # what the data cannot run (the messages name the setting)
             raise UserError(one_line(err)) from None
         accuracy = float(np.mean(np.asarray(jaxnn.predict(model, X)) == y))
     prepare.save(args.output, model, preparation)
@@ -497,6 +517,46 @@ def _fit_command(args) -> int:
               f"training accuracy {accuracy:.3f}; fit {seconds:.1f} s; wrote {args.output} "
               f"(+ {os.path.basename(args.output)}{COLUMNS_SUFFIX})")
     return 0
+
+
+def _check_model_options(args) -> None:
+    """A UserError naming an option given that ``--model`` does not take."""
+    takes = _MODEL_OPTIONS[args.model]
+    if takes is None:
+        given = [name for name in ("weak", "max_depth") if getattr(args, name) is not None]
+    else:
+        given = [name for name in _MODEL_DEFAULTS if name not in takes and getattr(args, name) is not None]
+    if given:
+        option = "--" + given[0].replace("_", "-")
+        users = [model for model, names in _MODEL_OPTIONS.items() if names is None or given[0] in names]
+        if given[0] in ("weak", "max_depth"):
+            users = [model for model in users if model != "knn"]
+        raise UserError(f"argument {option}: --model {args.model} does not take it (it is for --model "
+                        f"{' or '.join(users)})")
+
+
+def _learn(args, X, y, loss, k):
+    """The model ``jaxnn fit --model`` asks for, fit on the prepared X and y."""
+    import jaxnn
+
+    def value(name):
+        given = getattr(args, name)
+        return _MODEL_DEFAULTS[name] if given is None else given
+
+    own_loss = {} if loss is None else {"loss": loss}
+    if args.model == "uls":
+        weak = "rules" if args.weak is None else [w.strip() for w in args.weak.split(",")]
+        weak = weak[0] if isinstance(weak, list) and len(weak) == 1 else weak
+        return jaxnn.uls(X, y, weak=weak, rounds=None if args.rounds == "auto" else args.rounds, k=k,
+                         seed=args.seed, **own_loss)
+    if args.model == "udt":
+        return jaxnn.udt(X, y, max_depth=args.max_depth, **own_loss)
+    if args.model == "ols":
+        return jaxnn.ols(X, y, seed=args.seed, **own_loss)
+    return jaxnn.fit(X, y, k=k, loss="logistic" if loss is None else loss, algorithm=value("algorithm"),
+                     rounds=args.rounds, chooser=value("chooser"), posterior=value("posterior"), seed=args.seed,
+                     shrinkage=None if value("shrinkage") == "none" else "auto",
+                     metric=None if value("metric") == "none" else value("metric"))
 
 
 def _write_columns(path: str, *, target: str, features: list) -> None:
@@ -530,8 +590,11 @@ def _load_model(path: str):
         raise UserError(f"{path!r} cannot be read ({err.strerror})") from None
     except jaxnn.ModelFileError as err:
         raise UserError(one_line(err)) from None
-    if not isinstance(model, jaxnn.Model) or model.multilabel:
-        raise UserError(f"{path!r} holds a {'multilabel ' if isinstance(model, jaxnn.Model) else ''}"
+    from jaxnn._src.family import FamilyModel
+
+    single = isinstance(model, (jaxnn.Model, FamilyModel))
+    if not single or model.multilabel:
+        raise UserError(f"{path!r} holds a {'multilabel ' if single else ''}"
                         f"{type(model).__name__}: the command line predicts with single-label models from jaxnn fit")
     columns = path + COLUMNS_SUFFIX
     try:

@@ -39,7 +39,7 @@ from jaxnn._src import family
 from jaxnn._src import losses as losses_mod
 from jaxnn._src.model import Model, check_alpha_values, validate_model
 
-__all__ = ["save", "load", "ModelFileError", "FORMAT", "FORMAT_VERSION", "write_file", "read_file", "json_scalar", "fspath"]
+__all__ = ["save", "load", "ModelFileError", "FORMAT", "FORMAT_VERSION", "MODEL_KINDS", "write_file", "read_file", "json_scalar", "fspath"]
 
 #: the ``format`` every jaxnn model file names in its metadata
 FORMAT = "jaxnn"

@@ -443,21 +443,24 @@ def from_file(meta: dict, arrays: dict) -> Preparation | None:
 
 
 def save(path, model, preparation: Preparation) -> None:
-    """Write ``model`` (a :class:`~jaxnn.Model` fit on ``apply(preparation, …)``)
+    """Write ``model`` (a :class:`~jaxnn.Model`, or a model of paper 004's
+    family, fit on ``apply(preparation, …)``)
     and ``preparation`` to one model file at ``path``: :func:`jaxnn.save`'s
     format, which :func:`jaxnn.load` reads as the model alone, and
     :func:`load` as both."""
+    from jaxnn._src.family import FamilyModel
     from jaxnn._src.model import Model
 
-    if not isinstance(model, Model):
-        raise TypeError(f"model must be a jaxnn Model (from jaxnn.fit), got {type(model).__name__}")
+    if not isinstance(model, (Model, FamilyModel)):
+        raise TypeError(f"model must be a jaxnn Model (from jaxnn.fit) or a model of jaxnn.uls, udt or ols, "
+                        f"got {type(model).__name__}")
     if not isinstance(preparation, Preparation):
         raise TypeError(f"preparation must be a jaxnn.tabular.Preparation, got {type(preparation).__name__}")
     if preparation.n_features != model.n_features:
         raise ValueError(f"the preparation gives {preparation.n_features} features but the model takes "
                          f"{model.n_features}: they are not of one fit")
     meta, arrays = to_file(preparation)
-    persist.write_file(path, "Model", model, extra_meta=meta, extra_arrays=arrays)
+    persist.write_file(path, type(model).__name__, model, extra_meta=meta, extra_arrays=arrays)
 
 
 def load(path):
@@ -471,7 +474,7 @@ def load(path):
       ModelFileError: the file is not a jaxnn model file, or its model or
         preparation is invalid (the message names the path).
     """
-    meta, model, arrays = persist.read_file(path, kinds=("Model", "SplitModel"))
+    meta, model, arrays = persist.read_file(path, kinds=persist.MODEL_KINDS)
     try:
         preparation = from_file(meta, arrays)
     except ValueError as err:

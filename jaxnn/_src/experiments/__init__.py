@@ -19,6 +19,10 @@ plain-text table:
                           of standard deviation σ.
 ``splits``                papers 000 §6.4 / 002 §6.2: divide and conquer over
                           n blocks of features, three generalised means.
+``geometry``              paper 004 §7 / Fig. 15: ULS with rules (AdaBoost,
+                          each φ, the loss bags F, E, F*), UDT and OLS for
+                          each φ beside CART and SGD, ranked with paired
+                          t-tests.
 ========================  ==================================================
 
 ``run(name, quick=..., plot_dir=...)`` runs one by name (``EXPERIMENTS``),
@@ -31,16 +35,17 @@ longest).
 One concept per module: ``common`` (helpers shared by the experiments),
 ``contenders`` (the methods ``ripley`` and ``uci`` compare), one module per
 experiment — ``pruning_curve`` (``ripley``), ``uci_benchmark`` (``uci``),
-``posterior_estimation`` (``posteriors``) and ``feature_splits``
-(``splits``), each with its result dataclass, its run function, its
+``posterior_estimation`` (``posteriors``), ``feature_splits``
+(``splits``) and ``geometry``, each with its result dataclass, its run function, its
 ``format_*`` and its constants — ``plots`` (the ``plot_*`` figures),
 ``cli`` (the registries, ``run`` and ``main``) and ``__main__``
 (``python -m``).
 """
 
 from jaxnn._src.experiments.cli import EXPERIMENTS, FORMATTERS, main, run
-from jaxnn._src.experiments.plots import plot_posteriors, plot_ripley, plot_splits, plot_uci
+from jaxnn._src.experiments.plots import plot_geometry, plot_posteriors, plot_ripley, plot_splits, plot_uci
 from jaxnn._src.experiments.feature_splits import SplitsResult, format_splits, splits
+from jaxnn._src.experiments.geometry import GeometryResult, format_geometry, geometry
 from jaxnn._src.experiments.posterior_estimation import PosteriorsResult, format_posteriors, posteriors
 from jaxnn._src.experiments.pruning_curve import RipleyResult, format_ripley, ripley
 from jaxnn._src.experiments.uci_benchmark import UCIResult, format_uci, uci
@@ -52,18 +57,22 @@ __all__ = [
     "UCIResult",
     "PosteriorsResult",
     "SplitsResult",
+    "GeometryResult",
     "ripley",
     "uci",
     "posteriors",
     "splits",
+    "geometry",
     "format_ripley",
     "format_uci",
     "format_posteriors",
     "format_splits",
+    "format_geometry",
     "plot_ripley",
     "plot_uci",
     "plot_posteriors",
     "plot_splits",
+    "plot_geometry",
     "run",
     "main",
 ]

@@ -16,7 +16,9 @@ from jaxnn._src.cli import OneLineErrorParser, one_line, quiet_on_broken_pipe
 from jaxnn._src.experiments.common import check_domains, check_folds, load_domain, save_result
 from jaxnn._src.experiments.contenders import KNN_METHODS, SECONDARY
 from jaxnn._src.experiments.feature_splits import format_splits, splits, splits_data, splits_settings
-from jaxnn._src.experiments.plots import plot_posteriors, plot_ripley, plot_splits, plot_uci, require_matplotlib
+from jaxnn._src.experiments.geometry import format_geometry, geometry, geometry_settings
+from jaxnn._src.experiments.plots import (plot_geometry, plot_posteriors, plot_ripley, plot_splits, plot_uci,
+                                          require_matplotlib)
 from jaxnn._src.experiments.posterior_estimation import format_posteriors, posteriors, posteriors_settings
 from jaxnn._src.experiments.pruning_curve import RIPLEY_K, RIPLEY_N_TRAIN, format_ripley, ripley, ripley_settings
 from jaxnn._src.experiments.uci_benchmark import format_uci, uci, uci_settings
@@ -24,9 +26,11 @@ from jaxnn._src.experiments.uci_benchmark import format_uci, uci, uci_settings
 __all__ = ["EXPERIMENTS", "FORMATTERS", "PLOTTERS", "run", "MAX_SEED", "MAX_REPEATS", "MAX_SIGMA", "main", "command"]
 
 
-EXPERIMENTS = {"ripley": ripley, "uci": uci, "posteriors": posteriors, "splits": splits}
-FORMATTERS = {"ripley": format_ripley, "uci": format_uci, "posteriors": format_posteriors, "splits": format_splits}
-PLOTTERS = {"ripley": plot_ripley, "uci": plot_uci, "posteriors": plot_posteriors, "splits": plot_splits}
+EXPERIMENTS = {"ripley": ripley, "uci": uci, "posteriors": posteriors, "splits": splits, "geometry": geometry}
+FORMATTERS = {"ripley": format_ripley, "uci": format_uci, "posteriors": format_posteriors, "splits": format_splits,
+              "geometry": format_geometry}
+PLOTTERS = {"ripley": plot_ripley, "uci": plot_uci, "posteriors": plot_posteriors, "splits": plot_splits,
+            "geometry": plot_geometry}
 
 
 _DESCRIPTIONS = {
@@ -34,6 +38,7 @@ _DESCRIPTIONS = {
     "uci": "cross-validated accuracy, F, recall and times of 10 contenders on UCI domains (papers 000/001)",
     "posteriors": "KL divergence to the true posteriors on 3 Gaussians vs σ (paper 003 Table 3)",
     "splits": "divide and conquer over n feature blocks with three generalised means (paper 000 §6.4)",
+    "geometry": "ULS, UDT and OLS on the same losses, ranked against AdaBoost, CART and SGD (paper 004 §7)",
 }
 
 
@@ -155,9 +160,10 @@ def _str_list(text: str) -> tuple:
 
 #: command-line overrides → (keyword, parser, experiments accepting it)
 _OPTIONS = {
-    "--folds": ("folds", _positive_int, ("uci", "splits"), "cross-validation folds (splits: 1 = one 70/30 split)"),
+    "--folds": ("folds", _positive_int, ("uci", "splits", "geometry"),
+                "cross-validation folds (splits: 1 = one 70/30 split)"),
     "--ks": ("ks", _int_list, ("uci", "posteriors"), "comma-separated k values"),
-    "--domains": ("domains", _str_list, ("uci", "splits"), "comma-separated domain names"),
+    "--domains": ("domains", _str_list, ("uci", "splits", "geometry"), "comma-separated domain names"),
     "--methods": ("methods", _str_list, ("uci", "posteriors"), "comma-separated contender names"),
     "--seeds": ("n_seeds", _repeats, ("posteriors",), f"replicate seeds per σ (at most {MAX_REPEATS})"),
     "--sigmas": ("sigmas", _sigma_list, ("posteriors",), f"comma-separated σ values in (0, {MAX_SIGMA:g}]"),
@@ -203,6 +209,12 @@ def _check_settings(name: str, quick: bool, seed: int, options: dict) -> None:
             for domain, (X, _) in data.items():
                 if n > X.shape[1]:
                     raise ValueError(f"--n-splits: n={n} blocks is more than the {X.shape[1]} features of {domain}")
+    elif name == "geometry":
+        domains, folds = geometry_settings(quick, options.get("domains"), options.get("folds"))
+        if folds < 2:
+            raise ValueError("--folds: geometry cross-validates: at least 2 folds")
+        with _naming("--folds"):
+            check_folds({domain: load_domain(domain)[1] for domain in domains}, folds)
     elif name == "posteriors":
         with _naming("--methods"):  # unknown names
             _, ks, n_seeds, n_train, _, _ = posteriors_settings(quick, options.get("sigmas"), options.get("ks"),

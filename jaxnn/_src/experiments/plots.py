@@ -11,11 +11,12 @@ import numpy as np
 
 from jaxnn._src.experiments.common import nanmean
 from jaxnn._src.experiments.feature_splits import SplitsResult
+from jaxnn._src.experiments.geometry import GeometryResult, summary
 from jaxnn._src.experiments.posterior_estimation import PosteriorsResult, normalise_rows
 from jaxnn._src.experiments.pruning_curve import RipleyResult
 from jaxnn._src.experiments.uci_benchmark import UCIResult
 
-__all__ = ["require_matplotlib", "plot_ripley", "plot_uci", "plot_posteriors", "plot_splits"]
+__all__ = ["require_matplotlib", "plot_ripley", "plot_uci", "plot_posteriors", "plot_splits", "plot_geometry"]
 
 
 def _figure(*args, **kwargs):
@@ -153,3 +154,30 @@ def plot_splits(result: SplitsResult, plot_dir) -> list:
     path = os.path.join(plot_dir, "splits.png")
     fig.savefig(path, dpi=120, bbox_inches="tight")
     return [path]
+
+
+def plot_geometry(result: GeometryResult, plot_dir) -> list:
+    """Paper 004 Fig. 15's rank histograms: for each group, each algorithm's
+    count of domains at each rank (one small panel per algorithm, best mean
+    rank first); one PNG per group."""
+    paths = []
+    for g, group in enumerate(result.groups):
+        s = summary(result.errors[group])
+        names = result.names[group]
+        order = np.argsort(s["rank"], kind="stable")
+        n = len(names)
+        cols = min(4, n)
+        rows = -(-n // cols)
+        fig = _figure(figsize=(2.4 * cols, 1.7 * rows), layout="constrained")
+        bins = np.arange(0.5, n + 1.5)
+        for p, i in enumerate(order):
+            ax = fig.add_subplot(rows, cols, p + 1)
+            ax.hist(s["ranks"][i], bins=bins, color="tab:blue")
+            ax.set_title(f"{names[i]}  (mean {s['rank'][i]:.1f})", fontsize=8)
+            ax.set_xlim(0.5, n + 0.5)
+            ax.tick_params(labelsize=7)
+        fig.suptitle(f"{group}: ranks over {len(result.domains)} domains", fontsize=9)
+        path = os.path.join(plot_dir, f"geometry_ranks_{g + 1}.png")
+        fig.savefig(path, dpi=120)
+        paths.append(path)
+    return paths
