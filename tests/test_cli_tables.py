@@ -157,7 +157,7 @@ def test_a_numeric_column_given_a_text_at_prediction_is_an_error_naming_the_cell
 @pytest.mark.parametrize("keyword, value", [("scale", "minmax"), ("impute", "mean"), ("categorical", "ordinal"),
                                             ("scale", None)])
 def test_bad_option_values_name_the_argument(keyword, value):
-    with pytest.raises(ValueError, match=rf"^{keyword} must be one of"):
+    with pytest.raises((TypeError, ValueError), match=rf"\b{keyword}\b"):
         tabular.fit_preparation({"x": [1.0, 2.0]}, **{keyword: value})
 
 
@@ -202,7 +202,7 @@ def test_a_broken_preparation_in_a_model_file_is_refused(mixed, tmp_path):
     broken = [({**meta, "preparation": {**meta["preparation"], "version": 99}}, arrays, "unknown version"),
               (meta, {**arrays, "preparation_spread": -arrays["preparation_spread"]}, "spread > 0"),
               (meta, {**arrays, "preparation_center": arrays["preparation_center"][:2]}, "center and spread"),
-              ({"preparation": {**meta["preparation"], "scale": "minmax"}}, arrays, "scale must be one of")]
+              ({"preparation": {**meta["preparation"], "scale": "minmax"}}, arrays, "unknown scale 'minmax'")]
     for extra_meta, extra_arrays, words in broken:
         path = tmp_path / "broken.jaxnn"
         persist.write_file(path, "Model", model, extra_meta=extra_meta, extra_arrays=extra_arrays)

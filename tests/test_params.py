@@ -46,6 +46,8 @@ ENTRIES = {
                set(inspect.signature(jaxnn.select).parameters), {"k": "ks"}),
     "fit_split": (lambda **kw: ens.fit_split(X, y, n_splits=1, **{"k": 3, **kw}),
                   set(inspect.signature(ens.fit_split).parameters) | set(ens_src._FIT_KEYS), {}),
+    "fit_preparation": (lambda **kw: jaxnn.tabular.fit_preparation({"x": [1.0, 2.0]}, **kw),
+                        set(inspect.signature(jaxnn.tabular.fit_preparation).parameters), {}),
 }
 if _estimator_entry() is not None:
     ENTRIES["BoostedKNNClassifier"] = _estimator_entry()

@@ -24,7 +24,7 @@ from jaxnn._src.checks import check_bool, check_integer, check_option, check_rea
 from jaxnn._src.graph import METHODS
 from jaxnn._src.plan import CHOOSERS
 
-__all__ = ["Interval", "Options", "Bool", "PARAMS", "POSTERIORS", "check"]
+__all__ = ["Interval", "Options", "Bool", "PARAMS", "POSTERIORS", "SCALES", "IMPUTES", "CATEGORICALS", "check"]
 
 
 class Interval(NamedTuple):
@@ -55,6 +55,11 @@ class Bool(NamedTuple):
 
 #: ``posterior=``: how predict_proba estimates posteriors (:func:`jaxnn.fit`)
 POSTERIORS = ("auto", "link", "votes")
+#: a table's preparation (:func:`jaxnn.tabular.fit_preparation`, ``jaxnn fit``):
+#: numeric columns' scaling, missing values, text columns
+SCALES = ("standard", "robust", "none")
+IMPUTES = ("none", "median", "most-frequent")
+CATEGORICALS = ("onehot", "error")
 
 #: every declared argument's constraint, by the argument's name
 PARAMS = {
@@ -70,6 +75,9 @@ PARAMS = {
     "shrinkage": Options((None, "auto")),
     "trace": Bool(),
     "verbose": Bool(),
+    "scale": Options(SCALES),
+    "impute": Options(IMPUTES),
+    "categorical": Options(CATEGORICALS),
 }
 
 

@@ -35,14 +35,12 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from jaxnn._src import persist, tabular
+from jaxnn._src import params, persist, tabular
 
 __all__ = ["SCALES", "IMPUTES", "CATEGORICALS", "MAX_CATEGORIES", "Column", "Preparation", "UnseenCategoryWarning",
            "fit_preparation", "identity", "apply", "describe", "to_file", "from_file", "save", "load"]
 
-SCALES = ("standard", "robust", "none")
-IMPUTES = ("none", "median", "most-frequent")
-CATEGORICALS = ("onehot", "error")
+SCALES, IMPUTES, CATEGORICALS = params.SCALES, params.IMPUTES, params.CATEGORICALS  # declared in params
 
 #: the model-file metadata key (and array-name prefix) of a preparation
 _KEY = "preparation"
@@ -116,13 +114,6 @@ class Preparation(NamedTuple):
     def n_features(self) -> int:
         """d, the features :func:`apply` gives."""
         return sum(c.width for c in self.columns)
-
-
-def _check_option(value, choices, name: str) -> str:
-    if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}"
-                         f"{tabular.did_you_mean(str(value), choices)}")
-    return value
 
 
 # --------------------------------------------------------------------------
@@ -234,9 +225,8 @@ def fit_preparation(data, features: Sequence[str] | None = None, *, scale: str =
         options cannot prepare (:class:`~jaxnn._src.tabular.TableError`,
         naming the column, and the row where there is one).
     """
-    _check_option(scale, SCALES, "scale")
-    _check_option(impute, IMPUTES, "impute")
-    _check_option(categorical, CATEGORICALS, "categorical")
+    for name, value in (("scale", scale), ("impute", impute), ("categorical", categorical)):
+        params.check(name, value)
     table = tabular.table_of(data)
     names = list(table.columns) if features is None else [str(n) for n in features]
     if not names:
@@ -435,9 +425,8 @@ def from_file(meta: dict, arrays: dict) -> Preparation | None:
         if (center.dtype != np.float64 or spread.dtype != np.float64 or center.shape != (d,) or spread.shape != (d,)
                 or not np.all(np.isfinite(center)) or not np.all(np.isfinite(spread)) or not np.all(spread > 0)):
             raise ValueError(f"its preparation's center and spread are not {d} finite float64 values (spread > 0)")
-        return Preparation(tuple(columns), _check_option(p["scale"], SCALES, "scale"),
-                           _check_option(p["impute"], IMPUTES, "impute"),
-                           _check_option(p["categorical"], CATEGORICALS, "categorical"), center, spread)
+        return Preparation(tuple(columns), params.check("scale", p["scale"]), params.check("impute", p["impute"]),
+                           params.check("categorical", p["categorical"]), center, spread)
     except (KeyError, TypeError) as err:
         raise ValueError(f"its preparation is malformed ({type(err).__name__}: {err})") from None
 
