@@ -322,6 +322,17 @@ def test_direct_runner_measures_classes_without_asv(tmp_path):
     assert proc.returncode != 0 and "pattern '([' is not a regular expression" in proc.stderr
 
 
+def test_a_measurement_in_a_child_process_returns_what_it_printed_or_its_error():
+    """``common.in_child`` (NNDescent's full-size cases, each in a new process):
+    the child imports this bench package and jaxnn, its printed output comes
+    back, and a child that fails raises RuntimeError with its error's end."""
+    common = _bench_module("common")
+    assert common.in_child("common", "skip_unless", "json", timeout=TIMEOUT) == ""  # ran, printed nothing
+    failed = r"bench\.common\.skip_unless\('no_such_module',\) failed(?s:.*)NotImplementedError: no_such_module"
+    with pytest.raises(RuntimeError, match=failed):
+        common.in_child("common", "skip_unless", "no_such_module", timeout=TIMEOUT)
+
+
 def test_direct_runner_reports_a_failing_setup_and_goes_on(monkeypatch):
     """A setup_cache or setup that raises gives each of the class's benchmarks an
     error (a setup's NotImplementedError: skipped, asv's n/a) and the run goes on."""
