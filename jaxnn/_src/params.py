@@ -70,6 +70,10 @@ PARAMS = {
     "shrinkage": Options((None, "auto")),
     "trace": Bool(),
     "verbose": Bool(),
+    # ols, ols_init (paper 004 Algorithm 2)
+    "n_features": Interval("integer", low=1),
+    "p": Interval("real", 2.0, None, closed="left"),
+    "eta": Interval("real", 0.0, None, closed="neither"),
 }
 
 
