@@ -130,10 +130,9 @@ def grad_psi(x, r: float, axis: int = 0):
     top = jnp.max(a, axis=axis, keepdims=True)
     scale = jnp.where(top > 0, top, 1.0)
     u = a / scale
-    power = jnp.where(u > 0, jnp.exp((r - 1.0) * jnp.log(jnp.where(u > 0, u, 1.0))), 0.0)  # u^{r−1}
-    total = jnp.sum(power * u, axis=axis, keepdims=True)  # Σ u^r ≥ 1 where x ≠ 0
-    norm = jnp.where(total > 0, total, 1.0) ** ((r - 2.0) / r)
-    return jnp.sign(x) * power * scale / norm
+    power = jnp.exp((r - 1.0) * jnp.log(u))  # u^{r−1}; log 0 = −∞ gives 0
+    total = jnp.sum(power * u, axis=axis, keepdims=True)  # Σ u^r: ≥ 1 where x ≠ 0, else 0
+    return jnp.copysign(power, x) * (scale / jnp.maximum(total, 1.0) ** ((r - 2.0) / r))
 
 
 def _p_norms(O, p: float):
@@ -142,7 +141,7 @@ def _p_norms(O, p: float):
     top = jnp.max(a, axis=1)
     scale = jnp.where(top > 0, top, 1.0)
     u = a / scale[:, None]
-    powers = jnp.where(u > 0, jnp.exp(p * jnp.log(jnp.where(u > 0, u, 1.0))), 0.0)  # u^p (pow: thrice the time)
+    powers = jnp.exp(p * jnp.log(u))  # u^p; log 0 = −∞ gives 0
     return scale * jnp.sum(powers, axis=1) ** (1.0 / p)
 
 
