@@ -18,6 +18,7 @@ from jaxnn._src.graph import Neighbors, knn_graph, knn_query
 from jaxnn._src.inverse import InverseNeighbors, inverse_neighbors
 from jaxnn._src.learned_metric import learn_metric
 from jaxnn._src.model import Model
+from jaxnn._src.ols import OLSModel, ols, ols_init, ols_update
 from jaxnn._src.persist import ModelFileError, load, save
 from jaxnn._src.prediction import decision_function, predict, predict_proba
 from jaxnn._src.prune import knn_subsample, prune, prune_indices
@@ -31,6 +32,7 @@ __all__ = [
     "Model",
     "ModelFileError",
     "N3",
+    "OLSModel",
     "Neighbors",
     "Selection",
     "UNN",
@@ -51,6 +53,9 @@ __all__ = [
     "losses",
     "metrics",
     "n3",
+    "ols",
+    "ols_init",
+    "ols_update",
     "predict",
     "predict_proba",
     "prune",

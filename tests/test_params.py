@@ -48,6 +48,9 @@ ENTRIES = {
                   set(inspect.signature(ens.fit_split).parameters) | set(ens_src._FIT_KEYS), {}),
     "fit_preparation": (lambda **kw: jaxnn.tabular.fit_preparation({"x": [1.0, 2.0]}, **kw),
                         set(inspect.signature(jaxnn.tabular.fit_preparation).parameters), {}),
+    "ols": (lambda **kw: jaxnn.ols(X, y, **kw), set(inspect.signature(jaxnn.ols).parameters), {}),
+    "ols_init": (lambda **kw: jaxnn.ols_init(**{"n_features": 3, "classes": [0, 1], **kw}),
+                 set(inspect.signature(jaxnn.ols_init).parameters), {}),
 }
 if _estimator_entry() is not None:
     ENTRIES["BoostedKNNClassifier"] = _estimator_entry()

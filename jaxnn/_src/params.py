@@ -78,6 +78,10 @@ PARAMS = {
     "scale": Options(SCALES),
     "impute": Options(IMPUTES),
     "categorical": Options(CATEGORICALS),
+    # ols, ols_init (paper 004 Algorithm 2)
+    "n_features": Interval("integer", low=1),
+    "p": Interval("real", 2.0, None, closed="left"),
+    "eta": Interval("real", 0.0, None, closed="neither"),
 }
 
 
