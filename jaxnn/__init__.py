@@ -22,6 +22,7 @@ from jaxnn._src.persist import ModelFileError, load, save
 from jaxnn._src.prediction import decision_function, predict, predict_proba
 from jaxnn._src.prune import knn_subsample, prune, prune_indices
 from jaxnn._src.select import Selection, select
+from jaxnn._src.uls import ULSModel, uls
 
 __version__ = "0.1.0"
 
@@ -34,6 +35,7 @@ __all__ = [
     "Neighbors",
     "Selection",
     "UNN",
+    "ULSModel",
     "UNNFast",
     "baselines",
     "config",
@@ -59,6 +61,7 @@ __all__ = [
     "select",
     "surrogate_risk",
     "tabular",
+    "uls",
     "unn",
     "unn_fast",
 ]

@@ -70,6 +70,9 @@ PARAMS = {
     "shrinkage": Options((None, "auto")),
     "trace": Bool(),
     "verbose": Bool(),
+    # uls (paper 004, Algorithm 1; "weak" and "loss_choice" are options checked by uls itself)
+    "max_literals": Interval("integer", low=1),
+    "corrective": Bool(),
 }
 
 
