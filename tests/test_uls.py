@@ -9,6 +9,8 @@ scoring as decision_function does.
 
 from __future__ import annotations
 
+import logging
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -397,8 +399,9 @@ def test_a_second_fit_of_the_same_shapes_compiles_nothing(data, compilations):
     watched = (uls_module._boost_features,)
     with compilations(*watched):
         jaxnn.uls(X, y, rounds=3)
-    with compilations() as compiled:
-        jaxnn.uls(X + 0.01, y, rounds=3)
+    X2 = 1.1 * X + np.random.default_rng(7).normal(scale=0.05, size=X.shape)
+    with compilations() as compiled:  # other data of the same shape
+        jaxnn.uls(X2, y[::-1], rounds=3)
     assert compiled.of(*watched) == []
 
 
@@ -422,6 +425,13 @@ def test_bad_arguments_name_themselves(data, kwargs, error, message):
     X, y = data
     with pytest.raises(error, match=message):
         jaxnn.uls(X, y, **kwargs)
+
+
+def test_verbose_reports_the_stages(data, caplog):
+    X, y = data
+    with caplog.at_level(logging.INFO, logger="jaxnn"):
+        jaxnn.uls(X, y, rounds=2, verbose=True)
+    assert any("uls: boosting" in r.getMessage() for r in caplog.records)
 
 
 def test_nan_points_are_refused(data):

@@ -31,6 +31,7 @@ to the interval that keeps every training margin y_i H_i in [−1, 1]
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 from typing import Any, ClassVar, Optional
@@ -48,7 +49,7 @@ from jaxnn._src.losses import Loss
 from jaxnn._src.losses import get as get_loss
 from jaxnn._src.losses import squared as squared_loss
 from jaxnn._src.params import check
-from jaxnn._src.progress import stage
+from jaxnn._src.progress import progress_shown, stage
 
 __all__ = ["ULSModel", "uls", "line_step", "block_step", "MAX_DELTA", "ROUNDS_CAP", "HOLDOUT"]
 
@@ -444,6 +445,10 @@ def _fit(X, Y, s, *, kinds, losses, choice, rounds, max_literals, corrective, k,
             feature, threshold, greater = weak_kinds.literals(X)
             Lmat = weak_kinds.literal_matrix(Xd, jnp.asarray(feature), jnp.asarray(threshold, dtype),
                                              jnp.asarray(greater))
+            # columns padded to a power of two (≥ 8) so that data of one shape shares a program; a
+            # padded literal never holds, its rule h ≡ −1 never raises |edge|, so it is never taken
+            width = max(8, 1 << max(int(feature.size) - 1, 0).bit_length())
+            Lmat = jnp.pad(Lmat, ((0, 0), (0, width - feature.size)))
             E, lits, alphas, risk, idx = _boost_features(Lmat, Yd, sd, E, kind=kind, losses=losses, choice=choice,
                                                          rounds=r, max_literals=max_literals, corrective=corrective)
             lits = np.asarray(lits)  # (T, C, l)
@@ -552,7 +557,8 @@ def uls(X, y, *, weak="rules", loss="logistic", rounds=None, max_literals=2, cor
         ``"knn"`` — paper 001's hypotheses h_j(x) = y_jc·1[j ∈ NN_k(x)]
         (self excluded), one step per example in index order (``rounds``
         steps, default m: one pass); ULS on them is UNN without smoothing
-        (``jaxnn.unn(smoothing=False)``).
+        (``jaxnn.unn(smoothing=False)``), except that an example no
+        example has as a neighbour keeps α = 0 (``jaxnn.fit`` fills it).
         ``"linear"`` — the standardised features and a bias; each step the
         coordinate of largest |edge| Σ_i s_i w_i y_i z(o_i).
         ``"rules"`` — §7's "if monomial then ±1 else ∓1" over literals
@@ -582,6 +588,12 @@ def uls(X, y, *, weak="rules", loss="logistic", rounds=None, max_literals=2, cor
       sample_weight: (m,) weights of each example's term of the risk (mean 1).
       verbose: report the stages.
 
+    The squared loss (φ_B) keeps every training score in [−1, 1]: each
+    step's δ is clipped to the interval that keeps the margins there
+    (corrective: the Newton step scaled back into it), paper 004 L902.
+    A step has no finite solution when every example its hypothesis
+    reaches agrees with it: δ is then ±50 (as UNN's ``max_delta``).
+
     The model's posteriors are its ``loss``'s link: the first of the bag
     for ``"risk"`` / ``"edge"``, the chosen one for ``"fold"``.
 
@@ -608,8 +620,7 @@ def uls(X, y, *, weak="rules", loss="logistic", rounds=None, max_literals=2, cor
     X = as_points(X)
     m = X.shape[0]
     classes, Y, multilabel = encode_labels(y, m)
-    if "knn" in kinds:
-        k = check("k", k, below=m)
+    k = check("k", k, below=m)  # read by "knn" only, checked whatever the kinds
     s = sample_weights(sample_weight, m)
     s = np.ones(m) if s is None else s
     dtype = compute_dtype(X)
@@ -619,40 +630,33 @@ def uls(X, y, *, weak="rules", loss="logistic", rounds=None, max_literals=2, cor
     fixed = {kind: rounds if kind == "knn" else (rounds or ROUNDS_CAP) for kind in kinds}  # knn None: one pass
     options = dict(kinds=kinds, choice=choice, max_literals=max_literals, corrective=corrective, k=k, dtype=dtype)
 
-    chosen_bag, counts = bag, fixed
-    if loss_choice == "fold" or (rounds is None and grow):
-        train, held = _split(Y, multilabel, seed)
-        best = None
-        candidates = [(b,) for b in bag] if loss_choice == "fold" else [bag]
-        with stage("uls: held-out choice", total=len(candidates)) if verbose else _nothing():
-            for cand in candidates:
-                parts, _, _, paths = _fit(Xf[train], Y[train], s[train], losses=cand, rounds=fixed, **options)
-                H = _heldout_path(parts, paths, Xf[held])
-                error, log = _criterion(H, Y[held], cand[0], multilabel)
-                if rounds is None and grow:  # the number of steps of least held-out error, then log loss
-                    at = int(np.lexsort((log, error))[0])
-                else:  # every step: the last
-                    at = len(error) - 1
-                key = (float(error[at]), float(log[at]))
-                if best is None or key < best[0]:
-                    best = (key, cand, at + 1)
-        _, chosen_bag, n = best
-        counts = _counts(kinds, fixed, n) if (rounds is None and grow) else fixed
-    kinds_used = tuple(kind for kind in kinds if kind == "knn" or counts[kind] > 0)
-    counts = {kind: counts[kind] for kind in kinds_used}
-    with stage("uls: boosting") if verbose else _nothing():
-        parts, risk, idx, _ = _fit(Xf, Y, s, losses=chosen_bag, rounds=counts, **{**options, "kinds": kinds_used})
-    if loss_choice == "fold":
-        idx = np.full(idx.shape, bag.index(chosen_bag[0]), np.int8)
-    return ULSModel(classes=classes, loss=chosen_bag[0], multilabel=multilabel, n_features=X.shape[1],
-                    weak=kinds_used, losses=tuple(b.name for b in bag), loss_choice=loss_choice, loss_index=idx,
-                    risk=risk, rounds=tuple(m if counts[kind] is None else counts[kind] for kind in kinds_used),
-                    **parts)
-
-
-class _nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
+    with progress_shown() if verbose else contextlib.nullcontext():
+        chosen_bag, counts = bag, fixed
+        if loss_choice == "fold" or (rounds is None and grow):
+            train, held = _split(Y, multilabel, seed)
+            best = None
+            candidates = [(b,) for b in bag] if loss_choice == "fold" else [bag]
+            with stage("uls: held-out choice", total=len(candidates)):
+                for cand in candidates:
+                    parts, _, _, paths = _fit(Xf[train], Y[train], s[train], losses=cand, rounds=fixed, **options)
+                    H = _heldout_path(parts, paths, Xf[held])
+                    error, log = _criterion(H, Y[held], cand[0], multilabel)
+                    if rounds is None and grow:  # the number of steps of least held-out error, then log loss
+                        at = int(np.lexsort((log, error))[0])
+                    else:  # every step: the last
+                        at = len(error) - 1
+                    key = (float(error[at]), float(log[at]))
+                    if best is None or key < best[0]:
+                        best = (key, cand, at + 1)
+            _, chosen_bag, n = best
+            counts = _counts(kinds, fixed, n) if (rounds is None and grow) else fixed
+        kinds_used = tuple(kind for kind in kinds if kind == "knn" or counts[kind] > 0)
+        counts = {kind: counts[kind] for kind in kinds_used}
+        with stage("uls: boosting"):
+            parts, risk, idx, _ = _fit(Xf, Y, s, losses=chosen_bag, rounds=counts, **{**options, "kinds": kinds_used})
+        if loss_choice == "fold":
+            idx = np.full(idx.shape, bag.index(chosen_bag[0]), np.int8)
+        return ULSModel(classes=classes, loss=chosen_bag[0], multilabel=multilabel, n_features=X.shape[1],
+                        weak=kinds_used, losses=tuple(b.name for b in bag), loss_choice=loss_choice, loss_index=idx,
+                        risk=risk, rounds=tuple(m if counts[kind] is None else counts[kind] for kind in kinds_used),
+                        **parts)

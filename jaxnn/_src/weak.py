@@ -136,9 +136,6 @@ def grow_rules(Lmat, v, max_literals: int):
     growing = jnp.ones((C,), bool)
     lits = []
     for _ in range(max_literals):
-        if Lmat.shape[1] == 0:
-            lits.append(jnp.full((C,), -1, jnp.int32))
-            continue
         cand = jnp.abs(2.0 * (Lmat.T @ (v * inside)) - total)  # (L, C)
         pick = jnp.argmax(cand, axis=0).astype(jnp.int32)
         value = jnp.take_along_axis(cand, pick[None], axis=0)[0]
