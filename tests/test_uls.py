@@ -359,6 +359,40 @@ def test_loss_bag_risk_and_edge_choices(data):
     np.testing.assert_allclose(np.asarray(one.rule_alpha), np.asarray(alone.rule_alpha), rtol=1e-12)
 
 
+def test_loss_bag_edge_choice_takes_the_largest_normalised_edge(data):
+    """Step 2 of an "edge" bag: per class, the loss whose grown rule has the
+    largest |Σ w y h| / Σ w at the margins after step 1 (NumPy weights)."""
+    X, y = data
+    bag = ["logistic", "matsushita", "exponential"]
+    with jax.enable_x64(True):
+        model = jaxnn.uls(X, y, rounds=2, loss=bag, loss_choice="edge")
+        Y = encoded(y)
+        h = rule_values_numpy(X, model.rule_feature, model.rule_threshold, model.rule_greater)
+        margins = Y * h[:, 0] * np.asarray(model.rule_alpha)[0]
+        feature, threshold, greater = weak_module.literals(X)
+        Lmat = weak_module.literal_matrix(jnp.asarray(X), jnp.asarray(feature), jnp.asarray(threshold),
+                                          jnp.asarray(greater))
+        edges = []
+        for name in bag:
+            w = numpy_weight(name, margins)
+            _, rule = weak_module.grow_rules(Lmat, jnp.asarray(w * Y), 2)
+            edges.append(np.abs(np.sum(w * Y * np.asarray(rule), 0)) / np.sum(w, 0))
+    np.testing.assert_array_equal(model.loss_index[1], np.argmax(np.stack(edges), 0))
+
+
+def test_float32_steps_zero_the_edge_to_round_off(data):
+    X, y = data
+    model = jaxnn.uls(X.astype(np.float32), y, rounds=3, loss="logistic")
+    Y = encoded(y)
+    h = rule_values_numpy(X.astype(np.float32), model.rule_feature, model.rule_threshold, model.rule_greater)
+    H = np.cumsum(h * np.asarray(model.rule_alpha, np.float64)[None], axis=1)
+    w = numpy_weight("logistic", Y[:, None] * H)
+    edges = np.sum(w * Y[:, None] * h, 0) / np.sum(w, 0)
+    # where a class was separated (δ = ±50), float32 weights underflow to 0 from there on
+    finite = np.cumsum(np.abs(np.asarray(model.rule_alpha)) >= uls_module.MAX_DELTA, axis=0) == 0
+    assert finite.mean() > 0.5 and np.max(np.abs(edges[finite])) < 1e-5
+
+
 def test_loss_bag_fold_choice(data):
     X, y = data
     model = jaxnn.uls(X, y, rounds=5, loss=["squared", "logistic"], loss_choice="fold")

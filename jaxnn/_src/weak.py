@@ -40,6 +40,10 @@ MAX_THRESHOLDS = 32
 #: (float round-off of equal edges does not grow a rule)
 GROWTH_TOLERANCE = 1e-6
 
+#: candidate literals whose |edge| lie within this relative distance of the
+#: largest tie: the first (lowest index) of them is taken
+TIE_FLOAT64, TIE_FLOAT32 = 1e-9, 1e-5
+
 
 # ---------------------------------------------------------------- knn
 def inverse_lists(nb: np.ndarray, m: int) -> np.ndarray:
@@ -123,13 +127,14 @@ def grow_rules(Lmat, v, max_literals: int):
     """One rule per class, grown greedily for the signed weights v (m, C) =
     s_i w_ic y_ic: start from the empty monomial (h ≡ 1, edge Σ_i v_ic) and
     add, while fewer than ``max_literals`` are in, the literal whose rule has
-    the largest |edge| Σ_i v_ic h(o_i) = 2 Σ_{monomial} v_ic − Σ_i v_ic, if it
+    the largest |edge| (the first of those tied to round-off) Σ_i v_ic h(o_i) = 2 Σ_{monomial} v_ic − Σ_i v_ic, if it
     raises |edge| (relative :data:`GROWTH_TOLERANCE`).  Every candidate is
     scored at once: Lmatᵀ (v ⊙ monomial), (L, C).
 
     Returns (lits (C, max_literals) int32, −1 where unused; h (m, C) ±1 the
     rules' values on the training points)."""
     m, C = v.shape
+    tie = TIE_FLOAT64 if v.dtype == jnp.float64 else TIE_FLOAT32
     total = jnp.sum(v, axis=0)
     inside = jnp.ones((m, C), v.dtype)
     best = jnp.abs(total)
@@ -137,7 +142,10 @@ def grow_rules(Lmat, v, max_literals: int):
     lits = []
     for _ in range(max_literals):
         cand = jnp.abs(2.0 * (Lmat.T @ (v * inside)) - total)  # (L, C)
-        pick = jnp.argmax(cand, axis=0).astype(jnp.int32)
+        # the first of the literals within round-off of the largest |edge|: a literal and its
+        # complement tie exactly on the empty rule, and summation order must not decide
+        top = jnp.max(cand, axis=0)
+        pick = jnp.argmax(cand >= top * (1 - tie), axis=0).astype(jnp.int32)
         value = jnp.take_along_axis(cand, pick[None], axis=0)[0]
         take = growing & (value > best * (1 + GROWTH_TOLERANCE))
         inside = jnp.where(take, inside * Lmat[:, pick], inside)
