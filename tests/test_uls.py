@@ -341,6 +341,20 @@ def test_sample_weights_weigh_each_term_of_the_risk(data):
     np.testing.assert_allclose(np.asarray(uniform.rule_alpha), np.asarray(plain.rule_alpha), rtol=1e-12)
 
 
+def test_integer_sample_weights_equal_repeated_examples():
+    """s_i = 2 weighs example i as two copies of it (binary features: the
+    same literals either way)."""
+    rng = np.random.default_rng(6)
+    X = rng.integers(0, 2, size=(40, 5)).astype(float)
+    y = (X[:, 0] + X[:, 1] + rng.integers(0, 2, 40) > 1).astype(int)
+    weight = rng.integers(1, 3, 40)
+    with jax.enable_x64(True):
+        weighted = jaxnn.uls(X, y, rounds=6, sample_weight=weight)
+        repeated = jaxnn.uls(np.repeat(X, weight, 0), np.repeat(y, weight), rounds=6)
+    np.testing.assert_array_equal(weighted.rule_feature, repeated.rule_feature)
+    np.testing.assert_allclose(np.asarray(weighted.rule_alpha), np.asarray(repeated.rule_alpha), rtol=1e-10)
+
+
 # ------------------------------------------------------------------ loss bags
 def test_loss_bag_risk_and_edge_choices(data):
     X, y = data
