@@ -432,7 +432,8 @@ def _fit(X, Y, s, *, kinds, losses, choice, rounds, max_literals, corrective, k,
             nb = np.asarray(knn_graph(X, k).indices)
             inv = jnp.asarray(weak_kinds.inverse_lists(nb, m))
             E, alpha, risk, idx = _boost_knn(inv, Yd, sd, E, losses=losses, choice=choice, steps=r)
-            parts.update(k=k, knn_X=np.asarray(X, np.float32), knn_Y=np.asarray(Y, np.int8), knn_alpha=np.asarray(alpha))
+            parts.update(k=k, knn_X=np.asarray(X, np.float32), knn_Y=np.asarray(Y, np.int8),
+                         knn_alpha=np.asarray(alpha))
             paths.append((kind, None))
         elif kind == "linear":
             mean, scale = standardised = weak_kinds.standardise(X)

@@ -48,14 +48,15 @@ TIE_FLOAT64, TIE_FLOAT32 = 1e-9, 1e-5
 # ---------------------------------------------------------------- knn
 def inverse_lists(nb: np.ndarray, m: int) -> np.ndarray:
     """(m, P) int32: row j lists the examples i with j ∈ NN_k(i) (ascending),
-    padded with the sentinel m; P = the largest in-degree (≥ 1)."""
+    padded with the sentinel m; P = the largest in-degree rounded up to a
+    power of two (≥ 8)."""
     nb = np.asarray(nb)
     rows = np.repeat(np.arange(nb.shape[0]), nb.shape[1])
     cols = nb.reshape(-1)
     order = np.lexsort((rows, cols))
     rows, cols = rows[order], cols[order]
     counts = np.bincount(cols, minlength=m)
-    P = max(int(counts.max()), 1)
+    P = max(8, 1 << (max(int(counts.max()), 1) - 1).bit_length())  # a power of two: graphs share programs
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     slot = np.arange(rows.size) - starts[cols]
     inv = np.full((m, P), m, np.int32)
