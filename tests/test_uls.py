@@ -418,11 +418,16 @@ def test_loss_bag_fold_choice(data):
     assert H.shape == (120, 3)
 
 
-def test_squared_loss_keeps_training_scores_in_the_unit_box(data):
+@pytest.mark.parametrize("corrective", [False, True])
+def test_squared_loss_keeps_training_scores_in_the_unit_box(data, corrective):
     X, y = data
-    model = jaxnn.uls(X, y, weak=["linear", "rules"], rounds=8, loss="squared")
+    weak = "linear" if corrective else ["linear", "rules"]
+    model = jaxnn.uls(X, y, weak=weak, rounds=8, loss="squared", corrective=corrective)
     H = np.asarray(jaxnn.decision_function(model, X))
     assert np.max(np.abs(H)) <= 1 + 1e-5
+    risk = np.asarray(model.risk)
+    np.testing.assert_allclose(risk[-1], np.mean((1 - encoded(y) * H) ** 2, 0), rtol=1e-4)
+    assert np.all(np.diff(risk, axis=0) <= 1e-6)
 
 
 # ------------------------------------------------------------------ rounds=None
@@ -433,6 +438,13 @@ def test_rounds_none_chooses_a_count_that_beats_chance():
     assert 1 <= model.rounds[0] <= uls_module.ROUNDS_CAP
     majority = max(np.mean(yte == c) for c in np.unique(y))
     assert np.mean(np.asarray(jaxnn.predict(model, Xte)) == yte) > majority
+
+
+def test_fold_with_rounds_none_chooses_a_loss_and_a_count(data):
+    X, y = data
+    model = jaxnn.uls(X, y, weak="linear", loss=["logistic", "matsushita"], loss_choice="fold")
+    assert model.loss.name in ("logistic", "matsushita") and 1 <= model.rounds[0] <= uls_module.ROUNDS_CAP
+    assert model.risk.shape == (model.rounds[0], 3)
 
 
 def test_rounds_none_knn_is_one_pass(data):

@@ -572,8 +572,9 @@ def uls(X, y, *, weak="rules", loss="logistic", rounds=None, max_literals=2, cor
         ``"knn"``: steps, cycling over the examples).  None: ``"knn"`` one
         pass; the others grown on 80 % of the data (held out per class,
         drawn with ``seed``) up to 200 steps per kind, the number of steps
-        (over the kinds in order) of least held-out error, ties by log loss,
-        then refit on all the data with it.
+        (over the kinds in order) of least held-out log loss (of the
+        posteriors, clipped to [10⁻⁶, 1 − 10⁻⁶]), ties by error, then refit
+        on all the data with it.
       max_literals: literals per rule, ≥ 1 (§7: 2 with rounds=10, 3 with 100).
       corrective: totally corrective steps (eq. 70 over every hypothesis
         chosen so far).  Not for ``"knn"`` (m hypotheses: a Newton system
@@ -583,7 +584,7 @@ def uls(X, y, *, weak="rules", loss="logistic", rounds=None, max_literals=2, cor
         ψ(0) = 1), ``"edge"`` (the loss whose hypothesis has the largest
         normalised edge |Σ s w y h| / Σ s w), ``"fold"`` (one loss, and with
         rounds=None its number of steps, chosen on the held-out split by
-        error then log loss, refit on all the data).  None with one loss.
+        log loss then error, refit on all the data).  None with one loss.
       k: neighbours of ``"knn"`` (1 ≤ k < m).
       seed: the held-out split's random state.
       sample_weight: (m,) weights of each example's term of the risk (mean 1).
@@ -642,11 +643,11 @@ def uls(X, y, *, weak="rules", loss="logistic", rounds=None, max_literals=2, cor
                     parts, _, _, paths = _fit(Xf[train], Y[train], s[train], losses=cand, rounds=fixed, **options)
                     H = _heldout_path(parts, paths, Xf[held])
                     error, log = _criterion(H, Y[held], cand[0], multilabel)
-                    if rounds is None and grow:  # the number of steps of least held-out error, then log loss
-                        at = int(np.lexsort((log, error))[0])
+                    if rounds is None and grow:  # the number of steps of least held-out log loss, then error
+                        at = int(np.lexsort((error, log))[0])
                     else:  # every step: the last
                         at = len(error) - 1
-                    key = (float(error[at]), float(log[at]))
+                    key = (float(log[at]), float(error[at]))
                     if best is None or key < best[0]:
                         best = (key, cand, at + 1)
             _, chosen_bag, n = best
