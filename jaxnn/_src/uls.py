@@ -236,9 +236,10 @@ def _boost_features(F, Y, s, E0, *, kind, losses, choice, rounds, max_literals, 
                                                                   jnp.finfo(dtype).tiny)
             if corrective:
                 slot = rec if kind == "linear" else jnp.full((C,), t, jnp.int32)
-                new_hyps = hyps if kind == "linear" else hyps.at[t].set(h)
-                chosen = alpha != 0 if kind == "linear" else jnp.broadcast_to((jnp.arange(P) < t)[:, None], (P, C))
+                # linear: hyps is the (P, C) mask of the coordinates chosen so far; rules: the rules' values
+                chosen = hyps if kind == "linear" else jnp.broadcast_to((jnp.arange(P) < t)[:, None], (P, C))
                 mask = chosen | (jnp.arange(P)[:, None] == slot[None])  # (P, C)
+                new_hyps = mask if kind == "linear" else hyps.at[t].set(h)
                 A = (F if kind == "linear" else new_hyps.transpose(1, 0, 2))  # (m, P[, C])
 
                 def per_class(e_c, y_c, mask_c, A_c):
@@ -273,7 +274,10 @@ def _boost_features(F, Y, s, E0, *, kind, losses, choice, rounds, max_literals, 
             risk = _pick(risks, idx)
         return (E, alpha, hyps), (rec, alpha, risk, idx)
 
-    hyps0 = jnp.zeros((rounds, m, C), dtype) if (corrective and kind == "rules") else jnp.zeros((), dtype)
+    if not corrective:
+        hyps0 = jnp.zeros((), dtype)
+    else:
+        hyps0 = jnp.zeros((P, C), bool) if kind == "linear" else jnp.zeros((rounds, m, C), dtype)
     (E, _, _), (recs, alphas, risk, idx) = jax.lax.scan(
         body, (E0, jnp.zeros((P, C), dtype), hyps0), jnp.arange(rounds))
     return E, recs, alphas, risk, idx
