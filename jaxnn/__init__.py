@@ -23,6 +23,7 @@ from jaxnn._src.persist import ModelFileError, load, save
 from jaxnn._src.prediction import decision_function, predict, predict_proba
 from jaxnn._src.prune import knn_subsample, prune, prune_indices
 from jaxnn._src.select import Selection, select
+from jaxnn._src.uls import ULSModel, uls
 
 __version__ = "0.1.0"
 
@@ -36,6 +37,7 @@ __all__ = [
     "Neighbors",
     "Selection",
     "UNN",
+    "ULSModel",
     "UNNFast",
     "baselines",
     "config",
@@ -64,6 +66,7 @@ __all__ = [
     "select",
     "surrogate_risk",
     "tabular",
+    "uls",
     "unn",
     "unn_fast",
 ]

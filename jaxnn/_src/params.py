@@ -23,8 +23,10 @@ from typing import NamedTuple, Optional
 from jaxnn._src.checks import check_bool, check_integer, check_option, check_real
 from jaxnn._src.graph import METHODS
 from jaxnn._src.plan import CHOOSERS
+from jaxnn._src.weak import KINDS
 
-__all__ = ["Interval", "Options", "Bool", "PARAMS", "POSTERIORS", "SCALES", "IMPUTES", "CATEGORICALS", "check"]
+__all__ = ["Interval", "Options", "Bool", "PARAMS", "POSTERIORS", "SCALES", "IMPUTES", "CATEGORICALS", "LOSS_CHOICES",
+           "check"]
 
 
 class Interval(NamedTuple):
@@ -60,6 +62,8 @@ POSTERIORS = ("auto", "link", "votes")
 SCALES = ("standard", "robust", "none")
 IMPUTES = ("none", "median", "most-frequent")
 CATEGORICALS = ("onehot", "error")
+#: ``loss_choice=`` of :func:`jaxnn.uls` with a bag of losses (paper 004 §7: F, E, F*)
+LOSS_CHOICES = (None, "risk", "edge", "fold")
 
 #: every declared argument's constraint, by the argument's name
 PARAMS = {
@@ -82,6 +86,11 @@ PARAMS = {
     "n_features": Interval("integer", low=1),
     "p": Interval("real", 2.0, None, closed="left"),
     "eta": Interval("real", 0.0, None, closed="neither"),
+    # uls (paper 004, Algorithm 1)
+    "weak": Options(tuple(KINDS)),
+    "loss_choice": Options(LOSS_CHOICES),
+    "max_literals": Interval("integer", low=1),
+    "corrective": Bool(),
 }
 
 
