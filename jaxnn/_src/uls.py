@@ -47,7 +47,7 @@ from jaxnn._src.inputs import as_points, compute_dtype, encode_labels, sample_we
 from jaxnn._src.losses import Loss
 from jaxnn._src.losses import get as get_loss
 from jaxnn._src.losses import squared as squared_loss
-from jaxnn._src.params import LOSS_CHOICES, check
+from jaxnn._src.params import check
 from jaxnn._src.progress import progress_shown, stage
 
 __all__ = ["ULSModel", "uls", "line_step", "block_step", "MAX_DELTA", "ROUNDS_CAP", "HOLDOUT"]
