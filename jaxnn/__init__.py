@@ -22,6 +22,7 @@ from jaxnn._src.persist import ModelFileError, load, save
 from jaxnn._src.prediction import decision_function, predict, predict_proba
 from jaxnn._src.prune import knn_subsample, prune, prune_indices
 from jaxnn._src.select import Selection, select
+from jaxnn._src.udt import udt
 
 __version__ = "0.1.0"
 
@@ -59,6 +60,7 @@ __all__ = [
     "select",
     "surrogate_risk",
     "tabular",
+    "udt",
     "unn",
     "unn_fast",
 ]

@@ -70,6 +70,11 @@ PARAMS = {
     "shrinkage": Options((None, "auto")),
     "trace": Bool(),
     "verbose": Bool(),
+    # udt (paper 004, Algorithm 3)
+    "max_depth": Interval("integer", low=1),
+    "min_samples_leaf": Interval("integer", low=1),
+    "max_leaf_nodes": Interval("integer", low=2),
+    "max_bins": Interval("integer", low=2),
 }
 
 
