@@ -199,8 +199,10 @@ def _descend(X, feature, threshold, left, right, table, depth, path_sum: bool):
 
 
 def _impurity(loss, p):
-    """G(p) = Σ_c (−φ(p_c)) over the last axis of p (…, C)."""
+    """G(p) = Σ_c (−φ(p_c)) over the last axis of p (…, C); p clipped to
+    [0, 1] (a quotient of counts may round past 1, where φ_Q is NaN)."""
     phi = jax.vmap(loss.phi)
+    p = jnp.clip(p, 0.0, 1.0)
     return -jnp.sum(phi(p.reshape(-1)).reshape(p.shape), axis=-1)
 
 
