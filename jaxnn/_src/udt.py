@@ -36,7 +36,9 @@ largest float32 not above the float64 midpoint: a float32 point goes left
 exactly when it does in scikit-learn's float64 comparison.  ``max_bins``
 first bins each feature with more distinct values than that at quantile cut
 points (midpoints of the data's percentiles, as scikit-learn's histogram
-trees) and searches only those cuts.
+trees) and searches only those cuts; a split's threshold is then the
+midpoint of the training values either side of its cut (so ``max_bins`` at
+least the number of distinct values gives the exact tree).
 
 Which leaves are split
 ----------------------
@@ -198,6 +200,12 @@ def _descend(X, feature, threshold, left, right, table, depth, path_sum: bool):
 # --------------------------------------------------------------------------
 
 
+def _fractions(counts, n):
+    """counts / n, exactly 1 where counts = n: XLA multiplies by a broadcast
+    1/n, and 55·(1/55) = 1 − 2⁻²⁴ costs φ_M (infinite slope at 1) 2.4e−4."""
+    return jnp.where(counts >= n, 1.0, counts / n)
+
+
 def _impurity(loss, p):
     """G(p) = Σ_c (−φ(p_c)) over the last axis of p (…, C); p clipped to
     [0, 1] (a quotient of counts may round past 1, where φ_Q is NaN)."""
@@ -239,8 +247,8 @@ def _evaluate(X, Ypos, P, leaf_of_row, start, count, m, *, loss, n_leaves: int, 
     valid = (real & (nL >= min_leaf) & (nR >= min_leaf))[:, None] & (Xnext > Xv + FEATURE_THRESHOLD)
     safe_l = jnp.maximum(nL, 1.0)[:, None, None]
     safe_r = jnp.maximum(nR, 1.0)[:, None, None]
-    children = nL[:, None] * _impurity(loss, L / safe_l) + nR[:, None] * _impurity(loss, R / safe_r)
-    parent = count.astype(dtype) * _impurity(loss, totals / jnp.maximum(count, 1).astype(dtype)[:, None])
+    children = nL[:, None] * _impurity(loss, _fractions(L, safe_l)) + nR[:, None] * _impurity(loss, _fractions(R, safe_r))
+    parent = count.astype(dtype) * _impurity(loss, _fractions(totals, jnp.maximum(count, 1).astype(dtype)[:, None]))
     A = (children - parent[leaf_c][:, None]) / loss.b(dtype)
     A = jnp.where(valid, A, jnp.inf)
 
@@ -343,8 +351,9 @@ def _pow2(n: int, low: int = 8) -> int:
 class _Grower:
     """The level programs driven from the host: leaves as segments, nodes as lists."""
 
-    def __init__(self, X, Ypos, loss, min_leaf):
+    def __init__(self, X, Ypos, loss, min_leaf, bins=None):
         m, d = X.shape
+        self.bins = bins  # None, or per feature (each bin's least value, its greatest) of binned X
         self.m = m
         M = shared_rows(m)
         Xp = np.zeros((M, d), np.float32)
@@ -374,9 +383,16 @@ class _Grower:
         count[: len(self.count)] = self.count
         out = _evaluate(self.X, self.Y, self.P, self.leaf_of_row, jnp.asarray(start), jnp.asarray(count),
                         np.int32(self.m), loss=self.loss, n_leaves=S, min_leaf=self.min_leaf)
-        best, feat, n_left, v, v_next, totals = (np.asarray(a) for a in out)
-        k = len(self.start)
-        return best[:k], feat[:k], n_left[:k], _floor_midpoint(v[:k], v_next[:k]), totals[:k]
+        best, feat, n_left, v, v_next, totals = (np.asarray(a)[: len(self.start)] for a in out)
+        thr = _floor_midpoint(v, v_next)
+        if self.bins is None:
+            return best, feat, n_left, thr, thr, totals
+        # the model's threshold: the midpoint of the training values either side, as without bins
+        lo = np.array([self.bins[f][1][int(c)] for f, c in zip(feat, v)], np.float32)
+        hi = np.array([self.bins[f][0][min(int(c), self.bins[f][0].size - 1)] for f, c in zip(feat, v_next)],
+                      np.float32)
+        ok = np.isfinite(best)
+        return best, feat, n_left, thr, np.where(ok, _floor_midpoint(lo, np.where(ok, hi, lo)), 0), totals
 
     def split(self, segs, feats, thrs, n_lefts):
         """Split segments ``segs``; returns the right children's segment ids."""
@@ -403,22 +419,23 @@ class _Grower:
         return rights
 
 
-def _grow(X, Ypos, loss, max_depth, min_leaf, max_leaf_nodes):
+def _grow(X, Ypos, loss, max_depth, min_leaf, max_leaf_nodes, bins=None):
     """The tree's nodes as host lists: (parent, depth, counts, n, feature,
     threshold, children) of the nodes kept, root 0."""
-    g = _Grower(X, Ypos, loss, min_leaf)
+    g = _Grower(X, Ypos, loss, min_leaf, bins)
     depth_cap = np.inf if max_depth is None else max_depth
     # per node: segment, depth, A, feature, threshold, n_left, counts, n, children
-    seg, depth, A, feat, thr, nleft, counts, n, kids = [], [], [], [], [], [], [], [], []
+    seg, depth, A, feat, thr, thr_model, nleft, counts, n, kids = [], [], [], [], [], [], [], [], [], []
 
     def record(node_segs, node_depths, ev):
-        best, f, nl, t, totals = ev
+        best, f, nl, t, t_model, totals = ev
         for s, dd in zip(node_segs, node_depths):
             seg.append(s)
             depth.append(dd)
             A.append(float(best[s]))
             feat.append(int(f[s]))
             thr.append(np.float32(t[s]))
+            thr_model.append(np.float32(t_model[s]))
             nleft.append(int(nl[s]))
             counts.append(totals[s].astype(np.float64))
             n.append(int(g.count[s]))
@@ -483,7 +500,7 @@ def _grow(X, Ypos, loss, max_depth, min_leaf, max_leaf_nodes):
             out["left" if side == 0 else "right"][parent] = i
         inner = k in internal
         out["feature"].append(feat[k] if inner else -1)
-        out["threshold"].append(thr[k] if inner else np.float32(0.0))
+        out["threshold"].append(thr_model[k] if inner else np.float32(0.0))
         out["left"].append(i)
         out["right"].append(i)
         out["counts"].append(counts[k])
@@ -547,21 +564,24 @@ def udt(X, y, *, loss="squared", max_depth=None, min_samples_leaf=1, max_leaf_no
     classes, Y, multilabel = encode_labels(y, m)
     Ypos = (np.asarray(Y) > 0).astype(np.float32)
 
-    cuts = None
+    bins = None
     Xfit = Xa
-    if max_bins is not None:
+    if max_bins is not None:  # X as bin numbers: the number of cuts below x
         cuts = binning_cuts(Xa, max_bins)
-        Xfit = np.stack([np.searchsorted(c, Xa[:, j], side="left") for j, c in enumerate(cuts)], axis=1)
-        Xfit = Xfit.astype(np.float32)
+        codes = np.stack([np.searchsorted(c, Xa[:, j], side="left") for j, c in enumerate(cuts)], axis=1)
+        bins = []
+        for j, c in enumerate(cuts):
+            lo = np.full(c.size + 1, np.inf, np.float32)
+            hi = np.full(c.size + 1, -np.inf, np.float32)
+            np.minimum.at(lo, codes[:, j], Xa[:, j])
+            np.maximum.at(hi, codes[:, j], Xa[:, j])
+            bins.append((lo, hi))
+        Xfit = codes.astype(np.float32)
 
-    tree = _grow(Xfit, Ypos, loss_obj, max_depth, min_samples_leaf, max_leaf_nodes)
+    tree = _grow(Xfit, Ypos, loss_obj, max_depth, min_samples_leaf, max_leaf_nodes, bins)
 
     feature = np.asarray(tree["feature"], np.int32)
     threshold = np.asarray(tree["threshold"], np.float32)
-    if cuts is not None:  # code ≤ k + ½  ⇔  x ≤ cut_k
-        inner = feature >= 0
-        k = np.floor(threshold[inner]).astype(np.int64)
-        threshold[inner] = [cuts[f][i] for f, i in zip(feature[inner], k)]
     n_samples = np.asarray(tree["n"], np.int32)
     counts = np.asarray(tree["counts"], np.float64)
     prop = (counts / n_samples[:, None]).astype(np.float32)
