@@ -214,14 +214,16 @@ def _impurity(loss, p):
     return -jnp.sum(phi(p.reshape(-1)).reshape(p.shape), axis=-1)
 
 
-@functools.partial(jax.jit, static_argnames=("loss", "n_leaves", "min_leaf"))
-def _evaluate(X, Ypos, P, leaf_of_row, start, count, m, *, loss, n_leaves: int, min_leaf: int):
+@functools.partial(jax.jit, static_argnames=("loss", "n_leaves", "min_leaf", "factor"))
+def _evaluate(X, Ypos, P, leaf_of_row, start, count, m, *, loss, n_leaves: int, min_leaf: int, factor: float):
     """The best split of every leaf, all at once (eq. 104).
 
     X (M, d) float32, Ypos (M, C) float32 in {0, 1}; P (M, d) int32: per
     feature the rows sorted by (leaf, value) (padding rows at the end);
     leaf_of_row (M,) int32; start, count (S,) int32: each leaf's segment of
-    positions; m: the real rows.  Returns per leaf (S,): A_φ of its best
+    positions; m: the real rows; ``factor``: A_φ's multiplier (2 when Ypos
+    is the positive column of two classes, whose other column's impurity is
+    the same by φ's symmetry).  Returns per leaf (S,): A_φ of its best
     split (inf: none), feature, rows going left, the values either side of
     the threshold, and the class counts (S, C)."""
     M, d = P.shape
@@ -249,7 +251,7 @@ def _evaluate(X, Ypos, P, leaf_of_row, start, count, m, *, loss, n_leaves: int, 
     safe_r = jnp.maximum(nR, 1.0)[:, None, None]
     children = nL[:, None] * _impurity(loss, _fractions(L, safe_l)) + nR[:, None] * _impurity(loss, _fractions(R, safe_r))
     parent = count.astype(dtype) * _impurity(loss, _fractions(totals, jnp.maximum(count, 1).astype(dtype)[:, None]))
-    A = (children - parent[leaf_c][:, None]) / loss.b(dtype)
+    A = (children - parent[leaf_c][:, None]) * (factor / loss.b(dtype))
     A = jnp.where(valid, A, jnp.inf)
 
     seg = jnp.broadcast_to(leaf_of_pos[:, None], (M, d)).reshape(-1)
@@ -354,6 +356,8 @@ class _Grower:
     def __init__(self, X, Ypos, loss, min_leaf, bins=None):
         m, d = X.shape
         self.bins = bins  # None, or per feature (each bin's least value, its greatest) of binned X
+        # room for every leaf a tree of these rows can have: one program per (rows, features)
+        self.n_segments = shared_rows(m)
         self.m = m
         M = shared_rows(m)
         Xp = np.zeros((M, d), np.float32)
@@ -366,8 +370,10 @@ class _Grower:
         Yp[:m] = Ypos
         leaf = np.full(M, _NO_LEAF, np.int32)
         leaf[:m] = 0
+        # two classes: class 1's column alone (class 0's impurity is the same, φ(p) = φ(1 − p))
+        self.binary = Ypos.shape[1] == 2 and bool(np.all(Ypos.sum(1) == 1))
         self.X = jnp.asarray(Xp)
-        self.Y = jnp.asarray(Yp)
+        self.Y = jnp.asarray(Yp[:, 1:] if self.binary else Yp)
         self.P = jnp.asarray(P)
         self.leaf_of_row = jnp.asarray(leaf)
         self.loss = loss
@@ -376,14 +382,17 @@ class _Grower:
         self.count = [m]
 
     def evaluate(self):
-        S = _pow2(len(self.start))
+        S = self.n_segments
         start = np.zeros(S, np.int32)
         count = np.zeros(S, np.int32)
         start[: len(self.start)] = self.start
         count[: len(self.count)] = self.count
         out = _evaluate(self.X, self.Y, self.P, self.leaf_of_row, jnp.asarray(start), jnp.asarray(count),
-                        np.int32(self.m), loss=self.loss, n_leaves=S, min_leaf=self.min_leaf)
+                        np.int32(self.m), loss=self.loss, n_leaves=S, min_leaf=self.min_leaf,
+                        factor=2.0 if self.binary else 1.0)
         best, feat, n_left, v, v_next, totals = (np.asarray(a)[: len(self.start)] for a in out)
+        if self.binary:
+            totals = np.concatenate([np.asarray(self.count, np.float32)[:, None] - totals, totals], axis=1)
         thr = _floor_midpoint(v, v_next)
         if self.bins is None:
             return best, feat, n_left, thr, thr, totals
@@ -397,7 +406,7 @@ class _Grower:
     def split(self, segs, feats, thrs, n_lefts):
         """Split segments ``segs``; returns the right children's segment ids."""
         k0 = len(self.start)
-        S = _pow2(k0 + len(segs))
+        S = self.n_segments
         split = np.zeros(S, bool)
         feature = np.zeros(S, np.int32)
         threshold = np.zeros(S, np.float32)
