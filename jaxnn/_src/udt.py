@@ -397,11 +397,12 @@ class _Grower:
         if self.bins is None:
             return best, feat, n_left, thr, thr, totals
         # the model's threshold: the midpoint of the training values either side, as without bins
-        lo = np.array([self.bins[f][1][int(c)] for f, c in zip(feat, v)], np.float32)
-        hi = np.array([self.bins[f][0][min(int(c), self.bins[f][0].size - 1)] for f, c in zip(feat, v_next)],
-                      np.float32)
-        ok = np.isfinite(best)
-        return best, feat, n_left, thr, np.where(ok, _floor_midpoint(lo, np.where(ok, hi, lo)), 0), totals
+        ok = np.flatnonzero(np.isfinite(best))
+        lo = np.array([self.bins[feat[i]][1][int(v[i])] for i in ok], np.float32)
+        hi = np.array([self.bins[feat[i]][0][int(v_next[i])] for i in ok], np.float32)
+        thr_model = np.zeros_like(thr)
+        thr_model[ok] = _floor_midpoint(lo, hi)
+        return best, feat, n_left, thr, thr_model, totals
 
     def split(self, segs, feats, thrs, n_lefts):
         """Split segments ``segs``; returns the right children's segment ids."""
