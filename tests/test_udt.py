@@ -226,6 +226,36 @@ def test_a_phi_of_root_against_float64(data, loss):
     assert A[i] < 0
 
 
+def test_split_keeps_each_leaf_sorted_and_children_scored_exactly(data):
+    """After the root's split (:func:`udt._apply`) every feature's order is
+    each leaf's rows in value order, and the level program's A_φ of each
+    child equals the float64 scan of that child's rows."""
+    X, y = data["pima"]
+    Ypos = positives(y)
+    loss = "logistic"
+    g = U._Grower(X, Ypos.astype(np.float32), jaxnn.losses.get(loss), 2)
+    best, feat, n_left, thr, _, _ = g.evaluate()
+    g.split([0], feat, thr, n_left)
+    best, feat, n_left, thr, _, totals = g.evaluate()
+    P = np.asarray(g.P)[: X.shape[0]]
+    leaf = np.asarray(g.leaf_of_row)[: X.shape[0]]
+    assert g.start == [0, int(np.sum(leaf == 0))]
+    for f in range(X.shape[1]):
+        for k in (0, 1):
+            seg = P[g.start[k]: g.start[k] + g.count[k], f]
+            assert np.all(leaf[seg] == k)
+            assert np.all(np.diff(X[seg, f]) >= 0)
+    for k in (0, 1):
+        rows = leaf == k
+        imp, f, t = candidates(loss, X[rows], Ypos[rows], 2)
+        A = (imp - rows.sum() * G64(loss, Ypos[rows].sum(0), np.float64(rows.sum()))) / b64(loss)
+        i = np.argmin(A)
+        np.testing.assert_allclose(best[k], A[i], rtol=1e-5)
+        assert feat[k] == f[i] and thr[k] <= t[i]
+        np.testing.assert_allclose(thr[k], t[i], rtol=1e-7)
+        np.testing.assert_array_equal(totals[k], Ypos[rows].sum(0))
+
+
 # --------------------------------------------------------------------------
 # leaves
 # --------------------------------------------------------------------------

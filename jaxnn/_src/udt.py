@@ -249,7 +249,8 @@ def _evaluate(X, Ypos, P, leaf_of_row, start, count, m, *, loss, n_leaves: int, 
     valid = (real & (nL >= min_leaf) & (nR >= min_leaf))[:, None] & (Xnext > Xv + FEATURE_THRESHOLD)
     safe_l = jnp.maximum(nL, 1.0)[:, None, None]
     safe_r = jnp.maximum(nR, 1.0)[:, None, None]
-    children = nL[:, None] * _impurity(loss, _fractions(L, safe_l)) + nR[:, None] * _impurity(loss, _fractions(R, safe_r))
+    children = (nL[:, None] * _impurity(loss, _fractions(L, safe_l))
+                + nR[:, None] * _impurity(loss, _fractions(R, safe_r)))
     parent = count.astype(dtype) * _impurity(loss, _fractions(totals, jnp.maximum(count, 1).astype(dtype)[:, None]))
     A = (children - parent[leaf_c][:, None]) * (factor / loss.b(dtype))
     A = jnp.where(valid, A, jnp.inf)
