@@ -357,10 +357,8 @@ class _Grower:
     def __init__(self, X, Ypos, loss, min_leaf, bins=None):
         m, d = X.shape
         self.bins = bins  # None, or per feature (each bin's least value, its greatest) of binned X
-        # room for every leaf a tree of these rows can have: one program per (rows, features)
-        self.n_segments = shared_rows(m)
         self.m = m
-        M = shared_rows(m)
+        M = self.rows = shared_rows(m)
         Xp = np.zeros((M, d), np.float32)
         Xp[:m] = X
         order = np.argsort(X, axis=0, kind="stable").astype(np.int32)
@@ -382,8 +380,17 @@ class _Grower:
         self.start = [0]
         self.count = [m]
 
+    def n_segments(self, leaves: int) -> int:
+        """The leaves' padded number: 256·8^j (at most the padded rows), so
+        a tree of up to 256 leaves compiles one program of each kind and a
+        deep one a few, while a level's answers stay small."""
+        S = 256
+        while S < leaves:
+            S *= 8
+        return min(S, max(self.rows, leaves))
+
     def evaluate(self):
-        S = self.n_segments
+        S = self.n_segments(len(self.start))
         start = np.zeros(S, np.int32)
         count = np.zeros(S, np.int32)
         start[: len(self.start)] = self.start
@@ -408,7 +415,7 @@ class _Grower:
     def split(self, segs, feats, thrs, n_lefts):
         """Split segments ``segs``; returns the right children's segment ids."""
         k0 = len(self.start)
-        S = self.n_segments
+        S = self.n_segments(k0 + len(segs))
         split = np.zeros(S, bool)
         feature = np.zeros(S, np.int32)
         threshold = np.zeros(S, np.float32)
