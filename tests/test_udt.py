@@ -288,6 +288,7 @@ def test_leveraged_path_sums_are_links(data, leveraged, loss):
     H = np.asarray(jaxnn.decision_function(model, X))
     leaf = _leaf_of(model, X)
     np.testing.assert_allclose(H, dphi[leaf], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(jaxnn.predict_proba(model, X)), p[leaf], atol=1e-5)  # ∇φ⁻¹(∇φ(p)) = p
 
 
 @pytest.mark.parametrize("loss", ["squared", "logistic"])

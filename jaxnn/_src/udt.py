@@ -116,8 +116,9 @@ class UDTModel(FamilyModel):
       feature: (N,) int32, the split variable of an internal node, −1 at a leaf.
       threshold: (N,) float32: x goes left when x[feature] <= threshold.
       left, right: (N,) int32 children (a leaf: itself).
-      value: (N, C) float32, the node's leaf value as ``leaves`` says (p,
-        ∇φ(p) or ∇φ(p) for ``"leveraged"``, whose scores are α's path sums).
+      value: (N, C) float32, the node's value: p for ``"posterior"``, ∇φ(p)
+        for ``"link"`` and ``"leveraged"`` (whose scores, α's path sums,
+        equal it).
       proportions: (N, C) float32, p: the fraction of the node's training
         examples in each class (label).
       alpha: (N, C) float32, the leveraging coefficients of the linearised
