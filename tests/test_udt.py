@@ -413,6 +413,14 @@ def test_bad_arguments(kwargs, error, words):
         jaxnn.udt(X, [0, 1, 0, 1, 0, 1], **kwargs)
 
 
+@pytest.mark.parametrize("name", ["max_depth", "min_samples_leaf", "max_leaf_nodes", "max_bins"])
+@pytest.mark.parametrize("value", ["3", True, [3], 2.5])
+def test_integer_arguments_refuse_other_types(name, value):
+    X = np.arange(12, dtype=np.float32).reshape(6, 2)
+    with pytest.raises(TypeError, match=name):
+        jaxnn.udt(X, [0, 1, 0, 1, 0, 1], **{name: value})
+
+
 def test_nan_in_x_is_refused():
     X = np.arange(12, dtype=np.float32).reshape(6, 2)
     X[2, 1] = np.nan
