@@ -379,6 +379,7 @@ def test_multilabel(data):
 
 
 def test_second_fit_of_same_shapes_compiles_nothing(data, compilations):
+    """Rows shuffled, another min_samples_leaf: the same programs."""
     X, y = data["pima"]
     watched = (U._evaluate, U._apply, U._descend)
     with compilations(*watched):
@@ -386,7 +387,8 @@ def test_second_fit_of_same_shapes_compiles_nothing(data, compilations):
         jaxnn.predict(first, X)
     rng = np.random.default_rng(0)
     with compilations() as compiled:
-        second = jaxnn.udt(X[rng.permutation(X.shape[0])], y, max_depth=3)
+        rows = rng.permutation(X.shape[0])
+        second = jaxnn.udt(X[rows], y[rows], max_depth=3, min_samples_leaf=3)
         jaxnn.predict(second, X)
     assert compiled.of(*watched) == []
 

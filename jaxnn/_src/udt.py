@@ -215,14 +215,14 @@ def _impurity(loss, p):
     return -jnp.sum(phi(p.reshape(-1)).reshape(p.shape), axis=-1)
 
 
-@functools.partial(jax.jit, static_argnames=("loss", "n_leaves", "min_leaf", "factor"))
-def _evaluate(X, Ypos, P, leaf_of_row, start, count, m, *, loss, n_leaves: int, min_leaf: int, factor: float):
+@functools.partial(jax.jit, static_argnames=("loss", "n_leaves", "factor"))
+def _evaluate(X, Ypos, P, leaf_of_row, start, count, m, min_leaf, *, loss, n_leaves: int, factor: float):
     """The best split of every leaf, all at once (eq. 104).
 
     X (M, d) float32, Ypos (M, C) float32 in {0, 1}; P (M, d) int32: per
     feature the rows sorted by (leaf, value) (padding rows at the end);
     leaf_of_row (M,) int32; start, count (S,) int32: each leaf's segment of
-    positions; m: the real rows; ``factor``: A_φ's multiplier (2 when Ypos
+    positions; m: the real rows; min_leaf: the fewest rows a side; ``factor``: A_φ's multiplier (2 when Ypos
     is the positive column of two classes, whose other column's impurity is
     the same by φ's symmetry).  Returns per leaf (S,): A_φ of its best
     split (inf: none), feature, rows going left, the values either side of
@@ -397,7 +397,7 @@ class _Grower:
         start[: len(self.start)] = self.start
         count[: len(self.count)] = self.count
         out = _evaluate(self.X, self.Y, self.P, self.leaf_of_row, jnp.asarray(start), jnp.asarray(count),
-                        np.int32(self.m), loss=self.loss, n_leaves=S, min_leaf=self.min_leaf,
+                        np.int32(self.m), np.float32(self.min_leaf), loss=self.loss, n_leaves=S,
                         factor=2.0 if self.binary else 1.0)
         best, feat, n_left, v, v_next, totals = (np.asarray(a)[: len(self.start)] for a in out)
         if self.binary:
