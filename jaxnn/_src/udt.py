@@ -154,7 +154,7 @@ class UDTModel(FamilyModel):
         for ``"leveraged"`` the sum of α along its path (a descent of
         ``depth`` steps; node arrays padded to a power of two)."""
         N = self.n_nodes
-        size = max(8, 1 << (N - 1).bit_length())
+        size = _pow2(N)
         pad = size - N
         feature = np.pad(np.asarray(self.feature, np.int32), (0, pad), constant_values=-1)
         threshold = np.pad(np.asarray(self.threshold, np.float32), (0, pad))
