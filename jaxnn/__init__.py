@@ -23,7 +23,11 @@ from jaxnn._src.persist import ModelFileError, load, save
 from jaxnn._src.prediction import decision_function, predict, predict_proba
 from jaxnn._src.prune import knn_subsample, prune, prune_indices
 from jaxnn._src.select import Selection, select
+<<<<<<< HEAD
 from jaxnn._src.uls import ULSModel, uls
+=======
+from jaxnn._src.udt import udt
+>>>>>>> udt
 
 __version__ = "0.1.0"
 
@@ -66,7 +70,11 @@ __all__ = [
     "select",
     "surrogate_risk",
     "tabular",
+<<<<<<< HEAD
     "uls",
+=======
+    "udt",
+>>>>>>> udt
     "unn",
     "unn_fast",
 ]

@@ -52,6 +52,7 @@ ENTRIES = {
     "ols_init": (lambda **kw: jaxnn.ols_init(**{"n_features": 3, "classes": [0, 1], **kw}),
                  set(inspect.signature(jaxnn.ols_init).parameters), {}),
     "uls": (lambda **kw: jaxnn.uls(X, y, **{"rounds": 2, **kw}), set(inspect.signature(jaxnn.uls).parameters), {}),
+    "udt": (lambda **kw: jaxnn.udt(X, y, **kw), set(inspect.signature(jaxnn.udt).parameters), {}),
 }
 if _estimator_entry() is not None:
     ENTRIES["BoostedKNNClassifier"] = _estimator_entry()

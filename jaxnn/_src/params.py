@@ -26,7 +26,7 @@ from jaxnn._src.plan import CHOOSERS
 from jaxnn._src.weak import KINDS
 
 __all__ = ["Interval", "Options", "Bool", "PARAMS", "POSTERIORS", "SCALES", "IMPUTES", "CATEGORICALS", "LOSS_CHOICES",
-           "check"]
+           "LEAVES", "check"]
 
 
 class Interval(NamedTuple):
@@ -62,6 +62,8 @@ POSTERIORS = ("auto", "link", "votes")
 SCALES = ("standard", "robust", "none")
 IMPUTES = ("none", "median", "most-frequent")
 CATEGORICALS = ("onehot", "error")
+#: ``leaves=`` of :func:`jaxnn.udt`: what a leaf predicts (paper 004 eq. 106, Theorem 4's proof)
+LEAVES = ("posterior", "link", "leveraged")
 #: ``loss_choice=`` of :func:`jaxnn.uls` with a bag of losses (paper 004 §7: F, E, F*)
 LOSS_CHOICES = (None, "risk", "edge", "fold")
 
@@ -91,6 +93,12 @@ PARAMS = {
     "loss_choice": Options(LOSS_CHOICES),
     "max_literals": Interval("integer", low=1),
     "corrective": Bool(),
+    # udt (paper 004, Algorithm 3)
+    "max_depth": Interval("integer", low=1),
+    "min_samples_leaf": Interval("integer", low=1),
+    "max_leaf_nodes": Interval("integer", low=2),
+    "max_bins": Interval("integer", low=2),
+    "leaves": Options(LEAVES),
 }
 
 
