@@ -23,11 +23,8 @@ from jaxnn._src.persist import ModelFileError, load, save
 from jaxnn._src.prediction import decision_function, predict, predict_proba
 from jaxnn._src.prune import knn_subsample, prune, prune_indices
 from jaxnn._src.select import Selection, select
-<<<<<<< HEAD
+from jaxnn._src.udt import UDTModel, udt
 from jaxnn._src.uls import ULSModel, uls
-=======
-from jaxnn._src.udt import udt
->>>>>>> udt
 
 __version__ = "0.1.0"
 
@@ -37,11 +34,12 @@ __all__ = [
     "Model",
     "ModelFileError",
     "N3",
-    "OLSModel",
     "Neighbors",
+    "OLSModel",
     "Selection",
-    "UNN",
+    "UDTModel",
     "ULSModel",
+    "UNN",
     "UNNFast",
     "baselines",
     "config",
@@ -70,11 +68,8 @@ __all__ = [
     "select",
     "surrogate_risk",
     "tabular",
-<<<<<<< HEAD
-    "uls",
-=======
     "udt",
->>>>>>> udt
+    "uls",
     "unn",
     "unn_fast",
 ]
