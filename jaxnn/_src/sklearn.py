@@ -1,4 +1,4 @@
-"""A scikit-learn estimator over the functional API (a face; docs/design.md).
+"""scikit-learn estimators over the functional API (a face; docs/design.md).
 
 :class:`BoostedKNNClassifier` is :func:`jaxnn.fit` plus :func:`jaxnn.predict`,
 :func:`jaxnn.predict_proba` and :func:`jaxnn.decision_function` behind
@@ -6,7 +6,9 @@ scikit-learn's estimator interface, so a leveraged k-NN rule drops into
 ``Pipeline``, ``GridSearchCV``, ``cross_val_score`` and the rest.  Its
 parameters are ``fit``'s keywords with the same names and meaning, and the
 same defaults but one (``k``, see the class); the fitted
-:class:`jaxnn.Model` is ``model_``.
+:class:`jaxnn.Model` is ``model_``.  :class:`ULSClassifier`,
+:class:`UDTClassifier` and :class:`OLSClassifier` are paper 004's family
+(:func:`jaxnn.uls`, :func:`jaxnn.udt`, :func:`jaxnn.ols`) alike.
 
 scikit-learn is an optional dependency (the ``sklearn`` extra): nothing in
 the core imports this module, and ``import jaxnn`` does not import it.
@@ -33,9 +35,13 @@ except ImportError as err:  # scikit-learn missing, or older than 1.6 (no public
 
 from jaxnn._src.fitting import fit
 from jaxnn._src.model import Model
-from jaxnn._src.prediction import host_rule
+from jaxnn._src.ols import ols, ols_init, ols_update
+from jaxnn._src.prediction import decision_function, host_rule, predict_proba
+from jaxnn._src.udt import udt
+from jaxnn._src.uls import uls
 
-__all__ = ["BoostedKNNClassifier", "EXPECTED_FAILED_CHECKS"]
+__all__ = ["BoostedKNNClassifier", "ULSClassifier", "UDTClassifier", "OLSClassifier", "EXPECTED_FAILED_CHECKS",
+           "ULS_EXPECTED_FAILED_CHECKS", "PROBA_FLOOR"]
 
 _FLOATS = (np.float64, np.float32)
 
@@ -293,23 +299,7 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         if missing:
             raise ValueError(f"devices {missing} (from a pickled estimator) are not in this process: set_params(devices=...)")
         X, y = validate_data(self, X, y, dtype=_FLOATS, multi_output=True, ensure_min_samples=2)
-        if issparse(y):  # a sparse indicator matrix (scikit-learn's multilabel tools make them)
-            y = y.toarray()
-        if y.ndim == 2 and y.shape[1] == 1:
-            y = column_or_1d(y, warn=True)  # DataConversionWarning, as scikit-learn's classifiers
-        check_classification_targets(y)
-        negative_label = 0
-        if y.ndim == 2:
-            values = np.unique(y)
-            if type_of_target(y) != "multilabel-indicator" or not (set(values) <= {0, 1} or set(values) <= {-1, 1}):
-                # scikit-learn calls any two-valued matrix an indicator: {0, 2} must not pass as 0/1
-                raise ValueError(f"a 2-D y must be a multilabel indicator matrix of 0/1 or -1/+1 values, got values {values}")
-            # predict answers in y's own convention: a {−1, +1} matrix gives ±1 back
-            negative_label = -1 if np.any(y < 0) else 0
-            y = (y > 0).astype(np.int64)
-            classes = np.arange(y.shape[1])
-        else:
-            classes = np.unique(y)
+        y, classes, negative_label = _targets(y)
         sample_weight = _with_class_weight(self.class_weight, y, sample_weight)
         model = fit(
             X,
@@ -404,6 +394,25 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         """log of :meth:`predict_proba` (−inf where a posterior is 0)."""
         with np.errstate(divide="ignore"):
             return np.log(self.predict_proba(X))
+
+
+def _targets(y) -> tuple:
+    """(y as jaxnn takes it, ``classes_``, the multilabel negative label) of
+    a validated y: 1-D labels, or a 2-D 0/1 or −1/+1 indicator matrix (dense
+    or sparse) made 0/1, whose predictions answer in y's own convention."""
+    if issparse(y):  # a sparse indicator matrix (scikit-learn's multilabel tools make them)
+        y = y.toarray()
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = column_or_1d(y, warn=True)  # DataConversionWarning, as scikit-learn's classifiers
+    check_classification_targets(y)
+    if y.ndim == 2:
+        values = np.unique(y)
+        if type_of_target(y) != "multilabel-indicator" or not (set(values) <= {0, 1} or set(values) <= {-1, 1}):
+            # scikit-learn calls any two-valued matrix an indicator: {0, 2} must not pass as 0/1
+            raise ValueError(f"a 2-D y must be a multilabel indicator matrix of 0/1 or -1/+1 values, got values {values}")
+        # predict answers in y's own convention: a {−1, +1} matrix gives ±1 back
+        return (y > 0).astype(np.int64), np.arange(y.shape[1]), -1 if np.any(y < 0) else 0
+    return y, np.unique(y), 0
 
 
 def _with_class_weight(class_weight, y, sample_weight):
@@ -589,3 +598,208 @@ def _estimator_of(cls, meta, model, arrays):
             raise ValueError("the estimator was fit with trace=True but its model holds no trace")
         est.trace_ = np.asarray(model.trace)
     return est
+
+
+# --------------------------------------------------------------------------
+# paper 004's family: ULS, UDT, OLS
+# --------------------------------------------------------------------------
+
+
+#: the least (and 1 − the largest) multilabel probability of a family estimator
+PROBA_FLOOR = 1e-12
+
+#: the checks ULSClassifier cannot pass, with the reason (as EXPECTED_FAILED_CHECKS)
+ULS_EXPECTED_FAILED_CHECKS = {
+    "check_sample_weight_equivalence_on_dense_data": (
+        "the rules' candidate thresholds are quantiles of the training points and rounds=None holds some out: "
+        "repeating a point moves them, weighing it does not"),
+}
+
+
+class _FamilyClassifier(ClassifierMixin, BaseEstimator):
+    """scikit-learn's face of a learner of paper 004's family: :meth:`fit`
+    calls the learner (:func:`jaxnn.uls`, :func:`jaxnn.udt`,
+    :func:`jaxnn.ols`) with the estimator's parameters as its keywords, and
+    the predictions are :func:`jaxnn.predict`'s, :func:`jaxnn.predict_proba`'s
+    and :func:`jaxnn.decision_function`'s on ``model_``."""
+
+    #: the learner: a function (X, y, **params) → a family model
+    _learner = None
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_label = True
+        return tags
+
+    def _validated(self, X, y):
+        X, y = validate_data(self, X, y, dtype=_FLOATS, multi_output=True, ensure_min_samples=2)
+        return (X, *_targets(y))
+
+    def fit(self, X, y, **fit_params):
+        """Fit on X (n_samples, n_features) and y (1-D labels or a 2-D
+        indicator matrix).  A fit that fails leaves a previous fit whole."""
+        seen = {name: getattr(self, name) for name in ("n_features_in_", "feature_names_in_") if hasattr(self, name)}
+        try:
+            X, y, classes, negative_label = self._validated(X, y)
+            model = type(self)._learner(X, y, **self.get_params(deep=False), **fit_params)
+        except Exception:
+            for name in ("n_features_in_", "feature_names_in_"):  # validate_data recorded the new X's
+                if name in seen:
+                    setattr(self, name, seen[name])
+                elif hasattr(self, name):
+                    delattr(self, name)
+            raise
+        self.model_, self.classes_, self._negative_label = model, classes, negative_label
+        return self
+
+    def _scores(self, X, proba: bool = False):
+        """(H (n, C) float64, predicted class indices (n,) — None for a
+        multilabel model[, posteriors (n, C) float64]) on validated X."""
+        check_is_fitted(self, "model_")
+        X = validate_data(self, X, reset=False, dtype=_FLOATS)
+        H = np.asarray(decision_function(self.model_, X), np.float64)
+        top = None if self.model_.multilabel else np.argmax(H, axis=1)
+        if not proba:
+            return H, top
+        return H, top, np.asarray(predict_proba(self.model_, X), np.float64)
+
+    def decision_function(self, X) -> np.ndarray:
+        """The model's scores H_c(x), (n, C); binary: (n,) H_1 − H_0, > 0
+        for ``classes_[1]`` (the predicted class one float step above the
+        others where they tie, so that the argmax is :meth:`predict`'s)."""
+        H, top = self._scores(X)
+        if top is not None:
+            H = _above_the_rest(H, top)
+            if H.shape[1] == 2:
+                return H[:, 1] - H[:, 0]
+        return H
+
+    def predict(self, X) -> np.ndarray:
+        """Labels (n,): argmax_c H_c(x) (exact ties: the first class);
+        multilabel: (n, C) 0/1 (±1 when fit on a {−1, +1} matrix), p̂_c > 1/2."""
+        if getattr(self, "model_", None) is not None and self.model_.multilabel:
+            _, _, P = self._scores(X, proba=True)
+            return np.where(P > 0.5, 1, self._negative_label).astype(np.int64)
+        _, top = self._scores(X)
+        return self.classes_[top]
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Posteriors (n, C) (:func:`jaxnn.predict_proba`, rows summing to 1
+        unless multilabel), in float64; classes whose posterior equals the
+        predicted one's are one float step lower.  Multilabel: each label's
+        p̂ clipped to [:data:`PROBA_FLOOR`, 1 − :data:`PROBA_FLOOR`]
+        (a pure leaf's 0 or 1), as scikit-learn's tools expect of the
+        positive class's probability."""
+        _, top, P = self._scores(X, proba=True)
+        if top is None:
+            return np.clip(P, PROBA_FLOOR, 1.0 - PROBA_FLOOR)
+        P /= P.sum(axis=1, keepdims=True)
+        return _others_below(P, top)
+
+    def predict_log_proba(self, X) -> np.ndarray:
+        """log of :meth:`predict_proba` (−inf where a posterior is 0)."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
+
+
+class ULSClassifier(_FamilyClassifier):
+    """A linear separator boosted over weak hypotheses — paper 004's ULS
+    (Algorithm 1) — with any strictly convex loss: :func:`jaxnn.uls` behind
+    scikit-learn's interface.  Parameters are ``uls``'s keywords, with the
+    same names, meanings and defaults; ``fit`` takes ``sample_weight``.
+
+    Attributes:
+      model_: the fitted ULS model (use it with the functional API).
+      classes_: (C,) class labels, sorted; multilabel: ``arange(C)``.
+      n_features_in_: number of features seen by :meth:`fit`.
+    """
+
+    _learner = staticmethod(uls)
+
+    def __init__(self, weak="rules", loss="logistic", rounds=None, max_literals=2, corrective=False,
+                 loss_choice=None, k=10, seed=0, verbose=False):
+        self.weak = weak
+        self.loss = loss
+        self.rounds = rounds
+        self.max_literals = max_literals
+        self.corrective = corrective
+        self.loss_choice = loss_choice
+        self.k = k
+        self.seed = seed
+        self.verbose = verbose
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit on X and y; ``sample_weight``: optional (n_samples,) weights
+        of the examples' terms of the surrogate risk."""
+        return super().fit(X, y, sample_weight=sample_weight)
+
+
+class UDTClassifier(_FamilyClassifier):
+    """A decision tree grown top-down by a permissible φ — paper 004's UDT
+    (Algorithm 3; φ_B: CART's Gini, φ_Q: C4.5's entropy, φ_M:
+    Kearns–Mansour's): :func:`jaxnn.udt` behind scikit-learn's interface,
+    with ``udt``'s keywords, names, meanings and defaults.
+
+    Attributes:
+      model_: the fitted UDT model.
+      classes_: (C,) class labels, sorted; multilabel: ``arange(C)``.
+      n_features_in_: number of features seen by :meth:`fit`.
+    """
+
+    _learner = staticmethod(udt)
+
+    def __init__(self, loss="squared", max_depth=None, min_samples_leaf=1, max_leaf_nodes=None,
+                 leaves="posterior", max_bins=None):
+        self.loss = loss
+        self.max_depth = max_depth
+        self.min_samples_leaf = min_samples_leaf
+        self.max_leaf_nodes = max_leaf_nodes
+        self.leaves = leaves
+        self.max_bins = max_bins
+
+
+class OLSClassifier(_FamilyClassifier):
+    """On-line learning in a p-norm geometry — paper 004's OLS (Algorithm 2,
+    eq. 93): :func:`jaxnn.ols` behind scikit-learn's interface, with
+    ``ols``'s keywords, names, meanings and defaults, and :meth:`partial_fit`
+    for streams (:func:`jaxnn.ols_init` / :func:`jaxnn.ols_update`).
+
+    Attributes:
+      model_: the fitted OLS model (the stream's state).
+      classes_: (C,) class labels, sorted; multilabel: ``arange(C)``.
+      n_features_in_: number of features seen by :meth:`fit`.
+    """
+
+    _learner = staticmethod(ols)
+
+    def __init__(self, loss="logistic", p=None, passes=1, eta=None, seed=0):
+        self.loss = loss
+        self.p = p
+        self.passes = passes
+        self.eta = eta
+        self.seed = seed
+
+    def partial_fit(self, X, y, classes=None):
+        """One pass of eq. 93 over the batch (X, y), continuing the stream:
+        the first call needs ``classes`` (every label the stream will hold;
+        scikit-learn's convention), later calls may repeat it.  A batch that
+        is refused leaves the estimator as it was."""
+        first = not hasattr(self, "model_")
+        X, y = validate_data(self, X, y, dtype=_FLOATS, reset=first, ensure_min_samples=1)
+        if y.ndim != 1:
+            raise ValueError("partial_fit takes 1-D labels (a multilabel stream: jaxnn.ols_update)")
+        if first:
+            if classes is None:
+                raise ValueError("classes must be given on the first call of partial_fit: every label of the stream")
+            classes = np.unique(np.asarray(classes))
+            if classes.size < 2:
+                raise ValueError(f"classes must hold at least 2 labels, got {classes.tolist()}")
+            state = ols_init(X.shape[1], tuple(classes), loss=self.loss, p=self.p)
+        else:
+            if classes is not None and not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
+                raise ValueError(f"classes {np.unique(np.asarray(classes)).tolist()} differ from those of the first "
+                                 f"call of partial_fit, {self.classes_.tolist()}")
+            state = self.model_
+        state = ols_update(state, X, y)
+        self.model_, self.classes_, self._negative_label = state, np.asarray(state.classes), 0
+        return self

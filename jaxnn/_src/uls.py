@@ -623,7 +623,7 @@ def uls(X, y, *, weak="rules", loss="logistic", rounds=None, max_literals=2, cor
     X = as_points(X)
     m = X.shape[0]
     classes, Y, multilabel = encode_labels(y, m)
-    k = check("k", k, below=m)  # read by "knn" only, checked whatever the kinds
+    k = check("k", k, below=m) if "knn" in kinds else check("k", k)  # k < m where "knn" reads it
     s = sample_weights(sample_weight, m)
     s = np.ones(m) if s is None else s
     dtype = compute_dtype(X)

@@ -36,7 +36,7 @@ One concept per module: ``common`` (helpers shared by the experiments),
 ``contenders`` (the methods ``ripley`` and ``uci`` compare), one module per
 experiment — ``pruning_curve`` (``ripley``), ``uci_benchmark`` (``uci``),
 ``posterior_estimation`` (``posteriors``), ``feature_splits``
-(``splits``) and ``geometry``, each with its result dataclass, its run function, its
+(``splits``) and ``intrinsic_geometry`` (``geometry``), each with its result dataclass, its run function, its
 ``format_*`` and its constants — ``plots`` (the ``plot_*`` figures),
 ``cli`` (the registries, ``run`` and ``main``) and ``__main__``
 (``python -m``).
@@ -45,7 +45,7 @@ experiment — ``pruning_curve`` (``ripley``), ``uci_benchmark`` (``uci``),
 from jaxnn._src.experiments.cli import EXPERIMENTS, FORMATTERS, main, run
 from jaxnn._src.experiments.plots import plot_geometry, plot_posteriors, plot_ripley, plot_splits, plot_uci
 from jaxnn._src.experiments.feature_splits import SplitsResult, format_splits, splits
-from jaxnn._src.experiments.geometry import GeometryResult, format_geometry, geometry
+from jaxnn._src.experiments.intrinsic_geometry import GeometryResult, format_geometry, geometry
 from jaxnn._src.experiments.posterior_estimation import PosteriorsResult, format_posteriors, posteriors
 from jaxnn._src.experiments.pruning_curve import RipleyResult, format_ripley, ripley
 from jaxnn._src.experiments.uci_benchmark import UCIResult, format_uci, uci

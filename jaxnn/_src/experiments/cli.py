@@ -16,7 +16,7 @@ from jaxnn._src.cli import OneLineErrorParser, one_line, quiet_on_broken_pipe
 from jaxnn._src.experiments.common import check_domains, check_folds, load_domain, save_result
 from jaxnn._src.experiments.contenders import KNN_METHODS, SECONDARY
 from jaxnn._src.experiments.feature_splits import format_splits, splits, splits_data, splits_settings
-from jaxnn._src.experiments.geometry import format_geometry, geometry, geometry_settings
+from jaxnn._src.experiments.intrinsic_geometry import format_geometry, geometry, geometry_settings
 from jaxnn._src.experiments.plots import (plot_geometry, plot_posteriors, plot_ripley, plot_splits, plot_uci,
                                           require_matplotlib)
 from jaxnn._src.experiments.posterior_estimation import format_posteriors, posteriors, posteriors_settings

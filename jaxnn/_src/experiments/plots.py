@@ -11,7 +11,7 @@ import numpy as np
 
 from jaxnn._src.experiments.common import nanmean
 from jaxnn._src.experiments.feature_splits import SplitsResult
-from jaxnn._src.experiments.geometry import GeometryResult, summary
+from jaxnn._src.experiments.intrinsic_geometry import GeometryResult, summary
 from jaxnn._src.experiments.posterior_estimation import PosteriorsResult, normalise_rows
 from jaxnn._src.experiments.pruning_curve import RipleyResult
 from jaxnn._src.experiments.uci_benchmark import UCIResult
