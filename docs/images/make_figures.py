@@ -1,12 +1,16 @@
-"""Renders the figures of docs/guide/plots.md (and the README's decision map).
+"""Renders the figures of docs/guide/plots.md (and the README's decision
+map) and of docs/guide/family.md.
 
-    .venv/bin/python docs/images/make_figures.py   # rewrites docs/images/*.png (~30 s on a CPU)
+    .venv/bin/python docs/images/make_figures.py          # rewrites docs/images/*.png (~40 s on a CPU)
+    .venv/bin/python docs/images/make_figures.py family   # family.png only
 
 Ripley's data (250 training, 1000 test points), one GNNB fit with the
-logistic loss, k = 10, two passes, boosting's α and the risk trace.
+logistic loss, k = 10, two passes, boosting's α and the risk trace; and the
+decision maps of paper 004's family beside the default k-NN fit.
 """
 
 import pathlib
+import sys
 
 import matplotlib
 
@@ -27,8 +31,28 @@ def save(fig, name: str, dpi: int = DPI) -> None:
     print(f"wrote {path.relative_to(HERE.parents[1])} ({path.stat().st_size // 1024} KB)")
 
 
-def main() -> None:
+def family(d) -> None:
+    """family.png: the default leveraged k-NN rule, ULS with rules, UDT and OLS on Ripley's data."""
+    import numpy as np
+
+    X, y, X_test, y_test = d.X_train, d.y_train, d.X_test, d.y_test
+    models = {"jaxnn.fit (leveraged k-NN)": jaxnn.fit(X, y, seed=0),
+              "jaxnn.uls (rules, l = 2)": jaxnn.uls(X, y, weak="rules", max_literals=2),
+              "jaxnn.udt (φ_M, depth 4)": jaxnn.udt(X, y, loss="matsushita", max_depth=4),
+              "jaxnn.ols (logistic, 5 passes)": jaxnn.ols(X, y, passes=5)}
+    fig, axes = plt.subplots(1, 4, figsize=(18, 4.0), layout="constrained")
+    for ax, (name, model) in zip(axes, models.items()):
+        jaxnn.plot.decision_map(model, X, y, ax=ax, colorbar=False, resolution=120)
+        error = float(np.mean(np.asarray(jaxnn.predict(model, X_test)) != y_test))
+        ax.set_title(f"{name}\ntest error {error:.3f}", fontsize=10)
+    save(fig, "family.png", dpi=70)
+
+
+def main(only=None) -> None:
     d = jaxnn.datasets.ripley(n_train=250, n_test=1000, seed=0)
+    family(d)
+    if only == "family":
+        return
     X, y, X_test, y_test = d.X_train, d.y_train, d.X_test, d.y_test
     m = X.shape[0]
     # boosting's α (shrinkage=None): the rule whose risk the trace follows and whose leverages prune
@@ -55,4 +79,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(*sys.argv[1:2])

@@ -24,6 +24,7 @@ import numbers
 
 import numpy as np
 
+from jaxnn._src.family import FamilyModel
 from jaxnn._src.metrics import class_indices
 from jaxnn._src.model import Model
 from jaxnn._src.prune import knn_subsample, prune, prune_indices
@@ -67,9 +68,12 @@ def _axes(ax):
     return ax
 
 
-def _check_model(model) -> Model:
-    if not isinstance(model, Model):
-        raise TypeError(f"expected a jaxnn Model (from jaxnn.fit), got {type(model).__name__}")
+def _check_model(model, family: bool = False) -> Model:
+    """``model`` if it is a :class:`Model` — or, with ``family``, a model of
+    paper 004's family (jaxnn.uls, udt, ols) — else a TypeError."""
+    if not isinstance(model, (Model, FamilyModel) if family else Model):
+        also = " or a model of jaxnn.uls, udt or ols" if family else ""
+        raise TypeError(f"expected a jaxnn Model (from jaxnn.fit){also}, got {type(model).__name__}")
     return model
 
 
@@ -147,7 +151,9 @@ def decision_map(model, X, y, *, theta=None, resolution: int = 200, colorbar: bo
     over the faded points ``X``.
 
     Args:
-      model: a single-label :class:`jaxnn.Model` fit on 2 features.
+      model: a single-label :class:`jaxnn.Model` fit on 2 features, or a
+        model of paper 004's family (:func:`jaxnn.uls`, :func:`jaxnn.udt`,
+        :func:`jaxnn.ols`; no ``theta``).
       X: (n, 2) points to draw — usually the training data — whose extent
         sets the grid's.
       y: (n,) their labels, values of ``model.classes``.
@@ -164,9 +170,11 @@ def decision_map(model, X, y, *, theta=None, resolution: int = 200, colorbar: bo
       ValueError: X or the model not 2-D, y not of n known labels, a
         multilabel model, θ outside (0, 1] or keeping fewer than k examples.
     """
-    model = _check_model(model)
+    model = _check_model(model, family=True)
     _check_ax(ax)
     _single_label(model, "decision_map")
+    if theta is not None and isinstance(model, FamilyModel):
+        raise ValueError(f"theta keeps a k-NN rule's prototypes: a {model.family.upper()} model has none")
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2 or X.shape[1] != 2:
         raise ValueError(f"decision_map draws 2-D problems: X must have shape (n, 2), got {X.shape}")
@@ -225,6 +233,8 @@ def decision_map(model, X, y, *, theta=None, resolution: int = 200, colorbar: bo
                        label=f"prototypes, class {_label(model.classes[c])}")
         m = model.X.shape[0]
         ax.set_title(f"θ = {float(theta):g}: {kept.shape[0]} of {m} prototypes kept (k = {model.k})")
+    elif isinstance(model, FamilyModel):
+        ax.set_title(f"{model.family.upper()}, {_name(model.loss)} loss")
     else:
         ax.set_title(f"{_name(model.algorithm)}, {_name(model.loss)} loss, k = {model.k}")
     ax.set_xlim(lo[0], hi[0])
@@ -313,7 +323,8 @@ def reliability(model, X, y, *, bins: int = 10, ax=None):
     [0, 2]), the log loss −mean log p̂(y | x) and the ECE.
 
     Args:
-      model: a single-label :class:`jaxnn.Model`.
+      model: a single-label :class:`jaxnn.Model`, or a model of paper
+        004's family (:func:`jaxnn.uls`, :func:`jaxnn.udt`, :func:`jaxnn.ols`).
       X: (n, d) points, y: (n,) their labels (values of ``model.classes``),
         usually held-out data.
       bins: number of bins (≥ 1).
@@ -325,7 +336,7 @@ def reliability(model, X, y, *, bins: int = 10, ax=None):
     Raises:
       ValueError: a multilabel model, y not of n known labels, bins < 1.
     """
-    model = _check_model(model)
+    model = _check_model(model, family=True)
     _check_ax(ax)
     _single_label(model, "reliability")
     bins = _check_int(bins, "bins", 1)
