@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 from typing import Callable, Optional
 
 import numpy as np
@@ -44,7 +45,7 @@ BAGS = {"1": ("26", "27", "28", "29"), "2": ("27", "28", "29", "107")}
 #: §7's two settings of the rules: (literals l, rules per class r)
 RULE_SETTINGS = ((2, 10), (3, 100))
 #: the bundled domains of the full run (the small and middle-sized ones) and of --quick
-DOMAINS = ("bupa", "ionosphere", "iris", "pima", "sonar", "vehicle", "wdbc", "wine", "segment", "vowel")
+DOMAINS = ("bupa", "ionosphere", "iris", "pima", "sonar", "vehicle", "wdbc", "wine")
 QUICK_DOMAINS = ("iris", "wine", "sonar")
 FOLDS, QUICK_FOLDS = 10, 3
 #: the paired t-test's threshold (§7: 0.1)
@@ -198,7 +199,9 @@ def summary(errors: np.ndarray) -> dict:
                 if np.all(diff == diff[0]):  # the same margin on every fold: t is infinite
                     beaten[a, d] += 1
                 else:
-                    beaten[a, d] += stats.ttest_rel(errors[b, d], errors[a, d]).pvalue < SIGNIFICANCE
+                    with warnings.catch_warnings():  # near-constant differences: scipy warns, p is still right
+                        warnings.simplefilter("ignore", RuntimeWarning)
+                        beaten[a, d] += stats.ttest_rel(errors[b, d], errors[a, d]).pvalue < SIGNIFICANCE
     return {"rank": ranks.mean(axis=1), "error": np.nanmean(per_domain, axis=1),
             "first": np.sum(ranks <= 1.0, axis=1), "beats": beaten.mean(axis=1), "ranks": ranks}
 
