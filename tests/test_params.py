@@ -51,7 +51,9 @@ ENTRIES = {
     "ols": (lambda **kw: jaxnn.ols(X, y, **kw), set(inspect.signature(jaxnn.ols).parameters), {}),
     "ols_init": (lambda **kw: jaxnn.ols_init(**{"n_features": 3, "classes": [0, 1], **kw}),
                  set(inspect.signature(jaxnn.ols_init).parameters), {}),
-    "uls": (lambda **kw: jaxnn.uls(X, y, **{"rounds": 2, **kw}), set(inspect.signature(jaxnn.uls).parameters), {}),
+    # weak="knn": the kind that reads k (k < m); the others take any k >= 1
+    "uls": (lambda **kw: jaxnn.uls(X, y, **{"rounds": 2, "weak": "knn", **kw}), set(inspect.signature(jaxnn.uls).parameters),
+            {}),
     "udt": (lambda **kw: jaxnn.udt(X, y, **kw), set(inspect.signature(jaxnn.udt).parameters), {}),
 }
 if _estimator_entry() is not None:
