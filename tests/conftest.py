@@ -435,3 +435,13 @@ def greedy_picks(monkeypatch):
     yield picks
     monkeypatch.undo()
     drop()
+
+
+@pytest.fixture
+def x64():
+    """The test runs with float64 JAX (``jax.enable_x64``): ``pytestmark =
+    pytest.mark.usefixtures("x64")`` for a whole module."""
+    import jax
+
+    with jax.enable_x64(True):
+        yield

@@ -14,10 +14,7 @@ BALANCED = ["squared", "logistic", "binary_logistic", "matsushita", "phi_mu(0.3)
 GRID = np.linspace(-8.0, 8.0, 4001)
 
 
-@pytest.fixture(autouse=True)
-def x64():
-    with jax.enable_x64(True):
-        yield
+pytestmark = pytest.mark.usefixtures("x64")  # float64 throughout (tests/conftest.py)
 
 
 def _np(a):

@@ -22,10 +22,7 @@ BALANCED = ["squared", "logistic", "binary_logistic", "matsushita", "phi_mu(0.3)
             "phi_power(0.25)"]
 
 
-@pytest.fixture(autouse=True)
-def x64():
-    with jax.enable_x64(True):
-        yield
+pytestmark = pytest.mark.usefixtures("x64")  # float64 throughout (tests/conftest.py)
 
 
 def _np(a):

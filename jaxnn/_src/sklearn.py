@@ -282,17 +282,7 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         ``class_weight``'s.  Repeating an example is not weighing it twice:
         its copies become each other's neighbours.
         A fit that fails leaves a previous fit whole."""
-        seen = {name: getattr(self, name) for name in ("n_features_in_", "feature_names_in_") if hasattr(self, name)}
-        try:
-            return self._fit(X, y, neighbors, sample_weight)
-        except Exception:
-            # validate_data has already recorded the new X's features: put the fitted ones back
-            for name in ("n_features_in_", "feature_names_in_"):
-                if name in seen:
-                    setattr(self, name, seen[name])
-                elif hasattr(self, name):
-                    delattr(self, name)
-            raise
+        return _keeping_features(self, lambda: self._fit(X, y, neighbors, sample_weight))
 
     def _fit(self, X, y, neighbors, sample_weight):
         missing = [f"{d.platform}:{d.id}" for d in self.devices if isinstance(d, _PickledDevice)] if _is_device_list(self.devices) else []
@@ -394,6 +384,24 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         """log of :meth:`predict_proba` (−inf where a posterior is 0)."""
         with np.errstate(divide="ignore"):
             return np.log(self.predict_proba(X))
+
+
+def _keeping_features(est, fit):
+    """``fit()``; where it raises, the estimator's ``n_features_in_`` and
+    ``feature_names_in_`` put back as they were (``validate_data`` records
+    the new X's before the fit can fail), so a failed fit leaves a previous
+    one whole."""
+    names = ("n_features_in_", "feature_names_in_")
+    seen = {name: getattr(est, name) for name in names if hasattr(est, name)}
+    try:
+        return fit()
+    except Exception:
+        for name in names:
+            if name in seen:
+                setattr(est, name, seen[name])
+            elif hasattr(est, name):
+                delattr(est, name)
+        raise
 
 
 def _targets(y) -> tuple:
@@ -638,17 +646,11 @@ class _FamilyClassifier(ClassifierMixin, BaseEstimator):
     def fit(self, X, y, **fit_params):
         """Fit on X (n_samples, n_features) and y (1-D labels or a 2-D
         indicator matrix).  A fit that fails leaves a previous fit whole."""
-        seen = {name: getattr(self, name) for name in ("n_features_in_", "feature_names_in_") if hasattr(self, name)}
-        try:
-            X, y, classes, negative_label = self._validated(X, y)
-            model = type(self)._learner(X, y, **self.get_params(deep=False), **fit_params)
-        except Exception:
-            for name in ("n_features_in_", "feature_names_in_"):  # validate_data recorded the new X's
-                if name in seen:
-                    setattr(self, name, seen[name])
-                elif hasattr(self, name):
-                    delattr(self, name)
-            raise
+        return _keeping_features(self, lambda: self._fit(X, y, fit_params))
+
+    def _fit(self, X, y, fit_params):
+        X, y, classes, negative_label = self._validated(X, y)
+        model = type(self)._learner(X, y, **self.get_params(deep=False), **fit_params)
         self.model_, self.classes_, self._negative_label = model, classes, negative_label
         return self
 
