@@ -350,12 +350,7 @@ class BoostedKNNClassifier(ClassifierMixin, BaseEstimator):
         the others, so that the argmax (binary: the sign) is :meth:`predict`'s
         label.  A model fit with ``posterior="votes"``: the vote fractions
         instead of H (see the class)."""
-        S, top = self._rule(X)
-        if top is not None:
-            S = _above_the_rest(S, top)
-            if S.shape[1] == 2:
-                return S[:, 1] - S[:, 0]
-        return S
+        return _decision_values(*self._rule(X))
 
     def predict(self, X) -> np.ndarray:
         """Labels (n,) — :func:`jaxnn.predict`'s: argmax_c H_c(x), exact ties
@@ -479,6 +474,17 @@ def _lexicographic_argmax(primary, secondary, first) -> np.ndarray:
     second = np.where(top, secondary, -np.inf)
     top &= second == second.max(axis=1, keepdims=True)
     return np.argmax(np.where(top, first.max() + 1 - first, -1), axis=1)
+
+
+def _decision_values(S: np.ndarray, top) -> np.ndarray:
+    """``decision_function``'s answer from scores S (n, C) and the predicted
+    classes (n,) (None: multilabel, S as it is): the predicted class one
+    float step above the others where they tie (:func:`_above_the_rest`);
+    binary: (n,) S_1 − S_0."""
+    if top is None:
+        return S
+    S = _above_the_rest(S, top)
+    return S[:, 1] - S[:, 0] if S.shape[1] == 2 else S
 
 
 def _above_the_rest(S: np.ndarray, top: np.ndarray) -> np.ndarray:
@@ -669,12 +675,7 @@ class _FamilyClassifier(ClassifierMixin, BaseEstimator):
         """The model's scores H_c(x), (n, C); binary: (n,) H_1 − H_0, > 0
         for ``classes_[1]`` (the predicted class one float step above the
         others where they tie, so that the argmax is :meth:`predict`'s)."""
-        H, top = self._scores(X)
-        if top is not None:
-            H = _above_the_rest(H, top)
-            if H.shape[1] == 2:
-                return H[:, 1] - H[:, 0]
-        return H
+        return _decision_values(*self._scores(X))
 
     def predict(self, X) -> np.ndarray:
         """Labels (n,): argmax_c H_c(x) (exact ties: the first class);
