@@ -137,6 +137,15 @@ def _error(model, X, y) -> float:
     return float(np.mean(np.asarray(predicted) != y))
 
 
+def _drop_compiled() -> None:
+    """Forget every compiled program (``jax.clear_caches``): the contenders
+    compile for each domain's shapes (dozens of losses and settings), and a
+    run over many domains that kept them all ran out of memory."""
+    import jax
+
+    jax.clear_caches()
+
+
 def geometry(*, quick: bool = False, seed: int = 0, progress: bool = True, domains=None,
              folds: Optional[int] = None) -> GeometryResult:
     """Run the protocol (see the module) and return its errors."""
@@ -169,6 +178,7 @@ def geometry(*, quick: bool = False, seed: int = 0, progress: bool = True, domai
                     err = np.nan
                 for g in ([group] if group else groups):
                     errors[g][names[g].index(name), d, f] = err
+        _drop_compiled()  # a domain's shapes are its own: its programs are not used again
     bar.close()
     return GeometryResult(tuple(groups), names, errors, domains, folds, seed, quick, failures,
                           time.perf_counter() - start)
