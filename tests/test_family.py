@@ -75,6 +75,16 @@ def test_save_and_load_give_back_the_model_bitwise(models, wine, kind, tmp_path)
     np.testing.assert_array_equal(np.asarray(jaxnn.decision_function(again, X)), _answers(model, X)[2])
 
 
+def test_a_class_of_the_same_name_elsewhere_does_not_change_what_a_file_loads(models, tmp_path):
+    import dataclasses
+
+    from jaxnn._src.family import FamilyModel
+
+    dataclasses.make_dataclass("ULSModel", [], bases=(FamilyModel,), frozen=True)  # a user's own, say
+    jaxnn.save(models["uls"], tmp_path / "uls.jaxnn")
+    assert type(jaxnn.load(tmp_path / "uls.jaxnn")) is jaxnn.ULSModel
+
+
 def test_a_family_file_with_a_wrong_field_is_refused(models, tmp_path):
     path = tmp_path / "uls.jaxnn"
     jaxnn.save(models["uls"], path)

@@ -27,11 +27,7 @@ from jaxnn._src.losses import Loss
 from jaxnn._src.model import HostPickled
 from jaxnn._src.shared_sizes import first_rows, padded_rows, query_rows, to_device
 
-__all__ = ["FamilyModel", "MODELS", "scores", "query_points", "validate"]
-
-#: every family model type by its class name (filled as each member's module
-#: defines its model: jaxnn's models files name their type)
-MODELS: dict = {}
+__all__ = ["FamilyModel", "scores", "query_points", "validate"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,10 +50,6 @@ class FamilyModel(HostPickled):
 
     #: "uls", "ols" or "udt": the algorithm's name in messages and files
     family: ClassVar[str] = ""
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        MODELS[cls.__name__] = cls
 
     def check(self) -> None:
         """A TypeError or ValueError naming the field unless the member's own

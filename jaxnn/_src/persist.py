@@ -38,6 +38,9 @@ from jaxnn._src import algorithms as algos
 from jaxnn._src import family
 from jaxnn._src import losses as losses_mod
 from jaxnn._src.model import Model, check_alpha_values, validate_model
+from jaxnn._src.ols import OLSModel
+from jaxnn._src.udt import UDTModel
+from jaxnn._src.uls import ULSModel
 
 __all__ = ["save", "load", "ModelFileError", "FORMAT", "FORMAT_VERSION", "MODEL_KINDS", "write_file", "read_file", "json_scalar", "fspath"]
 
@@ -46,8 +49,10 @@ FORMAT = "jaxnn"
 #: the format version this jaxnn writes; it reads versions 1 … FORMAT_VERSION
 #: (3: the models of paper 004's family, and tuple fields)
 FORMAT_VERSION = 3
-#: the kinds of file :func:`load` reads: the k-NN models, then paper 004's family by class name
-MODEL_KINDS = ("Model", "SplitModel", "ULSModel", "OLSModel", "UDTModel")
+#: paper 004's family models by the type name a file gives
+FAMILY_TYPES = {cls.__name__: cls for cls in (ULSModel, OLSModel, UDTModel)}
+#: the kinds of file :func:`load` reads: the k-NN models, then paper 004's family
+MODEL_KINDS = ("Model", "SplitModel", *FAMILY_TYPES)
 #: the entry (``__jaxnn__.npy`` in the archive) holding the JSON metadata
 META = "__jaxnn__"
 #: the extension the documentation uses (any name works: :func:`save` writes exactly the path given)
@@ -476,7 +481,7 @@ def _build_model(meta, arrays: dict):
     kind = _field(meta, "type", str)
     if kind not in MODEL_KINDS:
         raise ValueError(f"unknown model type {kind!r}")
-    cls = {"Model": Model, "SplitModel": _split_model_type()}.get(kind) or family.MODELS[kind]
+    cls = {"Model": Model, "SplitModel": _split_model_type()}.get(kind) or FAMILY_TYPES[kind]
     fields = _field(meta, "fields", dict)
     names = _field(meta, "array_fields", list)
     known = {field.name for field in dataclasses.fields(cls)}
