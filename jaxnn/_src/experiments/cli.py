@@ -269,7 +269,7 @@ def _command(argv: Optional[Sequence[str]], around_run: Callable) -> int:
         + "; ".join(f"{n}: {text}" for n, text in _DESCRIPTIONS.items()) + ".",
     )
     parser.add_argument("name", metavar="NAME", help=f"one of: {', '.join(EXPERIMENTS)}")
-    parser.add_argument("--quick", action="store_true", help="small version (4-90 s on two CPU cores)")
+    parser.add_argument("--quick", action="store_true", help="small version (4 s to 4 minutes on two CPU cores)")
     parser.add_argument("--plot", metavar="DIR", default=None, help="write PNG figures to DIR (needs matplotlib)")
     parser.add_argument("--seed", type=_seed, default=0, help=f"base random seed (default 0, at most {MAX_SEED})")
     parser.add_argument("--no-progress", "--quiet", dest="no_progress", action="store_true",
