@@ -240,9 +240,9 @@ _COLUMNS_FORMAT = "jaxnn-columns"
 
 _ALGORITHMS = ("gnnb", "unn", "unn_fast", "n3")
 
-#: ``jaxnn fit --model``: the options each model takes beyond the table's (None: every one)
-_MODEL_OPTIONS = {"knn": None, "uls": ("k", "loss", "weak", "rounds", "seed"), "udt": ("loss", "max_depth"),
-                  "ols": ("loss", "seed")}
+#: ``jaxnn fit --model``: the model options each model takes (beyond the table's and --seed)
+_MODEL_OPTIONS = {"knn": ("k", "algorithm", "loss", "chooser", "rounds", "posterior", "shrinkage", "metric"),
+                  "uls": ("k", "loss", "weak", "rounds"), "udt": ("loss", "max_depth"), "ols": ("loss",)}
 #: the options whose default is None on the parser, with the value a model takes by default
 _MODEL_DEFAULTS = {"k": 10, "algorithm": "gnnb", "loss": None, "weak": None, "max_depth": None, "chooser": "auto",
                    "rounds": None, "posterior": "auto", "shrinkage": "auto", "metric": "none"}
@@ -522,17 +522,11 @@ def _fit_command(args) -> int:
 def _check_model_options(args) -> None:
     """A UserError naming an option given that ``--model`` does not take."""
     takes = _MODEL_OPTIONS[args.model]
-    if takes is None:
-        given = [name for name in ("weak", "max_depth") if getattr(args, name) is not None]
-    else:
-        given = [name for name in _MODEL_DEFAULTS if name not in takes and getattr(args, name) is not None]
+    given = [name for name in _MODEL_DEFAULTS if name not in takes and getattr(args, name) is not None]
     if given:
-        option = "--" + given[0].replace("_", "-")
-        users = [model for model, names in _MODEL_OPTIONS.items() if names is None or given[0] in names]
-        if given[0] in ("weak", "max_depth"):
-            users = [model for model in users if model != "knn"]
-        raise UserError(f"argument {option}: --model {args.model} does not take it (it is for --model "
-                        f"{' or '.join(users)})")
+        users = [model for model, names in _MODEL_OPTIONS.items() if given[0] in names]
+        raise UserError(f"argument --{given[0].replace('_', '-')}: --model {args.model} does not take it (it is for "
+                        f"--model {' or '.join(users)})")
 
 
 def _learn(args, X, y, loss, k):

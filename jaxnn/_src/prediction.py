@@ -30,7 +30,7 @@ from jaxnn._src.shared_sizes import at_shared_rows, first_k, first_rows, padded_
 
 __all__ = ["decision_function", "predict_proba", "predict", "host_scores", "host_proba", "host_rule", "PREDICT_BLOCK_ROWS",
            "tie_broken_argmax", "tie_parts", "label_sums", "neighbor_sq_distances", "held_out_scores", "HeldOutScores",
-           "RuleParts"]
+           "RuleParts", "family_rule"]
 
 @jax.jit
 def leveraged_scores(alpha, Y, indices, k=None):
@@ -516,6 +516,17 @@ def predict(model: Model, X=None, *, neighbors=None) -> np.ndarray:
     return _streamed(_predict, check_model(model), X, neighbors, _host_rows)
 
 
+def family_rule(model: family.FamilyModel, X, proba: bool = True) -> tuple:
+    """(H (n, C), p̂ (n, C) or None) of a model of paper 004's family on X,
+    from one scoring: p̂ = the model's posterior of H clipped to [0, 1] and,
+    single-label, normalised over the classes (:func:`normalise_rows`)."""
+    H = family.scores(model, X)
+    if not proba:
+        return H, None
+    p = jnp.clip(model.posterior(H), 0.0, 1.0)
+    return H, p if model.multilabel else normalise_rows(p, H)
+
+
 def _family_answer(model: family.FamilyModel, X, neighbors, answer: str):
     """``decision_function`` (``answer="scores"``), ``predict_proba``
     (``"proba"``) or ``predict`` (``"labels"``) for a model of paper 004's family."""
@@ -524,18 +535,16 @@ def _family_answer(model: family.FamilyModel, X, neighbors, answer: str):
         raise TypeError(f"neighbors= is for k-NN models; a {name} model scores the query points X")
     if X is None:
         raise TypeError(f"a {name} model needs the query points X")
-    H = family.scores(model, X)
+    H, p = family_rule(model, X, proba=answer == "proba" or model.multilabel)
     if answer == "scores":
         return H
-    if answer == "proba" or model.multilabel:
-        p = jnp.clip(model.posterior(H), 0.0, 1.0)
-        if answer == "labels":
-            return (p > 0.5).astype(jnp.int32) if isinstance(p, jax.core.Tracer) else np.asarray(p > 0.5, np.int64)
-        return p if model.multilabel else normalise_rows(p, H)
+    if answer == "proba":
+        return p
+    traced = isinstance(H, jax.core.Tracer)
+    if model.multilabel:
+        return (p > 0.5).astype(jnp.int32) if traced else np.asarray(p > 0.5, np.int64)
     top = jnp.argmax(H, axis=1)
-    if isinstance(H, jax.core.Tracer):
-        return _traced_predict(model, H, top)
-    return _labels(model, np.asarray(H), np.asarray(top))
+    return _traced_predict(model, H, top) if traced else _labels(model, np.asarray(H), np.asarray(top))
 
 
 def _predict(model: Model, X, neighbors):

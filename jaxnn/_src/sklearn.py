@@ -36,7 +36,7 @@ except ImportError as err:  # scikit-learn missing, or older than 1.6 (no public
 from jaxnn._src.fitting import fit
 from jaxnn._src.model import Model
 from jaxnn._src.ols import ols, ols_init, ols_update
-from jaxnn._src.prediction import decision_function, host_rule, predict_proba
+from jaxnn._src.prediction import family_rule, host_rule
 from jaxnn._src.udt import udt
 from jaxnn._src.uls import uls
 
@@ -665,11 +665,10 @@ class _FamilyClassifier(ClassifierMixin, BaseEstimator):
         multilabel model[, posteriors (n, C) float64]) on validated X."""
         check_is_fitted(self, "model_")
         X = validate_data(self, X, reset=False, dtype=_FLOATS)
-        H = np.asarray(decision_function(self.model_, X), np.float64)
+        H, P = family_rule(self.model_, X, proba=proba)
+        H = np.asarray(H, np.float64)
         top = None if self.model_.multilabel else np.argmax(H, axis=1)
-        if not proba:
-            return H, top
-        return H, top, np.asarray(predict_proba(self.model_, X), np.float64)
+        return (H, top) if not proba else (H, top, np.asarray(P, np.float64))
 
     def decision_function(self, X) -> np.ndarray:
         """The model's scores H_c(x), (n, C); binary: (n,) H_1 − H_0, > 0
