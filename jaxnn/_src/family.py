@@ -51,11 +51,6 @@ class FamilyModel(HostPickled):
     #: "uls", "ols" or "udt": the algorithm's name in messages and files
     family: ClassVar[str] = ""
 
-    def check(self) -> None:
-        """A TypeError or ValueError naming the field unless the member's own
-        fields agree with each other (shapes, ranges); :func:`validate`
-        checks the shared ones first."""
-
     @property
     def n_classes(self) -> int:
         return len(self.classes)
@@ -73,8 +68,8 @@ class FamilyModel(HostPickled):
 
 def validate(model: FamilyModel) -> FamilyModel:
     """``model`` unless a field is wrong (a model edited by hand, a corrupted
-    file): a TypeError or ValueError naming it.  The shared fields here, then
-    the member's :meth:`FamilyModel.check`."""
+    file): a TypeError or ValueError naming it — the fields every member
+    shares (a member's arrays are checked by use)."""
     if not isinstance(model, FamilyModel):
         raise TypeError(f"expected a model of paper 004's family (jaxnn.uls, ols, udt), got {type(model).__name__}")
     if not isinstance(model.loss, Loss):
@@ -86,7 +81,6 @@ def validate(model: FamilyModel) -> FamilyModel:
     d = model.n_features
     if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
         raise ValueError(f"model.n_features must be an integer >= 1, got {d!r}")
-    model.check()
     return model
 
 
