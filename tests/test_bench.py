@@ -161,10 +161,12 @@ def test_asv_runs_the_classes_only_asv_can(tmp_path):
 DIRECT_PARTS = 3
 
 
+@pytest.mark.xla_default  # benchmarks run optimised, as asv runs them
 @pytest.mark.parametrize("part", range(DIRECT_PARTS))
 def test_every_other_benchmark_gives_a_number_in_process(part):
     """Every class but :data:`NUMBA_COMPILING`'s, by ``bench.direct``: the
-    ``part``-th of :data:`DIRECT_PARTS` shares."""
+    ``part``-th of :data:`DIRECT_PARTS` shares, at XLA's default settings
+    (the README's test command runs the ``xla_default`` tests so)."""
     classes = sorted(_class_names() - set(NUMBA_COMPILING) - set(ASV_ONLY))
     assert len(classes) >= 20, classes
     _direct_run(classes[part::DIRECT_PARTS])
