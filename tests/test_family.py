@@ -16,10 +16,12 @@ import pytest
 
 import jaxnn
 from jaxnn import experiments
-from jaxnn._src import persist
+from jaxnn._src import family, persist
+from jaxnn._src.inputs import encode_labels
 from jaxnn._src.experiments import intrinsic_geometry as geometry_mod
 
 sys.path.insert(0, os.path.dirname(__file__))
+import reference  # noqa: E402
 from _cli import assert_refused, run, write_csv  # noqa: E402
 
 
@@ -100,6 +102,15 @@ def test_a_family_file_with_a_wrong_field_is_refused(models, tmp_path):
             archive.writestr(name, data)
     with pytest.raises(jaxnn.ModelFileError, match="n_features"):
         jaxnn.load(path)
+    meta["model"]["fields"].update(n_features=13, temperature=-1.0)
+    buf = io.BytesIO()
+    np.save(buf, np.asarray(json.dumps(meta)))
+    entries["__jaxnn__.npy"] = buf.getvalue()
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in entries.items():
+            archive.writestr(name, data)
+    with pytest.raises(jaxnn.ModelFileError, match="temperature"):
+        jaxnn.load(path)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -116,12 +127,127 @@ def test_prediction_refuses_what_a_family_model_cannot_take(models, wine, kind):
         jaxnn.predict(model, np.full((2, 13), np.nan))
 
 
-def test_a_tree_of_frequency_leaves_predicts_its_leaves_frequencies(models, wine):
-    X, _ = wine
-    tree = models["udt"]
+def test_a_tree_of_frequency_leaves_predicts_its_leaves_frequencies(wine):
+    X, y = wine
+    tree = jaxnn.udt(X, y, max_depth=4, loss="matsushita", posterior="link")
     H = np.asarray(jaxnn.decision_function(tree, X))
     assert np.all((H >= 0) & (H <= 1))  # leaves="posterior": the scores are the leaves' class frequencies
     np.testing.assert_allclose(np.asarray(jaxnn.predict_proba(tree, X)), H / H.sum(axis=1, keepdims=True), rtol=1e-6)
+
+
+# --------------------------------------------------------------------------
+# calibrated posteriors (posterior="auto")
+# --------------------------------------------------------------------------
+
+
+def _log_loss(S, y_codes, T, multilabel=False, Y=None):
+    """Mean log loss of reference.calibrated_posteriors(S, T) (float64)."""
+    top = None if multilabel else np.argmax(S, axis=1)
+    P = reference.calibrated_posteriors(S, T, top=top, multilabel=multilabel)
+    if multilabel:
+        return -np.mean(np.sum(np.where(Y > 0, np.log(P), np.log1p(-P)), axis=1))
+    return -np.mean(np.log(P[np.arange(len(y_codes)), y_codes]))
+
+
+def _assert_least_log_loss(T, S, y_codes, **kw):
+    """T is a (local) least of the held-out log loss: 5 % either way costs more."""
+    assert T is not None and T > 0
+    at = _log_loss(S, y_codes, T, **kw)
+    assert at <= min(_log_loss(S, y_codes, T * 0.95, **kw), _log_loss(S, y_codes, T * 1.05, **kw)) + 1e-9
+
+
+def _held_out(y):
+    classes, Y, multilabel = encode_labels(y, len(y))
+    train, held = family.held_out_split(Y, multilabel, 0)
+    return train, held, np.searchsorted(np.asarray(classes), y)
+
+
+def test_a_calibrated_tree_takes_the_temperature_of_least_held_out_log_loss(wine):
+    """UDT: a tree grown on 80 % of each class (posterior="link") scores the
+    rest; T minimises the log loss of softmax((2p − 1)/T) there, and the
+    tree grown on all the data answers with those posteriors at T."""
+    X, y = wine
+    model = jaxnn.udt(X, y, max_depth=3)
+    train, held, codes = _held_out(y)
+    first = jaxnn.udt(X[train], y[train], max_depth=3, posterior="link")
+    S = 2.0 * np.asarray(jaxnn.decision_function(first, X[held]), np.float64) - 1.0
+    _assert_least_log_loss(model.temperature, S, codes[held])
+    S_all = 2.0 * np.asarray(jaxnn.decision_function(model, X), np.float64) - 1.0
+    np.testing.assert_allclose(np.asarray(jaxnn.predict_proba(model, X)),
+                               reference.calibrated_posteriors(S_all, model.temperature, top=np.argmax(S_all, 1)),
+                               rtol=1e-5, atol=1e-7)
+    link = jaxnn.udt(X, y, max_depth=3, posterior="link")
+    assert link.temperature is None
+    np.testing.assert_array_equal(jaxnn.predict(link, X), jaxnn.predict(model, X))
+
+
+def test_a_calibrated_uls_model_takes_the_temperature_of_least_held_out_log_loss(wine):
+    """ULS with rounds given: one more fit on 80 % of each class scores the
+    rest; T minimises the log loss of softmax(H/T) there."""
+    X, y = wine
+    model = jaxnn.uls(X, y, rounds=5)
+    train, held, codes = _held_out(y)
+    first = jaxnn.uls(X[train], y[train], rounds=5, posterior="link")
+    S = np.asarray(jaxnn.decision_function(first, X[held]), np.float64)
+    _assert_least_log_loss(model.temperature, S, codes[held])
+    np.testing.assert_array_equal(jaxnn.predict(jaxnn.uls(X, y, rounds=5, posterior="link"), X),
+                                  jaxnn.predict(model, X))
+
+
+def test_a_calibrated_ols_model_takes_the_temperature_of_its_first_pass_last_scores(wine):
+    """OLS: each of the first pass's last 20 % of examples scored by the
+    stream's state before its own update (ols_update replayed example by
+    example in ols's order); T minimises their log loss, and ols_update
+    keeps it."""
+    X, y = wine
+    model = jaxnn.ols(X, y, seed=3)
+    codes = np.searchsorted(np.asarray(model.classes), y)
+    order = np.random.default_rng(3).permutation(len(y))
+    held = len(y) - int(family.HOLDOUT * len(y))
+    state = jaxnn.ols_update(jaxnn.ols_init(X.shape[1], model.classes), X[order[:held]], y[order[:held]])
+    S = []
+    for i in order[held:]:
+        S.append(np.asarray(jaxnn.decision_function(state, X[i:i + 1]), np.float64)[0])
+        state = jaxnn.ols_update(state, X[i:i + 1], y[i:i + 1])
+    _assert_least_log_loss(model.temperature, np.stack(S), codes[order[held:]])
+    assert jaxnn.ols_update(model, X[:5], y[:5]).temperature == model.temperature
+    assert jaxnn.ols_init(X.shape[1], model.classes).temperature is None
+
+
+def test_a_multilabel_member_calibrates_each_label():
+    X, Y = _multilabel_points()
+    model = jaxnn.udt(X, Y, max_depth=3)
+    P, labels = np.asarray(jaxnn.predict_proba(model, X)), np.asarray(jaxnn.predict(model, X))
+    assert model.temperature > 0 and P.shape == Y.shape
+    np.testing.assert_array_equal(labels, np.asarray(jaxnn.predict(jaxnn.udt(X, Y, max_depth=3, posterior="link"), X)))
+    np.testing.assert_array_equal(labels, (P > 0.5).astype(labels.dtype))
+
+
+def _multilabel_points():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, 4)).astype(np.float32)
+    Y = np.stack([X[:, 0] + 0.5 * rng.normal(size=300) > 0, X[:, 1] - X[:, 2] > 0.3], axis=1).astype(int)
+    return X, Y
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_calibration_lowers_the_test_log_loss(kind):
+    """On wdbc (a stratified 70/30 split), every member's default posteriors
+    have a lower test log loss than its link's: a tree's pure leaves and a
+    boosted or on-line score's overconfidence are what T corrects."""
+    from sklearn.model_selection import train_test_split
+
+    X, y = jaxnn.datasets.load("wdbc")
+    X = ((X - X.mean(0)) / X.std(0)).astype(np.float32)
+    Xa, Xb, ya, yb = train_test_split(X, y, test_size=0.3, stratify=y, random_state=0)
+    fit = {"uls": lambda **kw: jaxnn.uls(Xa, ya, rounds=50, **kw),
+           "udt": lambda **kw: jaxnn.udt(Xa, ya, max_depth=4, **kw),
+           "ols": lambda **kw: jaxnn.ols(Xa, ya, **kw)}[kind]
+    losses = {}
+    for posterior in ("auto", "link"):
+        P = np.clip(np.asarray(jaxnn.predict_proba(fit(posterior=posterior), Xb), np.float64), 1e-15, 1.0)
+        losses[posterior] = -np.mean(np.log(P[np.arange(len(yb)), np.searchsorted(np.unique(y), yb)]))
+    assert losses["auto"] < losses["link"], losses
 
 
 # --------------------------------------------------------------------------

@@ -19,23 +19,34 @@ from jaxnn._src import platforms
 
 
 @pytest.mark.xdist_group("nndescent")  # pynndescent's numba compilation (~45 s) once per worker
-def test_auto_posterior_auxiliary_fit_uses_the_same_graph_method(monkeypatch):
-    """posterior="auto" fits an auxiliary model on 80 %: its graph must come
-    from the caller's graph_method (an exact graph there made an nndescent
-    fit of 10⁵ points take 17 s instead of 4)."""
+def test_auto_posterior_with_an_nndescent_graph_searches_once(monkeypatch):
+    """posterior="auto" with graph_method="nndescent" searches one graph: the
+    auxiliary fits on 80 % take theirs, and their scored points' neighbours,
+    from the full graph's rows (graph.subgraph, two hops) — a second
+    nndescent search of 80 % cost nearly what the first did (44 s of a
+    152 s fit of 10⁶ points)."""
     from jaxnn._src import fitting as fit_mod
 
-    seen = []
-    real = fit_mod.knn_graph
+    seen, derived = [], []
+    real, real_subgraph = fit_mod.knn_graph, fit_mod.subgraph
 
     def spy(X, k, *, method="exact", **kw):
         seen.append((X.shape[0], method))
-        return real(X, k, method=method, **kw)
+        out = real(X, k, method=method, **kw)
+        derived.append(np.asarray(out.indices))
+        return out
 
     monkeypatch.setattr(fit_mod, "knn_graph", spy)
+    monkeypatch.setattr(fit_mod, "subgraph", lambda *a, **kw: derived.append(real_subgraph(*a, **kw)) or derived[-1])
     X, y = _blobs(m=200, seed=2)
-    jaxnn.fit(X, y, k=5, graph_method="nndescent")
-    assert seen == [(200, "nndescent")] + [(160, "nndescent")] * 5  # cross-fitted: 40 < MIN_SCORED held out
+    jaxnn.fit(X, y, k=5, graph_method="nndescent", seed=4)
+    assert seen == [(200, "nndescent")]
+    full = derived[0]
+    folds = fit_mod.held_out_folds(200, 40, 4)  # cross-fitted: 40 < MIN_SCORED held out
+    assert len(derived) == 1 + 2 * len(folds) == 11
+    for f, (tr, val) in enumerate(folds):
+        np.testing.assert_array_equal(derived[1 + 2 * f], real_subgraph(X, full, tr))
+        np.testing.assert_array_equal(derived[2 + 2 * f], real_subgraph(X, full, tr, rows=val))
 
 
 def test_fit_logs_its_stages_and_their_seconds(caplog):
@@ -396,7 +407,8 @@ def test_small_data_cross_fit_every_point_once(monkeypatch, caplog):
 def test_auto_posterior_with_given_neighbors_derives_the_auxiliary_graph(monkeypatch, caplog):
     """fit(neighbors=...) with posterior="auto" runs no neighbour search: the
     80 % fit's graph is graph.subgraph of the caller's (an exact search of the
-    80 % could take minutes where the caller brought an approximate graph)."""
+    80 % could take minutes where the caller brought an approximate graph),
+    and so is it of an approximate graph that fit searched."""
     from jaxnn._src import graph as graph_mod
     from jaxnn._src import fitting as fit_mod
 
@@ -420,14 +432,21 @@ def test_auto_posterior_with_given_neighbors_derives_the_auxiliary_graph(monkeyp
     tr = np.random.default_rng(3).permutation(200)[40:]
     assert len(given) == 2 and rounds == [200, 160]  # the rounds scale with the 80 %: one pass each
     np.testing.assert_array_equal(given[1], graph_mod.subgraph(X, nb, tr))
-    assert any(r.getMessage().startswith("fit: held-out choice: 5-NN graph of the 160 points from the full graph (two hops)")
-               for r in caplog.records)
+    assert any(r.getMessage().startswith("fit: held-out choice: 5-NN graph of the 160 points and of the 40 scored "
+                                         "among them from the full graph (two hops)") for r in caplog.records)
     # without given neighbours the 80 % fit's graph is an exact search of the 80 %
     # (done with the scored points' query: graph.graph_and_query)
     given.clear()
     jaxnn.fit(X, y, k=5, seed=3)
     assert len(given) == 2 and given[0] is None and len(searches) == 1  # knn_graph: the full fit's graph only
     np.testing.assert_array_equal(given[1], np.asarray(graph_mod.knn_graph(X[tr], 5).indices))
+    # an approximate full graph is not searched again for the 80 %: derived from it likewise
+    given.clear()
+    searches.clear()
+    jaxnn.fit(X, y, k=5, seed=3, graph_method="approx")
+    full = np.asarray(graph_mod.knn_graph(X, 5, method="approx", seed=3).indices)
+    assert len(given) == 2 and len(searches) == 1
+    np.testing.assert_array_equal(given[1], graph_mod.subgraph(X, full, tr))
 
 
 @pytest.mark.slow  # counts compilations of fresh programs
@@ -462,7 +481,7 @@ def test_auto_posterior_with_given_neighbors_derives_from_float_points(kind, mon
     nb = np.asarray(jaxnn.knn_graph(X.astype(np.float32), 5).indices)
     seen = []
     real = fit_mod.subgraph
-    monkeypatch.setattr(fit_mod, "subgraph", lambda *a: seen.append(real(*a)) or seen[-1])
+    monkeypatch.setattr(fit_mod, "subgraph", lambda *a, **kw: seen.append(real(*a, **kw)) or seen[-1])
     model = jaxnn.fit(X, y, k=5, neighbors=nb, seed=1)
     assert 0.0 <= model.posterior_mix <= 1.0
     tr = np.random.default_rng(1).permutation(300)[60:]

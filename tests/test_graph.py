@@ -397,14 +397,16 @@ def test_a_long_exact_search_on_cpu_warns_on_the_jaxnn_logger(monkeypatch, caplo
     assert not caplog.records
 
 
-def _two_hop_reference(X, nb, keep):
-    """float64 NumPy reference of graph.subgraph: per kept point, the kept points
-    within two hops (itself excluded), the k nearest; exact search if fewer."""
+def _two_hop_reference(X, nb, keep, rows=None):
+    """float64 NumPy reference of graph.subgraph: per kept point (or per point
+    of ``rows``), the kept points within two hops (itself excluded), the k
+    nearest; exact search if fewer."""
     X = np.asarray(X, np.float64)
     k = nb.shape[1]
     pos = {int(g): r for r, g in enumerate(keep)}
-    out = np.zeros((len(keep), k), np.int64)
-    for r, g in enumerate(keep):
+    targets = keep if rows is None else rows
+    out = np.zeros((len(targets), k), np.int64)
+    for r, g in enumerate(targets):
         cand = set(nb[g]) | {int(j) for i in nb[g] for j in nb[i]}
         cand = sorted(c for c in cand if c in pos and c != g)
         if len(cand) < k:
@@ -441,6 +443,29 @@ def test_subgraph_equals_a_float64_two_hop_reference(m, d, k, frac, two_hops):
     exact = np.asarray(jaxnn.knn_graph(X[keep], k).indices)
     recall = np.mean((got[:, :, None] == exact[:, None, :]).any(2))
     assert recall >= (0.95 if frac >= 0.8 else 0.85), recall
+
+
+@pytest.mark.parametrize("m, d, k", [(300, 2, 5), (400, 8, 10)])
+def test_subgraph_finds_other_points_neighbours_among_the_kept_ones(m, d, k, two_hops):
+    """``rows=``: the held-out points' k nearest kept points within two hops
+    (the float64 reference), and from an exact graph most of their exact
+    neighbours among the kept points; a row with too few candidates within
+    two hops gets its exact ones."""
+    from jaxnn._src.graph import subgraph
+
+    rng = np.random.default_rng(m + 1)
+    X = rng.normal(size=(m, d)).astype(np.float32)
+    nb = np.asarray(jaxnn.knn_graph(X, k).indices)
+    perm = rng.permutation(m)
+    keep, held = perm[: int(0.8 * m)], perm[int(0.8 * m):]
+    got = subgraph(X, nb, keep, rows=held)
+    assert got.shape == (held.size, k) and got.dtype == np.int32
+    np.testing.assert_array_equal(got, _two_hop_reference(X, nb, keep, rows=held))
+    exact = np.asarray(jaxnn.knn_query(X[keep], X[held], k).indices)
+    assert np.mean((got[:, :, None] == exact[:, None, :]).any(2)) >= 0.9
+    lone_keep = np.setdiff1d(np.arange(m), np.concatenate([[0], nb[0], nb[nb[0]].ravel()]))
+    got0 = subgraph(X, nb, lone_keep, rows=np.array([0]))  # no kept point within two hops of point 0
+    np.testing.assert_array_equal(got0, np.asarray(jaxnn.knn_query(X[lone_keep], X[:1], k).indices))
 
 
 def test_subgraph_falls_back_to_an_exact_search_for_isolated_rows(two_hops):

@@ -136,7 +136,8 @@ def data():
 def check_equal(data, dataset, criterion, depth, min_leaf=1, max_leaf_nodes=None):
     X, y = data[dataset]
     loss = {"gini": "squared", "entropy": "logistic"}[criterion]
-    model = jaxnn.udt(X, y, loss=loss, max_depth=depth, min_samples_leaf=min_leaf, max_leaf_nodes=max_leaf_nodes)
+    model = jaxnn.udt(X, y, loss=loss, max_depth=depth, min_samples_leaf=min_leaf, max_leaf_nodes=max_leaf_nodes,
+                      posterior="link")  # scikit-learn's predict_proba: the leaves' frequencies
     clf = sklearn_tree.DecisionTreeClassifier(criterion=criterion, max_depth=depth, min_samples_leaf=min_leaf,
                                               max_leaf_nodes=max_leaf_nodes, random_state=0).fit(X, y)
     if max_leaf_nodes is not None and best_first_ties(clf.tree_, X, positives(y), loss, min_leaf):
@@ -282,7 +283,7 @@ def test_split_keeps_each_leaf_sorted_and_children_scored_exactly(data):
 @pytest.fixture(scope="module")
 def leveraged(data):
     X, y = data["pima"]
-    return {loss: jaxnn.udt(X, y, loss=loss, max_depth=3, min_samples_leaf=40, leaves="leveraged")
+    return {loss: jaxnn.udt(X, y, loss=loss, max_depth=3, min_samples_leaf=40, leaves="leveraged", posterior="link")
             for loss in ("squared", "logistic")}
 
 
@@ -337,11 +338,11 @@ def _leaf_of(model, X):
 
 
 def test_posterior_and_link_leaves(data):
-    """posterior: scores and predict_proba are the leaf frequencies; link:
+    """posterior: scores and predict_proba (the link's) are the leaf frequencies; link:
     scores ∇φ(p) (clipped to [ε, 1 − ε] where infinite) and the same labels."""
     X, y = data["wine"]
-    post = jaxnn.udt(X, y, loss="logistic", max_depth=3)
-    link = jaxnn.udt(X, y, loss="logistic", max_depth=3, leaves="link")
+    post = jaxnn.udt(X, y, loss="logistic", max_depth=3, posterior="link")
+    link = jaxnn.udt(X, y, loss="logistic", max_depth=3, leaves="link", posterior="link")
     leaf = _leaf_of(post, X)
     p = post.proportions[leaf]
     np.testing.assert_allclose(np.asarray(jaxnn.decision_function(post, X)), p, atol=1e-7)

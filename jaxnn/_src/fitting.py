@@ -282,9 +282,11 @@ def _fit(data: FitData, spec: FitSpec) -> Model:
     if mix is not None and not spec.shrink:
         return dataclasses.replace(model, posterior_mix=mix)
     kernel = mix is None and takes_kernel_term(data.multilabel, model.n_classes)
-    # the 80 % fit's graph: derived from the caller's (two hops) when they gave one —
-    # jaxnn cannot repeat their search, and an exact one of 80 % may take minutes
-    args = FoldArgs(data, spec._replace(trace=False, like=shapes), nbrs if data.graph is not None else None, kernel)
+    # the 80 % fit's graph: derived (two hops) from the full graph when it is not exact —
+    # the caller's (jaxnn cannot repeat their search) or an approximate search's, whose
+    # second search of 80 % would cost nearly what the first did
+    derive = data.graph is not None or spec.graph_method != "exact"
+    args = FoldArgs(data, spec._replace(trace=False, like=shapes), nbrs if derive else None, kernel)
     choice = _choose_posterior(_fold_scores, args, data, spec, kernel=kernel,
                                in_sample=lambda: held_out_scores(model, data.X, found=nbrs))
     posterior_fields = {} if mix is not None else dict(  # the held-out fit was made for s alone
@@ -371,8 +373,9 @@ def _choose_posterior(score_fold: Callable, args, data: FitData, spec: FitSpec, 
     The held-out scores come from ``score_fold((train, held_out), args)``,
     the :class:`HeldOutScores` at the points ``held_out`` of a rule fit on
     the points ``train`` (:func:`_fold_scores`: an auxiliary model with
-    the main fit's settings, its graph by the same ``graph_method`` or
-    derived from the caller's, rounds scaled with the sample) — honest
+    the main fit's settings, its graph and the scored points' neighbours
+    by an exact search where the full graph is exact, else derived from
+    the full graph (two hops), rounds scaled with the sample) — honest
     out-of-sample scores, as the main model's will be at new points — for
     a seeded random 20 % held out (at most :data:`MAX_SCORED` of them,
     drawn at random).  On small data (fewer than :data:`MIN_SCORED`
@@ -479,24 +482,25 @@ def _fold_scores(fold: tuple, args: FoldArgs) -> HeldOutScores:
     """:func:`_choose_posterior`'s ``score_fold``: the held-out scores
     (:func:`held_out_scores`) at the points ``val`` of an auxiliary fit on
     the points ``tr`` (``fold = (tr, val)``, host index arrays), ``args``
-    a :class:`FoldArgs`.  The auxiliary graph is derived from ``args.graph``
-    (:func:`graph.subgraph`) or searched by ``spec.graph_method`` (an exact
-    graph and the scored points' neighbours in one search,
-    :func:`graph.graph_and_query`: one compilation, not two); the
+    a :class:`FoldArgs`.  The auxiliary graph and the scored points'
+    neighbours among ``tr`` are derived from ``args.graph``
+    (:func:`graph.subgraph`: two hops through the full graph) or found by
+    one exact search (:func:`graph.graph_and_query`: one compilation, not
+    two); the
     auxiliary fit is ``spec._replace(...)`` with rounds scaled to the
     sample, on the sample weights of ``tr`` scaled to mean 1."""
     tr, val = fold
     data, spec, graph, kernel = args
     X, k, like = data.X, spec.k, spec.like
     m = X.shape[0]
-    aux_graph = val_neighbors = None
     scored = "" if val.size == m - tr.size else f"{val.size} of "
     logger.info("fit: held-out choice: auxiliary fit on %d points, scored on %sthe other %d", tr.size, scored,
                 m - tr.size)
-    if graph is not None:
-        aux_graph = logged(f"fit: held-out choice: {k}-NN graph of the {tr.size} points from the full graph (two hops)",
-                            lambda: subgraph(X, graph, tr))
-    elif spec.graph_method == "exact":  # the 80 %'s graph and the scored points' neighbours: one search and program
+    if graph is not None:  # the 80 %'s graph and the scored points' neighbours among them: two hops
+        aux_graph, val_neighbors = logged(
+            f"fit: held-out choice: {k}-NN graph of the {tr.size} points and of the {val.size} scored among them "
+            "from the full graph (two hops)", lambda: (subgraph(X, graph, tr), subgraph(X, graph, tr, rows=val)))
+    else:  # an exact full graph: the 80 %'s graph and the scored points' neighbours by one search and program
         aux_graph, val_neighbors = logged(
             f"fit: held-out choice: exact {k}-NN graph of the {tr.size} points and of the {val.size} scored among them",
             lambda: graph_and_query(*points_of_parts(X, compute_dtype(X), tr, val), k, devices=spec.plan.devices,

@@ -333,8 +333,9 @@ SUBGRAPH_ELEMENTS = 1 << 24
 SUBGRAPH_EXACT_RATIO = 48
 
 
-def subgraph(X, neighbors, keep) -> np.ndarray:
-    """The k-NN graph of the points ``X[keep]``, derived from a graph of all of X.
+def subgraph(X, neighbors, keep, rows=None) -> np.ndarray:
+    """The k-NN graph of the points ``X[keep]``, derived from a graph of all of X
+    (with ``rows``: the k nearest kept points of other points of X).
 
     Each kept point's candidates are the kept points among its neighbours and
     their neighbours (two hops through any point, as in NN-descent's local
@@ -353,10 +354,16 @@ def subgraph(X, neighbors, keep) -> np.ndarray:
     Args:
       X: (m, d) points.  neighbors: (m, k) indices into X (self excluded).
       keep: (n,) distinct indices into X, n > k.
+      rows: (r,) indices into X of points outside ``keep`` whose neighbours
+        among ``X[keep]`` are wanted instead (the held-out points of
+        :func:`jaxnn.fit`'s ``posterior="auto"``): their candidates the same
+        two hops, a row with fewer than k an exact query among ``X[keep]``.
+        None: the kept points themselves.
 
     Returns:
       (n, k) int32 neighbour indices into ``keep`` (row r: the neighbours of
-      ``X[keep[r]]``), nearest first.
+      ``X[keep[r]]``), nearest first; with ``rows``, (r, k) (row r: those of
+      ``X[rows[r]]``).
     """
     nb = np.asarray(neighbors, dtype=np.int32)
     keep = np.asarray(keep, dtype=np.int64)
@@ -364,23 +371,29 @@ def subgraph(X, neighbors, keep) -> np.ndarray:
     n = keep.size
     if n <= k or np.unique(keep).size != n:
         raise ValueError(f"keep must hold more than k={k} distinct indices into X, got {n} ({np.unique(keep).size} distinct)")
+    targets = keep if rows is None else np.asarray(rows, dtype=np.int64)
     if n < SUBGRAPH_EXACT_RATIO * k * k:  # k² candidates a row: the exact search is cheaper
-        return np.asarray(knn_graph(X[keep], k).indices, dtype=np.int32)
+        if rows is None:
+            return np.asarray(knn_graph(X[keep], k).indices, dtype=np.int32)
+        return np.asarray(knn_query(X[keep], X[targets], k).indices, dtype=np.int32)
     pos = np.full(m, -1, np.int32)
     pos[keep] = np.arange(n, dtype=np.int32)
     (X,) = float32_ready(X)
     Xj, nbj, posj = as_float(X), jnp.asarray(nb), jnp.asarray(pos)
-    block = max(1, min(SUBGRAPH_BLOCK, n, SUBGRAPH_ELEMENTS // ((k + k * k) * Xj.shape[1])))
-    padded = np.concatenate([keep, np.full(-n % block, keep[0])]).astype(np.int32)
+    r = targets.size
+    block = max(1, min(SUBGRAPH_BLOCK, r, SUBGRAPH_ELEMENTS // ((k + k * k) * Xj.shape[1])))
+    padded = np.concatenate([targets, np.full(-r % block, targets[0])]).astype(np.int32)
     out, ok = [], []
     for start in range(0, padded.size, block):
         idx, full = _two_hop_neighbors(Xj, nbj, posj, jnp.asarray(padded[start:start + block]), k)
         out.append(idx)
         ok.append(full)
-    result = np.array(jnp.concatenate(out)[:n])  # writable: short rows are filled in below
-    short = np.nonzero(~np.asarray(jnp.concatenate(ok))[:n])[0]
-    if short.size:  # too few candidates within two hops: an exact search among the kept points
+    result = np.array(jnp.concatenate(out)[:r])  # writable: short rows are filled in below
+    short = np.nonzero(~np.asarray(jnp.concatenate(ok))[:r])[0]
+    if short.size and rows is None:  # too few candidates within two hops: an exact search among the kept points
         result[short] = _exact_rows(Xj[jnp.asarray(keep)], short, k)[0]
+    elif short.size:
+        result[short] = _exact_among(Xj[jnp.asarray(targets[short])], Xj[jnp.asarray(keep)], k)[0]
     return result.astype(np.int32)
 
 

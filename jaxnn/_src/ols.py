@@ -51,10 +51,10 @@ import numpy as np
 
 from jaxnn._src import losses as losses_mod
 from jaxnn._src.checks import check_bool
-from jaxnn._src.family import FamilyModel
+from jaxnn._src.family import HOLDOUT, FamilyModel, held_out_temperature
 from jaxnn._src.inputs import as_points, encode_labels
-from jaxnn._src.params import check
-from jaxnn._src.shared_sizes import query_rows, to_device
+from jaxnn._src.params import FAMILY_POSTERIORS, check
+from jaxnn._src.shared_sizes import first_rows, query_rows, to_device
 
 __all__ = ["OLSModel", "ols", "ols_init", "ols_update", "curvature_bound", "default_p", "grad_psi"]
 
@@ -111,7 +111,12 @@ class OLSModel(FamilyModel):
 
 @functools.partial(jax.jit, static_argnames=("two_sided",))
 def _scores(w, X, two_sided: bool):
-    h = X @ w[:-1] + w[-1]
+    return _columns(X @ w[:-1] + w[-1], two_sided)
+
+
+def _columns(h, two_sided: bool):
+    """The scores H (n, C) of the outputs h (n, K): (−h, h) for a binary
+    stream's one output, else h."""
     return jnp.concatenate([-h, h], axis=1) if two_sided else h
 
 
@@ -154,7 +159,8 @@ def _p_norms(O, p: float):
 def _advance(theta, w, lam_p, O, Y, *, loss, p: float, lam: float, eta: Optional[float]):
     """Eq. 93 over the rows of O (B, d + 1) (last column 1, or 0 on a padding
     row, which changes nothing) and their targets Y (B, K) in {0, 1}: the
-    new (θ, w, λ_p)."""
+    new (θ, w, λ_p) and each row's score o_t·w_{t−1} before its own update
+    (B, K)."""
     mask = O[:, -1]
     lam_ps = jnp.maximum(lam_p, jax.lax.cummax(_p_norms(O, p) * mask, axis=0))  # λ_p,t (eq. 96 so far)
     if eta is None:
@@ -166,12 +172,13 @@ def _advance(theta, w, lam_p, O, Y, *, loss, p: float, lam: float, eta: Optional
     def step(carry, row):
         theta, w = carry
         o, y, rate = row
-        g = loss.link(o @ w) - y  # ∇φ⁻¹(w_{t−1}·o_t) − y_t, (K,)
+        h = o @ w
+        g = loss.link(h) - y  # ∇φ⁻¹(w_{t−1}·o_t) − y_t, (K,)
         theta = theta - rate * o[:, None] * g[None, :]
-        return (theta, grad_psi(theta, p)), None
+        return (theta, grad_psi(theta, p)), h
 
-    (theta, w), _ = jax.lax.scan(step, (theta, w), (O, Y, rates), unroll=8)
-    return theta, w, lam_ps[-1]
+    (theta, w), before = jax.lax.scan(step, (theta, w), (O, Y, rates), unroll=8)
+    return theta, w, lam_ps[-1], before
 
 
 # --------------------------------------------------------------------------
@@ -320,14 +327,17 @@ def _examples(X: np.ndarray) -> np.ndarray:
     return O
 
 
-def _stepped(state: OLSModel, X: np.ndarray, Y: np.ndarray) -> OLSModel:
+def _stepped(state: OLSModel, X: np.ndarray, Y: np.ndarray) -> tuple:
+    """(the state after the rows of X (n, d) with targets Y (n, K) 0/1, the
+    scores H (n, C) of each row before its update)."""
     n = X.shape[0]
     O = _examples(X)
     Yp = np.zeros((O.shape[0], Y.shape[1]), np.float32)
     Yp[:n] = Y
-    theta, w, lam_p = _advance(state.theta, state.w, state.lam_p, to_device(O), to_device(Yp), loss=state.loss,
-                               p=state.p, lam=state.lam, eta=state.eta)
-    return dataclasses.replace(state, theta=theta, w=w, lam_p=lam_p, seen=state.seen + n)
+    theta, w, lam_p, before = _advance(state.theta, state.w, state.lam_p, to_device(O), to_device(Yp),
+                                       loss=state.loss, p=state.p, lam=state.lam, eta=state.eta)
+    H = _columns(before, two_sided=state.w.shape[1] != state.n_classes)
+    return dataclasses.replace(state, theta=theta, w=w, lam_p=lam_p, seen=state.seen + n), first_rows((H,), n)[0]
 
 
 def ols_update(state: OLSModel, X_batch, y_batch) -> OLSModel:
@@ -352,11 +362,11 @@ def ols_update(state: OLSModel, X_batch, y_batch) -> OLSModel:
     if X.shape[1] != state.n_features:
         raise ValueError(f"X_batch has {X.shape[1]} features, but this OLS stream has {state.n_features}")
     Y = _targets(state, y_batch, X.shape[0])
-    return _stepped(state, np.asarray(X, np.float32), Y)
+    return _stepped(state, np.asarray(X, np.float32), Y)[0]
 
 
 def ols(X, y, *, loss="logistic", p: Optional[float] = None, passes: int = 1, eta: Optional[float] = None,
-        seed: int = 0) -> OLSModel:
+        seed: int = 0, posterior: str = "auto") -> OLSModel:
     """OLS (paper 004 Algorithm 2) over a data set: ``passes`` passes, each
     over the examples shuffled anew (NumPy's generator seeded by ``seed``),
     fed to :func:`ols_update` in batches of :data:`OLS_BATCH` rows.
@@ -366,12 +376,20 @@ def ols(X, y, *, loss="logistic", p: Optional[float] = None, passes: int = 1, et
       loss, p, eta: as :func:`ols_init`.
       passes: passes over the data (≥ 1).
       seed: the shuffles' seed.
+      posterior: ``"auto"``: :func:`jaxnn.predict_proba` gives calibrated
+        posteriors, softmax(H/T) (multilabel σ(H_c/T)), T of least log loss
+        on the scores of the first pass's last :data:`~jaxnn._src.family.HOLDOUT`
+        of the examples, each scored before its own update (held out from
+        the model that scored it; no second pass); ``"link"``: the loss's
+        link ∇φ⁻¹(H).  Labels are the same either way; :func:`ols_update`
+        keeps the state's temperature.
 
     Returns:
       An :class:`OLSModel`, which :func:`ols_update` continues.
     """
     passes = check("passes", passes)
     seed = check("seed", seed)
+    posterior = check("posterior", posterior, among=FAMILY_POSTERIORS, where=" for jaxnn.ols")
     X = as_points(X)
     classes, Ysigned, multilabel = encode_labels(y, X.shape[0])
     state = ols_init(X.shape[1], len(classes) if multilabel else classes, loss=loss, p=p, eta=eta,
@@ -383,9 +401,17 @@ def ols(X, y, *, loss="logistic", p: Optional[float] = None, passes: int = 1, et
     X = np.asarray(X, np.float32)
     rng = np.random.default_rng(seed)
     m = X.shape[0]
-    for _ in range(passes):
+    held = m - int(HOLDOUT * m)  # the first pass's examples from here on score T
+    scored, targets = [], []
+    for t in range(passes):
         order = rng.permutation(m)
         for start in range(0, m, OLS_BATCH):
             rows = order[start:start + OLS_BATCH]
-            state = _stepped(state, X[rows], Y[rows])
+            state, before = _stepped(state, X[rows], Y[rows])
+            if t == 0 and start + rows.size > held:
+                scored.append(np.asarray(before)[max(0, held - start):])
+                targets.append(Ysigned[rows[max(0, held - start):]])
+    if posterior == "auto" and held < m:
+        S = state.logits(jnp.asarray(np.concatenate(scored)))
+        state = dataclasses.replace(state, temperature=held_out_temperature(S, np.concatenate(targets), multilabel))
     return state

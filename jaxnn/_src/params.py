@@ -26,7 +26,7 @@ from jaxnn._src.plan import CHOOSERS
 from jaxnn._src.weak import KINDS
 
 __all__ = ["Interval", "Options", "Bool", "PARAMS", "POSTERIORS", "SCALES", "IMPUTES", "CATEGORICALS", "LOSS_CHOICES",
-           "LEAVES", "check"]
+           "LEAVES", "FAMILY_POSTERIORS", "check"]
 
 
 class Interval(NamedTuple):
@@ -62,6 +62,9 @@ POSTERIORS = ("auto", "link", "votes")
 SCALES = ("standard", "robust", "none")
 IMPUTES = ("none", "median", "most-frequent")
 CATEGORICALS = ("onehot", "error")
+#: ``posterior=`` of paper 004's family (:func:`jaxnn.uls`, :func:`jaxnn.udt`,
+#: :func:`jaxnn.ols`): calibrated by a held-out temperature, or the loss's link
+FAMILY_POSTERIORS = ("auto", "link")
 #: ``leaves=`` of :func:`jaxnn.udt`: what a leaf predicts (paper 004 eq. 106, Theorem 4's proof)
 LEAVES = ("posterior", "link", "leveraged")
 #: ``loss_choice=`` of :func:`jaxnn.uls` with a bag of losses (paper 004 §7: F, E, F*)

@@ -518,11 +518,17 @@ def predict(model: Model, X=None, *, neighbors=None) -> np.ndarray:
 
 def family_rule(model: family.FamilyModel, X, proba: bool = True) -> tuple:
     """(H (n, C), p̂ (n, C) or None) of a model of paper 004's family on X,
-    from one scoring: p̂ = the model's posterior of H clipped to [0, 1] and,
-    single-label, normalised over the classes (:func:`normalise_rows`)."""
+    from one scoring: with a ``temperature``, the calibrated posteriors of
+    the model's logits (:func:`~jaxnn._src.calibration.calibrated_posterior`, ties
+    broken toward argmax H); else the model's posterior of H (the link)
+    clipped to [0, 1] and, single-label, normalised over the classes
+    (:func:`normalise_rows`)."""
     H = family.scores(model, X)
     if not proba:
         return H, None
+    if model.temperature is not None:
+        top = None if model.multilabel else jnp.argmax(H, axis=1)
+        return H, calibrated_posterior(model.logits(H), model.temperature, top, model.multilabel)
     p = jnp.clip(model.posterior(H), 0.0, 1.0)
     return H, p if model.multilabel else normalise_rows(p, H)
 

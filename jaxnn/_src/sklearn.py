@@ -719,7 +719,7 @@ class ULSClassifier(_FamilyClassifier):
     _learner = staticmethod(uls)
 
     def __init__(self, weak="rules", loss="logistic", rounds=None, max_literals=2, corrective=False,
-                 loss_choice=None, k=10, seed=0, verbose=False):
+                 loss_choice=None, k=10, seed=0, verbose=False, posterior="auto"):
         self.weak = weak
         self.loss = loss
         self.rounds = rounds
@@ -729,6 +729,7 @@ class ULSClassifier(_FamilyClassifier):
         self.k = k
         self.seed = seed
         self.verbose = verbose
+        self.posterior = posterior
 
     def fit(self, X, y, sample_weight=None):
         """Fit on X and y; ``sample_weight``: optional (n_samples,) weights
@@ -751,13 +752,15 @@ class UDTClassifier(_FamilyClassifier):
     _learner = staticmethod(udt)
 
     def __init__(self, loss="squared", max_depth=None, min_samples_leaf=1, max_leaf_nodes=None,
-                 leaves="posterior", max_bins=None):
+                 leaves="posterior", max_bins=None, posterior="auto", seed=0):
         self.loss = loss
         self.max_depth = max_depth
         self.min_samples_leaf = min_samples_leaf
         self.max_leaf_nodes = max_leaf_nodes
         self.leaves = leaves
         self.max_bins = max_bins
+        self.posterior = posterior
+        self.seed = seed
 
 
 class OLSClassifier(_FamilyClassifier):
@@ -774,12 +777,13 @@ class OLSClassifier(_FamilyClassifier):
 
     _learner = staticmethod(ols)
 
-    def __init__(self, loss="logistic", p=None, passes=1, eta=None, seed=0):
+    def __init__(self, loss="logistic", p=None, passes=1, eta=None, seed=0, posterior="auto"):
         self.loss = loss
         self.p = p
         self.passes = passes
         self.eta = eta
         self.seed = seed
+        self.posterior = posterior
 
     def partial_fit(self, X, y, classes=None):
         """One pass of eq. 93 over the batch (X, y), continuing the stream:

@@ -84,9 +84,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxnn._src import losses as losses_mod
-from jaxnn._src.family import FamilyModel
+from jaxnn._src.family import FamilyModel, held_out_split, held_out_temperature
+from jaxnn._src.family import scores as family_scores
 from jaxnn._src.inputs import as_points, encode_labels
-from jaxnn._src.params import LEAVES, check
+from jaxnn._src.params import FAMILY_POSTERIORS, LEAVES, check
 from jaxnn._src.shared_sizes import shared_rows
 
 __all__ = ["UDTModel", "udt", "LEAVES", "LINK_EPSILON", "binning_cuts"]
@@ -167,6 +168,10 @@ class UDTModel(FamilyModel):
         if self.leaves == "posterior":
             return H
         return self.loss.posterior(H)
+
+    def logits(self, H: jax.Array) -> jax.Array:
+        """S = 2H − 1 for ``leaves="posterior"`` (> 0 where p > 1/2), else H (∇φ(p))."""
+        return 2.0 * H - 1.0 if self.leaves == "posterior" else H
 
 
 @functools.partial(jax.jit, static_argnames=("path_sum",))
@@ -529,7 +534,7 @@ def _grow(X, Ypos, loss, max_depth, min_leaf, max_leaf_nodes, bins=None):
 
 
 def udt(X, y, *, loss="squared", max_depth=None, min_samples_leaf=1, max_leaf_nodes=None, leaves="posterior",
-        max_bins=None) -> UDTModel:
+        max_bins=None, posterior="auto", seed=0) -> UDTModel:
     """Grow a decision tree by UDT (paper 004, Algorithm 3) with a permissible φ.
 
     Args:
@@ -551,6 +556,15 @@ def udt(X, y, *, loss="squared", max_depth=None, min_samples_leaf=1, max_leaf_no
         sums are ∇φ(p_k)); see the module's docstring.
       max_bins: search at most this many bins per feature (quantile cuts,
         :func:`binning_cuts`); None: every midpoint of distinct values.
+      posterior: ``"auto"``: :func:`jaxnn.predict_proba` gives calibrated
+        posteriors (a tree grown on 80 % of each class scores the other
+        20 %, whose log loss chooses the temperature T of
+        softmax(S/T) with S the leaves' values on the link's scale —
+        2p − 1 for ``"posterior"`` leaves, whose 0 and 1 of pure leaves
+        would otherwise be certainties; then the tree is grown on all the
+        data); ``"link"``: the leaves' posteriors themselves (eq. 106).
+        Labels are the same either way.
+      seed: the held-out split's random state.
 
     Returns:
       A :class:`UDTModel`; ``jaxnn.predict`` / ``predict_proba`` /
@@ -573,12 +587,28 @@ def udt(X, y, *, loss="squared", max_depth=None, min_samples_leaf=1, max_leaf_no
     if max_bins is not None:
         max_bins = check("max_bins", max_bins)
     leaves = check("leaves", leaves)
+    posterior = check("posterior", posterior, among=FAMILY_POSTERIORS, where=" for jaxnn.udt")
+    seed = check("seed", seed)
 
     Xa = np.asarray(as_points(X), np.float32)
-    m, d = Xa.shape
-    classes, Y, multilabel = encode_labels(y, m)
+    classes, Y, multilabel = encode_labels(y, Xa.shape[0])
     Ypos = (np.asarray(Y) > 0).astype(np.float32)
 
+    options = dict(loss_obj=loss_obj, max_depth=max_depth, min_samples_leaf=min_samples_leaf,
+                   max_leaf_nodes=max_leaf_nodes, leaves=leaves, max_bins=max_bins)
+    temperature = None
+    if posterior == "auto":  # T on the held-out rows' scores of a tree grown on the others
+        train, held = held_out_split(Y, multilabel, seed)
+        if held.size:
+            first = _tree(Xa[train], Ypos[train], classes, multilabel, **options)
+            temperature = held_out_temperature(first.logits(family_scores(first, Xa[held])), Y[held], multilabel)
+    return dataclasses.replace(_tree(Xa, Ypos, classes, multilabel, **options), temperature=temperature)
+
+
+def _tree(Xa, Ypos, classes, multilabel, *, loss_obj, max_depth, min_samples_leaf, max_leaf_nodes, leaves,
+          max_bins) -> UDTModel:
+    """The tree UDT grows on points Xa (m, d) float32 with targets Ypos (m, C) 0/1."""
+    m, d = Xa.shape
     bins = None
     Xfit = Xa
     if max_bins is not None:  # X as bin numbers: the number of cuts below x

@@ -41,23 +41,21 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxnn._src import weak as weak_kinds
-from jaxnn._src.family import FamilyModel
+from jaxnn._src.family import FamilyModel, held_out_split, held_out_temperature
 from jaxnn._src.graph import knn_graph, knn_query
 from jaxnn._src.inputs import as_points, compute_dtype, encode_labels, sample_weights
 from jaxnn._src.losses import Loss
 from jaxnn._src.losses import get as get_loss
 from jaxnn._src.losses import squared as squared_loss
-from jaxnn._src.params import check
+from jaxnn._src.params import FAMILY_POSTERIORS, check
 from jaxnn._src.progress import progress_shown, stage
 
-__all__ = ["ULSModel", "uls", "line_step", "block_step", "MAX_DELTA", "ROUNDS_CAP", "HOLDOUT"]
+__all__ = ["ULSModel", "uls", "line_step", "block_step", "MAX_DELTA", "ROUNDS_CAP"]
 
 #: the largest |δ| of a step (a hypothesis no example disagrees with has no finite one)
 MAX_DELTA = 50.0
 #: rounds=None: the most rounds per kind tried on the held-out split
 ROUNDS_CAP = 200
-#: rounds=None and loss_choice="fold": the fraction held out
-HOLDOUT = 0.2
 #: the iteration caps of the Newton solves
 MAX_ITERATIONS = 200
 LINE_SEARCH = 30
@@ -511,25 +509,6 @@ def _criterion(H, Y, loss: Loss, multilabel: bool):
     return error, log
 
 
-def _split(Y, multilabel: bool, seed: int):
-    """(train, held-out) row indices: :data:`HOLDOUT` of each class held out
-    (multilabel: of all rows), drawn with ``seed``."""
-    rng = np.random.default_rng(seed)
-    m = Y.shape[0]
-    if multilabel:
-        order = rng.permutation(m)
-        n = max(1, int(round(HOLDOUT * m)))
-        return np.sort(order[n:]), np.sort(order[:n])
-    held = []
-    codes = np.argmax(Y, axis=1)
-    for c in np.unique(codes):
-        rows = np.flatnonzero(codes == c)
-        n = int(HOLDOUT * rows.size)
-        held.append(rng.permutation(rows)[:n])
-    held = np.sort(np.concatenate(held))
-    return np.setdiff1d(np.arange(m), held), held
-
-
 def _counts(kinds, rounds_cap: dict, n: int) -> dict:
     """Steps per kind for the first n steps of the non-knn kinds (knn whole)."""
     out = {}
@@ -543,7 +522,7 @@ def _counts(kinds, rounds_cap: dict, n: int) -> dict:
 
 
 def uls(X, y, *, weak="rules", loss="logistic", rounds=None, max_literals=2, corrective=False, loss_choice=None,
-        k=10, seed=0, sample_weight=None, verbose=False) -> ULSModel:
+        k=10, seed=0, sample_weight=None, verbose=False, posterior="auto") -> ULSModel:
     """Boost a linear separator with a strictly convex loss (paper 004, Algorithm 1: ULS).
 
     H_c(x) = Σ_t α_tc h_t(x), one column per class (one-vs-rest with
@@ -590,6 +569,12 @@ def uls(X, y, *, weak="rules", loss="logistic", rounds=None, max_literals=2, cor
       seed: the held-out split's random state.
       sample_weight: (m,) weights of each example's term of the risk (mean 1).
       verbose: report the stages.
+      posterior: ``"auto"``: :func:`jaxnn.predict_proba` gives calibrated
+        posteriors, softmax(H/T) (multilabel σ(H_c/T)) with the temperature
+        T of least log loss on the held-out split's scores — those of the
+        held-out choice above, or of one more fit on 80 % of the data where
+        there is none (``rounds`` given, one loss); ``"link"``: the loss's
+        link ∇φ⁻¹(H).  Labels are the same either way.
 
     The squared loss (φ_B) keeps every training score in [−1, 1]: each
     step's δ is clipped to the interval that keeps the margins there
@@ -614,6 +599,7 @@ def uls(X, y, *, weak="rules", loss="logistic", rounds=None, max_literals=2, cor
     corrective = check("corrective", corrective)
     seed = check("seed", seed)
     verbose = check("verbose", verbose)
+    posterior = check("posterior", posterior, among=FAMILY_POSTERIORS, where=" for jaxnn.uls")
     if corrective and "knn" in kinds:
         raise ValueError("corrective=True is not available for weak='knn' (its m hypotheses would make each "
                          "corrective step a Newton system of m unknowns): use corrective=False")
@@ -634,9 +620,11 @@ def uls(X, y, *, weak="rules", loss="logistic", rounds=None, max_literals=2, cor
     options = dict(kinds=kinds, choice=choice, max_literals=max_literals, corrective=corrective, k=k, dtype=dtype)
 
     with progress_shown() if verbose else contextlib.nullcontext():
-        chosen_bag, counts = bag, fixed
-        if loss_choice == "fold" or (rounds is None and grow):
-            train, held = _split(Y, multilabel, seed)
+        chosen_bag, counts, temperature = bag, fixed, None
+        choose = loss_choice == "fold" or (rounds is None and grow)
+        if choose or posterior == "auto":
+            train, held = held_out_split(Y, multilabel, seed)
+        if choose and held.size:
             best = None
             candidates = [(b,) for b in bag] if loss_choice == "fold" else [bag]
             with stage("uls: held-out choice", total=len(candidates)):
@@ -650,9 +638,17 @@ def uls(X, y, *, weak="rules", loss="logistic", rounds=None, max_literals=2, cor
                         at = len(error) - 1
                     key = (float(log[at]), float(error[at]))
                     if best is None or key < best[0]:
-                        best = (key, cand, at + 1)
-            _, chosen_bag, n = best
+                        best = (key, cand, at + 1, H[at])
+            _, chosen_bag, n, H_held = best
             counts = _counts(kinds, fixed, n) if (rounds is None and grow) else fixed
+        elif choose and loss_choice == "fold":  # too few examples to hold any out: the bag's first loss
+            chosen_bag = bag[:1]
+        if posterior == "auto" and held.size and not choose:  # no choice made: one fit on the 80 % for T alone
+            with stage("uls: held-out fit"):
+                parts, _, _, paths = _fit(Xf[train], Y[train], s[train], losses=bag, rounds=fixed, **options)
+                H_held = _heldout_path(parts, paths, Xf[held])[-1]
+        if posterior == "auto" and held.size:
+            temperature = held_out_temperature(H_held, Y[held], multilabel, s[held])
         kinds_used = tuple(kind for kind in kinds if kind == "knn" or counts[kind] > 0)
         counts = {kind: counts[kind] for kind in kinds_used}
         with stage("uls: boosting"):
@@ -662,4 +658,4 @@ def uls(X, y, *, weak="rules", loss="logistic", rounds=None, max_literals=2, cor
         return ULSModel(classes=classes, loss=chosen_bag[0], multilabel=multilabel, n_features=X.shape[1],
                         weak=kinds_used, losses=tuple(b.name for b in bag), loss_choice=loss_choice, loss_index=idx,
                         risk=risk, rounds=tuple(m if counts[kind] is None else counts[kind] for kind in kinds_used),
-                        **parts)
+                        temperature=temperature, **parts)
