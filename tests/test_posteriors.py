@@ -10,7 +10,8 @@ from scipy.optimize import minimize_scalar
 import jaxnn
 from jaxnn import losses
 from jaxnn._src import algorithms as algos
-from jaxnn._src.prediction import _n3_link, link_posterior, normalise_rows
+from jaxnn._src.calibration import normalise_rows
+from jaxnn._src.prediction import _n3_link, link_posterior
 from jaxnn.metrics import brier_score
 
 
