@@ -10,8 +10,7 @@ from scipy.optimize import minimize_scalar
 import jaxnn
 from jaxnn import losses
 from jaxnn._src import algorithms as algos
-from jaxnn._src.calibration import normalise_rows
-from jaxnn._src.prediction import _n3_link, link_posterior
+from jaxnn._src.prediction import _n3_link, link_posterior, normalise_rows
 from jaxnn.metrics import brier_score
 
 

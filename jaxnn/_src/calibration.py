@@ -10,8 +10,7 @@ largest (:func:`posterior_logits`, :func:`floored_softmax`); multilabel
 (1 − ε)·σ(H_c/T) + ε/2 per label (:func:`floored_sigmoid`).  The kernel term
 G = w·log(κ + δ), κ the distance-weighted vote of the k neighbours
 (:func:`kernel_weights`, :func:`kernel_votes`, :func:`kernel_log_votes`).
-The shrunk rule's scores (1 − s)·H + s·ā·V (:func:`shrunk_scores`).  The
-link's one-vs-rest posteriors normalised over the classes (:func:`normalise_rows`).  T is the
+The shrunk rule's scores (1 − s)·H + s·ā·V (:func:`shrunk_scores`).  T is the
 temperature of least mean log loss on the held-out scores
 (:func:`best_temperature`: a grid, then a finer one around its best), s the
 shrinkage of least log loss of the shrunk rule's scores
@@ -34,8 +33,7 @@ __all__ = ["KERNEL_BANDWIDTHS", "KERNEL_FIT_ENTRIES", "KERNEL_VOTE_FLOOR", "KERN
            "POSTERIOR_FLOOR", "SHRINKAGES", "T_COARSE", "T_GRID", "T_REFINE", "best_temperature",
            "calibrated_log_probs", "calibrated_posterior", "common_leverage", "fit_kernel_term", "fit_shrinkage",
            "fit_temperature", "floored_sigmoid", "floored_softmax", "kernel_log_votes", "kernel_votes",
-           "kernel_weights", "log_losses", "normalise_rows", "posterior_logits", "posterior_scores", "shrinkages_of",
-           "shrunk_scores",
+           "kernel_weights", "log_losses", "posterior_logits", "posterior_scores", "shrinkages_of", "shrunk_scores",
            "targets"]
 
 #: ε of the default (calibrated) posteriors p̂ = (1 − ε)·softmax(H/T) + ε/C
@@ -218,22 +216,6 @@ T_GRID = np.logspace(-2.0, 2.5, 46)
 T_REFINE = np.logspace(-0.05, 0.05, 11)
 #: the coarse grid that compares the kernel term's (w, b) pairs (:func:`fit_kernel_term`): 10^0.25 steps
 T_COARSE = np.logspace(-2.0, 2.5, 19)
-
-
-def normalise_rows(p, H, *, xp=jnp):
-    """Rows of the one-vs-rest posteriors p (n, C) normalised to sum to 1.
-
-    Where a row's total is 0 (every p̂_c underflowed: H_c far below 0 for all
-    c) the mass goes uniformly to the classes of largest H (ties share) —
-    the limit of the normalised posteriors for links with exponential tails,
-    and the argmax that :func:`jaxnn.predict` returns.  A row holding a NaN stays
-    NaN (its total is NaN, not 0).  ``xp``: traced or NumPy.
-    """
-    total = xp.sum(p, axis=1, keepdims=True)
-    empty = total == 0
-    top = (H == xp.max(H, axis=1, keepdims=True)).astype(p.dtype)
-    top = top / xp.sum(top, axis=1, keepdims=True)
-    return xp.where(empty, top, p / xp.where(empty, 1.0, total))
 
 
 def targets(y, rows, classes, multilabel: bool) -> np.ndarray:

@@ -52,8 +52,7 @@ from jaxnn._src.model import HostPickled, Model, without_float64
 from jaxnn._src.params import check
 from jaxnn._src.plan import Plan, make_plan
 from jaxnn._src.points import float32_origin, shift_points
-from jaxnn._src.calibration import normalise_rows
-from jaxnn._src.prediction import link_posterior, leveraged_scores
+from jaxnn._src.prediction import link_posterior, normalise_rows, leveraged_scores
 from jaxnn._src.progress import logger
 from jaxnn._src.search import block_rows, blocked_topk, conditioned_search, conditioning_on_host, search_kernel
 from jaxnn._src.shared_sizes import first_rows, padded_rows, query_rows, shared_rows, to_device

@@ -17,10 +17,9 @@ k-NN model's default posteriors are (``posterior="auto"``, the members'
 default): p̂ = (1 − ε)·softmax(S/T) + ε/C (multilabel (1 − ε)·σ(S_c/T) +
 ε/2; :func:`jaxnn._src.calibration.calibrated_posterior`) of the member's
 :meth:`FamilyModel.logits` S, at the temperature T of least log loss on
-scores of examples the model did not learn from, where it beats the link's
-posteriors there (:func:`held_out_temperature`: a held-out split,
-:func:`held_out_split`, or an on-line learner's scores of each example
-before its update).
+scores of examples the model did not learn from (:func:`held_out_temperature`:
+a held-out split, :func:`held_out_split`, or an on-line learner's scores of
+each example before its update).
 """
 
 from __future__ import annotations
@@ -148,23 +147,13 @@ def held_out_split(Y: np.ndarray, multilabel: bool, seed: int) -> tuple:
     return np.setdiff1d(np.arange(m), held), held
 
 
-def held_out_temperature(H, Y, multilabel: bool, *, link, logits, weights=None) -> Optional[float]:
-    """``posterior="auto"``'s choice on the scores H (n, C) of examples the
-    model did not learn from, labels Y (n, C) ±1 (``weights`` (n,): weighted
-    means): the temperature T of least mean log loss of the calibrated
-    posteriors of the logits S = ``logits(H)``
-    (:func:`jaxnn._src.calibration.best_temperature`) where their log loss
-    there is below that of the link's posteriors ``link(H)`` (normalised
-    over the classes, single-label; clipped to [10⁻¹², 1 − 10⁻¹²]), else
-    None (the link's posteriors); None too where there are no examples."""
-    if np.shape(H)[0] == 0:
+def held_out_temperature(S, Y, multilabel: bool, weights=None) -> Optional[float]:
+    """The temperature T of least mean log loss of the calibrated posteriors
+    (:func:`jaxnn._src.calibration.best_temperature`) on logits S (n, C) —
+    :meth:`FamilyModel.logits` of scores of examples the model did not
+    learn from — with labels Y (n, C) ±1 (``weights`` (n,): the weighted
+    mean); None (the link's posteriors) where there are no such examples."""
+    if np.shape(S)[0] == 0:
         return None
-    H = np.asarray(H, np.float32)
     target = (np.asarray(Y) > 0).astype(np.float64)
-    S = np.asarray(logits(H), np.float64)
-    T, calibrated = calibration.best_temperature(S, target, multilabel, weights)
-    p = np.clip(np.asarray(link(jax.numpy.asarray(H)), np.float64), 0.0, 1.0)
-    if not multilabel:
-        p = calibration.normalise_rows(p, H.astype(np.float64), xp=np)
-    plain, _ = calibration.posterior_scores(np.clip(p, 1e-12, 1.0 - 1e-12), target, multilabel, weights)
-    return T if calibrated < plain else None
+    return calibration.fit_temperature(np.asarray(S, np.float64), target, multilabel, weights)

@@ -380,8 +380,7 @@ def ols(X, y, *, loss="logistic", p: Optional[float] = None, passes: int = 1, et
         posteriors, softmax(H/T) (multilabel σ(H_c/T)), T of least log loss
         on the scores of the first pass's last :data:`~jaxnn._src.family.HOLDOUT`
         of the examples, each scored before its own update (held out from
-        the model that scored it; no second pass) — where their log loss is
-        below the link's, else the link's; ``"link"``: the loss's
+        the model that scored it; no second pass); ``"link"``: the loss's
         link ∇φ⁻¹(H).  Labels are the same either way; :func:`ols_update`
         keeps the state's temperature.
 
@@ -413,7 +412,6 @@ def ols(X, y, *, loss="logistic", p: Optional[float] = None, passes: int = 1, et
                 scored.append(np.asarray(before)[max(0, held - start):])
                 targets.append(Ysigned[rows[max(0, held - start):]])
     if posterior == "auto" and held < m:
-        T = held_out_temperature(np.concatenate(scored), np.concatenate(targets), multilabel, link=state.posterior,
-                                 logits=state.logits)
-        state = dataclasses.replace(state, temperature=T)
+        S = state.logits(jnp.asarray(np.concatenate(scored)))
+        state = dataclasses.replace(state, temperature=held_out_temperature(S, np.concatenate(targets), multilabel))
     return state

@@ -20,7 +20,7 @@ import numpy as np
 
 from jaxnn._src import algorithms as algos
 from jaxnn._src import family
-from jaxnn._src.calibration import calibrated_posterior, kernel_log_votes, normalise_rows
+from jaxnn._src.calibration import calibrated_posterior, kernel_log_votes
 from jaxnn._src.graph import neighbor_sum, padded_query
 from jaxnn._src.inputs import as_points, check_neighbors
 from jaxnn._src.learned_metric import apply_metric
@@ -283,6 +283,22 @@ def _n3_link(loss, algorithm, H):
     both_zero = (w_pos == 0) & (w_neg == 0)
     p = 1.0 / (1.0 + w_pos / jnp.where(both_zero, 1.0, w_neg))  # w⁻ = 0 < w⁺: w⁺/0 = inf, p̂ = 0
     return jnp.where(both_zero, 0.5, p).astype(H.dtype)
+
+
+def normalise_rows(p, H):
+    """Rows of the one-vs-rest posteriors p (n, C) normalised to sum to 1.
+
+    Where a row's total is 0 (every p̂_c underflowed: H_c far below 0 for all
+    c) the mass goes uniformly to the classes of largest H (ties share) —
+    the limit of the normalised posteriors for links with exponential tails,
+    and the argmax that :func:`predict` returns.  A row holding a NaN stays
+    NaN (its total is NaN, not 0).
+    """
+    total = jnp.sum(p, axis=1, keepdims=True)
+    empty = total == 0
+    top = (H == jnp.max(H, axis=1, keepdims=True)).astype(p.dtype)
+    top = top / jnp.sum(top, axis=1, keepdims=True)
+    return jnp.where(empty, top, p / jnp.where(empty, 1.0, total))
 
 
 def _found_parts(model: Model, X, found, rows) -> QueryParts:

@@ -561,8 +561,7 @@ def udt(X, y, *, loss="squared", max_depth=None, min_samples_leaf=1, max_leaf_no
         20 %, whose log loss chooses the temperature T of
         softmax(S/T) with S the leaves' values on the link's scale —
         2p − 1 for ``"posterior"`` leaves, whose 0 and 1 of pure leaves
-        would otherwise be certainties — where it beats the leaves' own
-        posteriors there, else those; then the tree is grown on all the
+        would otherwise be certainties; then the tree is grown on all the
         data); ``"link"``: the leaves' posteriors themselves (eq. 106).
         Labels are the same either way.
       seed: the held-out split's random state.
@@ -602,8 +601,7 @@ def udt(X, y, *, loss="squared", max_depth=None, min_samples_leaf=1, max_leaf_no
         train, held = held_out_split(Y, multilabel, seed)
         if held.size:
             first = _tree(Xa[train], Ypos[train], classes, multilabel, **options)
-            temperature = held_out_temperature(family_scores(first, Xa[held]), Y[held], multilabel,
-                                               link=first.posterior, logits=first.logits)
+            temperature = held_out_temperature(first.logits(family_scores(first, Xa[held])), Y[held], multilabel)
     return dataclasses.replace(_tree(Xa, Ypos, classes, multilabel, **options), temperature=temperature)
 
 

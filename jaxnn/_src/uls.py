@@ -573,8 +573,7 @@ def uls(X, y, *, weak="rules", loss="logistic", rounds=None, max_literals=2, cor
         posteriors, softmax(H/T) (multilabel σ(H_c/T)) with the temperature
         T of least log loss on the held-out split's scores — those of the
         held-out choice above, or of one more fit on 80 % of the data where
-        there is none (``rounds`` given, one loss) — where its held-out log
-        loss is below the link's, else the link's; ``"link"``: the loss's
+        there is none (``rounds`` given, one loss); ``"link"``: the loss's
         link ∇φ⁻¹(H).  Labels are the same either way.
 
     The squared loss (φ_B) keeps every training score in [−1, 1]: each
@@ -649,8 +648,7 @@ def uls(X, y, *, weak="rules", loss="logistic", rounds=None, max_literals=2, cor
                 parts, _, _, paths = _fit(Xf[train], Y[train], s[train], losses=bag, rounds=fixed, **options)
                 H_held = _heldout_path(parts, paths, Xf[held])[-1]
         if posterior == "auto" and held.size:
-            temperature = held_out_temperature(H_held, Y[held], multilabel, link=chosen_bag[0].posterior,
-                                               logits=lambda H: H, weights=s[held])
+            temperature = held_out_temperature(H_held, Y[held], multilabel, s[held])
         kinds_used = tuple(kind for kind in kinds if kind == "knn" or counts[kind] > 0)
         counts = {kind: counts[kind] for kind in kinds_used}
         with stage("uls: boosting"):
