@@ -390,10 +390,12 @@ def subgraph(X, neighbors, keep, rows=None) -> np.ndarray:
         ok.append(full)
     result = np.array(jnp.concatenate(out)[:r])  # writable: short rows are filled in below
     short = np.nonzero(~np.asarray(jnp.concatenate(ok))[:r])[0]
-    if short.size and rows is None:  # too few candidates within two hops: an exact search among the kept points
-        result[short] = _exact_rows(Xj[jnp.asarray(keep)], short, k)[0]
-    elif short.size:
-        result[short] = _exact_among(Xj[jnp.asarray(targets[short])], Xj[jnp.asarray(keep)], k)[0]
+    if short.size:  # too few candidates within two hops: an exact search among the kept points,
+        # its rows padded to a shared count (nothing compiles per count of short rows)
+        some = np.concatenate([short, np.full(query_rows(short.size) - short.size, short[0])])
+        Xk = Xj[jnp.asarray(keep)]
+        found = (_exact_rows(Xk, some, k) if rows is None else _exact_among(Xj[jnp.asarray(targets[some])], Xk, k))[0]
+        result[short] = found[:short.size]
     return result.astype(np.int32)
 
 
