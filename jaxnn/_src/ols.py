@@ -54,7 +54,7 @@ from jaxnn._src.checks import check_bool
 from jaxnn._src.family import HOLDOUT, FamilyModel, held_out_temperature
 from jaxnn._src.inputs import as_points, encode_labels
 from jaxnn._src.params import FAMILY_POSTERIORS, check
-from jaxnn._src.shared_sizes import first_rows, query_rows, to_device
+from jaxnn._src.shared_sizes import query_rows, to_device
 
 __all__ = ["OLSModel", "ols", "ols_init", "ols_update", "curvature_bound", "default_p", "grad_psi"]
 
@@ -114,10 +114,10 @@ def _scores(w, X, two_sided: bool):
     return _columns(X @ w[:-1] + w[-1], two_sided)
 
 
-def _columns(h, two_sided: bool):
+def _columns(h, two_sided: bool, xp=jnp):
     """The scores H (n, C) of the outputs h (n, K): (−h, h) for a binary
-    stream's one output, else h."""
-    return jnp.concatenate([-h, h], axis=1) if two_sided else h
+    stream's one output, else h (``xp``: traced or NumPy)."""
+    return xp.concatenate([-h, h], axis=1) if two_sided else h
 
 
 # --------------------------------------------------------------------------
@@ -328,16 +328,15 @@ def _examples(X: np.ndarray) -> np.ndarray:
 
 
 def _stepped(state: OLSModel, X: np.ndarray, Y: np.ndarray) -> tuple:
-    """(the state after the rows of X (n, d) with targets Y (n, K) 0/1, the
-    scores H (n, C) of each row before its update)."""
+    """(the state after the rows of X (n, d) with targets Y (n, K) 0/1, each
+    row's outputs o·w before its update: (B, K) on the device, B ≥ n padded)."""
     n = X.shape[0]
     O = _examples(X)
     Yp = np.zeros((O.shape[0], Y.shape[1]), np.float32)
     Yp[:n] = Y
     theta, w, lam_p, before = _advance(state.theta, state.w, state.lam_p, to_device(O), to_device(Yp),
                                        loss=state.loss, p=state.p, lam=state.lam, eta=state.eta)
-    H = _columns(before, two_sided=state.w.shape[1] != state.n_classes)
-    return dataclasses.replace(state, theta=theta, w=w, lam_p=lam_p, seen=state.seen + n), first_rows((H,), n)[0]
+    return dataclasses.replace(state, theta=theta, w=w, lam_p=lam_p, seen=state.seen + n), before
 
 
 def ols_update(state: OLSModel, X_batch, y_batch) -> OLSModel:
@@ -409,9 +408,10 @@ def ols(X, y, *, loss="logistic", p: Optional[float] = None, passes: int = 1, et
             rows = order[start:start + OLS_BATCH]
             state, before = _stepped(state, X[rows], Y[rows])
             if t == 0 and start + rows.size > held:
-                scored.append(np.asarray(before)[max(0, held - start):])
+                scored.append(np.asarray(before)[max(0, held - start):rows.size])
                 targets.append(Ysigned[rows[max(0, held - start):]])
     if posterior == "auto" and held < m:
-        S = state.logits(jnp.asarray(np.concatenate(scored)))
+        H = _columns(np.concatenate(scored), two_sided=state.w.shape[1] != state.n_classes, xp=np)
+        S = state.logits(H)
         state = dataclasses.replace(state, temperature=held_out_temperature(S, np.concatenate(targets), multilabel))
     return state
