@@ -582,8 +582,8 @@ def uls(X, y, *, weak="rules", loss="logistic", rounds=None, max_literals=2, cor
     A step has no finite solution when every example its hypothesis
     reaches agrees with it: δ is then ±50 (as UNN's ``max_delta``).
 
-    The model's posteriors are its ``loss``'s link: the first of the bag
-    for ``"risk"`` / ``"edge"``, the chosen one for ``"fold"``.
+    The model's ``loss`` (whose link the ``"link"`` posteriors are) is the
+    first of the bag for ``"risk"`` / ``"edge"``, the chosen one for ``"fold"``.
 
     Returns:
       :class:`ULSModel`.
