@@ -788,7 +788,9 @@ class OLSClassifier(_FamilyClassifier):
     def partial_fit(self, X, y, classes=None):
         """One pass of eq. 93 over the batch (X, y), continuing the stream:
         the first call needs ``classes`` (every label the stream will hold;
-        scikit-learn's convention), later calls may repeat it.  A batch that
+        scikit-learn's convention), later calls may repeat it.  A stream
+        begun here holds no example out: its posteriors are the loss's link
+        (``fit`` calibrates them), and a fitted model keeps its temperature.  A batch that
         is refused leaves the estimator as it was."""
         first = not hasattr(self, "model_")
         X, y = validate_data(self, X, y, dtype=_FLOATS, reset=first, ensure_min_samples=1)
