@@ -47,12 +47,11 @@ Any run may select them at either setting.
 The run keeps JAX's persistent compilation cache in
 ``.pytest_cache/jax-compilation-cache`` (gitignored): ``JAXNN_CACHE_DIR``
 is pointed there before jaxnn is imported, so jaxnn's own cache (every
-program however quick, read and written under a file lock, size-limited:
-``jaxnn.config``) is on there in each pytest-xdist worker and in the
-subprocesses tests start.  The workers share it — a program one compiled
-the other loads, as does a worker that dropped its in-memory programs
-(``clear_cache``), and every later run — and never read each other's
-half-written entries.  ``JAXNN_TEST_CACHE_DIR`` moves it (empty: no cache);
+program however quick, size-limited: ``jaxnn.config``) is on there in each
+pytest-xdist worker and in the subprocesses tests start.  The workers share
+it — a program one compiled the other loads, as does a worker that dropped
+its in-memory programs (``clear_cache``), and every later run.
+``JAXNN_TEST_CACHE_DIR`` moves it (empty: no cache);
 a ``JAXNN_CACHE_DIR`` or JAX cache you set is used as it is.  A first run
 costs about what it costs without the cache, and a later run a fraction.
 
@@ -235,7 +234,7 @@ _compile_for_tests()
 
 def _use_compilation_cache() -> None:
     """jaxnn turns JAX's persistent cache on when imported, in
-    ``$JAXNN_CACHE_DIR`` (locked, size-limited: jaxnn.config): point it at
+    ``$JAXNN_CACHE_DIR`` (jaxnn.config): point it at
     the test cache, for this process and the subprocesses tests start.  Where
     that did not turn a cache on (an older jaxnn, or its import failing: the
     tests will say why), configure JAX directly."""
@@ -254,21 +253,12 @@ def _use_compilation_cache() -> None:
     if jax.config.jax_compilation_cache_dir:
         return
     try:
-        import filelock  # noqa: F401  (JAX locks the cache's reads and writes with it)
-
-        locked = True
-    except ImportError:  # unlocked, two workers could read each other's half-written entries
-        locked = False
-        path = os.path.join(path, os.environ.get("PYTEST_XDIST_WORKER", "main"))
-    try:
         os.makedirs(path, exist_ok=True)
     except OSError:
         return
     jax.config.update("jax_compilation_cache_dir", path)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-    if locked:  # a size limit makes JAX's cache take a file lock around each read and write
-        jax.config.update("jax_compilation_cache_max_size", 1 << 30)
 
 
 _use_compilation_cache()

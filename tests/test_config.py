@@ -49,13 +49,13 @@ def test_entries_cut_short_are_deleted_and_whole_ones_kept(tmp_path, locked):
         pytest.importorskip("filelock")
     whole = zlib.compress(os.urandom(5000) + bytes(20000))
     _entry(tmp_path, "jit_f-aa", whole)
-    _entry(tmp_path, "jit_g-bb", whole, atime=False)  # written without a size limit: no last-use stamp
+    _entry(tmp_path, "jit_g-bb", whole, atime=False)  # written without JAX's size limit: no last-use stamp
     cut = _entry(tmp_path, "jit_h-cc", whole[: len(whole) // 2])  # a process killed while JAX wrote it
     empty = _entry(tmp_path, "jit_i-dd", b"")
     dropped = config.drop_cut_short(str(tmp_path), locked=locked)
     assert sorted(dropped) == sorted([cut, empty])
     names = set(os.listdir(tmp_path))
-    assert {"jit_f-aa-cache", "jit_g-bb-cache", "jit_g-bb-atime"} <= names  # JAX's eviction reads every stamp
+    assert {"jit_f-aa-cache", "jit_f-aa-atime", "jit_g-bb-cache"} <= names
     assert not {"jit_h-cc-cache", "jit_h-cc-atime", "jit_i-dd-cache"} & names
     # only entries written since the last check are read again
     os.utime(tmp_path / "jit_f-aa-cache", ns=(1, 1))
@@ -64,6 +64,26 @@ def test_entries_cut_short_are_deleted_and_whole_ones_kept(tmp_path, locked):
     assert config.drop_cut_short(str(tmp_path), locked=locked) == []
     late = _entry(tmp_path, "jit_j-ee", whole[:-3])
     assert config.drop_cut_short(str(tmp_path), locked=locked) == [late]
+
+
+@pytest.mark.parametrize("locked", [False, True])
+def test_past_the_size_limit_the_least_recently_used_entries_go(tmp_path, locked):
+    if locked:
+        pytest.importorskip("filelock")
+    whole = zlib.compress(os.urandom(3000))
+    names = [_entry(tmp_path, f"jit_f-{i:02d}", whole) for i in range(6)]
+    assert config.drop_cut_short(str(tmp_path), locked=locked, max_size=10 * len(whole)) == []  # read: whole
+    for i, name in enumerate(names):  # used in the order 3, 0, 5, 1, 4, 2 (seconds apart), long ago
+        when = (10 + [3, 0, 5, 1, 4, 2].index(i)) * 10**9
+        os.utime(tmp_path / name, ns=(when, when))
+    dropped = config.drop_cut_short(str(tmp_path), locked=locked, max_size=4 * len(whole))
+    assert dropped == [names[3], names[0]]
+    left = set(os.listdir(tmp_path))
+    assert not {"jit_f-03-cache", "jit_f-03-atime", "jit_f-00-cache", "jit_f-00-atime"} & left
+    assert {f"jit_f-{i:02d}-cache" for i in (5, 1, 4, 2)} <= left
+    # an entry read since (a later access time) outlives one written later but never read
+    os.utime(tmp_path / names[5], ns=(99 * 10**9, 11 * 10**9))
+    assert config.drop_cut_short(str(tmp_path), locked=locked, max_size=3 * len(whole)) == [names[1]]
 
 
 # --------------------------------------------------------------------------

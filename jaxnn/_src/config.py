@@ -9,13 +9,15 @@ cache when it is imported, in one folder (:func:`default_cache_dir`):
 * else ``$XDG_CACHE_HOME/jaxnn/xla`` where ``XDG_CACHE_HOME`` is set;
 * else ``~/.cache/jaxnn/xla``.
 
-It caches every program however quick to compile, within a size limit of
-:data:`MAX_SIZE` bytes, least recently used out first, read and written under
-a file lock (so two processes never see each other's half-written entries).
-Entries cut short by a process killed while writing (JAX would warn "Error
-reading persistent compilation cache entry" and compile the program again in
-every later process, never replacing the entry) are found and deleted when
-jaxnn turns the cache on.
+It caches every program however quick to compile.  JAX writes each entry
+once, without a lock and without looking at the rest of the folder (JAX's own
+size limit lists and reads every entry at each write, which grows with the
+cache).  Instead jaxnn keeps the folder in order when it turns the cache on
+(each process's ``import jaxnn``), under a file lock where the ``filelock``
+package is installed: it deletes entries cut short by a process killed while
+writing (JAX would warn "Error reading persistent compilation cache entry"
+and compile the program again in every later process, never replacing the
+entry) and, past :data:`MAX_SIZE` bytes, the least recently used entries.
 
 A cache you configured through JAX (``JAX_COMPILATION_CACHE_DIR`` or
 ``jax.config.update("jax_compilation_cache_dir", ...)`` before importing
@@ -40,9 +42,9 @@ __all__ = ["ENV_VAR", "MAX_SIZE", "cache_dir", "default_cache_dir", "drop_cut_sh
 #: the environment variable that moves jaxnn's compilation cache (empty: no cache)
 ENV_VAR = "JAXNN_CACHE_DIR"
 
-#: the most bytes of compiled programs kept (1 GiB); the least recently used
-#: go first.  The limit needs the ``filelock`` package (a dependency of
-#: jaxnn); without it the cache is unbounded and unlocked.
+#: the most bytes of compiled programs kept (1 GiB), checked when jaxnn
+#: turns the cache on: the least recently used (file access or write time)
+#: go first, down to this size
 MAX_SIZE = 1 << 30
 
 _logger = logging.getLogger("jaxnn")
@@ -149,7 +151,7 @@ def _writable(folder: str) -> None:
 
 def _locked() -> bool:
     try:
-        import filelock  # noqa: F401  (JAX takes it around each read and write once a size limit is set)
+        import filelock  # noqa: F401  (around jaxnn's check of the folder)
     except ImportError:
         return False
     return True
@@ -164,8 +166,8 @@ def _turn_on(folder: str) -> None:
         _State.before = {name: getattr(jax.config, name) for name in _SETTINGS if hasattr(jax.config, name)}
     values = {"jax_compilation_cache_dir": folder, "jax_persistent_cache_min_compile_time_secs": 0.0,
               "jax_persistent_cache_min_entry_size_bytes": 0}
-    if locked and "jax_compilation_cache_max_size" in _State.before:
-        values["jax_compilation_cache_max_size"] = MAX_SIZE
+    if "jax_compilation_cache_max_size" in _State.before:  # no eviction by JAX: it reads the folder at each write
+        values["jax_compilation_cache_max_size"] = -1
     for name, value in values.items():
         jax.config.update(name, value)
     _State.ours = folder
@@ -194,63 +196,76 @@ def _reset_jax_cache() -> None:
 # --------------------------------------------------------------------------
 # entries cut short
 # --------------------------------------------------------------------------
-def drop_cut_short(folder: str, *, locked: Optional[bool] = None) -> list[str]:
-    """Delete the entries of the compilation cache in ``folder`` that are
-    not whole (a process killed while JAX wrote one: JAX warns on reading it,
-    compiles again and never replaces it), and give each entry JAX's
-    last-use stamp where it lacks one (a cache written without a size limit:
-    JAX's eviction fails on it).  Only entries written since the last check
-    are read (a marker file's time), under the cache's file lock when
-    ``filelock`` is installed.  Returns the names of the entries deleted."""
+def drop_cut_short(folder: str, *, locked: Optional[bool] = None, max_size: int = MAX_SIZE) -> list[str]:
+    """Put the compilation cache in ``folder`` in order: delete the entries
+    that are not whole (a process killed while JAX wrote one: JAX warns on
+    reading it, compiles again and never replaces it) and, while the entries
+    take more than ``max_size`` bytes, the least recently used (the later
+    of a file's access and write times).  Only entries written since the
+    last check are read (a marker file's time); every entry's size and times
+    are looked at.  Runs under the cache's file lock when ``filelock`` is
+    installed.  Returns the names of the entries deleted."""
     locked = _locked() if locked is None else locked
     if locked:
         import filelock
 
         try:
             with filelock.FileLock(os.path.join(folder, ".lockfile"), timeout=_LOCK_SECONDS):
-                return _drop_cut_short(folder)
+                return _drop_cut_short(folder, max_size)
         except filelock.Timeout:  # another process holds it for long: check next time
             return []
-    return _drop_cut_short(folder)
+    return _drop_cut_short(folder, max_size)
 
 
-def _drop_cut_short(folder: str) -> list[str]:
+def _drop_cut_short(folder: str, max_size: int) -> list[str]:
     marker = os.path.join(folder, _CHECKED)
     try:
         since = os.stat(marker).st_mtime_ns
     except OSError:
         since = None  # never checked: every entry
     start = time.time_ns()
-    dropped = []
+    dropped, kept = [], []  # kept: (last use, size, name)
     try:
-        entries = {e.name: e for e in os.scandir(folder) if e.is_file()}
+        entries = [e for e in os.scandir(folder) if e.name.endswith(_CACHE_SUFFIX) and e.is_file()]
     except OSError:
         return dropped
-    for name, entry in entries.items():
-        if not name.endswith(_CACHE_SUFFIX):
-            continue
-        key = name[: -len(_CACHE_SUFFIX)]
+    for entry in entries:
         try:
-            stamp = entry.stat().st_mtime_ns
-            if since is None or stamp >= since:
-                if not _whole(entry.path):
-                    for path in (entry.path, os.path.join(folder, key + _ATIME_SUFFIX)):
-                        with _quiet_os_error():
-                            os.remove(path)
-                    dropped.append(name)
-                    continue
-            if key + _ATIME_SUFFIX not in entries:
-                with open(os.path.join(folder, key + _ATIME_SUFFIX), "wb") as f:
-                    f.write(stamp.to_bytes(8, "little"))
+            info = entry.stat()
+            if (since is None or info.st_mtime_ns >= since) and not _whole(entry.path):
+                _remove(folder, entry.name)
+                dropped.append(entry.name)
+                continue
         except OSError:  # gone meanwhile, or unreadable: JAX will tell
             continue
+        kept.append((max(info.st_atime_ns, info.st_mtime_ns), info.st_size, entry.name))
     if dropped:
         _logger.debug("jaxnn: deleted %d compilation cache entries cut short: %s", len(dropped), ", ".join(dropped))
+    total = sum(size for _, size, _ in kept)
+    if total > max_size:
+        old = []
+        for _, size, name in sorted(kept):  # least recently used first
+            if total <= max_size:
+                break
+            _remove(folder, name)
+            old.append(name)
+            total -= size
+        _logger.debug("jaxnn: deleted the %d least recently used compilation cache entries", len(old))
+        dropped += old
     with _quiet_os_error():
         with open(marker, "wb"):
             pass
         os.utime(marker, ns=(start, start))
     return dropped
+
+
+def _remove(folder: str, name: str) -> None:
+    """Delete the cache entry ``name`` and its last-use stamp (JAX writes one
+    beside each entry when its own size limit is on)."""
+    key = name[: -len(_CACHE_SUFFIX)]
+    for path in (os.path.join(folder, name), os.path.join(folder, key + _ATIME_SUFFIX)):
+        with _quiet_os_error():
+            os.remove(path)
 
 
 class _quiet_os_error:

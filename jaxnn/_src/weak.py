@@ -81,8 +81,10 @@ def standardise(X: np.ndarray):
     return mean, scale
 
 
+@jax.jit
 def linear_features(X, mean, scale):
-    """z(x) (n, d + 1): the standardised features, then the bias 1."""
+    """z(x) (n, d + 1): the standardised features, then the bias 1 (one
+    compiled program, not one per operation when called eagerly)."""
     Z = (X - mean) * scale
     return jnp.concatenate([Z, jnp.ones((Z.shape[0], 1), Z.dtype)], axis=1)
 
@@ -118,6 +120,7 @@ def literals(X: np.ndarray, max_thresholds: int = MAX_THRESHOLDS):
             np.concatenate([np.zeros(L, bool), np.ones(L, bool)]))
 
 
+@jax.jit
 def literal_matrix(X, feature, threshold, greater):
     """(n, L) in X's dtype: 1 where literal l holds for row i, else 0."""
     x = X[:, feature]
@@ -157,6 +160,7 @@ def grow_rules(Lmat, v, max_literals: int):
     return lits, 2.0 * inside - 1.0
 
 
+@jax.jit
 def rule_values(X, feature, threshold, greater):
     """h (n, T, C) ±1 of T·C stored rules on points X (n, d): ``feature``
     (T, C, l) int (−1: no literal), ``threshold`` (T, C, l), ``greater``
