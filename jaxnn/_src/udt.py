@@ -88,7 +88,7 @@ from jaxnn._src.family import FamilyModel, held_out_split, held_out_temperature
 from jaxnn._src.family import scores as family_scores
 from jaxnn._src.inputs import as_points, encode_labels
 from jaxnn._src.params import FAMILY_POSTERIORS, LEAVES, check
-from jaxnn._src.shared_sizes import shared_rows
+from jaxnn._src.shared_sizes import shared_rows, to_device
 
 __all__ = ["UDTModel", "udt", "LEAVES", "LINK_EPSILON", "binning_cuts"]
 
@@ -373,10 +373,10 @@ class _Grower:
         leaf[:m] = 0
         # two classes: class 1's column alone (class 0's impurity is the same, φ(p) = φ(1 − p))
         self.binary = Ypos.shape[1] == 2 and bool(np.all(Ypos.sum(1) == 1))
-        self.X = jnp.asarray(Xp)
-        self.Y = jnp.asarray(Yp[:, 1:] if self.binary else Yp)
-        self.P = jnp.asarray(P)
-        self.leaf_of_row = jnp.asarray(leaf)
+        self.X = to_device(Xp)
+        self.Y = to_device(Yp[:, 1:] if self.binary else Yp)
+        self.P = to_device(P)
+        self.leaf_of_row = to_device(leaf)
         self.loss = loss
         self.min_leaf = int(min_leaf)
         self.start = [0]
@@ -397,7 +397,7 @@ class _Grower:
         count = np.zeros(S, np.int32)
         start[: len(self.start)] = self.start
         count[: len(self.count)] = self.count
-        out = _evaluate(self.X, self.Y, self.P, self.leaf_of_row, jnp.asarray(start), jnp.asarray(count),
+        out = _evaluate(self.X, self.Y, self.P, self.leaf_of_row, to_device(start), to_device(count),
                         np.int32(self.m), np.float32(self.min_leaf), loss=self.loss, n_leaves=S,
                         factor=2.0 if self.binary else 1.0)
         best, feat, n_left, v, v_next, totals = (np.asarray(a)[: len(self.start)] for a in out)
@@ -428,9 +428,9 @@ class _Grower:
         rights = list(range(k0, k0 + len(segs)))
         for s, f, t, nl, r in zip(segs, feats, thrs, n_lefts, rights):
             split[s], feature[s], threshold[s], right_id[s], n_left[s] = True, f, t, r, nl
-        self.P, self.leaf_of_row = _apply(self.X, self.P, self.leaf_of_row, jnp.asarray(split), jnp.asarray(feature),
-                                          jnp.asarray(threshold), jnp.asarray(right_id), jnp.asarray(start),
-                                          jnp.asarray(n_left), np.int32(self.m), n_leaves=S)
+        self.P, self.leaf_of_row = _apply(self.X, self.P, self.leaf_of_row, to_device(split), to_device(feature),
+                                          to_device(threshold), to_device(right_id), to_device(start),
+                                          to_device(n_left), np.int32(self.m), n_leaves=S)
         for s, nl in zip(segs, n_lefts):
             st, n = self.start[s], self.count[s]
             self.count[s] = int(nl)
@@ -632,7 +632,7 @@ def _tree(Xa, Ypos, classes, multilabel, *, loss_obj, max_depth, min_samples_lea
     prop = (counts / n_samples[:, None]).astype(np.float32)
     N = feature.shape[0]
     size = _pow2(N)
-    links = np.asarray(_node_links(jnp.asarray(np.pad(prop, ((0, size - N), (0, 0)), constant_values=0.5)),
+    links = np.asarray(_node_links(to_device(np.pad(prop, ((0, size - N), (0, 0)), constant_values=0.5)),
                                    loss=loss_obj))[:N].astype(np.float32)
     parent = np.asarray(tree["parent"], np.int64)
     alpha = links.copy()

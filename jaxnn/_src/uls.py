@@ -49,6 +49,7 @@ from jaxnn._src.losses import get as get_loss
 from jaxnn._src.losses import squared as squared_loss
 from jaxnn._src.params import FAMILY_POSTERIORS, check
 from jaxnn._src.progress import progress_shown, stage
+from jaxnn._src.shared_sizes import to_device
 
 __all__ = ["ULSModel", "uls", "line_step", "block_step", "MAX_DELTA", "ROUNDS_CAP"]
 
@@ -324,6 +325,23 @@ def _linear_scores(X, mean, scale, coef):
 
 
 @jax.jit
+def _summed(parts: tuple):
+    """The parts' scores (each (n, C)) summed, in float32."""
+    return functools.reduce(jnp.add, parts).astype(jnp.float32)
+
+
+@functools.partial(jax.jit, static_argnames="loss")
+def _posterior(loss: Loss, H):
+    return loss.posterior(H)
+
+
+def _device(a, dtype=None):
+    """A model's array on the device: a host array by :func:`to_device`
+    (nothing compiled), a JAX array (a traced model's) cast in place."""
+    return jnp.asarray(a, dtype) if isinstance(a, jax.Array) else to_device(a, dtype)
+
+
+@jax.jit
 def _rule_scores(X, feature, threshold, greater, alpha):
     h = weak_kinds.rule_values(X, feature, threshold.astype(X.dtype), greater)  # (n, T, C)
     return jnp.einsum("ntc,tc->nc", h, alpha.astype(X.dtype))
@@ -375,17 +393,17 @@ class ULSModel(FamilyModel):
 
     def scores(self, X):
         """H(x) (n, C) for float32 points X (n, d): the parts' scores summed."""
-        H = jnp.zeros((X.shape[0], self.n_classes), jnp.float32)
+        parts = []
         if self.knn_alpha is not None:
             nb = knn_query(self.knn_X, X, self.k).indices
-            H = H + weak_kinds.knn_scores(jnp.asarray(self.knn_alpha, jnp.float32), jnp.asarray(self.knn_Y), nb)
+            parts.append(weak_kinds.knn_scores(_device(self.knn_alpha, np.float32), _device(self.knn_Y), nb))
         if self.linear_coef is not None:
-            H = H + _linear_scores(X, jnp.asarray(self.linear_mean), jnp.asarray(self.linear_scale),
-                                   jnp.asarray(self.linear_coef))
+            parts.append(_linear_scores(X, _device(self.linear_mean), _device(self.linear_scale),
+                                        _device(self.linear_coef)))
         if self.rule_alpha is not None:
-            H = H + _rule_scores(X, jnp.asarray(self.rule_feature), jnp.asarray(self.rule_threshold),
-                                 jnp.asarray(self.rule_greater), jnp.asarray(self.rule_alpha))
-        return H.astype(jnp.float32)
+            parts.append(_rule_scores(X, _device(self.rule_feature), _device(self.rule_threshold),
+                                      _device(self.rule_greater), _device(self.rule_alpha)))
+        return _summed(tuple(parts))
 
 
 # ------------------------------------------------------------------ fitting
@@ -419,36 +437,34 @@ def _fit(X, Y, s, *, kinds, losses, choice, rounds, max_literals, corrective, k,
     held-out paths: a list of (kind, data) per kind, in order)."""
     m, d = X.shape
     C = Y.shape[1]
-    Yd = jnp.asarray(Y, dtype)
-    sd = jnp.asarray(s, dtype)
-    Xd = jnp.asarray(X, dtype)
-    E = jnp.zeros((m, C), dtype)
+    Yd, sd, Xd = to_device(Y, dtype), to_device(s, dtype), to_device(X, dtype)
+    E = to_device(np.zeros((m, C), dtype))
     parts, risks, idxs, paths = {}, [], [], []
     for kind in kinds:
         r = rounds[kind]
         if kind == "knn":
             r = m if r is None else r
             nb = np.asarray(knn_graph(X, k).indices)
-            inv = jnp.asarray(weak_kinds.inverse_lists(nb, m))
+            inv = to_device(weak_kinds.inverse_lists(nb, m))
             E, alpha, risk, idx = _boost_knn(inv, Yd, sd, E, losses=losses, choice=choice, steps=r)
             parts.update(k=k, knn_X=np.asarray(X, np.float32), knn_Y=np.asarray(Y, np.int8),
                          knn_alpha=np.asarray(alpha))
             paths.append((kind, None))
         elif kind == "linear":
             mean, scale = standardised = weak_kinds.standardise(X)
-            F = weak_kinds.linear_features(Xd, jnp.asarray(mean, dtype), jnp.asarray(scale, dtype))
+            F = weak_kinds.linear_features(Xd, to_device(mean, dtype), to_device(scale, dtype))
             E, coord, alphas, risk, idx = _boost_features(F, Yd, sd, E, kind=kind, losses=losses, choice=choice,
                                                           rounds=r, max_literals=max_literals, corrective=corrective)
             parts.update(linear_mean=mean, linear_scale=scale, linear_coef=np.asarray(alphas[-1]))
             paths.append((kind, (standardised, np.asarray(alphas))))
         else:
             feature, threshold, greater = weak_kinds.literals(X)
-            Lmat = weak_kinds.literal_matrix(Xd, jnp.asarray(feature), jnp.asarray(threshold, dtype),
-                                             jnp.asarray(greater))
             # columns padded to a power of two (≥ 8) so that data of one shape shares a program; a
-            # padded literal never holds, its rule h ≡ −1 never raises |edge|, so it is never taken
-            width = max(8, 1 << max(int(feature.size) - 1, 0).bit_length())
-            Lmat = jnp.pad(Lmat, ((0, 0), (0, width - feature.size)))
+            # padded literal (x_0 > +∞) never holds, its rule h ≡ −1 never raises |edge|, so it is never taken
+            pad = max(8, 1 << max(int(feature.size) - 1, 0).bit_length()) - feature.size
+            Lmat = weak_kinds.literal_matrix(Xd, to_device(np.pad(feature, (0, pad))),
+                                             to_device(np.pad(threshold, (0, pad), constant_values=np.inf), dtype),
+                                             to_device(np.pad(greater, (0, pad), constant_values=True)))
             E, lits, alphas, risk, idx = _boost_features(Lmat, Yd, sd, E, kind=kind, losses=losses, choice=choice,
                                                          rounds=r, max_literals=max_literals, corrective=corrective)
             lits = np.asarray(lits)  # (T, C, l)
@@ -468,12 +484,12 @@ def _fit(X, Y, s, *, kinds, losses, choice, rounds, max_literals, corrective, k,
 def _heldout_path(model_parts, paths, Xh):
     """H (N, n, C) on the held-out points after each of the N steps of the
     ``"linear"`` / ``"rules"`` kinds in order, the ``"knn"`` parts counted whole."""
-    Xh32 = jnp.asarray(Xh, jnp.float32)
+    Xh32 = to_device(Xh, np.float32)
     base = 0.0
     if model_parts.get("knn_alpha") is not None:
         nb = knn_query(model_parts["knn_X"], Xh, model_parts["k"]).indices
-        base = np.asarray(weak_kinds.knn_scores(jnp.asarray(model_parts["knn_alpha"], jnp.float32),
-                                                jnp.asarray(model_parts["knn_Y"]), nb))
+        base = np.asarray(weak_kinds.knn_scores(to_device(model_parts["knn_alpha"], np.float32),
+                                                to_device(model_parts["knn_Y"]), nb))
     steps = []
     offset = 0.0
     for kind, data in paths:
@@ -481,13 +497,13 @@ def _heldout_path(model_parts, paths, Xh):
             continue
         if kind == "linear":
             (mean, scale), alphas = data
-            Z = np.asarray(weak_kinds.linear_features(Xh32, jnp.asarray(mean, jnp.float32),
-                                                      jnp.asarray(scale, jnp.float32)), np.float64)
+            Z = np.asarray(weak_kinds.linear_features(Xh32, to_device(mean, np.float32),
+                                                      to_device(scale, np.float32)), np.float64)
             path = np.einsum("np,tpc->tnc", Z, alphas)
         else:
             (feature, threshold, greater), alphas = data
-            h = np.asarray(weak_kinds.rule_values(Xh32, jnp.asarray(feature), jnp.asarray(threshold, jnp.float32),
-                                                  jnp.asarray(greater)), np.float64)  # (n, T, C)
+            h = np.asarray(weak_kinds.rule_values(Xh32, to_device(feature), to_device(threshold, np.float32),
+                                                  to_device(greater)), np.float64)  # (n, T, C)
             path = np.einsum("nsc,tsc->tnc", h, alphas)
         steps.append(path + offset)
         offset = offset + path[-1]
@@ -504,7 +520,7 @@ def _criterion(H, Y, loss: Loss, multilabel: bool):
         error = np.mean((H > 0) != positive, axis=(-2, -1))
     else:
         error = np.mean(np.argmax(H, axis=-1) != np.argmax(Y, axis=-1), axis=-1)
-    p = np.clip(np.asarray(loss.posterior(jnp.asarray(H, jnp.float32)), np.float64), 1e-6, 1 - 1e-6)
+    p = np.clip(np.asarray(_posterior(loss, to_device(H, np.float32)), np.float64), 1e-6, 1 - 1e-6)
     log = -np.mean(np.where(positive, np.log(p), np.log1p(-p)), axis=(-2, -1))
     return error, log
 
