@@ -263,7 +263,8 @@ def test_a_device_list_clones_and_pickles():
     """jax.Device objects neither deep-copy nor pickle: clone passes them on,
     pickling stores (platform, id) and finds the devices again; loaded where
     they are missing, the estimator warns, predicts, and refuses to refit."""
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
+    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4".strip()  # the suite's kept
+    env = dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu")
     proc = subprocess.run([sys.executable, "-c", _DEVICE_LIST_SCRIPT], env=env, capture_output=True, timeout=600)
     assert proc.returncode == 0, proc.stderr.decode()[-3000:]
     X = np.random.default_rng(0).normal(size=(90, 3))
