@@ -5,6 +5,7 @@ process.  Compare two versions by alternating runs::
     python bench/first_calls.py fit-auto 250            # this checkout
     PYTHONPATH=/tmp/old python bench/first_calls.py fit-auto 250   # a copy: git archive REV jaxnn | tar -x -C /tmp/old
     python bench/first_calls.py ripley                  # fit + predict + predict_proba on Ripley's data, import included
+    JAXNN_CACHE_DIR=/tmp/c python bench/first_calls.py iris   # the same calls on scikit-learn's iris: where the time goes
     python bench/first_calls.py warm 20000 16           # first and three warm fits (posterior="auto")
     python bench/first_calls.py select 40000            # select: 2 ks × 2 losses × passes 1, 2, 4
     python bench/first_calls.py given 30000 50          # fit(neighbors=a given k-NN graph), posterior="auto"
@@ -21,7 +22,9 @@ process.  Compare two versions by alternating runs::
 
 Modes: ``fit-auto`` / ``fit-link`` / ``fit-plain`` M (d = 8, two classes; the
 defaults, ``posterior="link"``, and ``posterior="link", shrinkage=None``: the first
-and a second fit), ``ripley``, ``warm`` M D (five Gaussian classes), ``select`` M
+and a second fit), ``ripley``, ``iris`` (scikit-learn's iris as it loads it, float64 X and
+integer y: the first fit + predict + predict_proba, split into tracing, lowering, compiling or
+loading from the cache — JAX's ``jax.monitoring`` durations — and the rest), ``warm`` M D (five Gaussian classes), ``select`` M
 (d = 16, ten classes), ``given`` M K (d = 16, four classes), ``cv`` M [C], ``curve`` M, ``grid`` M and
 ``auto-k`` M and ``ks`` M (d = 16, four classes), ``folds-colored`` M and ``folds-baselines`` M (the
 same data, five folds by index mod 5), ``auto-uci`` NAME and ``split-uci`` NAME N (a bundled UCI set,
@@ -68,6 +71,20 @@ def main(argv: list[str]) -> None:
         accuracy = float(np.mean(np.asarray(jaxnn.predict(model, data.X_test)) == data.y_test))
         np.asarray(jaxnn.predict_proba(model, data.X_test))
         print(f"ripley: {time.perf_counter() - start:.2f} s with the import, test accuracy {accuracy:.3f}")
+    elif mode == "iris":
+        from sklearn.datasets import load_iris
+
+        spent = {}
+        jax.monitoring.register_event_duration_secs_listener(
+            lambda event, seconds, **_: spent.__setitem__(event, spent.get(event, 0.0) + seconds))
+        X, y = load_iris(return_X_y=True)
+        total = timed(lambda: (jaxnn.predict(model := jaxnn.fit(X, y), X), jaxnn.predict_proba(model, X)))
+        parts = {name: sum(v for event, v in spent.items() if event.endswith(suffix)) for name, suffix in
+                 (("tracing", "jaxpr_trace_duration"), ("lowering", "jaxpr_to_mlir_module_duration"),
+                  ("compiling or loading", "backend_compile_duration"))}
+        parts["the rest"] = total - sum(parts.values())
+        print(f"iris fit + predict + predict_proba: {total:.3f} s (" +
+              ", ".join(f"{name} {t:.3f}" for name, t in parts.items()) + ")")
     elif mode == "warm":
         m, d = int(argv[1]), int(argv[2])
         centers = rng.normal(scale=2, size=(5, d))
@@ -144,7 +161,7 @@ def main(argv: list[str]) -> None:
             times = [timed(call) for _ in range(2)]
             print(f"{mode} m={m}: first {times[0]:.2f} s, second {times[1]:.2f} s")
     else:
-        raise SystemExit(f"unknown mode {mode!r}: fit-auto, fit-link, fit-plain, ripley, warm, select, given, cv, curve, grid, "
+        raise SystemExit(f"unknown mode {mode!r}: fit-auto, fit-link, fit-plain, ripley, iris, warm, select, given, cv, curve, grid, "
                          "auto-k, ks, folds-colored, folds-baselines, auto-uci or split-uci")
     print(f"(jaxnn from {jaxnn.__file__})")
 
