@@ -724,7 +724,7 @@ def knn_fit(X, y, *, k=10) -> KNNModel:
     k = _check_int(k, "k", low=1)
     if k > Xj.shape[0]:
         raise ValueError(f"k must be <= the number of training points ({Xj.shape[0]}), got k={k}")
-    return KNNModel(X=Xj, labels=jnp.asarray(labels), k=k, classes=classes,
+    return KNNModel(X=Xj, labels=to_device(labels), k=k, classes=classes,
                     origin=None if origin is None else jnp.asarray(origin, Xj.dtype))
 
 
@@ -783,7 +783,7 @@ def _linear_points(model, X):
     X = _check_features(model, X, device=False)
     n, dtype = X.shape[0], model.W.dtype
     if isinstance(X, np.ndarray):  # cast and pad on the host: nothing compiles per n
-        return jnp.asarray(padded_rows(X.astype(dtype), query_rows(n))), n
+        return to_device(padded_rows(X.astype(dtype), query_rows(n))), n
     X = as_float(X).astype(dtype)
     return (X if isinstance(X, jax.core.Tracer) else padded_rows(X, query_rows(n))), n
 

@@ -289,7 +289,7 @@ def nndescent_index(X: np.ndarray, k: int, seed: int, candidates: int, n_jobs: i
     bad = np.nonzero((idx < 0).any(axis=1))[0]
     if bad.size:  # repair rows nndescent could not fill, with an exact search
         idx[bad], dist[bad] = _exact_rows(jnp.asarray(X), bad, k)
-    return Neighbors(jnp.asarray(idx, dtype=jnp.int32), jnp.asarray(dist)), index
+    return Neighbors(to_device(idx, np.int32), to_device(dist)), index
 
 
 def nndescent_query(index, X_train, X_query, k: int) -> Neighbors:
@@ -304,7 +304,7 @@ def nndescent_query(index, X_train, X_query, k: int) -> Neighbors:
     if bad.size:
         X_train = jnp.asarray(X_train)
         idx[bad], dist[bad] = _exact_among(jnp.asarray(np.asarray(X_query)[bad], X_train.dtype), X_train, k)
-    return Neighbors(jnp.asarray(idx, dtype=jnp.int32), jnp.asarray(dist))
+    return Neighbors(to_device(idx, np.int32), to_device(dist))
 
 
 def _exact_among(Q, X, k: int):
@@ -379,13 +379,13 @@ def subgraph(X, neighbors, keep, rows=None) -> np.ndarray:
     pos = np.full(m, -1, np.int32)
     pos[keep] = np.arange(n, dtype=np.int32)
     (X,) = float32_ready(X)
-    Xj, nbj, posj = as_float(X), jnp.asarray(nb), jnp.asarray(pos)
+    Xj, nbj, posj = as_float(X), to_device(nb), to_device(pos)
     r = targets.size
     block = max(1, min(SUBGRAPH_BLOCK, r, SUBGRAPH_ELEMENTS // ((k + k * k) * Xj.shape[1])))
     padded = np.concatenate([targets, np.full(-r % block, targets[0])]).astype(np.int32)
     out, ok = [], []
     for start in range(0, padded.size, block):
-        idx, full = _two_hop_neighbors(Xj, nbj, posj, jnp.asarray(padded[start:start + block]), k)
+        idx, full = _two_hop_neighbors(Xj, nbj, posj, to_device(padded[start:start + block]), k)
         out.append(idx)
         ok.append(full)
     result = np.array(jnp.concatenate(out)[:r])  # writable: short rows are filled in below
@@ -393,8 +393,8 @@ def subgraph(X, neighbors, keep, rows=None) -> np.ndarray:
     if short.size:  # too few candidates within two hops: an exact search among the kept points,
         # its rows padded to a shared count (nothing compiles per count of short rows)
         some = np.concatenate([short, np.full(query_rows(short.size) - short.size, short[0])])
-        Xk = Xj[jnp.asarray(keep)]
-        found = (_exact_rows(Xk, some, k) if rows is None else _exact_among(Xj[jnp.asarray(targets[some])], Xk, k))[0]
+        Xk = Xj[to_device(keep, np.int32)]
+        found = (_exact_rows(Xk, some, k) if rows is None else _exact_among(Xj[to_device(targets[some], np.int32)], Xk, k))[0]
         result[short] = found[:short.size]
     return result.astype(np.int32)
 

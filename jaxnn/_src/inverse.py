@@ -98,8 +98,8 @@ def inverse_neighbors(indices, m: int | None = None, *, width: int | None = None
         members[rows, slot] = sources
         members = to_device(members)
     else:
-        members = _scatter_members(jnp.asarray(rows, jnp.int32), jnp.asarray(slot, jnp.int32),
-                                   jnp.asarray(sources, jnp.int32), m=m, width=width)
+        members = _scatter_members(to_device(rows, np.int32), to_device(slot, np.int32),
+                                   to_device(sources, np.int32), m=m, width=width)
     return InverseNeighbors(members, to_device(counts, np.int32))
 
 
