@@ -6,6 +6,7 @@ process.  Compare two versions by alternating runs::
     PYTHONPATH=/tmp/old python bench/first_calls.py fit-auto 250   # a copy: git archive REV jaxnn | tar -x -C /tmp/old
     python bench/first_calls.py ripley                  # fit + predict + predict_proba on Ripley's data, import included
     JAXNN_CACHE_DIR=/tmp/c python bench/first_calls.py iris   # the same calls on scikit-learn's iris: where the time goes
+    python bench/first_calls.py small-domains          # 5 folds of fit(k="auto") + predict against an SVC grid search
     python bench/first_calls.py warm 20000 16           # first and three warm fits (posterior="auto")
     python bench/first_calls.py select 40000            # select: 2 ks × 2 losses × passes 1, 2, 4
     python bench/first_calls.py given 30000 50          # fit(neighbors=a given k-NN graph), posterior="auto"
@@ -24,7 +25,10 @@ Modes: ``fit-auto`` / ``fit-link`` / ``fit-plain`` M (d = 8, two classes; the
 defaults, ``posterior="link"``, and ``posterior="link", shrinkage=None``: the first
 and a second fit), ``ripley``, ``iris`` (scikit-learn's iris as it loads it, float64 X and
 integer y: the first fit + predict + predict_proba, split into tracing, lowering, compiling or
-loading from the cache — JAX's ``jax.monitoring`` durations — and the rest), ``warm`` M D (five Gaussian classes), ``select`` M
+loading from the cache — JAX's ``jax.monitoring`` durations — and the rest), ``small-domains``
+(on each of eight small bundled sets, five folds of ``fit(k="auto")`` + ``predict`` against the same
+folds' ``GridSearchCV(SVC(), C ∈ {1, 10, 100}, γ ∈ {scale, 0.01, 0.1}, cv=3)`` fit + predict, in
+this one process, compilation included: seconds, their ratio and test accuracies), ``warm`` M D (five Gaussian classes), ``select`` M
 (d = 16, ten classes), ``given`` M K (d = 16, four classes), ``cv`` M [C], ``curve`` M, ``grid`` M and
 ``auto-k`` M and ``ks`` M (d = 16, four classes), ``folds-colored`` M and ``folds-baselines`` M (the
 same data, five folds by index mod 5), ``auto-uci`` NAME and ``split-uci`` NAME N (a bundled UCI set,
@@ -85,6 +89,30 @@ def main(argv: list[str]) -> None:
         parts["the rest"] = total - sum(parts.values())
         print(f"iris fit + predict + predict_proba: {total:.3f} s (" +
               ", ".join(f"{name} {t:.3f}" for name, t in parts.items()) + ")")
+    elif mode == "small-domains":
+        from sklearn.model_selection import GridSearchCV, StratifiedKFold
+        from sklearn.svm import SVC
+
+        grid = {"C": [1, 10, 100], "gamma": ["scale", 0.01, 0.1]}
+        total = {"jaxnn": 0.0, "svc": 0.0}
+        for name in ("bupa", "ionosphere", "pima", "wdbc", "sonar", "vehicle", "iris", "wine"):
+            X, y = jaxnn.datasets.load(name)
+            folds = list(StratifiedKFold(5, shuffle=True, random_state=0).split(X, y))
+            seconds, right = {}, {}
+            for who in ("jaxnn", "svc"):
+                t, hits = time.perf_counter(), 0
+                for train, test in folds:
+                    if who == "jaxnn":
+                        guess = np.asarray(jaxnn.predict(jaxnn.fit(X[train], y[train], k="auto"), X[test]))
+                    else:
+                        guess = GridSearchCV(SVC(), grid, cv=3).fit(X[train], y[train]).predict(X[test])
+                    hits += int(np.sum(guess == y[test]))
+                seconds[who], right[who] = time.perf_counter() - t, hits / len(y)
+                total[who] += seconds[who]
+            print(f"{name:11s} jaxnn {seconds['jaxnn']:6.2f} s (accuracy {right['jaxnn']:.3f})   "
+                  f"SVC grid {seconds['svc']:6.2f} s ({right['svc']:.3f})   ratio {seconds['jaxnn'] / seconds['svc']:.2f}")
+        print(f"all eight: jaxnn {total['jaxnn']:.2f} s, SVC grid {total['svc']:.2f} s, "
+              f"ratio {total['jaxnn'] / total['svc']:.2f}")
     elif mode == "warm":
         m, d = int(argv[1]), int(argv[2])
         centers = rng.normal(scale=2, size=(5, d))
@@ -161,7 +189,7 @@ def main(argv: list[str]) -> None:
             times = [timed(call) for _ in range(2)]
             print(f"{mode} m={m}: first {times[0]:.2f} s, second {times[1]:.2f} s")
     else:
-        raise SystemExit(f"unknown mode {mode!r}: fit-auto, fit-link, fit-plain, ripley, iris, warm, select, given, cv, curve, grid, "
+        raise SystemExit(f"unknown mode {mode!r}: fit-auto, fit-link, fit-plain, ripley, iris, small-domains, warm, select, given, cv, curve, grid, "
                          "auto-k, ks, folds-colored, folds-baselines, auto-uci or split-uci")
     print(f"(jaxnn from {jaxnn.__file__})")
 
