@@ -335,12 +335,6 @@ def _posterior(loss: Loss, H):
     return loss.posterior(H)
 
 
-def _device(a, dtype=None):
-    """A model's array on the device: a host array by :func:`to_device`
-    (nothing compiled), a JAX array (a traced model's) cast in place."""
-    return jnp.asarray(a, dtype) if isinstance(a, jax.Array) else to_device(a, dtype)
-
-
 @jax.jit
 def _rule_scores(X, feature, threshold, greater, alpha):
     h = weak_kinds.rule_values(X, feature, threshold.astype(X.dtype), greater)  # (n, T, C)
@@ -396,13 +390,13 @@ class ULSModel(FamilyModel):
         parts = []
         if self.knn_alpha is not None:
             nb = knn_query(self.knn_X, X, self.k).indices
-            parts.append(weak_kinds.knn_scores(_device(self.knn_alpha, np.float32), _device(self.knn_Y), nb))
+            parts.append(weak_kinds.knn_scores(to_device(self.knn_alpha, np.float32), to_device(self.knn_Y), nb))
         if self.linear_coef is not None:
-            parts.append(_linear_scores(X, _device(self.linear_mean), _device(self.linear_scale),
-                                        _device(self.linear_coef)))
+            parts.append(_linear_scores(X, to_device(self.linear_mean), to_device(self.linear_scale),
+                                        to_device(self.linear_coef)))
         if self.rule_alpha is not None:
-            parts.append(_rule_scores(X, _device(self.rule_feature), _device(self.rule_threshold),
-                                      _device(self.rule_greater), _device(self.rule_alpha)))
+            parts.append(_rule_scores(X, to_device(self.rule_feature), to_device(self.rule_threshold),
+                                      to_device(self.rule_greater), to_device(self.rule_alpha)))
         return _summed(tuple(parts))
 
 
