@@ -1,6 +1,15 @@
 """Data and helpers shared by the test files."""
 
+import os
+
 import numpy as np
+
+
+def cpu_devices_env(n: int) -> dict:
+    """The environment of a subprocess with ``n`` CPU devices: this one's,
+    its XLA flags (the suite's compile settings) kept, the device count added."""
+    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={n}".strip()
+    return dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu")
 
 
 def _blobs(m=240, C=3, d=4, seed=0, spread=1.5):

@@ -12,6 +12,9 @@ import textwrap
 import pytest
 from jaxnn._src import platforms
 
+sys.path.insert(0, os.path.dirname(__file__))
+from _data import cpu_devices_env  # noqa: E402
+
 SCRIPT = textwrap.dedent(
     """
     import json, numpy as np, jax, jaxnn
@@ -78,9 +81,7 @@ SCRIPT = textwrap.dedent(
 
 @pytest.mark.slow  # a new process: JAX's start-up and every compilation
 def test_sharded_classes_equal_single_device():
-    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4".strip()
-    env = dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu")  # the suite's compile settings kept
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([sys.executable, "-c", SCRIPT], env=cpu_devices_env(4), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     diffs = json.loads(proc.stdout.strip().splitlines()[-1])
     for name, diff in diffs.items():

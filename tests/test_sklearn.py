@@ -23,7 +23,7 @@ import jaxnn
 from jaxnn.sklearn import EXPECTED_FAILED_CHECKS, BoostedKNNClassifier
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _data import assert_same_refit  # noqa: E402
+from _data import assert_same_refit, cpu_devices_env  # noqa: E402
 
 # k = 3: some checks fit on 10 points, and k must be < the number of points.  Both
 # posteriors pass every check: the default "auto" (softmax(H/T), ranked like H and
@@ -263,9 +263,7 @@ def test_a_device_list_clones_and_pickles():
     """jax.Device objects neither deep-copy nor pickle: clone passes them on,
     pickling stores (platform, id) and finds the devices again; loaded where
     they are missing, the estimator warns, predicts, and refuses to refit."""
-    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4".strip()  # the suite's kept
-    env = dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu")
-    proc = subprocess.run([sys.executable, "-c", _DEVICE_LIST_SCRIPT], env=env, capture_output=True, timeout=600)
+    proc = subprocess.run([sys.executable, "-c", _DEVICE_LIST_SCRIPT], env=cpu_devices_env(4), capture_output=True, timeout=600)
     assert proc.returncode == 0, proc.stderr.decode()[-3000:]
     X = np.random.default_rng(0).normal(size=(90, 3))
     with pytest.warns(UserWarning, match=r"devices \['cpu:2', 'cpu:3'\] that this process does not have"):
