@@ -117,9 +117,13 @@ def at_shared_rows(*arrays, rows: int | None = None):
     return tuple(padded_rows(a, max(shared_rows(m), rows or 0)) for a in arrays)
 
 
-#: queries × training rows below which padding a batch of queries costs
-#: nothing worth a program of its own (2¹⁸ distances: well under a millisecond)
-SMALL_SEARCH_ELEMENTS = 1 << 18
+#: queries × training rows below which a batch of queries is padded rather
+#: than given a program of its own: 2¹⁶ distances, every batch of up to 512
+#: queries among 128 training rows (a small fit's training points, held-out
+#: part and test set) in one program.  Each padded row is searched and
+#: scored at every call, so the floor is kept low: a small fit runs its
+#: search and scoring several times (``posterior="auto"``'s folds)
+SMALL_SEARCH_ELEMENTS = 1 << 16
 
 
 def query_rows(n: int, block: int = 128, among: int | None = None) -> int:
@@ -134,7 +138,7 @@ def query_rows(n: int, block: int = 128, among: int | None = None) -> int:
     ``among``: the (padded) training rows the queries are searched among and
     scored against.  Few of them make a padded query nearly free, so the
     rows are at least :data:`SMALL_SEARCH_ELEMENTS` / among (in whole
-    blocks): among 256 padded rows, every batch of up to 1024 queries — a
+    blocks): among 128 padded rows, every batch of up to 512 queries — a
     fit's held-out part, the training points, a test set — shares one
     compiled search, scoring and posterior."""
     blocks = -(-int(n) // block)
