@@ -51,6 +51,9 @@ program however quick, size-limited: ``jaxnn.config``) is on there in each
 pytest-xdist worker and in the subprocesses tests start.  The workers share
 it — a program one compiled the other loads, as does a worker that dropped
 its in-memory programs (``clear_cache``), and every later run.
+jaxnn's kept stage programs (``JAXNN_PROGRAMS``: :mod:`jaxnn._src.programs`)
+are off (``JAXNN_PROGRAMS=0``) except where tests/test_programs.py turns them
+on: their key does not see the module constants that tests change.
 ``JAXNN_TEST_CACHE_DIR`` moves it (empty: no cache);
 a ``JAXNN_CACHE_DIR`` or JAX cache you set is used as it is.  A first run
 costs about what it costs without the cache, and a later run a fraction.
@@ -244,6 +247,9 @@ def _use_compilation_cache() -> None:
         return
     path = _compilation_cache_dir()
     os.environ["JAXNN_CACHE_DIR"] = path or ""
+    # jaxnn's kept stage programs (jaxnn._src.programs) are keyed by the arguments and the
+    # process's settings, not by module constants that tests change: off, but in test_programs
+    os.environ.setdefault("JAXNN_PROGRAMS", "0")
     if path is None:
         return
     try:

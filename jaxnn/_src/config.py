@@ -29,6 +29,7 @@ setting.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import tempfile
@@ -37,7 +38,7 @@ import time
 import zlib
 from typing import Callable, Optional
 
-__all__ = ["ENV_VAR", "MAX_SIZE", "cache_dir", "default_cache_dir", "drop_cut_short", "set_cache_dir"]
+__all__ = ["ENV_VAR", "MAX_SIZE", "CACHE_SUFFIX", "cache_dir", "default_cache_dir", "drop_cut_short", "set_cache_dir"]
 
 #: the environment variable that moves jaxnn's compilation cache (empty: no cache)
 ENV_VAR = "JAXNN_CACHE_DIR"
@@ -53,7 +54,9 @@ _logger = logging.getLogger("jaxnn")
 _SETTINGS = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs",
              "jax_persistent_cache_min_entry_size_bytes", "jax_compilation_cache_max_size")
 
-_CACHE_SUFFIX, _ATIME_SUFFIX = "-cache", "-atime"  # jax._src.lru_cache's file names
+#: the ending of a cache entry's file name (JAX's, jax._src.lru_cache; jaxnn's kept programs too)
+CACHE_SUFFIX = "-cache"
+_ATIME_SUFFIX = "-atime"  # JAX's last-use stamps
 _CHECKED = ".jaxnn-checked"  # its modification time: when the entries were last checked whole
 _LOCK_SECONDS = 10.0  # as long as JAX waits for the cache's lock
 
@@ -185,6 +188,26 @@ def _turn_off() -> None:
     _reset_jax_cache()
 
 
+@contextlib.contextmanager
+def jax_cache_paused():
+    """A block in which JAX compiles without its persistent cache (neither
+    reading nor writing it): a program compiled here is compiled whole, as
+    :mod:`jaxnn._src.programs` needs to keep it (an executable JAX loaded
+    from its cache serialises incomplete).  Process-wide while it lasts: a
+    compilation in another thread meanwhile misses the cache too."""
+    import jax
+
+    with _State.lock:
+        before = jax.config.jax_enable_compilation_cache
+        jax.config.update("jax_enable_compilation_cache", False)
+        _reset_jax_cache()
+        try:
+            yield
+        finally:
+            jax.config.update("jax_enable_compilation_cache", before)
+            _reset_jax_cache()
+
+
 def _reset_jax_cache() -> None:
     """JAX decides once per process whether its cache is used (at the first
     compilation) and opens it once: make it read the settings again."""
@@ -226,7 +249,7 @@ def _drop_cut_short(folder: str, max_size: int) -> list[str]:
     start = time.time_ns()
     dropped, kept = [], []  # kept: (last use, size, name)
     try:
-        entries = [e for e in os.scandir(folder) if e.name.endswith(_CACHE_SUFFIX) and e.is_file()]
+        entries = [e for e in os.scandir(folder) if e.name.endswith(CACHE_SUFFIX) and e.is_file()]
     except OSError:
         return dropped
     for entry in entries:
@@ -262,7 +285,7 @@ def _drop_cut_short(folder: str, max_size: int) -> list[str]:
 def _remove(folder: str, name: str) -> None:
     """Delete the cache entry ``name`` and its last-use stamp (JAX writes one
     beside each entry when its own size limit is on)."""
-    key = name[: -len(_CACHE_SUFFIX)]
+    key = name[: -len(CACHE_SUFFIX)]
     for path in (os.path.join(folder, name), os.path.join(folder, key + _ATIME_SUFFIX)):
         with _quiet_os_error():
             os.remove(path)

@@ -1,0 +1,260 @@
+"""Compiled stage programs kept across processes.
+
+JAX's persistent compilation cache (:mod:`jaxnn._src.config`) saves the
+compiling of a program an earlier process compiled, but not its tracing and
+lowering, which JAX needs to compute the cache key: with every program in the
+cache, a new process's first small ``fit`` + ``predict`` + ``predict_proba``
+still spends most of its time tracing and lowering its few large programs
+(the search, the boosting, the rule).  :func:`stage` wraps such a function
+as ``jax.jit`` does and, where jaxnn's cache is on, keeps its compiled
+executables in the same folder (``jax.experimental.serialize_executable``),
+keyed by what determines the program — the function, its static arguments,
+the shapes and dtypes of the others and the process's setting (jax and
+jaxlib versions, jaxnn's source, XLA's flags, the device kind, x64) — so
+that a later process loads the executable and calls it: nothing traced,
+lowered or compiled.
+
+A call goes to the plain ``jax.jit`` where a key cannot be stable across
+processes: under a trace, an argument that is not an array or a Python or
+NumPy number, a static argument that is not a number, string, tuple, jaxnn
+catalogue loss, frozen dataclass of these or module-level function (a loss
+from :func:`jaxnn.losses.from_phi` holds closures), a process with more
+than one device (results go where JAX's default device says), or
+``$JAXNN_PROGRAMS=0``.  Entries are files ``jaxnn-<key>-cache`` (zlib)
+written whole (a temporary file renamed), so the cache's size limit and
+checks (:func:`jaxnn._src.config.drop_cut_short`) cover them; one that
+cannot be read is compiled again and replaced.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import hashlib
+import inspect
+import logging
+import os
+import pickle
+import sys
+import tempfile
+import zlib
+from typing import Any, Callable
+
+import jax
+import numpy as np
+
+from jaxnn._src import config, platforms
+
+__all__ = ["stage", "Stage", "ENV_VAR", "PREFIX"]
+
+#: ``$JAXNN_PROGRAMS=0`` keeps every call on the plain ``jax.jit`` (JAX's own cache still applies)
+ENV_VAR = "JAXNN_PROGRAMS"
+
+#: the file names of the kept executables: ``jaxnn-<sha256 of the key>-cache``
+PREFIX = "jaxnn-"
+
+_logger = logging.getLogger("jaxnn")
+
+
+def stage(*, static_argnames: tuple = ()) -> Callable[[Callable], "Stage"]:
+    """Decorator: ``jax.jit(fun, static_argnames=...)`` whose executables are
+    kept across processes (:class:`Stage`).  The static arguments must be
+    keyword-only."""
+    return lambda fun: Stage(fun, tuple(static_argnames))
+
+
+class Stage:
+    """A jitted function whose compiled executables a later process loads
+    (module docstring).  Called as the jitted function; ``clear_cache()``
+    drops this process's executables (the kept files stay); other
+    attributes (``lower``, ``trace``, …) are the jitted function's."""
+
+    def __init__(self, fun: Callable, static_argnames: tuple):
+        params = inspect.signature(fun).parameters
+        for name in static_argnames:
+            if name not in params or params[name].kind is not inspect.Parameter.KEYWORD_ONLY:
+                raise TypeError(f"stage {fun.__qualname__}: static argument {name!r} must be keyword-only")
+        self._jit = jax.jit(fun, static_argnames=static_argnames)
+        self._static = frozenset(static_argnames)
+        self._name = f"{fun.__module__}.{fun.__qualname__}"
+        self._programs: dict = {}
+        functools.update_wrapper(self, fun)
+
+    def __call__(self, *args, **kwargs):
+        folder = _folder()
+        key = None if folder is None else self._key(args, kwargs)
+        if key is None:
+            return self._jit(*args, **kwargs)
+        compiled = self._programs.get(key)
+        if compiled is None:
+            compiled = self._programs[key] = self._load_or_compile(folder, key, args, kwargs)
+        return compiled(*args, **{k: v for k, v in kwargs.items() if k not in self._static})
+
+    def clear_cache(self) -> None:
+        """Drop this process's compiled programs (the jitted function's and the loaded ones)."""
+        self._programs.clear()
+        self._jit.clear_cache()
+
+    def __getattr__(self, name):
+        return getattr(self._jit, name)
+
+    def _key(self, args, kwargs):
+        """(static keys, argument tree, argument shapes, process setting), or
+        None where no stable key exists (the plain jit runs)."""
+        statics = []
+        for name in sorted(self._static & kwargs.keys()):
+            key = _static_key(kwargs[name])
+            if key is None:
+                return None
+            statics.append((name, key))
+        dynamic = {k: v for k, v in kwargs.items() if k not in self._static}
+        leaves, tree = jax.tree_util.tree_flatten((args, dynamic))
+        shapes = []
+        for leaf in leaves:
+            key = _leaf_key(leaf)
+            if key is None:
+                return None
+            shapes.append(key)
+        return tuple(statics), tree, tuple(shapes), _dynamic_setting()
+
+    def _load_or_compile(self, folder: str, key, args, kwargs):
+        statics, tree, shapes, setting = key
+        text = repr((self._name, statics, str(tree), shapes, setting, _process_setting()))
+        path = os.path.join(folder, f"{PREFIX}{hashlib.sha256(text.encode()).hexdigest()}{config.CACHE_SUFFIX}")
+        try:
+            with open(path, "rb") as f:
+                payload, in_tree, out_tree = pickle.loads(zlib.decompress(f.read()))
+            from jax.experimental.serialize_executable import deserialize_and_load
+
+            return deserialize_and_load(payload, in_tree, out_tree)
+        except FileNotFoundError:
+            pass
+        except Exception as err:  # cut short, another jaxlib's format, …: compiled again, replaced or deleted
+            _logger.debug("jaxnn: kept program %s unreadable (%s): compiling it again", path, err)
+            with contextlib.suppress(OSError):
+                os.remove(path)
+        lowered = self._jit.lower(*args, **kwargs)
+        with config.jax_cache_paused():  # compiled whole: not loaded from JAX's cache nor shared in memory
+            compiled = lowered.compile(compiler_options=_WHOLE)
+        _write(path, compiled)
+        return compiled
+
+
+#: a compiler option at its default value: the program compiles as it would without it, but
+#: apart from the programs JAX compiled or loaded (an executable JAX loaded from its persistent
+#: cache serialises without the kernels it was compiled with, and a process loading that fails:
+#: "Function … not found")
+_WHOLE = {"xla_embed_ir_in_executable": False}
+
+
+def _write(path: str, compiled) -> None:
+    """Serialise ``compiled`` to ``path`` whole (a temporary file renamed);
+    a backend that cannot serialise, or a folder that cannot be written,
+    keeps nothing."""
+    try:
+        from jax.experimental.serialize_executable import serialize
+
+        data = zlib.compress(pickle.dumps(serialize(compiled)))
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".jaxnn-tmp-")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+            raise
+    except Exception as err:
+        _logger.debug("jaxnn: program not kept (%s)", err)
+
+
+def _folder():
+    """The folder the executables are kept in: jaxnn's compilation cache
+    folder while it is on, in a process with one device, unless
+    ``$JAXNN_PROGRAMS`` is ``0``; else None."""
+    if os.environ.get(ENV_VAR, "").strip() == "0":
+        return None
+    folder = config.cache_dir()
+    if folder is None or jax.device_count() != 1 or jax.process_count() != 1:
+        return None
+    return folder
+
+
+def _leaf_key(leaf):
+    """An argument's (dtype, shape, weak type, device) key, or None (a tracer,
+    an array on several devices, another type)."""
+    if isinstance(leaf, jax.core.Tracer):
+        return None
+    if isinstance(leaf, jax.Array):
+        devices = leaf.sharding.device_set
+        if len(devices) != 1:
+            return None
+        return str(leaf.dtype), leaf.shape, bool(getattr(leaf, "weak_type", False)), next(iter(devices)).id
+    if isinstance(leaf, (np.ndarray, np.generic)):
+        return str(leaf.dtype), leaf.shape
+    if isinstance(leaf, (bool, int, float, complex)):
+        return type(leaf).__name__
+    return None
+
+
+def _static_key(value):
+    """A key of a static argument that is the same in every process, or None."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return type(value).__name__, repr(value)
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        parts = tuple(_static_key(v) for v in value)
+        return None if any(p is None for p in parts) else ("tuple", parts)
+    from jaxnn._src import losses
+
+    if isinstance(value, losses.Loss):  # a catalogue loss is its name; one built from functions has no key
+        try:
+            return ("loss", value.name) if losses.get(value.name) is value else None
+        except (TypeError, ValueError):
+            return None
+    if dataclasses.is_dataclass(value) and not isinstance(value, type) and type(value).__dataclass_params__.frozen:
+        fields = tuple((f.name, _static_key(getattr(value, f.name))) for f in dataclasses.fields(value))
+        cls = _module_level(type(value))
+        return None if cls is None or any(k is None for _, k in fields) else (cls, fields)
+    return _module_level(value)
+
+
+def _module_level(obj):
+    """(module, qualified name) of a function or class that its module
+    holds under that name (what another process finds again), else None."""
+    module, name = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    if not module or not name or sys.modules.get(module) is None:
+        return None
+    found = sys.modules[module]
+    for part in name.split("."):
+        found = getattr(found, part, None)
+    return (module, name) if found is obj else None
+
+
+def _dynamic_setting():
+    """The settings a process may change between calls that change programs."""
+    return bool(jax.config.jax_enable_x64), str(jax.config.jax_default_matmul_precision)
+
+
+def _process_setting():
+    """The settings of this process that change programs: jax and jaxlib
+    versions, jaxnn's source, XLA's flags, JAX's settings, the device kind."""
+    import jaxlib
+
+    settings = sorted((name, repr(value)) for name, value in jax.config.values.items())
+    return (jax.__version__, jaxlib.__version__, _source_digest(), os.environ.get("XLA_FLAGS", ""), settings,
+            platforms.platform(), getattr(jax.devices()[0], "device_kind", ""))
+
+
+@functools.lru_cache(maxsize=None)
+def _source_digest() -> str:
+    """sha256 of jaxnn's Python source (its programs are traced from it)."""
+    source = hashlib.sha256()
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for root, dirs, files in sorted(os.walk(package)):
+        dirs.sort()
+        for name in sorted(files):
+            if name.endswith(".py"):
+                with open(os.path.join(root, name), "rb") as f:
+                    source.update(name.encode() + f.read())
+    return source.hexdigest()

@@ -1,0 +1,145 @@
+"""jaxnn's kept stage programs (jaxnn._src.programs): a new process loads the
+search, boosting and rule programs an earlier one compiled — nothing traced,
+lowered or compiled — and answers bit for bit as the plain jit does.
+
+The suite runs with them off (``JAXNN_PROGRAMS=0``, tests/conftest.py): these
+tests turn them on, in subprocesses with a cache folder of their own.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxnn
+from jaxnn._src import programs
+
+STAGES = ["_rule", "boost", "conditioned_search"]
+
+#: a default fit, predict and predict_proba on float64 X and integer y (as scikit-learn loads
+#: iris); prints the answers and the stage programs this process traced
+SCRIPT = textwrap.dedent(
+    """
+    import json, sys, numpy as np, jax, jax.monitoring
+    traced = set()
+    jax.monitoring.register_event_duration_secs_listener(
+        lambda event, seconds, **kw: traced.add(str(kw.get("fun_name"))) if event.endswith("jaxpr_trace_duration")
+        else None)
+    import jaxnn
+    rng = np.random.default_rng(0)
+    y = np.arange(90) % 3
+    X = rng.normal(size=(90, 4)) + 2.0 * np.eye(4)[y]
+    model = jaxnn.fit(X, y, k=5)
+    Q = X[:40] + 0.25
+    out = {"alpha": np.asarray(model.alpha).tolist(), "labels": np.asarray(jaxnn.predict(model, Q)).tolist(),
+           "proba": np.asarray(jaxnn.predict_proba(model, Q)).tolist(),
+           "T": model.posterior_temperature, "traced": sorted(traced)}
+    print(json.dumps(out))
+    """
+)
+
+
+def _run(folder, programs_on=True):
+    env = dict(os.environ, JAXNN_CACHE_DIR=str(folder), JAXNN_PROGRAMS="1" if programs_on else "0")
+    proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def _kept(folder):
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith(programs.PREFIX))
+
+
+def _same_answers(a, b):
+    for name in ("alpha", "labels", "proba", "T"):
+        np.testing.assert_array_equal(np.asarray(a[name]), np.asarray(b[name]), err_msg=name)
+
+
+@pytest.mark.slow  # three subprocesses
+def test_a_new_process_loads_the_stage_programs_and_answers_alike(tmp_path):
+    """A second process traces none of the stages (it loads them) and gives
+    the first's answers bit for bit — which are the plain jit's."""
+    first = _run(tmp_path)
+    assert set(STAGES) <= set(first["traced"])
+    kept = _kept(tmp_path)
+    assert len(kept) >= 3 and all(name.endswith("-cache") for name in kept)
+    second = _run(tmp_path)
+    assert not set(STAGES) & set(second["traced"]), second["traced"]
+    _same_answers(second, first)
+    assert _kept(tmp_path) == kept  # nothing new written
+    _same_answers(_run(tmp_path / "plain", programs_on=False), first)
+    assert not (tmp_path / "plain").exists() or _kept(tmp_path / "plain") == []
+
+
+@pytest.mark.slow  # two subprocesses
+def test_an_unreadable_kept_program_is_compiled_again_and_replaced(tmp_path):
+    """A kept program cut short (or from another jaxlib) is compiled again —
+    whole, though JAX's own cache holds it now — the answers unchanged, and
+    the file replaced: a third process loads every stage again."""
+    first = _run(tmp_path)
+    kept = _kept(tmp_path)
+    for name in kept:
+        path = tmp_path / name
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    again = _run(tmp_path)
+    assert set(STAGES) <= set(again["traced"])
+    _same_answers(again, first)
+    assert _kept(tmp_path) == kept
+    assert not [n for n in jaxnn.config.drop_cut_short(str(tmp_path)) if n.startswith(programs.PREFIX)]
+    third = _run(tmp_path)
+    assert not set(STAGES) & set(third["traced"]), third["traced"]
+    _same_answers(third, first)
+
+
+def test_static_arguments_without_a_stable_key_take_the_plain_jit():
+    """Catalogue losses, numbers, tuples, frozen dataclasses of them and
+    module-level functions have keys; a loss built from functions, a lambda
+    and an object of another kind do not (their call goes to the plain jit)."""
+    from jaxnn._src import algorithms, losses, search
+
+    key = programs._static_key
+    assert key(losses.get("logistic")) == ("loss", "logistic")
+    assert key(losses.from_phi(lambda p: p * (p - 1), name="logistic")) is None
+    assert key(algorithms.GNNB(0.25)) == key(algorithms.GNNB(0.25)) != key(algorithms.GNNB(0.5))
+    assert key(search.conditioned_search) == ("jaxnn._src.search", "conditioned_search")
+    assert key((3, None, "a", 0.5)) is not None and key((3, lambda: 0)) is None
+    assert key(lambda x: x) is None and key(object()) is None
+    assert key(True) != key(1) and key(1) != key(1.0)
+
+
+def test_calls_under_a_trace_or_with_other_leaves_take_the_plain_jit(tmp_path, monkeypatch):
+    """With the programs on: a call under jax.jit (its arguments tracers)
+    runs the plain jit inside the trace, keeps nothing, and agrees with a
+    call outside; x64 on is another program."""
+    monkeypatch.setenv(programs.ENV_VAR, "1")
+    monkeypatch.setattr(programs.config, "cache_dir", lambda: str(tmp_path))
+
+    @programs.stage(static_argnames=("scale",))
+    def twice(x, *, scale):
+        return x * scale
+
+    x = jnp.arange(4.0)
+    np.testing.assert_array_equal(np.asarray(jax.jit(lambda v: twice(v, scale=2.0))(x)), [0.0, 2.0, 4.0, 6.0])
+    assert _kept(tmp_path) == []
+    np.testing.assert_array_equal(np.asarray(twice(x, scale=2.0)), [0.0, 2.0, 4.0, 6.0])
+    assert len(_kept(tmp_path)) == 1
+    with jax.enable_x64(True):
+        assert twice(jnp.arange(4.0), scale=2.0).dtype == jnp.float64
+    assert len(_kept(tmp_path)) == 2
+    twice.clear_cache()  # this process's programs dropped: the kept file loads
+    np.testing.assert_array_equal(np.asarray(twice(x, scale=3.0)), [0.0, 3.0, 6.0, 9.0])
+    assert len(_kept(tmp_path)) == 3
+    monkeypatch.setenv(programs.ENV_VAR, "0")
+    np.testing.assert_array_equal(np.asarray(twice(x, scale=5.0)), [0.0, 5.0, 10.0, 15.0])
+    assert len(_kept(tmp_path)) == 3  # off: nothing kept
+
+
+def test_a_static_argument_must_be_keyword_only():
+    with pytest.raises(TypeError, match="static argument 'scale' must be keyword-only"):
+        programs.stage(static_argnames=("scale",))(lambda x, scale: x * scale)
