@@ -25,7 +25,8 @@ Modes: ``fit-auto`` / ``fit-link`` / ``fit-plain`` M (d = 8, two classes; the
 defaults, ``posterior="link"``, and ``posterior="link", shrinkage=None``: the first
 and a second fit), ``ripley``, ``iris`` (scikit-learn's iris as it loads it, float64 X and
 integer y: the first fit + predict + predict_proba, split into tracing, lowering, compiling or
-loading from the cache — JAX's ``jax.monitoring`` durations — and the rest), ``small-domains``
+loading from the cache — JAX's ``jax.monitoring`` durations — and the rest, which holds the loading of
+jaxnn's kept stage programs: ``JAXNN_PROGRAMS=0`` for JAX's cache alone), ``small-domains``
 (on each of eight small bundled sets, five folds of ``fit(k="auto")`` + ``predict`` against the same
 folds' ``GridSearchCV(SVC(), C ∈ {1, 10, 100}, γ ∈ {scale, 0.01, 0.1}, cv=3)`` fit + predict, in
 this one process, compilation included: seconds, their ratio and test accuracies), ``warm`` M D (five Gaussian classes), ``select`` M

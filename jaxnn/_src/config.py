@@ -19,6 +19,9 @@ writing (JAX would warn "Error reading persistent compilation cache entry"
 and compile the program again in every later process, never replacing the
 entry) and, past :data:`MAX_SIZE` bytes, the least recently used entries.
 
+jaxnn keeps its stage programs in the same folder, compiled, so that a new
+process need not even trace them (:mod:`jaxnn._src.programs`).
+
 A cache you configured through JAX (``JAX_COMPILATION_CACHE_DIR`` or
 ``jax.config.update("jax_compilation_cache_dir", ...)`` before importing
 jaxnn) is left alone.  The cache holds every JAX program the process
