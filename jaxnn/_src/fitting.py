@@ -21,7 +21,7 @@ import numpy as np
 
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
-from jaxnn._src import boost_runs
+from jaxnn._src import boost_runs, multihost
 from jaxnn._src.calibration import (SHRINKAGES, calibrated_log_probs, fit_kernel_term, fit_shrinkage, fit_temperature,
                                     kernel_log_votes, posterior_scores, shrunk_scores, targets)
 from jaxnn._src.graph import graph_and_query, knn_graph, subgraph
@@ -180,6 +180,8 @@ def fit(
                        neighbors=neighbors, seed=seed, graph_method=graph_method, trace=trace, posterior=posterior,
                        devices=devices, sample_weight=sample_weight, shrinkage=shrinkage, metric=metric)
     Xa = as_points(X)
+    if multihost.joined():  # this process's rows: the training set is every process's, gathered
+        Xa, y, sample_weight = multihost.gathered(Xa, y, sample_weight)
     m = Xa.shape[0]
     classes, Y_np, multilabel = encode_labels(y, m)
     weights = sample_weights(sample_weight, m)

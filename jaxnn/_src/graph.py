@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxnn._src import platforms
+from jaxnn._src import multihost, platforms
 from jaxnn._src.checks import check_integer, check_points, did_you_mean
 from jaxnn._src.points import as_float, float32_ready
 from jaxnn._src.search import block_rows, blocked_topk
@@ -151,6 +151,8 @@ def knn_graph(
     if method == "approx":
         if isinstance(recall_target, bool) or not isinstance(recall_target, (int, float)) or not 0.0 < recall_target <= 1.0:
             raise ValueError(f"recall_target must lie in (0, 1], got {recall_target!r}")
+    if method == "exact" and devices is None and multihost.joined():  # every process searches its slice of rows
+        return _graph_across_processes(X, k)
     Xf = as_float(X)
     target = float(recall_target) if method == "approx" else None
     platform = platforms.platform(devices)
@@ -158,6 +160,24 @@ def knn_graph(
                   "method='nndescent' (fit's graph_method=) is approximate and much faster at this size")
     idx, dist = blocked_topk(Xf, Xf, k, block_rows(m, block_size, platform), True, devices, target)
     return Neighbors(*first_rows((idx, dist), m))
+
+
+def _graph_across_processes(X, k: int) -> Neighbors:
+    """:func:`knn_graph` of X (the same on every process) under
+    ``jax.distributed``: each process searches its slice of the rows
+    (:func:`multihost.process_rows`) among all of X — a query search of k + 1
+    neighbours less the row's own point (or its last where exact duplicates
+    rank first) — and the slices are gathered on every process."""
+    m = X.shape[0]
+    start, stop = multihost.process_rows(m)
+    found = knn_query(X, X[start:stop], k + 1)
+    idx, dist = np.asarray(found.indices), np.asarray(found.distances)
+    own = idx == np.arange(start, stop)[:, None]
+    drop = np.where(own.any(axis=1), np.argmax(own, axis=1), k)  # the column left out of each row
+    keep = np.arange(k + 1)[None, :] != drop[:, None]
+    idx, dist = idx[keep].reshape(-1, k), dist[keep].reshape(-1, k)
+    counts = multihost.row_counts(m)
+    return Neighbors(to_device(multihost.gathered_rows(idx, counts)), to_device(multihost.gathered_rows(dist, counts)))
 
 
 def knn_query(X_train, X_query, k: int, *, block_size: int | None = None, devices=None) -> Neighbors:
