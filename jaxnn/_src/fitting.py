@@ -63,6 +63,11 @@ def fit(
 ) -> Model:
     """Learn a leveraged k-NN rule by boosting.
 
+    Under ``jax.distributed`` (several processes) X, y and ``sample_weight``
+    are this process's rows of the training set, which is every process's
+    concatenated in process order; every process gets the same model
+    (:mod:`jaxnn._src.multihost`; labels must then be numbers).
+
     Args:
       X: (m, d) training points.
       y: (m,) class labels (any sortable values) or an (m, C) {0,1} / {−1,+1}
