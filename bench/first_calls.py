@@ -7,6 +7,7 @@ process.  Compare two versions by alternating runs::
     python bench/first_calls.py ripley                  # fit + predict + predict_proba on Ripley's data, import included
     JAXNN_CACHE_DIR=/tmp/c python bench/first_calls.py iris   # the same calls on scikit-learn's iris: where the time goes
     python bench/first_calls.py small-domains          # 5 folds of fit(k="auto") + predict against an SVC grid search
+    JAXNN_CACHE_DIR=/tmp/c python bench/first_calls.py grid-jobs 2   # GridSearchCV(n_jobs=2) of the estimator, breast cancer
     python bench/first_calls.py warm 20000 16           # first and three warm fits (posterior="auto")
     python bench/first_calls.py select 40000            # select: 2 ks × 2 losses × passes 1, 2, 4
     python bench/first_calls.py given 30000 50          # fit(neighbors=a given k-NN graph), posterior="auto"
@@ -114,6 +115,20 @@ def main(argv: list[str]) -> None:
                   f"SVC grid {seconds['svc']:6.2f} s ({right['svc']:.3f})   ratio {seconds['jaxnn'] / seconds['svc']:.2f}")
         print(f"all eight: jaxnn {total['jaxnn']:.2f} s, SVC grid {total['svc']:.2f} s, "
               f"ratio {total['jaxnn'] / total['svc']:.2f}")
+    elif mode == "grid-jobs":  # GridSearchCV of the pipeline on breast cancer with n_jobs=N worker processes
+        from sklearn.datasets import load_breast_cancer
+        from sklearn.model_selection import GridSearchCV
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
+
+        from jaxnn.sklearn import BoostedKNNClassifier
+
+        X, y = load_breast_cancer(return_X_y=True)
+        jobs = int(argv[1]) if len(argv) > 1 else 1
+        grid = GridSearchCV(make_pipeline(StandardScaler(), BoostedKNNClassifier()),
+                            {"boostedknnclassifier__k": [5, 10, 20]}, cv=5, n_jobs=jobs)
+        seconds = timed(lambda: grid.fit(X, y) and None)
+        print(f"grid-jobs {jobs}: {seconds:.2f} s, best k = {grid.best_params_['boostedknnclassifier__k']}")
     elif mode == "warm":
         m, d = int(argv[1]), int(argv[2])
         centers = rng.normal(scale=2, size=(5, d))
@@ -190,7 +205,7 @@ def main(argv: list[str]) -> None:
             times = [timed(call) for _ in range(2)]
             print(f"{mode} m={m}: first {times[0]:.2f} s, second {times[1]:.2f} s")
     else:
-        raise SystemExit(f"unknown mode {mode!r}: fit-auto, fit-link, fit-plain, ripley, iris, small-domains, warm, select, given, cv, curve, grid, "
+        raise SystemExit(f"unknown mode {mode!r}: fit-auto, fit-link, fit-plain, ripley, iris, small-domains, grid-jobs, warm, select, given, cv, curve, grid, "
                          "auto-k, ks, folds-colored, folds-baselines, auto-uci or split-uci")
     print(f"(jaxnn from {jaxnn.__file__})")
 
