@@ -34,12 +34,12 @@ SCRIPT = textwrap.dedent(
     if extra == 2 and pid == 1:  # lost before the fit
         os._exit(3)
     sys.path.insert(0, TESTS)
-    from test_multihost import data
+    from test_multihost import NAMES, data
     import jaxnn
     X, y, Q = data()
     rows = slice(0, 130) if pid == 0 else slice(130, None)
     Xp = X[rows] if not (extra and pid == 1) else np.hstack([X[rows], X[rows][:, :1]])
-    auto = jaxnn.fit(Xp, y[rows], k=5)
+    auto = jaxnn.fit(Xp, NAMES[y[rows]], k=5)  # string labels
     link = jaxnn.fit(Xp, y[rows], k=5, posterior="link", shrinkage=None)
     if extra == 2:
         print("a model without process 1", flush=True)
@@ -52,6 +52,10 @@ SCRIPT = textwrap.dedent(
     jax.distributed.shutdown()
     """
 ).replace("TESTS", repr(os.path.dirname(__file__)))
+
+
+#: the default fit's labels: strings of other lengths
+NAMES = np.array(["a", "bb", "a much longer label"])
 
 
 def data():
@@ -89,12 +93,12 @@ def _two_processes(tmp_path, extra=0):
 def test_two_processes_fit_the_one_process_model(tmp_path):
     """Each process's fit on its own rows is the fit on all of them: the same
     graph, α to float32 rounding, the same posterior choice; each process's
-    labels and posteriors of its queries are the one model's."""
+    labels (strings) and posteriors of its queries are the one model's."""
     out, results = _two_processes(tmp_path)
     for code, err in results:
         assert code == 0, err[-3000:]
     X, y, Q = data()
-    auto = jaxnn.fit(X, y, k=5)
+    auto = jaxnn.fit(X, NAMES[y], k=5)
     link = jaxnn.fit(X, y, k=5, posterior="link", shrinkage=None)
     for pid in range(2):
         with np.load(f"{out}.{pid}.npz") as got:

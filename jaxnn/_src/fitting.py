@@ -66,7 +66,7 @@ def fit(
     Under ``jax.distributed`` (several processes) X, y and ``sample_weight``
     are this process's rows of the training set, which is every process's
     concatenated in process order; every process gets the same model
-    (:mod:`jaxnn._src.multihost`; labels must then be numbers).
+    (:mod:`jaxnn._src.multihost`; labels then numbers, booleans or strings).
 
     Args:
       X: (m, d) training points.

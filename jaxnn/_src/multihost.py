@@ -45,17 +45,23 @@ def gathered(X: np.ndarray, y, sample_weight=None):
     order, on every process.  Each process's (rows, features), label kind
     and weights are compared first: a mismatch raises the same ValueError in
     every process, naming the first process that differs from process 0.
-    Labels must be numbers (or booleans) here; an (m, C) indicator matrix
+    Labels are numbers, booleans or strings here; an (m, C) indicator matrix
     works as for one process."""
     import jax
 
     y = np.asarray(y)
-    if y.dtype.kind not in "biuf":
-        raise ValueError(f"under jax.distributed, y must hold numbers (process {jax.process_index()} has "
-                         f"{y.dtype} labels): encode them as integers in every process alike")
+    if y.dtype.kind == "O":  # strings in an object array: as a string array
+        try:
+            y = y.astype(str) if all(isinstance(v, str) for v in y.ravel()) else y
+        except TypeError:
+            pass
+    if y.dtype.kind not in _LABEL_KINDS:
+        raise ValueError(f"under jax.distributed, y must hold numbers or strings (process {jax.process_index()} "
+                         f"has {y.dtype} labels): encode them alike in every process")
     has_weights = sample_weight is not None
+    width = y.dtype.itemsize // 4 if y.dtype.kind == "U" else 0  # characters of the longest label
     shape = np.array([X.shape[0], X.shape[1], y.ndim, y.shape[1] if y.ndim == 2 else 0, y.shape[0],
-                      int(has_weights), "biuf".index(y.dtype.kind)], np.int64)
+                      int(has_weights), _LABEL_KINDS.index(y.dtype.kind), width], np.int64)
     shapes = _allgather(shape)
     names = ("features", "label dimensions", "label columns", None, "sample weights (given or not)", "label kind")
     for p in range(1, shapes.shape[0]):
@@ -70,10 +76,19 @@ def gathered(X: np.ndarray, y, sample_weight=None):
         raise ValueError(f"under jax.distributed, process {p} has {shapes[p, 0]} rows of X but {shapes[p, 4]} labels")
     counts = shapes[:, 0]
     X_all = gathered_rows(np.asarray(X, np.float64 if X.dtype.kind != "f" else X.dtype), counts)
-    y_all = gathered_rows(y.astype(np.float64) if y.dtype.kind == "f" else y.astype(np.int64), counts)
-    y_all = y_all.astype(y.dtype)
+    if y.dtype.kind == "U":  # strings as their characters' codes, to the longest label of any process
+        chars = max(1, int(shapes[:, 7].max()))
+        codes = np.asarray(y, f"U{chars}").reshape(-1, 1).view(np.uint32).reshape(y.shape[0], chars)
+        y_all = gathered_rows(codes, counts).copy().view(f"U{chars}").reshape(-1)
+    else:
+        y_all = gathered_rows(y.astype(np.float64) if y.dtype.kind == "f" else y.astype(np.int64), counts)
+        y_all = y_all.astype(y.dtype)
     w_all = gathered_rows(np.asarray(sample_weight, np.float64), counts) if has_weights else None
     return X_all, y_all, w_all
+
+
+#: the kinds of labels gathered across processes: booleans, integers, floats, strings
+_LABEL_KINDS = "biufU"
 
 
 def gathered_rows(local: np.ndarray, counts) -> np.ndarray:

@@ -10,9 +10,13 @@ as ``jax.jit`` does and, where jaxnn's cache is on, keeps its compiled
 executables in the same folder (``jax.experimental.serialize_executable``),
 keyed by what determines the program — the function, its static arguments,
 the shapes and dtypes of the others and the process's setting (jax and
-jaxlib versions, jaxnn's source, XLA's flags, the device kind, x64) — so
-that a later process loads the executable and calls it: nothing traced,
-lowered or compiled.
+jaxlib versions, jaxnn's source, XLA's flags, JAX's settings, x64, the
+device kind) — so that a later process loads the executable and calls it:
+nothing traced, lowered or compiled.  A program to keep is compiled without
+JAX's cache (:func:`jaxnn._src.config.jax_cache_paused`): an executable JAX
+loaded from its cache serialises without its kernels.  Module constants
+read while tracing are not in the key (jaxnn's users do not change them;
+its tests do, and run with the kept programs off).
 
 A call goes to the plain ``jax.jit`` where a key cannot be stable across
 processes: under a trace, an argument that is not an array or a Python or
@@ -39,7 +43,7 @@ import pickle
 import sys
 import tempfile
 import zlib
-from typing import Any, Callable
+from typing import Callable
 
 import jax
 import numpy as np
