@@ -151,33 +151,29 @@ def knn_graph(
     if method == "approx":
         if isinstance(recall_target, bool) or not isinstance(recall_target, (int, float)) or not 0.0 < recall_target <= 1.0:
             raise ValueError(f"recall_target must lie in (0, 1], got {recall_target!r}")
-    if method == "exact" and devices is None and multihost.joined():  # every process searches its slice of rows
-        return _graph_across_processes(X, k)
     Xf = as_float(X)
     target = float(recall_target) if method == "approx" else None
     platform = platforms.platform(devices)
     _warn_if_slow(m, m, platform, f"knn_graph of {m} points",
                   "method='nndescent' (fit's graph_method=) is approximate and much faster at this size")
+    if method == "exact" and devices is None and multihost.joined():  # every process searches its slice of rows
+        return Neighbors(*(to_device(a) for a in _rows_across_processes(X, X, k, block_rows(m, block_size, platform))))
     idx, dist = blocked_topk(Xf, Xf, k, block_rows(m, block_size, platform), True, devices, target)
     return Neighbors(*first_rows((idx, dist), m))
 
 
-def _graph_across_processes(X, k: int) -> Neighbors:
-    """:func:`knn_graph` of X (the same on every process) under
-    ``jax.distributed``: each process searches its slice of the rows
-    (:func:`multihost.process_rows`) among all of X — a query search of k + 1
-    neighbours less the row's own point (or its last where exact duplicates
-    rank first) — and the slices are gathered on every process."""
-    m = X.shape[0]
-    start, stop = multihost.process_rows(m)
-    found = knn_query(X, X[start:stop], k + 1)
-    idx, dist = np.asarray(found.indices), np.asarray(found.distances)
-    own = idx == np.arange(start, stop)[:, None]
-    drop = np.where(own.any(axis=1), np.argmax(own, axis=1), k)  # the column left out of each row
-    keep = np.arange(k + 1)[None, :] != drop[:, None]
-    idx, dist = idx[keep].reshape(-1, k), dist[keep].reshape(-1, k)
-    counts = multihost.row_counts(m)
-    return Neighbors(to_device(multihost.gathered_rows(idx, counts)), to_device(multihost.gathered_rows(dist, counts)))
+def _rows_across_processes(Q, X, k: int, block: int, **kw) -> tuple:
+    """:func:`blocked_topk` of every row of Q among X (the same on every
+    process) under ``jax.distributed``: each process searches its slice of
+    Q's rows (:func:`multihost.process_rows`; with ``exclude_self`` row r
+    stays training point r) on its own device, and the slices — the same
+    rows one process's search gives — are gathered on every process:
+    (indices, distances) host arrays of Q's rows."""
+    n = Q.shape[0]
+    start, stop = multihost.process_rows(n)
+    idx, dist = blocked_topk(Q[start:stop], X, k, block, True, first_row=start, **kw)
+    counts = multihost.row_counts(n)
+    return tuple(multihost.gathered_rows(np.asarray(a)[: stop - start], counts) for a in (idx, dist))
 
 
 def knn_query(X_train, X_query, k: int, *, block_size: int | None = None, devices=None) -> Neighbors:
@@ -246,8 +242,12 @@ def graph_and_query(X_train, X_query, k: int, *, devices=None, rows=None, cut_qu
     platform = platforms.platform(devices)
     _warn_if_slow(Q.shape[0], m, platform, f"knn_graph of {m} points and knn_query of {X_query.shape[0]}",
                   "method='nndescent' (fit's graph_method=) is approximate and much faster at this size")
-    idx, _ = blocked_topk(Q, Xt, k, block_rows(m, None, platform), True, devices, rows=rows, cut=False,
-                           share_k=share_k)
+    if devices is None and multihost.joined():  # every process searches its slice of the rows
+        idx, _ = _rows_across_processes(np.asarray(Q), np.asarray(Xt), k, block_rows(m, None, platform), rows=rows,
+                                        cut=False, share_k=share_k)
+    else:
+        idx, _ = blocked_topk(Q, Xt, k, block_rows(m, None, platform), True, devices, rows=rows, cut=False,
+                              share_k=share_k)
     idx = np.asarray(idx)
     return idx[:m, :k], idx[m:Q.shape[0], :k] if cut_queries else idx[m:Q.shape[0]]
 

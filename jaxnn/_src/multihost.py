@@ -5,10 +5,11 @@ After ``jax.distributed.initialize()`` in every process, each process calls
 weights): the training set is their concatenation in process order.
 :func:`gathered` collects it on every process (each process's shapes checked
 first, so that a process with other features or labels ends every process
-with an error naming it); the exact k-NN graph — the quadratic part — is
-searched a slice of query rows per process (:func:`process_rows`), each on
-its own devices against all the points, and the slices gathered
-(:func:`gathered_rows`); the boosting and the posterior choice then run on
+with an error naming it); every exact k-NN search — the quadratic part: the
+graph, the held-out choice's and ``k="auto"``'s — is searched a slice of
+query rows per process (:func:`process_rows`), each on its own device
+against all the points, and the slices gathered (:func:`gathered_rows`;
+:mod:`jaxnn._src.graph`); the boosting and the posterior choice then run on
 every process alike, so every process holds the same model, equal to the
 one process's fit on the concatenated rows (the same graph; α to float32
 rounding).  ``predict`` and ``predict_proba`` need nothing more: each

@@ -250,7 +250,7 @@ def exact_rows(Q, X, k: int, n_valid: int, exclude=None):
     return np.concatenate(idx), np.concatenate(dist)
 
 
-def _with_exact_rows(idx, dist, rows, Q, X, n_valid: int, exclude_self: bool):
+def _with_exact_rows(idx, dist, rows, Q, X, n_valid: int, exclude_self: bool, first_row: int = 0):
     """The search's (idx, dist) with the query ``rows`` (host indices)
     ranked again by :func:`exact_rows` (Q and X the given points), on the
     devices the search's answer is on; as they are when ``rows`` is empty."""
@@ -261,14 +261,17 @@ def _with_exact_rows(idx, dist, rows, Q, X, n_valid: int, exclude_self: bool):
     X = np.asarray(X)
     if X.shape[0] < idx_h.shape[1]:  # the search found padding columns too (at +inf, in index order)
         X = padded_rows(X, idx_h.shape[1])
-    exclude = rows if exclude_self else None
+    exclude = None
+    if exclude_self:  # query row r is training point first_row + r (none past X's rows)
+        exclude = rows + first_row
+        exclude = np.where(exclude < X.shape[0], exclude, -1)
     new_idx, new_dist = exact_rows(np.asarray(Q)[rows], X, idx_h.shape[1], n_valid, exclude)
     idx_h[rows], dist_h[rows] = new_idx, new_dist.astype(dist_h.dtype)
     return jax.device_put(idx_h, home), jax.device_put(dist_h, home)
 
 
 def blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, recall_target=None, rows=None,
-                  cut: bool = True, share_k: bool = True, queries: int | None = None):
+                  cut: bool = True, share_k: bool = True, queries: int | None = None, first_row: int = 0):
     """Exact kNN of rows of Q among rows of X, a tile of ``block`` query rows
     at a time; with ``devices``, the query rows are split across them; with a
     ``recall_target``, selected by ``lax.approx_min_k``.  Points are first
@@ -292,7 +295,9 @@ def blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, rec
     by the search's program) are ranked again by :func:`exact_rows`; a
     search without any runs as it would otherwise.  ``queries``: Q's rows
     from this on are padding, never ranked again (None: none are).  Traced
-    queries (under ``jax.jit``) keep the search's ranking."""
+    queries (under ``jax.jit``) keep the search's ranking.  ``first_row``:
+    with ``exclude_self``, Q's row r is X's point first_row + r (a slice of
+    a graph's rows: :mod:`jaxnn._src.multihost`; one device)."""
     n_real = Q.shape[0] if queries is None else int(queries)
     concrete = not isinstance(X, jax.core.Tracer) and not isinstance(Q, jax.core.Tracer)
     if devices is None:  # one program: (conditioning,) search and rescaling compile together
@@ -312,10 +317,10 @@ def blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, rec
                 found = min(shared_k(k, m), X.shape[0])
             # a graph and a query search share the program: every query row r is compared
             # with training point row0 + r, and a query search's row0 is past X's rows
-            row0 = to_device(0 if exclude_self else X.shape[0], np.int32)
+            row0 = to_device(first_row if exclude_self else X.shape[0], np.int32)
             exclude_self = True
         else:
-            given, row0 = X, 0
+            given, row0 = X, first_row
         Qd = to_device(Q) if isinstance(Q, np.ndarray) else Q
         out = conditioned_search(Qd, X, n_valid, transform, row0, kernel=kernel, k=found, block=block,
                                  exclude_self=exclude_self, recall_target=recall_target,
@@ -323,8 +328,10 @@ def blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, rec
         idx, dist = out[:2]
         if concrete:
             far = np.flatnonzero(np.asarray(out[2])[:n_real]) if far is None else far
-            idx, dist = _with_exact_rows(idx, dist, far, Q, given, m, own)
+            idx, dist = _with_exact_rows(idx, dist, far, Q, given, m, own, first_row)
         return first_rows((idx, dist), k, axis=1) if cut else (idx, dist)  # nearest first: cut on the host
+    if first_row:
+        raise ValueError("first_row applies to a search on one device")
     given, given_q = X, Q
     Q, X, exponent, far = _conditioned(Q, X)
     idx, dist = _blocked_topk_conditioned(Q, X, k, block, exclude_self, devices, recall_target)
