@@ -120,7 +120,7 @@ def test_calls_under_a_trace_or_with_other_leaves_take_the_plain_jit(tmp_path, m
     monkeypatch.setenv(programs.ENV_VAR, "1")
     monkeypatch.setattr(programs.config, "cache_dir", lambda: str(tmp_path))
 
-    @programs.stage(static_argnames=("scale",))
+    @programs.jit(static_argnames=("scale",))
     def twice(x, *, scale):
         return x * scale
 
@@ -142,4 +142,4 @@ def test_calls_under_a_trace_or_with_other_leaves_take_the_plain_jit(tmp_path, m
 
 def test_a_static_argument_must_be_keyword_only():
     with pytest.raises(TypeError, match="static argument 'scale' must be keyword-only"):
-        programs.stage(static_argnames=("scale",))(lambda x, scale: x * scale)
+        programs.jit(static_argnames=("scale",))(lambda x, scale: x * scale)

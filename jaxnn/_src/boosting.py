@@ -37,7 +37,7 @@ import jax.numpy as jnp
 from jaxnn._src import maxtree, plan, steps
 from jaxnn._src.losses import Loss
 from jaxnn._src.steps import BoostResult, CHUNK, step_widths
-from jaxnn._src.programs import stage
+from jaxnn._src import programs
 
 __all__ = ["boost", "GREEDY_PAIRS"]
 
@@ -45,7 +45,7 @@ __all__ = ["boost", "GREEDY_PAIRS"]
 #: iteration for the ~100 pairs of a random graph's step at k = C = 10 (64,
 #: 128 and 256 measured alike there and on the 10⁵-point set's hubs)
 GREEDY_PAIRS = 128
-@stage(static_argnames=("algorithm", "loss", "greedy", "trace", "calls", "narrow"))
+@programs.jit(static_argnames=("algorithm", "loss", "greedy", "trace", "calls", "narrow"))
 def boost(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None, weights=None, *, algorithm,
           loss: Loss, greedy: bool, trace: bool, calls: int = 1, narrow: bool | None = None) -> BoostResult:
     """Run ``len(order)`` boosting steps on every class.

@@ -27,13 +27,13 @@ from jaxnn._src.learned_metric import apply_metric
 from jaxnn._src.model import Model, check_model, takes_kernel_term
 from jaxnn._src.points import shift_points
 from jaxnn._src.shared_sizes import at_shared_rows, first_k, first_rows, padded_rows, query_rows, to_device
-from jaxnn._src.programs import stage
+from jaxnn._src import programs
 
 __all__ = ["decision_function", "predict_proba", "predict", "host_scores", "host_proba", "host_rule", "PREDICT_BLOCK_ROWS",
            "tie_broken_argmax", "tie_parts", "label_sums", "neighbor_sq_distances", "held_out_scores", "HeldOutScores",
            "RuleParts", "family_rule"]
 
-@jax.jit
+@programs.jit()
 def leveraged_scores(alpha, Y, indices, k=None):
     """H_c(x) = Σ_{j∈NN_k(x)} α_jc y_jc (eq. 1) → (n, C), for (n, k') neighbour
     indices, nearest first, of which the first k (traced; None: all k') are
@@ -454,7 +454,7 @@ class RuleParts(NamedTuple):
     D: Any  #: (n, k') squared distances to the neighbours, or None without the query points
 
 
-@stage(static_argnames=("loss", "algorithm", "multilabel"))
+@programs.jit(static_argnames=("loss", "algorithm", "multilabel"))
 def _rule(alpha, Y, nb, lam, k, temperature, X, points, weight, bandwidth, *, loss, algorithm, multilabel: bool):
     """:class:`RuleParts` (H, vote counts, first positions, index of the
     predicted class, posteriors, squared distances to the neighbours) for

@@ -1,11 +1,11 @@
-"""Compiled stage programs kept across processes.
+"""Compiled programs kept across processes.
 
 JAX's persistent compilation cache (:mod:`jaxnn._src.config`) saves the
 compiling of a program an earlier process compiled, but not its tracing and
 lowering, which JAX needs to compute the cache key: with every program in the
 cache, a new process's first small ``fit`` + ``predict`` + ``predict_proba``
 still spends most of its time tracing and lowering its few large programs
-(the search, the boosting, the rule).  :func:`stage` wraps such a function
+(the search, the boosting, the rule).  :func:`jit` wraps such a function
 as ``jax.jit`` does and, where jaxnn's cache is on, keeps its compiled
 executables in the same folder (``jax.experimental.serialize_executable``),
 keyed by what determines the program — the function, its static arguments,
@@ -50,7 +50,7 @@ import numpy as np
 
 from jaxnn._src import config, platforms
 
-__all__ = ["stage", "Stage", "ENV_VAR", "PREFIX"]
+__all__ = ["jit", "Program", "ENV_VAR", "PREFIX"]
 
 #: ``$JAXNN_PROGRAMS=0`` keeps every call on the plain ``jax.jit`` (JAX's own cache still applies)
 ENV_VAR = "JAXNN_PROGRAMS"
@@ -61,14 +61,14 @@ PREFIX = "jaxnn-"
 _logger = logging.getLogger("jaxnn")
 
 
-def stage(*, static_argnames: tuple = ()) -> Callable[[Callable], "Stage"]:
+def jit(*, static_argnames: tuple = ()) -> Callable[[Callable], "Program"]:
     """Decorator: ``jax.jit(fun, static_argnames=...)`` whose executables are
-    kept across processes (:class:`Stage`).  The static arguments must be
+    kept across processes (:class:`Program`).  The static arguments must be
     keyword-only."""
-    return lambda fun: Stage(fun, tuple(static_argnames))
+    return lambda fun: Program(fun, tuple(static_argnames))
 
 
-class Stage:
+class Program:
     """A jitted function whose compiled executables a later process loads
     (module docstring).  Called as the jitted function; ``clear_cache()``
     drops this process's executables (the kept files stay); other
@@ -78,7 +78,7 @@ class Stage:
         params = inspect.signature(fun).parameters
         for name in static_argnames:
             if name not in params or params[name].kind is not inspect.Parameter.KEYWORD_ONLY:
-                raise TypeError(f"stage {fun.__qualname__}: static argument {name!r} must be keyword-only")
+                raise TypeError(f"programs.jit {fun.__qualname__}: static argument {name!r} must be keyword-only")
         self._jit = jax.jit(fun, static_argnames=static_argnames)
         self._static = frozenset(static_argnames)
         self._name = f"{fun.__module__}.{fun.__qualname__}"

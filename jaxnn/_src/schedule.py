@@ -28,6 +28,7 @@ from jaxnn._src.losses import Loss
 from jaxnn._src.maxtree import round_up
 from jaxnn._src.shared_sizes import PaddedShapes, in_blocks, to_device
 from jaxnn._src.steps import BoostResult
+from jaxnn._src import programs
 
 __all__ = ["ColorSchedule", "color_conflict_graph", "color_schedule", "padded_schedule",
            "stack_schedules", "boost_colored", "colored_order"]
@@ -369,7 +370,7 @@ def colored_order(schedule: ColorSchedule) -> np.ndarray:
     return ex[ex < schedule.colors.size].astype(np.int32)
 
 
-@functools.partial(jax.jit, static_argnames=("algorithm", "loss", "passes", "trace"))
+@programs.jit(static_argnames=("algorithm", "loss", "passes", "trace"))
 def boost_colored(Y, E0, counts, schedule: ColorSchedule, n_points=None, n_steps=None, weights=None, *, algorithm,
                   loss: Loss, passes: int, trace: bool) -> BoostResult:
     """``passes`` passes of the coloured schedule: one scan step per part of a colour.

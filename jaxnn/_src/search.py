@@ -20,7 +20,7 @@ import numpy as np
 from jaxnn._src import platforms, shared_sizes, sharding
 from jaxnn._src.checks import check_integer
 from jaxnn._src.shared_sizes import first_rows, padded_rows, query_rows, shared_k, shared_rows, to_device
-from jaxnn._src.programs import stage
+from jaxnn._src import programs
 
 
 
@@ -342,7 +342,7 @@ def blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, rec
     return idx, dist
 
 
-@stage(static_argnames=("kernel", "k", "block", "exclude_self", "recall_target", "far_flags"))
+@programs.jit(static_argnames=("kernel", "k", "block", "exclude_self", "recall_target", "far_flags"))
 def conditioned_search(Q, X, n_valid=None, transform=None, row0=0, *, kernel, k: int, block: int,
                         exclude_self: bool, recall_target, far_flags: bool = False):
     """:func:`blocked_topk` on one device, jitted whole: a new shape compiles

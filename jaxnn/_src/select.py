@@ -28,6 +28,7 @@ from jaxnn._src.prediction import label_sums, leveraged_scores, tie_broken_argma
 from jaxnn._src.progress import logged, progress_shown, stage
 from jaxnn._src.shared_sizes import padded_rows, query_rows, to_device
 from jaxnn._src.steps import initial_edges
+from jaxnn._src import programs
 
 __all__ = ["Selection", "select", "DEFAULT_KS", "DEFAULT_LOSSES", "DEFAULT_PASSES"]
 
@@ -255,16 +256,19 @@ class _RuleParts:
             if multilabel:
                 right = (S > 0) == truth
             else:
-                right = np.asarray(_tie_broken_labels(S, self.counts, self.first, self.query.shape[1])) == truth
+                right = np.asarray(_tie_broken_labels(S, self.counts, self.first, width=self.query.shape[1])) == truth
             best = max(best, float(np.mean(right)))
         return best
 
 
 #: the vote counts and first positions at the held-out points, k traced (one program for every candidate)
-_tie_parts = jax.jit(tie_parts)
+_tie_parts = programs.jit()(tie_parts)
 
-#: predict's labels (tie_broken_argmax) of scores (n, C), one program for every shrinkage
-_tie_broken_labels = jax.jit(tie_broken_argmax, static_argnums=3)
+
+@programs.jit(static_argnames=("width",))
+def _tie_broken_labels(S, counts, first, *, width: int):
+    """predict's labels (tie_broken_argmax) of scores S (n, C), one program for every shrinkage."""
+    return tie_broken_argmax(S, counts, first, width)
 
 
 def _searched(X_tr, X_va, k_max: int, graph_method: str, seed: int, devices):

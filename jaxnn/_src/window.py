@@ -32,6 +32,7 @@ from jaxnn._src.inverse import inverse_csr, members_in_order
 from jaxnn._src.losses import Loss
 from jaxnn._src.shared_sizes import PaddedShapes, in_blocks, shared_width, to_device
 from jaxnn._src.steps import CHUNK, BoostResult, step_widths
+from jaxnn._src import programs
 
 __all__ = ["WindowLayout", "window_layout", "boost_windowed", "shared_max_count", "WINDOW_ELEMENTS"]
 
@@ -157,7 +158,7 @@ def _window_rows(csr, examples, lens, m: int, S: int):
     return rows, local
 
 
-@functools.partial(jax.jit, static_argnames=("algorithm", "loss", "trace", "n_steps", "max_count", "calls", "narrow"))
+@programs.jit(static_argnames=("algorithm", "loss", "trace", "n_steps", "max_count", "calls", "narrow"))
 def boost_windowed(Y, E0, counts, layout: WindowLayout, n_points=None, *, algorithm, loss: Loss, trace: bool,
                    n_steps: int | None = None, max_count: int, calls: int = 1, narrow: bool | None = None) -> BoostResult:
     """The steps of ``layout`` — the same result as
