@@ -99,6 +99,12 @@ SLOW_ELSEWHERE = (
 # --------------------------------------------------------------------------
 # the slow marker
 # --------------------------------------------------------------------------
+
+# jaxnn's kept programs (jaxnn._src.programs) are keyed by the arguments and the process's
+# settings, not by the module constants that tests change: off (read at each call, so this holds
+# for a plugin that imported jaxnn first, as tests/as_gpu.py does), but in test_programs
+os.environ.setdefault("JAXNN_PROGRAMS", "0")
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers",
@@ -247,9 +253,6 @@ def _use_compilation_cache() -> None:
         return
     path = _compilation_cache_dir()
     os.environ["JAXNN_CACHE_DIR"] = path or ""
-    # jaxnn's kept stage programs (jaxnn._src.programs) are keyed by the arguments and the
-    # process's settings, not by module constants that tests change: off, but in test_programs
-    os.environ.setdefault("JAXNN_PROGRAMS", "0")
     if path is None:
         return
     try:
