@@ -29,15 +29,13 @@ Choosers (the weak index chooser, paper 001 [I.0]):
 
 from __future__ import annotations
 
-import functools
 
 import jax
 import jax.numpy as jnp
 
-from jaxnn._src import maxtree, plan, steps
+from jaxnn._src import maxtree, plan, programs, steps
 from jaxnn._src.losses import Loss
 from jaxnn._src.steps import BoostResult, CHUNK, step_widths
-from jaxnn._src import programs
 
 __all__ = ["boost", "GREEDY_PAIRS"]
 

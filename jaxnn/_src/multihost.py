@@ -15,9 +15,9 @@ one process's fit on the concatenated rows (the same graph; α to float32
 rounding).  ``predict`` and ``predict_proba`` need nothing more: each
 process answers for its own queries.
 
-A process that fails or leaves during a collective makes the others' calls
-raise (JAX's distributed runtime reports the lost peer) rather than return
-a partial model.
+A process lost during a fit (no heartbeat for JAX's
+``heartbeat_timeout_seconds``) makes JAX's coordination service end every
+other process with an error naming it: no partial model is returned.
 """
 
 from __future__ import annotations
@@ -104,13 +104,17 @@ def gathered_rows(local: np.ndarray, counts) -> np.ndarray:
     return np.concatenate([parts[p, : counts[p]] for p in range(counts.size)])
 
 
+def _slice(m: int, p: int, n: int) -> tuple:
+    """(start, stop) of process p's share of m rows split evenly among n."""
+    return p * m // n, (p + 1) * m // n
+
+
 def process_rows(m: int) -> tuple:
     """(start, stop): this process's slice of m rows split evenly in process
     order (the queries of a search whose rows the processes share out)."""
     import jax
 
-    n, p = jax.process_count(), jax.process_index()
-    return p * m // n, (p + 1) * m // n
+    return _slice(m, jax.process_index(), jax.process_count())
 
 
 def row_counts(m: int) -> np.ndarray:
@@ -118,4 +122,4 @@ def row_counts(m: int) -> np.ndarray:
     import jax
 
     n = jax.process_count()
-    return np.array([(p + 1) * m // n - p * m // n for p in range(n)], np.int64)
+    return np.array([stop - start for start, stop in (_slice(m, p, n) for p in range(n))], np.int64)

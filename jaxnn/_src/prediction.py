@@ -11,7 +11,6 @@ program."""
 
 from __future__ import annotations
 
-import functools
 from typing import Any, NamedTuple
 
 import jax
@@ -19,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxnn._src import algorithms as algos
-from jaxnn._src import family
+from jaxnn._src import family, programs
 from jaxnn._src.calibration import calibrated_posterior, kernel_log_votes
 from jaxnn._src.graph import neighbor_sum, padded_query
 from jaxnn._src.inputs import as_points, check_neighbors
@@ -27,7 +26,6 @@ from jaxnn._src.learned_metric import apply_metric
 from jaxnn._src.model import Model, check_model, takes_kernel_term
 from jaxnn._src.points import shift_points
 from jaxnn._src.shared_sizes import at_shared_rows, first_k, first_rows, padded_rows, query_rows, to_device
-from jaxnn._src import programs
 
 __all__ = ["decision_function", "predict_proba", "predict", "host_scores", "host_proba", "host_rule", "PREDICT_BLOCK_ROWS",
            "tie_broken_argmax", "tie_parts", "label_sums", "neighbor_sq_distances", "held_out_scores", "HeldOutScores",

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxnn._src import platforms
+from jaxnn._src import platforms, programs
 from jaxnn._src.algorithms import Segments
 from jaxnn._src import steps
 from jaxnn._src.inverse import inverse_csr, members_in_order
@@ -28,7 +28,6 @@ from jaxnn._src.losses import Loss
 from jaxnn._src.maxtree import round_up
 from jaxnn._src.shared_sizes import PaddedShapes, in_blocks, to_device
 from jaxnn._src.steps import BoostResult
-from jaxnn._src import programs
 
 __all__ = ["ColorSchedule", "color_conflict_graph", "color_schedule", "padded_schedule",
            "stack_schedules", "boost_colored", "colored_order"]

@@ -17,10 +17,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxnn._src import platforms, shared_sizes, sharding
+from jaxnn._src import platforms, programs, shared_sizes, sharding
 from jaxnn._src.checks import check_integer
 from jaxnn._src.shared_sizes import first_rows, padded_rows, query_rows, shared_k, shared_rows, to_device
-from jaxnn._src import programs
 
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
-from jaxnn._src import boost_runs, sharding
+from jaxnn._src import boost_runs, programs, sharding
 from jaxnn._src.calibration import common_leverage, shrinkages_of, shrunk_scores
 from jaxnn._src.graph import graph_and_query, knn_graph, knn_query, nndescent_index, nndescent_query
 from jaxnn._src.inputs import as_points, compute_dtype, encode_labels, label_rows, points_of_parts
@@ -28,7 +28,6 @@ from jaxnn._src.prediction import label_sums, leveraged_scores, tie_broken_argma
 from jaxnn._src.progress import logged, progress_shown, stage
 from jaxnn._src.shared_sizes import padded_rows, query_rows, to_device
 from jaxnn._src.steps import initial_edges
-from jaxnn._src import programs
 
 __all__ = ["Selection", "select", "DEFAULT_KS", "DEFAULT_LOSSES", "DEFAULT_PASSES"]
 

@@ -27,12 +27,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxnn._src import steps
+from jaxnn._src import programs, steps
 from jaxnn._src.inverse import inverse_csr, members_in_order
 from jaxnn._src.losses import Loss
 from jaxnn._src.shared_sizes import PaddedShapes, in_blocks, shared_width, to_device
 from jaxnn._src.steps import CHUNK, BoostResult, step_widths
-from jaxnn._src import programs
 
 __all__ = ["WindowLayout", "window_layout", "boost_windowed", "shared_max_count", "WINDOW_ELEMENTS"]
 
