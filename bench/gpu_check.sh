@@ -22,7 +22,7 @@ budget=${2:-300}
 mkdir -p "$out"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 JAXNN_TEST_XLA=default
 unset JAX_DISABLE_MOST_OPTIMIZATIONS
-XLA_FLAGS=$(echo "${XLA_FLAGS:-}" | sed 's/--xla_cpu_use_fusion_emitters=false//g')
+XLA_FLAGS=$(echo "${XLA_FLAGS:-}" | sed -e 's/--xla_cpu_use_fusion_emitters=false//g' -e 's/--xla_cpu_parallel_codegen_split_count=1//g')
 export XLA_FLAGS
 nvidia-smi -L || echo "no nvidia-smi"
 python3 -c "import jax, jaxnn; print('jax', jax.__version__, jax.devices())"

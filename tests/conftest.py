@@ -29,16 +29,16 @@ Compilation
 ``JAXNN_TEST_XLA`` says how the tests compile:
 
 * ``fast`` (the default): most of XLA's optimisations off
-  (``JAX_DISABLE_MOST_OPTIMIZATIONS=1``) and XLA's older CPU fusion emitters
-  (:data:`FAST_COMPILE_XLA_FLAG` in ``XLA_FLAGS``, where this jaxlib knows
-  the flag), unless set otherwise, inherited by the subprocesses tests start:
+  (``JAX_DISABLE_MOST_OPTIMIZATIONS=1``), XLA's older CPU fusion emitters and
+  each program's machine code generated in one piece
+  (:data:`FAST_COMPILE_XLA_FLAGS` in ``XLA_FLAGS``, where this jaxlib knows
+  the flags), unless set otherwise, inherited by the subprocesses tests start:
   most tests check results, and compiling is most of their time;
 * ``default``: XLA's default settings, the programs users run.  The run
-  refuses to start if either fast-compile setting is in the environment.
+  refuses to start if a fast-compile setting is in the environment.
 
 The tests marked ``xla_default`` — the bitwise and float64-reference claims
-(:data:`XLA_DEFAULT_FILES`) and the in-process benchmark runs of
-tests/test_bench.py (benchmarks run optimised, as asv runs them) — are the ones the README's test command runs at
+(:data:`XLA_DEFAULT_FILES`) — are the ones the README's test command runs at
 ``JAXNN_TEST_XLA=default``, in a run of their own (``-m xla_default``); its
 first run leaves them out (``-m "not xla_default"``) and a third runs the
 engine tests with the GPU's layout choices (``-p as_gpu``, tests/as_gpu.py).
@@ -181,9 +181,11 @@ def _compilation_cache_dir() -> str | None:
     return str(ROOT / ".pytest_cache" / "jax-compilation-cache")
 
 
-#: XLA's CPU flag the tests compile with where this jaxlib knows it: fusions by
-#: the older elemental emitters, which compile in about two thirds of the time
-FAST_COMPILE_XLA_FLAG = "--xla_cpu_use_fusion_emitters=false"
+#: XLA's CPU flags the tests compile with where this jaxlib knows them: fusions by
+#: the older elemental emitters, which compile in about two thirds of the time, and
+#: one LLVM module a program (not split for parallel code generation: two
+#: pytest-xdist workers already fill two cores)
+FAST_COMPILE_XLA_FLAGS = ("--xla_cpu_use_fusion_emitters=false", "--xla_cpu_parallel_codegen_split_count=1")
 
 #: the settings the tests compile with (``JAXNN_TEST_XLA``): see the module's docstring
 XLA_MODES = ("fast", "default")
@@ -204,38 +206,47 @@ def xla_mode() -> str:
 def _compile_for_tests() -> None:
     """Compile as :func:`xla_mode` says.  ``fast``: without most of XLA's
     optimisations (``JAX_DISABLE_MOST_OPTIMIZATIONS``) and with
-    :data:`FAST_COMPILE_XLA_FLAG` added to ``XLA_FLAGS``, for this process and
+    :data:`FAST_COMPILE_XLA_FLAGS` added to ``XLA_FLAGS``, for this process and
     the subprocesses tests start, unless you set them.  XLA aborts a process
-    on a flag it does not know, so the flag is added only after a subprocess
-    has started XLA's CPU backend with it (once: the pytest-xdist workers
-    inherit the environment).  ``default``: nothing changed, and a
-    fast-compile setting found in the environment is an error.  Benchmarks
-    run outside the tests compile with every optimisation."""
+    on a flag it does not know, so the flags are added only after a subprocess
+    has started XLA's CPU backend with them (once: the pytest-xdist workers
+    inherit the environment; where the flags together fail, each alone).
+    ``default``: nothing changed, and a fast-compile setting found in the
+    environment is an error.  Benchmarks run in the tests at the tests'
+    settings; outside them they compile with every optimisation."""
     os.environ.setdefault("JAXNN_BENCH_QUICK", "1")  # benchmarks run in the tests at their quick sizes
     flags = os.environ.get("XLA_FLAGS", "")
-    name = FAST_COMPILE_XLA_FLAG.split("=")[0]
+    missing = [f for f in FAST_COMPILE_XLA_FLAGS if f.split("=")[0] not in flags]
     if xla_mode() == "default":
-        found = [s for s in ("JAX_DISABLE_MOST_OPTIMIZATIONS" if os.environ.get("JAX_DISABLE_MOST_OPTIMIZATIONS")
-                             else None, name if name in flags else None) if s]
+        found = (["JAX_DISABLE_MOST_OPTIMIZATIONS"] if os.environ.get("JAX_DISABLE_MOST_OPTIMIZATIONS") else []) + [
+            f.split("=")[0] for f in FAST_COMPILE_XLA_FLAGS if f not in missing]
         if found:
             raise pytest.UsageError(f"JAXNN_TEST_XLA=default, but {' and '.join(found)} set in the environment: "
                                     "unset it to test at XLA's default settings")
         return
     os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
-    if name in flags or os.environ.get("JAXNN_TEST_XLA_FLAG_CHECKED"):
+    if not missing or os.environ.get("JAXNN_TEST_XLA_FLAG_CHECKED"):
         return
     os.environ["JAXNN_TEST_XLA_FLAG_CHECKED"] = "1"
+    for trial in [missing] + ([[f] for f in missing] if len(missing) > 1 else []):
+        if _xla_knows(flags, trial):
+            flags = " ".join([flags, *trial]).strip()
+            if trial is missing:
+                break
+    os.environ["XLA_FLAGS"] = flags
+
+
+def _xla_knows(flags: str, extra: list) -> bool:
+    """Whether a new process starts XLA's CPU backend with ``extra`` added to ``flags``."""
     import subprocess
     import sys
 
-    env = dict(os.environ, XLA_FLAGS=f"{flags} {FAST_COMPILE_XLA_FLAG}".strip(), JAX_PLATFORMS="cpu")
+    env = dict(os.environ, XLA_FLAGS=" ".join([flags, *extra]).strip(), JAX_PLATFORMS="cpu")
     try:
-        known = subprocess.run([sys.executable, "-c", "import jax; jax.devices()"], env=env, capture_output=True,
-                               timeout=120).returncode == 0
+        return subprocess.run([sys.executable, "-c", "import jax; jax.devices()"], env=env, capture_output=True,
+                              timeout=120).returncode == 0
     except (OSError, subprocess.SubprocessError):
-        known = False
-    if known:
-        os.environ["XLA_FLAGS"] = env["XLA_FLAGS"]
+        return False
 
 
 _compile_for_tests()

@@ -12,7 +12,8 @@ test's own process — one JAX start and one compilation of each program, where
 asv starts a process per benchmark — and the classes whose ``setup_cache``
 compiles pynndescent's numba kernels (tens of seconds a process,
 :data:`NUMBA_COMPILING`) in the worker that compiles those kernels for the
-other pynndescent tests.
+other pynndescent tests.  All compile at the tests' settings
+(tests/conftest.py), as the tests' other programs do.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import FAST_COMPILE_XLA_FLAG
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,9 +44,6 @@ def _asv(*args, home: Path, config: Path = ROOT / "asv.conf.json", quick: bool =
     env = dict(os.environ, HOME=str(home))  # asv's ~/.asv-machine.json goes to a temp home
     env["COLUMNS"] = "250"  # asv shortens benchmark names to the terminal's width: keep them whole
     env.setdefault("JAX_PLATFORMS", "cpu")
-    # the tests' compilation settings (conftest): benchmarks run optimised
-    env.pop("JAX_DISABLE_MOST_OPTIMIZATIONS", None)
-    env["XLA_FLAGS"] = env.get("XLA_FLAGS", "").replace(FAST_COMPILE_XLA_FLAG, "").strip()
     if quick:
         env["JAXNN_BENCH_QUICK"] = "1"
     return subprocess.run(
@@ -161,12 +158,10 @@ def test_asv_runs_the_classes_only_asv_can(tmp_path):
 DIRECT_PARTS = 3
 
 
-@pytest.mark.xla_default  # benchmarks run optimised, as asv runs them
 @pytest.mark.parametrize("part", range(DIRECT_PARTS))
 def test_every_other_benchmark_gives_a_number_in_process(part):
     """Every class but :data:`NUMBA_COMPILING`'s, by ``bench.direct``: the
-    ``part``-th of :data:`DIRECT_PARTS` shares, at XLA's default settings
-    (the README's test command runs the ``xla_default`` tests so)."""
+    ``part``-th of :data:`DIRECT_PARTS` shares."""
     classes = sorted(_class_names() - set(NUMBA_COMPILING) - set(ASV_ONLY))
     assert len(classes) >= 20, classes
     _direct_run(classes[part::DIRECT_PARTS])
