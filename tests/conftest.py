@@ -32,7 +32,8 @@ Compilation
   (``JAX_DISABLE_MOST_OPTIMIZATIONS=1``), XLA's older CPU fusion emitters and
   each program's machine code generated in one piece
   (:data:`FAST_COMPILE_XLA_FLAGS` in ``XLA_FLAGS``, where this jaxlib knows
-  the flags), unless set otherwise, inherited by the subprocesses tests start:
+  the flags), and pynndescent's numba kernels compiled unoptimised
+  (``NUMBA_OPT=0``), unless set otherwise, inherited by the subprocesses tests start:
   most tests check results, and compiling is most of their time;
 * ``default``: XLA's default settings, the programs users run.  The run
   refuses to start if a fast-compile setting is in the environment.
@@ -218,13 +219,14 @@ def _compile_for_tests() -> None:
     flags = os.environ.get("XLA_FLAGS", "")
     missing = [f for f in FAST_COMPILE_XLA_FLAGS if f.split("=")[0] not in flags]
     if xla_mode() == "default":
-        found = (["JAX_DISABLE_MOST_OPTIMIZATIONS"] if os.environ.get("JAX_DISABLE_MOST_OPTIMIZATIONS") else []) + [
+        found = [name for name in ("JAX_DISABLE_MOST_OPTIMIZATIONS",) if os.environ.get(name)] + [
             f.split("=")[0] for f in FAST_COMPILE_XLA_FLAGS if f not in missing]
         if found:
             raise pytest.UsageError(f"JAXNN_TEST_XLA=default, but {' and '.join(found)} set in the environment: "
                                     "unset it to test at XLA's default settings")
         return
     os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
+    os.environ.setdefault("NUMBA_OPT", "0")  # pynndescent's kernels: LLVM's optimisations off too
     if not missing or os.environ.get("JAXNN_TEST_XLA_FLAG_CHECKED"):
         return
     os.environ["JAXNN_TEST_XLA_FLAG_CHECKED"] = "1"
