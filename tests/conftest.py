@@ -217,10 +217,11 @@ def _compile_for_tests() -> None:
     settings; outside them they compile with every optimisation."""
     os.environ.setdefault("JAXNN_BENCH_QUICK", "1")  # benchmarks run in the tests at their quick sizes
     flags = os.environ.get("XLA_FLAGS", "")
-    missing = [f for f in FAST_COMPILE_XLA_FLAGS if f.split("=")[0] not in flags]
+    names = {f: f.split("=")[0] for f in FAST_COMPILE_XLA_FLAGS}
+    missing = [f for f, name in names.items() if name not in flags]
     if xla_mode() == "default":
         found = [name for name in ("JAX_DISABLE_MOST_OPTIMIZATIONS",) if os.environ.get(name)] + [
-            f.split("=")[0] for f in FAST_COMPILE_XLA_FLAGS if f not in missing]
+            name for f, name in names.items() if f not in missing]
         if found:
             raise pytest.UsageError(f"JAXNN_TEST_XLA=default, but {' and '.join(found)} set in the environment: "
                                     "unset it to test at XLA's default settings")
@@ -230,12 +231,8 @@ def _compile_for_tests() -> None:
     if not missing or os.environ.get("JAXNN_TEST_XLA_FLAG_CHECKED"):
         return
     os.environ["JAXNN_TEST_XLA_FLAG_CHECKED"] = "1"
-    for trial in [missing] + ([[f] for f in missing] if len(missing) > 1 else []):
-        if _xla_knows(flags, trial):
-            flags = " ".join([flags, *trial]).strip()
-            if trial is missing:
-                break
-    os.environ["XLA_FLAGS"] = flags
+    known = missing if _xla_knows(flags, missing) else [f for f in missing if _xla_knows(flags, [f])]
+    os.environ["XLA_FLAGS"] = " ".join([flags, *known]).strip()
 
 
 def _xla_knows(flags: str, extra: list) -> bool:
