@@ -9,8 +9,9 @@ data set is a deterministic function of a fixed seed.
   machine with a GPU is never used silently.  asv sets it from the config's
   matrix in asv-managed environments; with ``--python=same`` export it
   yourself (``JAX_PLATFORMS=cuda`` for the GPU config).
-* ``JAXNN_BENCH_QUICK=1`` shrinks every data set to at most 2000 points and
-  every parameter list to (mostly) one value: the smoke run of
+* ``JAXNN_BENCH_QUICK=1`` shrinks every data set to at most 2000 points,
+  every parameter list to (mostly) one value and every round-robin timing
+  to one round: the smoke run of
   ``tests/test_bench.py``.  Read at import, so it fixes ``params`` too, as
   does ``JAXNN_BENCH_DATASETS=letter,optdigits`` (the named data sets alone).
 * Every timed call ends in ``jax.block_until_ready`` (:func:`block`) before
@@ -167,11 +168,13 @@ def interleaved_times(fns, rounds: int = 3, budget: float = 60.0) -> list:
     """Blocked call times of each of ``fns``, sampled round-robin (so a load
     change on a shared machine hits all of them alike): ``[[seconds, ...], ...]``,
     one list per function, all of the same length — ``rounds`` rounds, or
-    fewer (at least one) once ``budget`` seconds are spent.  Nothing is
-    warmed here: call each function once first if it compiles."""
+    fewer (at least one) once ``budget`` seconds are spent; one round in
+    quick mode (:data:`QUICK`: a smoke run, whose numbers are checked to
+    exist, not compared).  Nothing is warmed here: call each function once
+    first if it compiles."""
     times = [[] for _ in fns]
     start = time.perf_counter()
-    for _ in range(rounds):
+    for _ in range(1 if QUICK else rounds):
         for t, fn in zip(times, fns):
             t.append(timed_block(fn)[1])
         if time.perf_counter() - start > budget:
