@@ -36,7 +36,8 @@ time is the median of its calls.  :class:`Baselines` reports
 from those same rounds (``track_gnnb_fit_ratio_vs_*``; < 1: GNNB fits
 faster), and the default fit's over SGD's and LinearSVC's
 (``track_default_fit_ratio_vs_*``); :class:`FastFitRatio` the same for ``jaxnn_gnnb_fast`` against
-``LinearSVC``.
+``LinearSVC``; :class:`NNDescentDefaultFit` the default fit on an nndescent graph against the same
+fit without the held-out choice and against ``LinearSVC``.
 """
 
 from __future__ import annotations
@@ -242,6 +243,62 @@ class FastFitRatio(Benchmark):
         return cache[name]
 
     track_fast_gnnb_fit_ratio_vs_sklearn_linearsvc.unit = "ratio"
+
+
+class NNDescentDefaultFit(Benchmark):
+    """The default fit on an nndescent graph, ``jaxnn.fit(X, y, k=10,
+    graph_method="nndescent")`` (its held-out choice of temperature,
+    shrinkage and kernel term included: the auxiliary fit's graph from the
+    full graph's candidate lists), against the same fit with
+    ``posterior="link", shrinkage=None`` (no held-out choice) and against
+    ``LinearSVC``: each fitted once first (pynndescent's numba kernels and
+    the jitted loops compile), then all timed round-robin, the same number
+    of times, in one process — median fit time ratios, and the default
+    fit's test accuracy and log loss.  Its own ``setup_cache``, as
+    :class:`FastFitRatio`'s."""
+
+    param_names = ["dataset"]
+    params = (DATASETS,)
+
+    def setup_cache(self):
+        from sklearn.svm import LinearSVC
+
+        out = {}
+        for name in DATASETS:
+            d = dataset(name)
+            fits = [lambda d=d: block(jaxnn.fit(d.X_train, d.y_train, k=K, graph_method="nndescent", seed=SEED)),
+                    lambda d=d: block(jaxnn.fit(d.X_train, d.y_train, k=K, graph_method="nndescent", seed=SEED,
+                                                posterior="link", shrinkage=None)),
+                    lambda d=d: LinearSVC(random_state=SEED).fit(d.X_train, d.y_train)]
+            model = fits[0]()
+            for fit in fits[1:]:
+                fit()
+            P = np.asarray(jaxnn.predict_proba(model, d.X_test), np.float64)
+            labels = np.searchsorted(np.asarray(model.classes), d.y_test)
+            t_default, t_link, t_svc = interleaved_medians(fits, ROUNDS, ROUND_BUDGET)
+            out[name] = {"vs_link": t_default / t_link, "vs_svc": t_default / t_svc,
+                         "accuracy": accuracy(jaxnn.predict(model, d.X_test), d.y_test),
+                         "log_loss": float(-np.mean(np.log(P[np.arange(len(labels)), labels])))}
+        return out
+
+    setup_cache.timeout = 3600.0
+
+    def track_default_fit_ratio_vs_link_fit(self, cache, name):
+        return cache[name]["vs_link"]
+
+    def track_default_fit_ratio_vs_sklearn_linearsvc(self, cache, name):
+        return cache[name]["vs_svc"]
+
+    def track_default_test_accuracy(self, cache, name):
+        return cache[name]["accuracy"]
+
+    def track_default_test_log_loss(self, cache, name):
+        return cache[name]["log_loss"]
+
+    track_default_fit_ratio_vs_link_fit.unit = "ratio"
+    track_default_fit_ratio_vs_sklearn_linearsvc.unit = "ratio"
+    track_default_test_accuracy.unit = "accuracy"
+    track_default_test_log_loss.unit = "nats"
 
 
 class BaselineFolds(FirstCall, Benchmark):

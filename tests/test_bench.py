@@ -77,7 +77,7 @@ def test_asv_check(tmp_path):
 
 #: benchmark classes whose setup_cache compiles pynndescent's numba kernels
 #: (not cached on disk: tens of seconds a process), run in-process apart
-NUMBA_COMPILING = ("NNDescent", "FastFitRatio")
+NUMBA_COMPILING = ("NNDescent", "FastFitRatio", "NNDescentDefaultFit")
 #: benchmark classes with benchmarks that only asv runs (peak memory of a process)
 ASV_ONLY = ("KnnGraph", "MemoryFit", "MemoryPredict")
 

@@ -22,31 +22,36 @@ from jaxnn._src import platforms
 def test_auto_posterior_with_an_nndescent_graph_searches_once(monkeypatch):
     """posterior="auto" with graph_method="nndescent" searches one graph: the
     auxiliary fits on 80 % take theirs, and their scored points' neighbours,
-    from the full graph's rows (graph.subgraph, two hops) — a second
-    nndescent search of 80 % cost nearly what the first did (44 s of a
-    152 s fit of 10⁶ points)."""
+    from the full search's candidate lists (graph.subgraph with the 2k
+    candidates a point nndescent found) — a second nndescent search of 80 %
+    cost nearly what the first did."""
     from jaxnn._src import fitting as fit_mod
 
     seen, derived = [], []
-    real, real_subgraph = fit_mod.knn_graph, fit_mod.subgraph
+    real, real_subgraph = fit_mod.graph_candidates, fit_mod.subgraph
 
-    def spy(X, k, *, method="exact", **kw):
-        seen.append((X.shape[0], method))
+    def spy(X, k, *, method, **kw):
         out = real(X, k, method=method, **kw)
-        derived.append(np.asarray(out.indices))
+        seen.append((X.shape[0], method, out[1], np.asarray(out[0].indices)))
         return out
 
-    monkeypatch.setattr(fit_mod, "knn_graph", spy)
-    monkeypatch.setattr(fit_mod, "subgraph", lambda *a, **kw: derived.append(real_subgraph(*a, **kw)) or derived[-1])
-    X, y = _blobs(m=200, seed=2)
-    jaxnn.fit(X, y, k=5, graph_method="nndescent", seed=4)
-    assert seen == [(200, "nndescent")]
-    full = derived[0]
-    folds = fit_mod.held_out_folds(200, 40, 4)  # cross-fitted: 40 < MIN_SCORED held out
-    assert len(derived) == 1 + 2 * len(folds) == 11
+    def subgraph_spy(*args, **kw):
+        derived.append((kw["candidates"], real_subgraph(*args, **kw)))
+        return derived[-1][1]
+
+    monkeypatch.setattr(fit_mod, "graph_candidates", spy)
+    monkeypatch.setattr(fit_mod, "subgraph", subgraph_spy)
+    m, k = 300, 2  # an 80 % of 240 ≥ 48·k² points: derived from the lists, not searched exactly
+    X, y = _blobs(m=m, seed=2)
+    jaxnn.fit(X, y, k=k, graph_method="nndescent", seed=4)
+    (searched,) = seen
+    assert searched[:2] == (m, "nndescent") and searched[2].shape == (m, 2 * k)
+    folds = fit_mod.held_out_folds(m, m // 5, 4)  # cross-fitted: 60 < MIN_SCORED held out
+    assert len(derived) == 2 * len(folds) == 8
     for f, (tr, val) in enumerate(folds):
-        np.testing.assert_array_equal(derived[1 + 2 * f], real_subgraph(X, full, tr))
-        np.testing.assert_array_equal(derived[2 + 2 * f], real_subgraph(X, full, tr, rows=val))
+        for got, rows in zip(derived[2 * f: 2 * f + 2], (None, val)):
+            assert got[0] is searched[2]
+            np.testing.assert_array_equal(got[1], real_subgraph(X, searched[3], tr, rows=rows, candidates=searched[2]))
 
 
 def test_fit_logs_its_stages_and_their_seconds(caplog):
@@ -413,7 +418,8 @@ def test_auto_posterior_with_given_neighbors_derives_the_auxiliary_graph(monkeyp
     from jaxnn._src import fitting as fit_mod
 
     searches = []
-    monkeypatch.setattr(fit_mod, "knn_graph", lambda *a, **kw: searches.append(a) or graph_mod.knn_graph(*a, **kw))
+    monkeypatch.setattr(fit_mod, "graph_candidates",
+                        lambda *a, **kw: searches.append(a) or graph_mod.graph_candidates(*a, **kw))
     given, rounds = [], []
     real_fit = fit_mod._boosted  # the boosted fit: the main one, then the auxiliary one
 
@@ -438,7 +444,7 @@ def test_auto_posterior_with_given_neighbors_derives_the_auxiliary_graph(monkeyp
     # (done with the scored points' query: graph.graph_and_query)
     given.clear()
     jaxnn.fit(X, y, k=5, seed=3)
-    assert len(given) == 2 and given[0] is None and len(searches) == 1  # knn_graph: the full fit's graph only
+    assert len(given) == 2 and given[0] is None and len(searches) == 1  # the full fit's graph only
     np.testing.assert_array_equal(given[1], np.asarray(graph_mod.knn_graph(X[tr], 5).indices))
     # an approximate full graph is not searched again for the 80 %: derived from it likewise
     given.clear()

@@ -2,6 +2,7 @@
 
 import os
 import sys
+import types
 
 import jax
 import jax.numpy as jnp
@@ -468,6 +469,39 @@ def test_subgraph_finds_other_points_neighbours_among_the_kept_ones(m, d, k, two
     np.testing.assert_array_equal(got0, np.asarray(jaxnn.knn_query(X[lone_keep], X[:1], k).indices))
 
 
+def test_subgraph_from_candidate_lists_takes_each_lists_first_kept_points(two_hops):
+    """``candidates=``: each row's first k kept points of its own candidate
+    list, in its order (−1 entries skipped), for the kept points and for
+    ``rows=``; a row with fewer than k kept candidates gets its exact
+    neighbours among the kept points; too short lists are refused."""
+    from jaxnn._src.graph import subgraph
+
+    m, k = 300, 5
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(m, 3)).astype(np.float32)
+    nb = np.asarray(jaxnn.knn_graph(X, k).indices)
+    cand = np.asarray(jaxnn.knn_graph(X, 2 * k).indices)[:, ::-1].copy()  # any order: the list's is kept
+    cand[::7, 3] = -1  # unfilled entries
+    perm = rng.permutation(m)
+    keep, held = perm[:240], perm[240:]
+    cand[keep[0], :] = np.concatenate([held[:8], [-1, keep[1]]])  # one kept candidate: searched exactly
+    pos = {int(g): r for r, g in enumerate(keep)}
+    for rows in (None, held):
+        targets = keep if rows is None else rows
+        want = [[pos[int(c)] for c in cand[g] if c >= 0 and int(c) in pos][:k] for g in targets]
+        short = [r for r, w in enumerate(want) if len(w) < k]
+        assert rows is not None or 0 in short
+        exact = (np.asarray(jaxnn.knn_graph(X[keep], k).indices) if rows is None
+                 else np.asarray(jaxnn.knn_query(X[keep], X[held], k).indices))
+        for r in short:
+            want[r] = list(exact[r])
+        got = subgraph(X, nb, keep, rows=rows, candidates=cand)
+        assert got.shape == (targets.size, k) and got.dtype == np.int32
+        np.testing.assert_array_equal(got, np.array(want))
+    with pytest.raises(ValueError, match="candidates"):
+        subgraph(X, nb, keep, candidates=cand[:, :k - 1])
+
+
 def test_subgraph_falls_back_to_an_exact_search_for_isolated_rows(two_hops):
     """A kept point none of whose two-hop neighbours is kept gets its exact
     neighbours among the kept points."""
@@ -664,17 +698,22 @@ def test_nndescent_drops_self_by_index_and_repairs_unfilled_rows(monkeypatch):
     """The wrapper asks pynndescent for candidates + 1 neighbours, drops each
     point itself by index (not column 0: a duplicate may come first), keeps the
     k nearest, and searches exactly the rows pynndescent left unfilled."""
-    import pynndescent
-
     from jaxnn._src import graph
 
-    monkeypatch.setattr(pynndescent, "NNDescent", _FakeNNDescent)
+    # the fake in place of the module: importing pynndescent compiles numba kernels for tens of
+    # seconds, which the tests marked xdist_group("nndescent") pay on their worker alone
+    monkeypatch.setitem(sys.modules, "pynndescent", types.SimpleNamespace(NNDescent=_FakeNNDescent))
     _FakeNNDescent.built.clear()
     X = _data(m=40, d=3, seed=2)
     X[1] = X[0]  # a duplicate pair
     k = 4
-    nb, index = graph.nndescent_index(X, k, 0, 6, 1)
+    nb, index, candidates = graph.nndescent_index(X, k, 0, 6, 1)
     assert _FakeNNDescent.built == [7]
+    # every row's 6 candidates, self dropped by index, in order; row 5's unfilled ones −1
+    raw = index.neighbor_graph[0]
+    for i in range(X.shape[0]):
+        np.testing.assert_array_equal(candidates[i], [j for j in raw[i] if j != i][:6])
+    assert (candidates[5, 2:] == -1).all() and (candidates[np.arange(40) != 5] >= 0).all()
     want = np.asarray(jaxnn.knn_graph(X, k).indices)
     np.testing.assert_array_equal(np.asarray(nb.indices), want)
     assert np.asarray(nb.indices)[0, 0] == 1 and np.asarray(nb.indices)[1, 0] == 0

@@ -22,6 +22,9 @@ tests/reference.py holds an independent float64 NumPy copy of the formulas.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -345,6 +348,19 @@ def common_leverage(H, k: int) -> float:
     return scale / k if scale > 0 else 1.0
 
 
+def in_threads(fn, items) -> list:
+    """``[fn(x) for x in items]``, evaluated on up to one thread a core:
+    the held-out choice's grid points are independent NumPy work, which
+    releases the GIL on arrays of this size (the same numbers, in the same
+    order, as the loop)."""
+    items = list(items)
+    workers = min(len(items), os.cpu_count() or 1)
+    if workers <= 1:
+        return [fn(x) for x in items]
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(fn, items))
+
+
 def fit_shrinkage(H, V, k: int, target, multilabel: bool, weights=None, shrinkages=SHRINKAGES) -> tuple:
     """(T, s, ā) of least held-out log loss of the calibrated posteriors on
     the scores (1 − s)·H + s·ā·V of the shrunk rule (:func:`jaxnn._src.leverage.shrunk_leverage`):
@@ -355,12 +371,12 @@ def fit_shrinkage(H, V, k: int, target, multilabel: bool, weights=None, shrinkag
     :func:`best_temperature` for each.  At small k boosting's leverages are
     estimated from one to three reciprocal neighbours each, and held-out
     data often prefer them shrunk (docs/guide/posteriors.md).  NumPy,
-    deterministic."""
+    deterministic (the shrinkages on threads: :func:`in_threads`)."""
     H, V = np.asarray(H, np.float64), np.asarray(V, np.float64)
     common = common_leverage(H, k)
+    fits = in_threads(lambda s: best_temperature(shrunk_scores(H, V, s, common), target, multilabel, weights), shrinkages)
     best = None
-    for s in shrinkages:
-        T, loss = best_temperature(shrunk_scores(H, V, s, common), target, multilabel, weights)
+    for s, (T, loss) in zip(shrinkages, fits):
         if best is None or loss < best[0]:
             best = (loss, T, float(s))
     return best[1], best[2], common
@@ -398,17 +414,18 @@ def fit_kernel_term(S, top, D, neighbour_labels, target, weights=None) -> tuple:
     (:func:`best_temperature` with ``coarse``), on the first rows,
     :data:`KERNEL_FIT_ENTRIES` scores — and T fit on all rows for that
     pair; (T, 0, 0) unless some w > 0 has a smaller loss than w = 0.
-    Single-label.  NumPy, deterministic."""
+    Single-label.  NumPy, deterministic (the pairs on threads: :func:`in_threads`)."""
     part = slice(0, max(1, KERNEL_FIT_ENTRIES // S.shape[1]))
     Sp, topp, targetp = S[part], top[part], target[part]
     weightsp = None if weights is None else weights[part]
     best = (best_temperature(Sp, targetp, False, weightsp, coarse=True)[1], 0.0, 0.0)
-    for b in KERNEL_BANDWIDTHS:
-        log_votes = kernel_log_votes(D[part], neighbour_labels[part], b)
-        for w in KERNEL_WEIGHTS:
-            loss = best_temperature(Sp, targetp, False, weightsp, w * log_votes, topp, coarse=True)[1]
-            if loss < best[0]:
-                best = (loss, float(w), float(b))
+    log_votes = {b: kernel_log_votes(D[part], neighbour_labels[part], b) for b in KERNEL_BANDWIDTHS}
+    pairs = [(b, w) for b in KERNEL_BANDWIDTHS for w in KERNEL_WEIGHTS]
+    losses = in_threads(lambda bw: best_temperature(Sp, targetp, False, weightsp, bw[1] * log_votes[bw[0]], topp,
+                                                    coarse=True)[1], pairs)
+    for (b, w), loss in zip(pairs, losses):
+        if loss < best[0]:
+            best = (loss, float(w), float(b))
     _, w, b = best
     if w == 0:
         return best_temperature(S, target, False, weights)[0], 0.0, 0.0

@@ -24,7 +24,7 @@ from jaxnn._src import losses as losses_mod
 from jaxnn._src import boost_runs, multihost
 from jaxnn._src.calibration import (SHRINKAGES, calibrated_log_probs, fit_kernel_term, fit_shrinkage, fit_temperature,
                                     kernel_log_votes, posterior_scores, shrunk_scores, targets)
-from jaxnn._src.graph import graph_and_query, knn_graph, subgraph
+from jaxnn._src.graph import graph_and_query, graph_candidates, subgraph
 from jaxnn._src.inputs import (as_points, check_neighbors, compute_dtype, encode_labels, label_rows, points_of_parts,
                                sample_weights, training_points)
 from jaxnn._src.leverage import shrunk_leverage, unreached_leverage
@@ -276,7 +276,8 @@ class FoldArgs(NamedTuple):
 
     data: FitData  #: the main fit's data
     spec: FitSpec  #: the main fit's settings, ``like`` its padded shapes (the auxiliary fits reuse them)
-    graph: Any  #: the main fit's (m, k) graph when the caller gave one (the auxiliary graphs derive from it), or None
+    graph: Any  #: the main fit's (m, k) graph when the auxiliary graphs derive from it, or None
+    candidates: Any  #: the main fit's (m, c ≥ k) candidate lists (nndescent's), or None: two hops through ``graph``
     kernel: bool  #: whether the scores carry the kernel term's parts (the program the main model will run)
 
 
@@ -284,16 +285,16 @@ def _fit(data: FitData, spec: FitSpec) -> Model:
     """:func:`fit` once its settings are checked: the boosted model
     (:func:`_boosted`), then the ``posterior``'s mix or the held-out choice
     of T, s and the kernel term (:func:`_choose_posterior`) applied to it."""
-    model, nbrs, shapes = _boosted(data, spec)
+    model, nbrs, shapes, candidates = _boosted(data, spec)
     mix = {"link": 0.0, "votes": 1.0}.get(spec.posterior)
     if mix is not None and not spec.shrink:
         return dataclasses.replace(model, posterior_mix=mix)
     kernel = mix is None and takes_kernel_term(data.multilabel, model.n_classes)
-    # the 80 % fit's graph: derived (two hops) from the full graph when it is not exact —
+    # the 80 % fit's graph: derived from the full graph (its candidate lists, else two hops) when it is not exact —
     # the caller's (jaxnn cannot repeat their search) or an approximate search's, whose
     # second search of 80 % would cost nearly what the first did
     derive = data.graph is not None or spec.graph_method != "exact"
-    args = FoldArgs(data, spec._replace(trace=False, like=shapes), nbrs if derive else None, kernel)
+    args = FoldArgs(data, spec._replace(trace=False, like=shapes), nbrs if derive else None, candidates, kernel)
     choice = _choose_posterior(_fold_scores, args, data, spec, kernel=kernel,
                                in_sample=lambda: held_out_scores(model, data.X, found=nbrs))
     posterior_fields = {} if mix is not None else dict(  # the held-out fit was made for s alone
@@ -302,22 +303,31 @@ def _fit(data: FitData, spec: FitSpec) -> Model:
                                posterior_mix=mix or 0.0, leverage_shrinkage=choice.shrinkage, **posterior_fields)
 
 
-def _boosted(data: FitData, spec: FitSpec) -> tuple:
-    """(the boosted :class:`Model` of ``data`` under ``spec`` — its link
-    posteriors, boosting's α with the unreached examples' filled —, its
-    (m, k) host graph, the padded shapes its search and boosting ran at):
-    the graph (``data.graph`` checked, or searched by ``spec.graph_method``)
-    and :func:`boost_runs.run` as ``spec.plan`` says."""
+class Boosted(NamedTuple):
+    """What :func:`_boosted` made."""
+
+    model: Model  #: link posteriors, boosting's α with the unreached examples' filled
+    graph: np.ndarray  #: the (m, k) host graph it boosted on
+    shapes: Any  #: the padded shapes its search and boosting ran at
+    candidates: Optional[np.ndarray]  #: the search's (m, c ≥ k) candidate lists (nndescent's), or None
+
+
+def _boosted(data: FitData, spec: FitSpec) -> Boosted:
+    """The boosted model of ``data`` under ``spec``: the graph (``data.graph``
+    checked, or searched by ``spec.graph_method``) and :func:`boost_runs.run`
+    as ``spec.plan`` says."""
     Xa, k = data.X, spec.k
     m = Xa.shape[0]
     devices = spec.plan.devices
     dtype = compute_dtype(Xa)
     Xj, origin = training_points(Xa, dtype)
+    candidates = None
     if data.graph is None:
         graph_devices = devices if spec.graph_method in ("exact", "approx") else None
-        nbrs = logged(f"fit: {spec.graph_method} {k}-NN graph of {m} points in {Xa.shape[1]} dimensions",
-                      lambda: np.asarray(knn_graph(Xj, k, method=spec.graph_method, seed=spec.seed,
-                                                   devices=graph_devices).indices))
+        found, candidates = logged(f"fit: {spec.graph_method} {k}-NN graph of {m} points in {Xa.shape[1]} dimensions",
+                                   lambda: graph_candidates(Xj, k, method=spec.graph_method, seed=spec.seed,
+                                                            devices=graph_devices))
+        nbrs = np.asarray(found.indices)
     else:
         nbrs = check_neighbors(data.graph, m, k, rows=m)
     Y = to_device(data.Y, dtype)  # cast on the host: nothing compiles per m
@@ -335,7 +345,7 @@ def _boosted(data: FitData, spec: FitSpec) -> tuple:
     alpha = unreached_leverage(result.alpha, data.Y, nbrs, data.weights)
     model = Model(alpha, Xj, Y, result.trace, data.classes, k, loss_obj, algo, data.multilabel, rounds=rounds,
                   origin=origin)
-    return model, nbrs, shapes
+    return Boosted(model, nbrs, shapes, candidates)
 
 
 def _given_passes(rounds, m: int) -> int:
@@ -491,22 +501,26 @@ def _fold_scores(fold: tuple, args: FoldArgs) -> HeldOutScores:
     the points ``tr`` (``fold = (tr, val)``, host index arrays), ``args``
     a :class:`FoldArgs`.  The auxiliary graph and the scored points'
     neighbours among ``tr`` are derived from ``args.graph``
-    (:func:`graph.subgraph`: two hops through the full graph) or found by
+    (:func:`graph.subgraph`: the kept points of each row's candidate list
+    where the search kept one, ``args.candidates``, else two hops through
+    the full graph) or found by
     one exact search (:func:`graph.graph_and_query`: one compilation, not
     two); the
     auxiliary fit is ``spec._replace(...)`` with rounds scaled to the
     sample, on the sample weights of ``tr`` scaled to mean 1."""
     tr, val = fold
-    data, spec, graph, kernel = args
+    data, spec, graph, candidates, kernel = args
     X, k, like = data.X, spec.k, spec.like
     m = X.shape[0]
     scored = "" if val.size == m - tr.size else f"{val.size} of "
     logger.info("fit: held-out choice: auxiliary fit on %d points, scored on %sthe other %d", tr.size, scored,
                 m - tr.size)
-    if graph is not None:  # the 80 %'s graph and the scored points' neighbours among them: two hops
+    if graph is not None:  # the 80 %'s graph and the scored points' neighbours among them, from the full graph's
+        how = "two hops" if candidates is None else f"its {candidates.shape[1]} candidates a point"
         aux_graph, val_neighbors = logged(
             f"fit: held-out choice: {k}-NN graph of the {tr.size} points and of the {val.size} scored among them "
-            "from the full graph (two hops)", lambda: (subgraph(X, graph, tr), subgraph(X, graph, tr, rows=val)))
+            f"from the full graph ({how})",
+            lambda: (subgraph(X, graph, tr, candidates=candidates), subgraph(X, graph, tr, rows=val, candidates=candidates)))
     else:  # an exact full graph: the 80 %'s graph and the scored points' neighbours by one search and program
         aux_graph, val_neighbors = logged(
             f"fit: held-out choice: exact {k}-NN graph of the {tr.size} points and of the {val.size} scored among them",
@@ -518,7 +532,7 @@ def _fold_scores(fold: tuple, args: FoldArgs) -> HeldOutScores:
     rounds = max(1, int(round(spec.rounds * tr.size / m)))
     aux_plan = make_plan(tr.size, aux_data.Y.shape[1], rounds, devices=spec.plan.devices, like=spec.plan,
                          weighted=weights is not None)
-    aux, _, _ = _boosted(aux_data, spec._replace(plan=aux_plan, rounds=rounds))
+    aux = _boosted(aux_data, spec._replace(plan=aux_plan, rounds=rounds)).model
     return held_out_scores(aux, X[val], found=val_neighbors, rows=None if like is None else like.rows, kernel=kernel)
 
 

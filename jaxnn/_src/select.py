@@ -19,7 +19,7 @@ from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
 from jaxnn._src import boost_runs, programs, sharding
 from jaxnn._src.calibration import common_leverage, shrinkages_of, shrunk_scores
-from jaxnn._src.graph import graph_and_query, knn_graph, knn_query, nndescent_index, nndescent_query
+from jaxnn._src.graph import default_candidates, graph_and_query, knn_graph, knn_query, nndescent_index, nndescent_query
 from jaxnn._src.inputs import as_points, compute_dtype, encode_labels, label_rows, points_of_parts
 from jaxnn._src.params import check
 from jaxnn._src.plan import make_plan
@@ -275,8 +275,8 @@ def _searched(X_tr, X_va, k_max: int, graph_method: str, seed: int, devices):
     held-out points in it), host arrays, nearest first: prefixes are the
     k-NN graphs of the smaller ks."""
     if graph_method == "nndescent":
-        graph, index = nndescent_index(X_tr, k_max, seed, 2 * k_max, 1)
-        graph, query = graph.indices, nndescent_query(index, X_tr, X_va, k_max).indices
+        found = nndescent_index(X_tr, k_max, seed, default_candidates(k_max), 1)
+        graph, query = found.neighbors.indices, nndescent_query(found.index, X_tr, X_va, k_max).indices
     elif graph_method == "exact":  # one search, one compilation (graph.graph_and_query)
         # exactly k_max neighbours: the candidate ks share this search already; a shared_k(k_max) search
         # (64 for 50) would only find neighbours that no candidate uses
