@@ -6,7 +6,8 @@
   ‖x‖² − 2x·x' + ‖x'‖², then a partial selection), memory bounded by
   ``block_size`` rows × m columns; ``method="nndescent"`` uses pynndescent.
 * :func:`knn_query` — neighbours of new points among the training points.
-* :func:`subgraph` — the graph of a subset, derived from the whole set's (two hops).
+* :func:`subgraph` — the graph of a subset, derived from the whole set's (each
+  point's kept candidates where a search kept its candidate lists, else two hops).
 
 Inverse neighbourhoods are in :mod:`jaxnn._src.inverse`, the padded sizes
 the searches share in :mod:`jaxnn._src.shared_sizes`.
