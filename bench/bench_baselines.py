@@ -90,11 +90,17 @@ def _fast_fit(d):
     return fast
 
 
+def _linearsvc_fit(d):
+    """``LinearSVC``'s fit on data ``d``, as a callable."""
+    from sklearn.svm import LinearSVC
+
+    return lambda: LinearSVC(random_state=SEED).fit(d.X_train, d.y_train)
+
+
 def _contenders(d, fast: bool) -> dict:
     """{method: (fit callable returning a model, predict(model, X))} on data ``d``."""
     from sklearn.linear_model import SGDClassifier
     from sklearn.neighbors import KNeighborsClassifier
-    from sklearn.svm import LinearSVC
 
     out = {"jaxnn_default": (lambda: jaxnn.fit(d.X_train, d.y_train, k=K), jaxnn.predict)}
     for algorithm in JAXNN_ALGORITHMS:
@@ -110,7 +116,7 @@ def _contenders(d, fast: bool) -> dict:
     sk_predict = lambda est, X: est.predict(X)  # noqa: E731
     out["sklearn_sgd"] = (lambda: SGDClassifier(loss="log_loss", random_state=SEED).fit(d.X_train, d.y_train),
                           sk_predict)
-    out["sklearn_linearsvc"] = (lambda: LinearSVC(random_state=SEED).fit(d.X_train, d.y_train), sk_predict)
+    out["sklearn_linearsvc"] = (_linearsvc_fit(d), sk_predict)
     out["sklearn_knn"] = (lambda: KNeighborsClassifier(n_neighbors=K, algorithm="brute").fit(d.X_train, d.y_train),
                           sk_predict)
     return out
@@ -226,16 +232,14 @@ class FastFitRatio(Benchmark):
     params = (DATASETS,)
 
     def setup_cache(self):
-        from sklearn.svm import LinearSVC
+        return {name: self.ratio(dataset(name)) for name in DATASETS}
 
-        out = {}
-        for name in DATASETS:
-            d = dataset(name)
-            fast, svc = _fast_fit(d), lambda d=d: LinearSVC(random_state=SEED).fit(d.X_train, d.y_train)
-            fast(), svc()
-            t_fast, t_svc = interleaved_medians([fast, svc], ROUNDS, ROUND_BUDGET)
-            out[name] = t_fast / t_svc
-        return out
+    @staticmethod
+    def ratio(d) -> float:
+        fast, svc = _fast_fit(d), _linearsvc_fit(d)
+        fast(), svc()
+        t_fast, t_svc = interleaved_medians([fast, svc], ROUNDS, ROUND_BUDGET)
+        return t_fast / t_svc
 
     setup_cache.timeout = 3600.0
 
@@ -261,25 +265,23 @@ class NNDescentDefaultFit(Benchmark):
     params = (DATASETS,)
 
     def setup_cache(self):
-        from sklearn.svm import LinearSVC
+        return {name: self.measure(dataset(name)) for name in DATASETS}
 
-        out = {}
-        for name in DATASETS:
-            d = dataset(name)
-            fits = [lambda d=d: block(jaxnn.fit(d.X_train, d.y_train, k=K, graph_method="nndescent", seed=SEED)),
-                    lambda d=d: block(jaxnn.fit(d.X_train, d.y_train, k=K, graph_method="nndescent", seed=SEED,
-                                                posterior="link", shrinkage=None)),
-                    lambda d=d: LinearSVC(random_state=SEED).fit(d.X_train, d.y_train)]
-            model = fits[0]()
-            for fit in fits[1:]:
-                fit()
-            P = np.asarray(jaxnn.predict_proba(model, d.X_test), np.float64)
-            labels = np.searchsorted(np.asarray(model.classes), d.y_test)
-            t_default, t_link, t_svc = interleaved_medians(fits, ROUNDS, ROUND_BUDGET)
-            out[name] = {"vs_link": t_default / t_link, "vs_svc": t_default / t_svc,
-                         "accuracy": accuracy(jaxnn.predict(model, d.X_test), d.y_test),
-                         "log_loss": float(-np.mean(np.log(P[np.arange(len(labels)), labels])))}
-        return out
+    @staticmethod
+    def measure(d) -> dict:
+        fits = [lambda: block(jaxnn.fit(d.X_train, d.y_train, k=K, graph_method="nndescent", seed=SEED)),
+                lambda: block(jaxnn.fit(d.X_train, d.y_train, k=K, graph_method="nndescent", seed=SEED,
+                                        posterior="link", shrinkage=None)),
+                _linearsvc_fit(d)]
+        model = fits[0]()
+        for fit in fits[1:]:
+            fit()
+        P = np.asarray(jaxnn.predict_proba(model, d.X_test), np.float64)
+        labels = np.searchsorted(np.asarray(model.classes), d.y_test)
+        t_default, t_link, t_svc = interleaved_medians(fits, ROUNDS, ROUND_BUDGET)
+        return {"vs_link": t_default / t_link, "vs_svc": t_default / t_svc,
+                "accuracy": accuracy(jaxnn.predict(model, d.X_test), d.y_test),
+                "log_loss": float(-np.mean(np.log(P[np.arange(len(labels)), labels])))}
 
     setup_cache.timeout = 3600.0
 

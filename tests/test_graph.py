@@ -471,7 +471,7 @@ def test_subgraph_finds_other_points_neighbours_among_the_kept_ones(m, d, k, two
 
 def test_subgraph_from_candidate_lists_takes_each_lists_first_kept_points(two_hops):
     """``candidates=``: each row's first k kept points of its own candidate
-    list, in its order (−1 entries skipped), for the kept points and for
+    list, in its order (−1 entries and the row itself skipped), for the kept points and for
     ``rows=``; a row with fewer than k kept candidates gets its exact
     neighbours among the kept points; too short lists are refused."""
     from jaxnn._src.graph import subgraph
@@ -485,10 +485,11 @@ def test_subgraph_from_candidate_lists_takes_each_lists_first_kept_points(two_ho
     perm = rng.permutation(m)
     keep, held = perm[:240], perm[240:]
     cand[keep[0], :] = np.concatenate([held[:8], [-1, keep[1]]])  # one kept candidate: searched exactly
+    cand[keep[2], 0] = keep[2]  # a row's own index: skipped
     pos = {int(g): r for r, g in enumerate(keep)}
     for rows in (None, held):
         targets = keep if rows is None else rows
-        want = [[pos[int(c)] for c in cand[g] if c >= 0 and int(c) in pos][:k] for g in targets]
+        want = [[pos[int(c)] for c in cand[g] if c >= 0 and c != g and int(c) in pos][:k] for g in targets]
         short = [r for r, w in enumerate(want) if len(w) < k]
         assert rows is not None or 0 in short
         exact = (np.asarray(jaxnn.knn_graph(X[keep], k).indices) if rows is None

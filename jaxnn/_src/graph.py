@@ -419,7 +419,7 @@ def subgraph(X, neighbors, keep, rows=None, candidates=None) -> np.ndarray:
         two hops, a row with fewer than k an exact query among ``X[keep]``.
         None: the kept points themselves.
       candidates: (m, c ≥ k) indices into X, each row nearest first, −1
-        where unfilled (self excluded), or None: two hops.
+        where unfilled (a row's own index is skipped), or None: two hops.
 
     Returns:
       (n, k) int32 neighbour indices into ``keep`` (row r: the neighbours of
@@ -462,7 +462,7 @@ def _kept_candidates(candidates: np.ndarray, pos: np.ndarray, targets: np.ndarra
     if candidates.ndim != 2 or candidates.shape[1] < k:
         raise ValueError(f"candidates must be an (m, c) array with c >= k={k}, got shape {candidates.shape}")
     cand = candidates[targets]
-    kept = np.where(cand >= 0, pos[np.maximum(cand, 0)], -1)
+    kept = np.where((cand >= 0) & (cand != targets[:, None]), pos[np.maximum(cand, 0)], -1)  # never itself
     first = np.argsort(kept < 0, axis=1, kind="stable")[:, :k]  # the kept ones first, in the list's order
     result = np.take_along_axis(kept, first, axis=1)
     return result, result[:, -1] >= 0
