@@ -124,6 +124,17 @@ def knn_graph(
     Returns:
       :class:`Neighbors` with ``indices`` (m, k) int32 and ``distances`` (m, k).
     """
+    return graph_candidates(X, k, method=method, block_size=block_size, seed=seed, candidates=candidates,
+                            n_jobs=n_jobs, n_trees=n_trees, n_iters=n_iters, devices=devices,
+                            recall_target=recall_target)[0]
+
+
+def graph_candidates(X, k: int, *, method: str = "exact", block_size: int | None = None, seed: int = 0,
+                     candidates: int | None = None, n_jobs: int = 1, n_trees: int | None = None,
+                     n_iters: int | None = None, devices=None, recall_target: float = 0.95) -> tuple:
+    """(:func:`knn_graph` with the same arguments, every row's whole candidate
+    list — nndescent's, :class:`NNDescentGraph` — or None for the other
+    methods): for :func:`subgraph` to derive the graph of a subset from."""
     (X,) = float32_ready(check_points(X, "X"))
     m = X.shape[0]
     k = _check_k(k, m, exclude_self=True)
@@ -143,7 +154,8 @@ def knn_graph(
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
                 raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
         options = {name: int(v) for name, v in (("n_trees", n_trees), ("n_iters", n_iters)) if v is not None}
-        return nndescent_index(np.asarray(X), k, seed, int(candidates), int(n_jobs), **options).neighbors
+        found = nndescent_index(np.asarray(X), k, seed, int(candidates), int(n_jobs), **options)
+        return found.neighbors, found.candidates
     for name, value in (("candidates", candidates), ("n_trees", n_trees), ("n_iters", n_iters)):
         if value is not None:
             raise ValueError(f"{name} applies to method='nndescent' only")
@@ -158,9 +170,9 @@ def knn_graph(
     _warn_if_slow(m, m, platform, f"knn_graph of {m} points",
                   "method='nndescent' (fit's graph_method=) is approximate and much faster at this size")
     if method == "exact" and devices is None and multihost.joined():  # every process searches its slice of rows
-        return Neighbors(*(to_device(a) for a in _rows_across_processes(X, X, k, block_rows(m, block_size, platform))))
+        return Neighbors(*(to_device(a) for a in _rows_across_processes(X, X, k, block_rows(m, block_size, platform)))), None
     idx, dist = blocked_topk(Xf, Xf, k, block_rows(m, block_size, platform), True, devices, target)
-    return Neighbors(*first_rows((idx, dist), m))
+    return Neighbors(*first_rows((idx, dist), m)), None
 
 
 def _rows_across_processes(Q, X, k: int, block: int, **kw) -> tuple:
@@ -328,19 +340,6 @@ def nndescent_index(X: np.ndarray, k: int, seed: int, candidates: int, n_jobs: i
     if bad.size:  # repair rows nndescent could not fill, with an exact search
         idx[bad], dist[bad] = _exact_rows(jnp.asarray(X), bad, k)
     return NNDescentGraph(Neighbors(to_device(idx, np.int32), to_device(dist)), index, found)
-
-
-def graph_candidates(X, k: int, *, method: str, seed: int, devices=None) -> tuple:
-    """(``knn_graph(X, k, method=method, seed=seed, devices=devices)``, every
-    row's candidates — nndescent's whole list, :class:`NNDescentGraph` —,
-    or None for the other methods): for :func:`subgraph` to derive the graph
-    of a subset from, at the default options."""
-    if method != "nndescent":
-        return knn_graph(X, k, method=method, seed=seed, devices=devices), None
-    (X,) = float32_ready(check_points(X, "X"))
-    k = _check_k(k, X.shape[0], exclude_self=True)
-    found = nndescent_index(np.asarray(X), k, seed, default_candidates(k), 1)
-    return found.neighbors, found.candidates
 
 
 def nndescent_query(index, X_train, X_query, k: int) -> Neighbors:
