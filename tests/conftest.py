@@ -33,7 +33,8 @@ Compilation
   each program's machine code generated in one piece
   (:data:`FAST_COMPILE_XLA_FLAGS` in ``XLA_FLAGS``, where this jaxlib knows
   the flags), and pynndescent's numba kernels compiled unoptimised
-  (``NUMBA_OPT=0``), unless set otherwise, inherited by the subprocesses tests start:
+  (``NUMBA_OPT=0``, cached in :data:`NUMBA_TEST_CACHE_DIR`, not in pynndescent's own
+  cache, which users' processes load), unless set otherwise, inherited by the subprocesses tests start:
   most tests check results, and compiling is most of their time;
 * ``default``: XLA's default settings, the programs users run.  The run
   refuses to start if a fast-compile setting is in the environment.
@@ -188,6 +189,10 @@ def _compilation_cache_dir() -> str | None:
 #: pytest-xdist workers already fill two cores)
 FAST_COMPILE_XLA_FLAGS = ("--xla_cpu_use_fusion_emitters=false", "--xla_cpu_parallel_codegen_split_count=1")
 
+#: where numba caches the kernels it compiles unoptimised for the tests (``NUMBA_OPT=0``): not
+#: beside the installed packages' sources (pynndescent's), whose cache every later process loads
+NUMBA_TEST_CACHE_DIR = str(ROOT / ".pytest_cache" / "numba-cache")
+
 #: the settings the tests compile with (``JAXNN_TEST_XLA``): see the module's docstring
 XLA_MODES = ("fast", "default")
 
@@ -227,7 +232,9 @@ def _compile_for_tests() -> None:
                                     "unset it to test at XLA's default settings")
         return
     os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
-    os.environ.setdefault("NUMBA_OPT", "0")  # pynndescent's kernels: LLVM's optimisations off too
+    os.environ.setdefault("NUMBA_OPT", "0")  # pynndescent's kernels: LLVM's optimisations off too, and
+    if os.environ["NUMBA_OPT"] == "0":  # kept in a cache of the tests' own: numba keys its on-disk
+        os.environ.setdefault("NUMBA_CACHE_DIR", NUMBA_TEST_CACHE_DIR)  # cache by signature and CPU, not by NUMBA_OPT
     if not missing or os.environ.get("JAXNN_TEST_XLA_FLAG_CHECKED"):
         return
     os.environ["JAXNN_TEST_XLA_FLAG_CHECKED"] = "1"

@@ -1,6 +1,7 @@
 """Neighbour graphs: exact blocked search vs scikit-learn, ties, nndescent, inverse lists."""
 
 import os
+import pathlib
 import sys
 import types
 
@@ -90,6 +91,36 @@ def test_nndescent_effort_options_reach_pynndescent():
         return np.mean(np.any(g[:, :, None] == idx[:, None, 1:], axis=2))
 
     assert recall(n_trees=1, n_iters=1) < recall() - 0.05
+
+
+@NNDESCENT
+def test_nndescent_on_threads_gives_one_graph_run_to_run():
+    """pynndescent splits its work by thread count: two threads (the default
+    uses every core) give the same graph and candidate lists each time."""
+    from jaxnn._src import graph
+
+    X = _data(m=1500, d=24)
+    first, again = (jaxnn.knn_graph(X, 10, method="nndescent", n_jobs=2, seed=3) for _ in range(2))
+    np.testing.assert_array_equal(np.asarray(first.indices), np.asarray(again.indices))
+    np.testing.assert_array_equal(np.asarray(first.distances), np.asarray(again.distances))
+    lists = [graph.nndescent_index(X, 10, 3, 20, 2).candidates for _ in range(2)]
+    np.testing.assert_array_equal(*lists)
+
+
+def test_kernels_compiled_unoptimised_stay_out_of_pynndescents_cache():
+    """Where the tests compile numba's kernels unoptimised (``NUMBA_OPT=0``),
+    numba caches them in a folder of the tests' own: its cache key does not
+    see the optimisation level, and every later process on the machine
+    loads what pynndescent's own cache holds."""
+    import importlib.util
+
+    import numba
+
+    if numba.config.OPT != 0:
+        pytest.skip("numba compiles optimised kernels in this run: its own cache is theirs")
+    package = pathlib.Path(importlib.util.find_spec("pynndescent").origin).parent
+    cache = pathlib.Path(numba.config.CACHE_DIR).resolve()
+    assert numba.config.CACHE_DIR and package.resolve() not in (cache, *cache.parents), cache
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -675,10 +706,12 @@ class _FakeNNDescent:
     queries leave row 2 unfilled."""
 
     built = []
+    jobs = []
 
     def __init__(self, X, n_neighbors, random_state, n_jobs, **options):
         self.X = np.asarray(X, np.float64)
         self.built.append(n_neighbors)
+        self.jobs.append(n_jobs)
         d2 = ((self.X[:, None] - self.X[None]) ** 2).sum(-1)
         np.fill_diagonal(d2, -1.0)  # self first ...
         idx = np.argsort(d2, axis=1, kind="stable")[:, :n_neighbors]
@@ -718,6 +751,9 @@ def test_nndescent_drops_self_by_index_and_repairs_unfilled_rows(monkeypatch):
     want = np.asarray(jaxnn.knn_graph(X, k).indices)
     np.testing.assert_array_equal(np.asarray(nb.indices), want)
     assert np.asarray(nb.indices)[0, 0] == 1 and np.asarray(nb.indices)[1, 0] == 0
+    _FakeNNDescent.jobs.clear()
+    jaxnn.knn_graph(X, k, method="nndescent")
+    assert _FakeNNDescent.jobs == [-1]  # every core by default
     Q = X[:6] + np.float32(0.01)
     q = graph.nndescent_query(index, X, Q, k)
     np.testing.assert_array_equal(np.asarray(q.indices), np.asarray(jaxnn.knn_query(X, Q, k).indices))

@@ -80,7 +80,7 @@ def knn_graph(
     block_size: int | None = None,
     seed: int = 0,
     candidates: int | None = None,
-    n_jobs: int = 1,
+    n_jobs: int = -1,
     n_trees: int | None = None,
     n_iters: int | None = None,
     devices=None,
@@ -106,8 +106,10 @@ def knn_graph(
         benchmarks (d = 64 / 128): k + 1 → 0.57 / 0.59, 2k → 0.83 / 0.86,
         3k → 0.93 / 0.955, 4k → 0.965 / 0.984, the time growing about in
         proportion to the candidates.
-      n_jobs: nndescent only — pynndescent's threads (−1: all cores); 1, the
-        default, is reproducible run to run, more threads may not be.
+      n_jobs: nndescent only — pynndescent's threads: −1 (the default)
+        every core, or a count.  pynndescent splits its work by the number
+        of threads, so a seed gives the same graph run to run with the same
+        count; ``n_jobs=1`` gives the same graph on every machine.
       n_trees, n_iters: nndescent only — pynndescent's random-projection
         trees of its initial graph and its NN-descent rounds (None: its
         defaults, 21 and 17 at m = 10⁵).  Fewer trade recall for time; on
@@ -130,7 +132,7 @@ def knn_graph(
 
 
 def graph_candidates(X, k: int, *, method: str = "exact", block_size: int | None = None, seed: int = 0,
-                     candidates: int | None = None, n_jobs: int = 1, n_trees: int | None = None,
+                     candidates: int | None = None, n_jobs: int = -1, n_trees: int | None = None,
                      n_iters: int | None = None, devices=None, recall_target: float = 0.95) -> tuple:
     """(:func:`knn_graph` with the same arguments, every row's whole candidate
     list — nndescent's, :class:`NNDescentGraph` — or None for the other
@@ -159,7 +161,7 @@ def graph_candidates(X, k: int, *, method: str = "exact", block_size: int | None
     for name, value in (("candidates", candidates), ("n_trees", n_trees), ("n_iters", n_iters)):
         if value is not None:
             raise ValueError(f"{name} applies to method='nndescent' only")
-    if not (isinstance(n_jobs, (int, np.integer)) and not isinstance(n_jobs, bool) and n_jobs == 1):
+    if not (isinstance(n_jobs, (int, np.integer)) and not isinstance(n_jobs, bool) and n_jobs in (-1, 1)):
         raise ValueError(f"n_jobs applies to method='nndescent' only (the {method} search runs in JAX), got n_jobs={n_jobs!r}")
     if method == "approx":
         if isinstance(recall_target, bool) or not isinstance(recall_target, (int, float)) or not 0.0 < recall_target <= 1.0:
