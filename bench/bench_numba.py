@@ -20,6 +20,13 @@ change — the native floor of the step, and how it grows with m.
 ``RandomRows`` times the reads such a step is made of: one random row of an
 (m, 10) table, 128 at a time, by numba and by JAX.
 
+``FitFromGraph`` times what a user runs from a given graph —
+``jaxnn.fit(X, y, k=10, neighbors=nb, posterior="link", shrinkage=None)``
+(the checks, the inverse neighbourhoods, the schedule ``chooser="auto"``
+picks, one pass) — against the numba loop with its inverse neighbourhoods
+built inside the timing (:func:`_inverse_lists`), on random neighbour arrays
+of m rows and C classes, round-robin in one process.
+
 numba is benchmark-only (not a jaxnn dependency): without it every benchmark
 here is skipped.  ``setup`` checks each numba loop against jaxnn's α before
 timing it.
@@ -32,7 +39,18 @@ import math
 import numpy as np
 
 from .bench_fit import GREEDY_C, GREEDY_LONG, GREEDY_M, GREEDY_STEPS, greedy_problem
-from .common import Benchmark, GraphCache, block, interleaved_best, problem, skip_unless
+from .common import (
+    K,
+    QUICK,
+    Benchmark,
+    GraphCache,
+    block,
+    interleaved_best,
+    interleaved_medians,
+    problem,
+    random_neighbors,
+    skip_unless,
+)
 
 DATASET = "synthetic"
 EPSILON = 0.5
@@ -379,3 +397,88 @@ class RandomRows(Benchmark):
         return t / ROW_BATCHES * 1e6
 
     track_jax_batch_microseconds.unit = "microseconds"
+
+
+def _inverse_lists(neighbors, m):
+    """(members (m, P) int32, counts (m,) int32) of an (r, k) neighbour array:
+    row j of members lists inv(j) = {i : j ∈ NN_k(i)} in ascending i, padded
+    with 0 to P = the largest count (a counting sort: two passes over the edges)."""
+    counts = np.zeros(m, np.int32)
+    for i in range(neighbors.shape[0]):
+        for t in range(neighbors.shape[1]):
+            counts[neighbors[i, t]] += 1
+    members = np.zeros((m, max(counts.max(), 1)), np.int32)
+    fill = np.zeros(m, np.int32)
+    for i in range(neighbors.shape[0]):
+        for t in range(neighbors.shape[1]):
+            j = neighbors[i, t]
+            members[j, fill[j]] = i
+            fill[j] += 1
+    return members, counts
+
+
+#: FitFromGraph's rows m (random neighbour arrays, k = 10) and classes C
+FIT_FROM_GRAPH_M = (2000,) if QUICK else (10_000, 100_000, 1_000_000)
+FIT_FROM_GRAPH_C = (2, 10) if QUICK else (2, 10, 100)
+
+
+class FitFromGraph(Benchmark):
+    """``jaxnn.fit`` from a given graph against the numba loop of the same
+    sequential pass (GNNB, logistic loss, ε = 0.5, one lazy pass), the
+    inverse neighbourhoods built inside both timings: random neighbour
+    arrays of m rows (k = 10, distinct neighbours a row), seed-0 labels in C
+    classes.  ``track_fit_over_numba_ratio``: median fit time over the numba
+    loop's, round-robin in one process (< 1: jaxnn is faster);
+    ``time_fit`` / ``time_numba`` each alone.  ``setup`` checks the numba loop
+    against ``fit(..., chooser="lazy")`` on the first 2000 rows' problem."""
+
+    param_names = ["m", "C"]
+    params = (FIT_FROM_GRAPH_M, FIT_FROM_GRAPH_C)
+    timeout = 1800
+
+    def setup(self, m, C):
+        import jaxnn
+
+        rng = np.random.default_rng(0)
+        nb = _distinct_rows(random_neighbors(m), m)
+        labels = rng.integers(0, C, m)
+        labels[:C] = np.arange(C)  # every class present
+        X = rng.normal(size=(m, 2)).astype(np.float32)  # not read: the graph is given
+        Y = np.where(labels[:, None] == np.arange(C)[None, :], 1.0, -1.0).astype(np.float32)
+        inverse, loop = numba_kernel(_inverse_lists), numba_kernel()
+        kw = dict(k=K, loss="logistic", algorithm="gnnb", epsilon=EPSILON, posterior="link", shrinkage=None)
+        self.fit = lambda: block(jaxnn.fit(X, labels, neighbors=nb, **kw).alpha)
+        self.numba = lambda: loop(*inverse(nb, m), Y, 1, SCALE)
+        small = min(m, 2000)
+        sub = _distinct_rows(random_neighbors(small), small)
+        want = jaxnn.fit(X[:small], labels[:small], neighbors=sub, chooser="lazy", **kw).alpha
+        check_agrees(loop(*inverse(sub, small), Y[:small], 1, SCALE), want, 1e-2, "numba loop")
+        self.fit()  # compiles
+        self.numba()
+
+    def time_fit(self, m, C):
+        self.fit()
+
+    def time_numba(self, m, C):
+        self.numba()
+
+    def track_fit_over_numba_ratio(self, m, C):
+        t_fit, t_numba = interleaved_medians([self.fit, self.numba], rounds=3)
+        return t_fit / t_numba
+
+    track_fit_over_numba_ratio.unit = "ratio"
+
+
+
+def _distinct_rows(nb: np.ndarray, m: int) -> np.ndarray:
+    """``nb`` with each row's repeated neighbours redrawn until a row's k are
+    distinct (random arrays repeat one in ~k²/2m rows; a k-NN graph never does)."""
+    nb = nb.copy()
+    rng = np.random.default_rng(1)
+    while True:
+        s = np.sort(nb, axis=1)
+        bad = np.nonzero((s[:, 1:] == s[:, :-1]).any(axis=1))[0]
+        if not bad.size:
+            return nb
+        draw = rng.integers(0, m - 1, size=(bad.size, nb.shape[1]))
+        nb[bad] = draw + (draw >= bad[:, None])
