@@ -464,9 +464,12 @@ def _kept_candidates(candidates: np.ndarray, pos: np.ndarray, targets: np.ndarra
         raise ValueError(f"candidates must be an (m, c) array with c >= k={k}, got shape {candidates.shape}")
     cand = candidates[targets]
     kept = np.where((cand >= 0) & (cand != targets[:, None]), pos[np.maximum(cand, 0)], -1)  # never itself
-    first = np.argsort(kept < 0, axis=1, kind="stable")[:, :k]  # the kept ones first, in the list's order
-    result = np.take_along_axis(kept, first, axis=1)
-    return result, result[:, -1] >= 0
+    mask = kept >= 0
+    count = mask.sum(axis=1)
+    flat = np.append(kept[mask], -1).astype(np.int32)  # the kept ones in the lists' order, row after row
+    start = np.cumsum(count) - count  # row r's t-th kept one: flat[start[r] + t], while t < count[r]
+    t = np.arange(k)
+    return flat[np.where(t < count[:, None], start[:, None] + t, flat.size - 1)], count >= k
 
 
 def _two_hops(Xj, nb: np.ndarray, pos: np.ndarray, targets: np.ndarray, k: int) -> tuple:
