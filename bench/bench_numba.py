@@ -417,6 +417,20 @@ def _inverse_lists(neighbors, m):
     return members, counts
 
 
+def _distinct_rows(nb: np.ndarray, m: int) -> np.ndarray:
+    """``nb`` with each row's repeated neighbours redrawn until a row's k are
+    distinct (random arrays repeat one in ~k²/2m rows; a k-NN graph never does)."""
+    nb = nb.copy()
+    rng = np.random.default_rng(1)
+    while True:
+        s = np.sort(nb, axis=1)
+        bad = np.nonzero((s[:, 1:] == s[:, :-1]).any(axis=1))[0]
+        if not bad.size:
+            return nb
+        draw = rng.integers(0, m - 1, size=(bad.size, nb.shape[1]))
+        nb[bad] = draw + (draw >= bad[:, None])
+
+
 #: FitFromGraph's rows m (random neighbour arrays, k = 10) and classes C
 FIT_FROM_GRAPH_M = (2000,) if QUICK else (10_000, 100_000, 1_000_000)
 FIT_FROM_GRAPH_C = (2, 10) if QUICK else (2, 10, 100)
@@ -430,7 +444,7 @@ class FitFromGraph(Benchmark):
     classes.  ``track_fit_over_numba_ratio``: median fit time over the numba
     loop's, round-robin in one process (< 1: jaxnn is faster);
     ``time_fit`` / ``time_numba`` each alone.  ``setup`` checks the numba loop
-    against ``fit(..., chooser="lazy")`` on the first 2000 rows' problem."""
+    against ``fit(..., chooser="lazy")`` on a 2000-row problem of the same kind."""
 
     param_names = ["m", "C"]
     params = (FIT_FROM_GRAPH_M, FIT_FROM_GRAPH_C)
@@ -467,18 +481,3 @@ class FitFromGraph(Benchmark):
         return t_fit / t_numba
 
     track_fit_over_numba_ratio.unit = "ratio"
-
-
-
-def _distinct_rows(nb: np.ndarray, m: int) -> np.ndarray:
-    """``nb`` with each row's repeated neighbours redrawn until a row's k are
-    distinct (random arrays repeat one in ~k²/2m rows; a k-NN graph never does)."""
-    nb = nb.copy()
-    rng = np.random.default_rng(1)
-    while True:
-        s = np.sort(nb, axis=1)
-        bad = np.nonzero((s[:, 1:] == s[:, :-1]).any(axis=1))[0]
-        if not bad.size:
-            return nb
-        draw = rng.integers(0, m - 1, size=(bad.size, nb.shape[1]))
-        nb[bad] = draw + (draw >= bad[:, None])

@@ -232,9 +232,11 @@ def _compile_for_tests() -> None:
                                     "unset it to test at XLA's default settings")
         return
     os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
-    os.environ.setdefault("NUMBA_OPT", "0")  # pynndescent's kernels: LLVM's optimisations off too, and
-    if os.environ["NUMBA_OPT"] == "0":  # kept in a cache of the tests' own: numba keys its on-disk
-        os.environ.setdefault("NUMBA_CACHE_DIR", NUMBA_TEST_CACHE_DIR)  # cache by signature and CPU, not by NUMBA_OPT
+    # pynndescent's kernels: LLVM's optimisations off too, and kept in a cache of the tests' own
+    # (numba keys its on-disk cache by signature and CPU, not by NUMBA_OPT)
+    os.environ.setdefault("NUMBA_OPT", "0")
+    if os.environ["NUMBA_OPT"] == "0":
+        os.environ.setdefault("NUMBA_CACHE_DIR", NUMBA_TEST_CACHE_DIR)
     if not missing or os.environ.get("JAXNN_TEST_XLA_FLAG_CHECKED"):
         return
     os.environ["JAXNN_TEST_XLA_FLAG_CHECKED"] = "1"
