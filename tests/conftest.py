@@ -40,7 +40,7 @@ Compilation
   refuses to start if a fast-compile setting is in the environment.
 
 The tests marked ``xla_default`` — the bitwise and float64-reference claims
-(:data:`XLA_DEFAULT_FILES`) — are the ones the README's test command runs at
+(:data:`XLA_DEFAULT_FILES`, and tests marked so one by one) — are the ones the README's test command runs at
 ``JAXNN_TEST_XLA=default``, in a run of their own (``-m xla_default``); its
 first run leaves them out (``-m "not xla_default"``) and a third runs the
 engine tests with the GPU's layout choices (``-p as_gpu``, tests/as_gpu.py).

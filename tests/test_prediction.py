@@ -144,6 +144,7 @@ def test_prediction_under_jit_equals_eager():
         jax.jit(lambda q: jaxnn.decision_function(bad_model, q))(Xq)
 
 
+@pytest.mark.xla_default  # a bitwise claim: at the settings users compile with
 def test_prediction_from_precomputed_query_neighbors():
     """neighbors= (any search's (n, k) indices into model.X, or a Neighbors
     with ≥ k columns) gives the same H, posteriors and labels as the built-in

@@ -25,7 +25,7 @@ from jaxnn._src.inputs import as_points, check_neighbors
 from jaxnn._src.learned_metric import apply_metric
 from jaxnn._src.model import Model, check_model, takes_kernel_term
 from jaxnn._src.points import shift_points
-from jaxnn._src.shared_sizes import at_shared_rows, first_k, first_rows, padded_rows, query_rows, to_device
+from jaxnn._src.shared_sizes import at_shared_k, at_shared_rows, first_k, first_rows, padded_rows, query_rows, to_device
 
 __all__ = ["decision_function", "predict_proba", "predict", "host_scores", "host_proba", "host_rule", "PREDICT_BLOCK_ROWS",
            "tie_broken_argmax", "tie_parts", "label_sums", "neighbor_sq_distances", "held_out_scores", "HeldOutScores",
@@ -123,7 +123,9 @@ class QueryParts(NamedTuple):
 def _query_parts(model: Model, X, neighbors, points: bool = False) -> QueryParts:
     """(alpha, Y, training points, (rows, k') indices of the model's training points nearest
     each query, the queries, k, n): the indices are ``neighbors`` when given (checked
-    against X's rows if X is given too; k' = k = ``model.k``, k passed as
+    against X's rows if X is given too; concrete ones widened to the search's
+    columns, :func:`shared_sizes.at_shared_k`, so that they run its program and
+    give its bits; traced ones as they are, k' = k = ``model.k``, k passed as
     None), else the exact search of X among ``model.X`` — for a small model
     all the :func:`shared_sizes.shared_k` neighbours it finds, with k as a traced
     count of them to sum (None where k' = k), so that models of nearby ks
@@ -155,13 +157,15 @@ def _query_parts(model: Model, X, neighbors, points: bool = False) -> QueryParts
         Xq = _check_query(model, X)
         if Xq.shape[0] != n:
             raise ValueError(f"X and neighbors have mismatched lengths: {Xq.shape[0]} rows in X, {n} in neighbors")
-    if not isinstance(nb, jax.core.Tracer):
+    k = None
+    if not isinstance(nb, jax.core.Tracer):  # the search's layout: its program, its bits
+        nb, k = at_shared_k(nb, model.k, model.X.shape[0])
         nb = to_device(padded_rows(nb, query_rows(n, among=alpha.shape[0])))  # padding: point 0
     if not points:
-        return QueryParts(alpha, Y, Xt, nb, None, None, n)
+        return QueryParts(alpha, Y, Xt, nb, None, k, n)
     if Xq is None:
         Xq = (jnp if isinstance(nb, jax.core.Tracer) else np).zeros((n, model.X.shape[1]))
-    return QueryParts(alpha, Y, Xt, nb, _padded_points(Xq, model.X.dtype, nb.shape[0]), None, n)
+    return QueryParts(alpha, Y, Xt, nb, _padded_points(Xq, model.X.dtype, nb.shape[0]), k, n)
 
 
 def _padded_points(Xq, dtype, rows: int):

@@ -213,6 +213,20 @@ def first_k(indices, k: int):
     return None if indices.shape[1] == k else np.int32(k)
 
 
+def at_shared_k(indices, k: int, m: int):
+    """Given neighbours (n, k) of queries among m training points, concrete,
+    in the layout of the exact search's answer: widened on the host to
+    :func:`shared_k` (k, m) columns (the added ones index point 0), with the
+    count of the first columns to sum (:func:`first_k`).  Scoring them then
+    runs the program, and gives the bits, that the search's own neighbours
+    do.  Returns (indices (n, k'), k or None)."""
+    width = shared_k(k, m)
+    host = np.asarray(indices)
+    if width > host.shape[1]:
+        host = np.concatenate([host, np.zeros((host.shape[0], width - host.shape[1]), host.dtype)], axis=1)
+    return host, first_k(host, k)
+
+
 def shared_width(P: int) -> int:
     """The width of a members array for a largest inverse neighbourhood P:
     P rounded up to three significant bits (…, 8, 10, 12, 14, 16, 20, 24, 28,
