@@ -133,17 +133,35 @@ def _direct_run(classes) -> list[dict]:
     return results
 
 
-def _class_names(kinds=("time_", "track_", "peakmem_", "mem_")) -> set[str]:
-    """The benchmark classes of bench/'s modules with a method of these kinds."""
+def _classes(kinds=("time_", "track_", "peakmem_", "mem_")) -> dict[str, type]:
+    """The benchmark classes of bench/'s modules with a method of these kinds, by name."""
     import inspect
     import pkgutil
 
-    names = set()
+    found = {}
     for info in pkgutil.iter_modules([str(ROOT / "bench")]):
         for _, cls in inspect.getmembers(_bench_module(info.name), inspect.isclass):
             if cls.__module__.endswith(f".{info.name}") and any(n.startswith(kinds) for n in dir(cls)):
-                names.add(cls.__name__)
-    return names
+                found[cls.__name__] = cls
+    return found
+
+
+def _class_names(kinds=("time_", "track_", "peakmem_", "mem_")) -> set[str]:
+    """The names of :func:`_classes`."""
+    return set(_classes(kinds))
+
+
+def _parts(names, parts: int) -> list[list[str]]:
+    """The classes ``names`` in ``parts`` shares — every ``parts``-th group,
+    by name — where a group is the classes that share one ``setup_cache``
+    (a mixin's, such as ``BaselineCache``'s): ``bench.direct`` computes it
+    once a run, so the classes that read it run in one share."""
+    classes, groups = _classes(), {}
+    for name in sorted(names):
+        cache = getattr(classes[name], "setup_cache", None)
+        groups.setdefault(getattr(cache, "__qualname__", name) if cache else name, []).append(name)
+    ordered = sorted(groups.values())
+    return [[name for group in ordered[p::parts] for name in group] for p in range(parts)]
 
 
 def test_asv_runs_the_classes_only_asv_can(tmp_path):
@@ -153,8 +171,8 @@ def test_asv_runs_the_classes_only_asv_can(tmp_path):
     assert any(n.rsplit(".", 1)[1].startswith("peakmem_") for n in names), names
 
 
-#: the in-process run of the benchmarks is split in this many parts (every
-#: DIRECT_PARTS-th class by name), which pytest-xdist's workers share
+#: the in-process run of the benchmarks is split in this many parts
+#: (:func:`_parts`), which pytest-xdist's workers share
 DIRECT_PARTS = 3
 
 
@@ -162,9 +180,19 @@ DIRECT_PARTS = 3
 def test_every_other_benchmark_gives_a_number_in_process(part):
     """Every class but :data:`NUMBA_COMPILING`'s, by ``bench.direct``: the
     ``part``-th of :data:`DIRECT_PARTS` shares."""
-    classes = sorted(_class_names() - set(NUMBA_COMPILING) - set(ASV_ONLY))
+    classes = _class_names() - set(NUMBA_COMPILING) - set(ASV_ONLY)
     assert len(classes) >= 20, classes
-    _direct_run(classes[part::DIRECT_PARTS])
+    _direct_run(_parts(classes, DIRECT_PARTS)[part])
+
+
+def test_the_shares_hold_every_class_once_and_keep_a_shared_cache_in_one():
+    """:func:`_parts`: every class in exactly one share, and the classes that
+    read ``BaselineCache``'s (and ``GraphCache``'s) cache in the same one."""
+    classes = _class_names() - set(NUMBA_COMPILING) - set(ASV_ONLY)
+    shares = _parts(classes, DIRECT_PARTS)
+    assert sorted(n for share in shares for n in share) == sorted(classes)
+    for readers in (("Baselines", "FitRatio"), ("FitBoost", "Predict", "PredictFromNeighbors")):
+        assert sum(set(readers) <= set(share) for share in shares) == 1, (readers, shares)
 
 
 @pytest.mark.xdist_group("nndescent")  # the worker whose process compiles pynndescent's numba kernels
