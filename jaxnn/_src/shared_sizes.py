@@ -219,11 +219,13 @@ def at_shared_k(indices, k: int, m: int):
     :func:`shared_k` (k, m) columns (the added ones index point 0), with the
     count of the first columns to sum (:func:`first_k`).  Scoring them then
     runs the program, and gives the bits, that the search's own neighbours
-    do.  Returns (indices (n, k'), k or None)."""
+    do (where there is nothing to widen, ``indices`` as they are: no copy
+    to the host).  Returns (indices (n, k'), k or None)."""
     width = shared_k(k, m)
+    if width <= indices.shape[1]:
+        return indices, first_k(indices, k)
     host = np.asarray(indices)
-    if width > host.shape[1]:
-        host = np.concatenate([host, np.zeros((host.shape[0], width - host.shape[1]), host.dtype)], axis=1)
+    host = np.concatenate([host, np.zeros((host.shape[0], width - host.shape[1]), host.dtype)], axis=1)
     return host, first_k(host, k)
 
 
