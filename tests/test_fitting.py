@@ -423,10 +423,10 @@ def test_auto_posterior_with_given_neighbors_derives_the_auxiliary_graph(monkeyp
     given, rounds = [], []
     real_fit = fit_mod._boosted  # the boosted fit: the main one, then the auxiliary one
 
-    def spy_fit(data, spec):
+    def spy_fit(data, spec, *found):
         given.append(data.graph)
         rounds.append(spec.rounds)
-        return real_fit(data, spec)
+        return real_fit(data, spec, *found)
 
     monkeypatch.setattr(fit_mod, "_boosted", spy_fit)
     monkeypatch.setattr(fit_mod, "MIN_SCORED", 1)  # one held-out part, not cross-fitted
@@ -617,7 +617,7 @@ def test_auto_posterior_from_given_neighbors_centres_points_far_from_zero():
     given = []
     real_fit = fit_mod._boosted  # each fit's boosted part: the main fit, then the auxiliary one
     monkeypatch = pytest.MonkeyPatch()
-    monkeypatch.setattr(fit_mod, "_boosted", lambda data, spec: given.append(data.graph) or real_fit(data, spec))
+    monkeypatch.setattr(fit_mod, "_boosted", lambda data, spec, *found: given.append(data.graph) or real_fit(data, spec, *found))
     X, y = _blobs(m=300, C=3, seed=8, spread=1.2)
     nb = np.asarray(jaxnn.knn_graph(X, 10).indices)
     try:

@@ -102,6 +102,19 @@ def test_a_terminal_gets_bars(monkeypatch):
     assert "fit: GNNB boosting" in text and "180/270" in text and re.search(r"boosting.*: \d+\.\d\d s", text)
 
 
+def test_a_verbose_default_fit_shows_its_held_out_choice_beside_the_bars(monkeypatch):
+    """The held-out choice runs on a helper thread of the fit: its stages are
+    shown too, as lines above the main fit's bars, and the display ends with the call."""
+    terminal = _on_a_terminal(monkeypatch)
+    X, y = _blobs()
+    jaxnn.fit(X, y, k=5, verbose=True)
+    text = terminal.getvalue()
+    assert re.search(r"fit: GNNB boosting.*: \d+\.\d\d s", text) and "\r" in text  # the main fit: bars
+    assert "jaxnn: fit: held-out choice: auxiliary fit on 72 points, scored on the other 18" in text  # the helper: lines
+    assert re.search(r"jaxnn: fit: held-out choice: temperature \S+, leverage shrinkage", text)
+    assert not progress._Progress.threads and not progress._Progress.lines
+
+
 def test_stages_and_steps_outside_a_verbose_call_do_nothing(capsys):
     with progress.stage("nothing to see", total=3) as st:
         st.step()

@@ -242,8 +242,9 @@ def calibrated_log_probs(H, T, multilabel: bool, kernel_term=None, top=None):
     return np.log(p), np.log1p(-p if multilabel else -np.minimum(p, 1.0))
 
 
-#: the most float64 entries (temperatures × n × C) :func:`log_losses` holds at once
-LOSS_BLOCK = 1 << 22
+#: the most float64 entries (temperatures × n × C) :func:`log_losses` holds at
+#: once: 2 MiB, which a core's cache keeps between the steps of a block
+LOSS_BLOCK = 1 << 18
 
 
 def log_losses(H, target, Ts, multilabel: bool, weights=None, kernel_term=None, top=None) -> np.ndarray:
@@ -255,18 +256,16 @@ def log_losses(H, target, Ts, multilabel: bool, weights=None, kernel_term=None, 
     :data:`LOSS_BLOCK` entries.  Single-label targets are one-hot rows: only
     the true class's p̂ is formed (:func:`floored_softmax` of its logit), from H
     less its row maxima (without a kernel term the logits' maxima are then
-    0); with a kernel term classes first ((C, t, n): its several reductions
-    over classes run fast), else classes last ((t, n, C): one)."""
+    0), classes first ((C, t, n): the sums over classes add contiguous rows).
+    """
     Ts = np.asarray(Ts, np.float64)
     step = max(1, LOSS_BLOCK // max(1, H.size))
-    if not multilabel:
-        H = H - H.max(axis=1, keepdims=True)
-        label = np.argmax(target, axis=1)
-        if kernel_term is None:  # (1, n, C) and the true class's (1, n, 1)
-            axis, H, label = -1, H[None], label[None, :, None]
-            true = np.take_along_axis(H, label, axis=-1)
-        else:  # (C, 1, n) and (1, 1, n)
-            axis, H, label = 0, np.ascontiguousarray(H.T)[:, None, :], label[None, None, :]
+    if not multilabel:  # (C, 1, n), the true class's (1, 1, n)
+        label = np.argmax(target, axis=1)[None, None, :]
+        H = np.ascontiguousarray((H - H.max(axis=1, keepdims=True)).T)[:, None, :]
+        if kernel_term is None:
+            true = np.take_along_axis(H, label, axis=0)
+        else:
             kernel_term = np.ascontiguousarray(np.asarray(kernel_term, np.float64).T)[:, None, :]
             top = np.asarray(top)
     out = []
@@ -277,13 +276,11 @@ def log_losses(H, target, Ts, multilabel: bool, weights=None, kernel_term=None, 
             per_row = np.sum(target * log_p + (1 - target) * log_q, axis=-1)
         else:
             if kernel_term is None:
-                T = T[:, :, None]
                 Z, own = posterior_logits(H, T, xp=np), posterior_logits(true, T, xp=np)
             else:
                 Z = posterior_logits(H, T, top, kernel_term, axis=0, xp=np)
                 own = np.take_along_axis(Z, label, axis=0)
-            p = floored_softmax(Z, axis=axis, own=own, zero_max=kernel_term is None, xp=np)
-            per_row = np.log(p[0] if axis == 0 else p[..., 0])  # (t, n)
+            per_row = np.log(floored_softmax(Z, axis=0, own=own, zero_max=kernel_term is None, xp=np)[0])  # (t, n)
         out.append(-np.average(per_row, axis=-1, weights=weights))
     return np.concatenate(out)
 

@@ -15,6 +15,7 @@ scored by the callback :func:`_fold_scores`."""
 from __future__ import annotations
 
 import dataclasses
+from concurrent.futures import Future, wait
 from typing import Any, Callable, NamedTuple, Optional
 
 import numpy as np
@@ -36,6 +37,7 @@ from jaxnn._src.prediction import HeldOutScores, held_out_scores, tie_broken_arg
 from jaxnn._src.progress import logged, logger, progress_shown
 from jaxnn._src.select import DEFAULT_KS, DEFAULT_LOSSES, DEFAULT_PASSES, select
 from jaxnn._src.shared_sizes import to_device
+from jaxnn._src.threads import in_thread
 
 __all__ = ["fit"]
 
@@ -282,54 +284,82 @@ class FoldArgs(NamedTuple):
 
 
 def _fit(data: FitData, spec: FitSpec) -> Model:
-    """:func:`fit` once its settings are checked: the boosted model
-    (:func:`_boosted`), then the ``posterior``'s mix or the held-out choice
-    of T, s and the kernel term (:func:`_choose_posterior`) applied to it."""
-    model, nbrs, shapes, candidates = _boosted(data, spec)
+    """:func:`fit` once its settings are checked: the graph (:func:`_graph`),
+    the boosted model (:func:`_boosted`), then the ``posterior``'s mix or
+    the held-out choice of T, s and the kernel term
+    (:func:`_choose_posterior`) applied to it.  The held-out choice runs on
+    a second thread while this one boosts (:func:`threads.in_thread`): it
+    needs the graph alone — and the main fit's padded shapes where the plan
+    shares sizes (its auxiliary fit then reuses the main fit's programs, and
+    waits for them), or the main model's scores where it cannot split the data."""
+    found = _graph(data, spec)
     mix = {"link": 0.0, "votes": 1.0}.get(spec.posterior)
     if mix is not None and not spec.shrink:
-        return dataclasses.replace(model, posterior_mix=mix)
-    kernel = mix is None and takes_kernel_term(data.multilabel, model.n_classes)
+        return dataclasses.replace(_boosted(data, spec, found).model, posterior_mix=mix)
+    kernel = mix is None and takes_kernel_term(data.multilabel, len(data.classes))
     # the 80 % fit's graph: derived from the full graph (its candidate lists, else two hops) when it is not exact —
     # the caller's (jaxnn cannot repeat their search) or an approximate search's, whose
     # second search of 80 % would cost nearly what the first did
     derive = data.graph is not None or spec.graph_method != "exact"
-    args = FoldArgs(data, spec._replace(trace=False, like=shapes), nbrs if derive else None, candidates, kernel)
-    choice = _choose_posterior(_fold_scores, args, data, spec, kernel=kernel,
-                               in_sample=lambda: held_out_scores(model, data.X, found=nbrs))
+    main: Future = Future()
+
+    def choose() -> PosteriorChoice:
+        like = main.result().shapes if spec.plan.shared else None
+        args = FoldArgs(data, spec._replace(trace=False, like=like), found.neighbors if derive else None,
+                        found.candidates, kernel)
+        return _choose_posterior(_fold_scores, args, data, spec, kernel=kernel,
+                                 in_sample=lambda: held_out_scores(main.result().model, data.X, found=found.neighbors))
+
+    chosen = in_thread(choose, "jaxnn-held-out-choice")
+    try:
+        main.set_result(_boosted(data, spec, found))
+    except BaseException as error:
+        main.set_exception(error)  # a choice that waits on the main fit ends too
+        wait([chosen])
+        raise
+    choice, model = chosen.result(), main.result().model
     posterior_fields = {} if mix is not None else dict(  # the held-out fit was made for s alone
         posterior_temperature=choice.temperature, posterior_weight=choice.weight, posterior_bandwidth=choice.bandwidth)
     return dataclasses.replace(model, alpha=shrunk_leverage(model.alpha, choice.shrinkage, choice.common),
                                posterior_mix=mix or 0.0, leverage_shrinkage=choice.shrinkage, **posterior_fields)
 
 
+class Graph(NamedTuple):
+    """What :func:`_graph` found."""
+
+    points: Any  #: (m, d) training points on the device, in the compute dtype (:func:`training_points`)
+    origin: Any  #: the origin they are centred on (:func:`training_points`)
+    neighbors: np.ndarray  #: the (m, k) host graph to boost on
+    candidates: Optional[np.ndarray]  #: the search's (m, c ≥ k) candidate lists (nndescent's), or None
+
+
+def _graph(data: FitData, spec: FitSpec) -> Graph:
+    """The training points of ``data`` on the device and their graph:
+    ``data.graph`` checked, or searched by ``spec.graph_method``."""
+    Xa, k = data.X, spec.k
+    m = Xa.shape[0]
+    Xj, origin = training_points(Xa, compute_dtype(Xa))
+    if data.graph is not None:
+        return Graph(Xj, origin, check_neighbors(data.graph, m, k, rows=m), None)
+    graph_devices = spec.plan.devices if spec.graph_method in ("exact", "approx") else None
+    found, candidates = logged(f"fit: {spec.graph_method} {k}-NN graph of {m} points in {Xa.shape[1]} dimensions",
+                               lambda: graph_candidates(Xj, k, method=spec.graph_method, seed=spec.seed,
+                                                        devices=graph_devices))
+    return Graph(Xj, origin, np.asarray(found.indices), candidates)
+
+
 class Boosted(NamedTuple):
     """What :func:`_boosted` made."""
 
     model: Model  #: link posteriors, boosting's α with the unreached examples' filled
-    graph: np.ndarray  #: the (m, k) host graph it boosted on
     shapes: Any  #: the padded shapes its search and boosting ran at
-    candidates: Optional[np.ndarray]  #: the search's (m, c ≥ k) candidate lists (nndescent's), or None
 
 
-def _boosted(data: FitData, spec: FitSpec) -> Boosted:
-    """The boosted model of ``data`` under ``spec``: the graph (``data.graph``
-    checked, or searched by ``spec.graph_method``) and :func:`boost_runs.run`
-    as ``spec.plan`` says."""
-    Xa, k = data.X, spec.k
-    m = Xa.shape[0]
-    devices = spec.plan.devices
-    dtype = compute_dtype(Xa)
-    Xj, origin = training_points(Xa, dtype)
-    candidates = None
-    if data.graph is None:
-        graph_devices = devices if spec.graph_method in ("exact", "approx") else None
-        found, candidates = logged(f"fit: {spec.graph_method} {k}-NN graph of {m} points in {Xa.shape[1]} dimensions",
-                                   lambda: graph_candidates(Xj, k, method=spec.graph_method, seed=spec.seed,
-                                                            devices=graph_devices))
-        nbrs = np.asarray(found.indices)
-    else:
-        nbrs = check_neighbors(data.graph, m, k, rows=m)
+def _boosted(data: FitData, spec: FitSpec, found: Optional[Graph] = None) -> Boosted:
+    """The boosted model of ``data`` under ``spec``: :func:`boost_runs.run`
+    as ``spec.plan`` says on the graph ``found`` (None: :func:`_graph`'s)."""
+    Xj, origin, nbrs, _ = _graph(data, spec) if found is None else found
+    k, dtype = spec.k, compute_dtype(data.X)
     Y = to_device(data.Y, dtype)  # cast on the host: nothing compiles per m
     n_classes = Y.shape[1]
     plan, algo, loss_obj, rounds = spec.plan, spec.algorithm, spec.loss, spec.rounds
@@ -345,7 +375,7 @@ def _boosted(data: FitData, spec: FitSpec) -> Boosted:
     alpha = unreached_leverage(result.alpha, data.Y, nbrs, data.weights)
     model = Model(alpha, Xj, Y, result.trace, data.classes, k, loss_obj, algo, data.multilabel, rounds=rounds,
                   origin=origin)
-    return Boosted(model, nbrs, shapes, candidates)
+    return Boosted(model, shapes)
 
 
 def _given_passes(rounds, m: int) -> int:

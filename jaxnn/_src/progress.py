@@ -19,7 +19,9 @@ runs inside a compiled loop.  How it shows:
 
 :func:`stage` and :func:`logged` wrap a stage, :func:`steps_done` reports
 step i of n of the current one, :func:`progress_shown` turns the display on
-for one thread's call, and :class:`StepBar` is the experiments' counter.
+for one thread's call (a helper thread of that call shows its stages as
+lines: :func:`jaxnn._src.threads.in_thread`), and :class:`StepBar` is the
+experiments' counter.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from typing import Optional
 
 import jax
 
-__all__ = ["logger", "progress_shown", "progress_wanted", "logged", "stage", "steps_done", "Stage", "StepBar"]
+__all__ = ["logger", "progress_shown", "progress_shown_here", "progress_wanted", "logged", "stage", "steps_done", "Stage", "StepBar"]
 
 #: ``fit`` reports its stages (graph, boosting, posterior choice) and their
 #: wall times here at INFO level: ``logging.getLogger("jaxnn").setLevel("INFO")``
@@ -86,6 +88,7 @@ class _Progress:
 
     lock = threading.Lock()
     threads: dict[int, int] = {}  # thread id → its verbose calls in progress
+    lines: set[int] = set()  # the verbose threads that print lines even where the others draw bars
     level = logging.NOTSET  # the logger's own level before the first verbose call
     level_before = logging.WARNING  # its effective level then: what non-verbose threads still get
     handler: Optional[logging.Handler] = None
@@ -97,10 +100,12 @@ class _Progress:
 
 
 @contextlib.contextmanager
-def progress_shown():
+def progress_shown(bars: bool = True):
     """The ``jaxnn`` logger at INFO level for this thread, for the duration
     (:class:`_Progress`); stages drawn as bars where stderr is a terminal and
-    logging is not configured, plain lines on stderr otherwise."""
+    logging is not configured, plain lines on stderr otherwise — always
+    lines without ``bars`` (a helper thread of a verbose call, whose caller
+    draws the bars: :func:`jaxnn._src.threads.in_thread`)."""
     me = threading.get_ident()
     with _Progress.lock:
         if not _Progress.threads:
@@ -115,6 +120,8 @@ def progress_shown():
             logger.addFilter(_Progress.filter)
             logger.setLevel(logging.INFO)
         _Progress.threads[me] = _Progress.threads.get(me, 0) + 1
+        if not bars:
+            _Progress.lines.add(me)
     try:
         yield
     finally:
@@ -122,6 +129,7 @@ def progress_shown():
             _Progress.threads[me] -= 1
             if not _Progress.threads[me]:
                 del _Progress.threads[me]
+                _Progress.lines.discard(me)
             if not _Progress.threads:
                 logger.setLevel(_Progress.level)
                 logger.removeFilter(_Progress.filter)
@@ -139,9 +147,15 @@ def progress_wanted() -> bool:
     return not _Progress.threads or threading.get_ident() in _Progress.threads or _Progress.level_before <= logging.INFO
 
 
+def progress_shown_here() -> bool:
+    """Whether a verbose call of this thread is in progress (:func:`progress_shown`)."""
+    return threading.get_ident() in _Progress.threads
+
+
 def _bars_here() -> bool:
     """Whether this thread's stages are drawn as bars."""
-    return _Progress.bars and threading.get_ident() in _Progress.threads
+    me = threading.get_ident()
+    return _Progress.bars and me in _Progress.threads and me not in _Progress.lines
 
 
 # --------------------------------------------------------------------------
