@@ -277,10 +277,13 @@ class FoldArgs(NamedTuple):
     one held-out choice shares."""
 
     data: FitData  #: the main fit's data
-    spec: FitSpec  #: the main fit's settings, ``like`` its padded shapes (the auxiliary fits reuse them)
+    spec: FitSpec  #: the main fit's settings
     graph: Any  #: the main fit's (m, k) graph when the auxiliary graphs derive from it, or None
     candidates: Any  #: the main fit's (m, c ≥ k) candidate lists (nndescent's), or None: two hops through ``graph``
     kernel: bool  #: whether the scores carry the kernel term's parts (the program the main model will run)
+    #: the main fit's padded shapes, which the auxiliary fits reuse (None: it has none), asked for
+    #: once the auxiliary graph is derived: the main fit may still be boosting
+    like: Callable[[], Any] = lambda: None
 
 
 def _fit(data: FitData, spec: FitSpec) -> Model:
@@ -289,9 +292,10 @@ def _fit(data: FitData, spec: FitSpec) -> Model:
     the held-out choice of T, s and the kernel term
     (:func:`_choose_posterior`) applied to it.  The held-out choice runs on
     a second thread while this one boosts (:func:`threads.in_thread`): it
-    needs the graph alone — and the main fit's padded shapes where the plan
-    shares sizes (its auxiliary fit then reuses the main fit's programs, and
-    waits for them), or the main model's scores where it cannot split the data."""
+    needs the graph — and, where the plan shares sizes, the main fit's padded
+    shapes, which its auxiliary fit's search and boosting reuse (an auxiliary
+    graph derived from a given or approximate graph is made before it waits
+    for them), or the main model's scores where it cannot split the data."""
     found = _graph(data, spec)
     mix = {"link": 0.0, "votes": 1.0}.get(spec.posterior)
     if mix is not None and not spec.shrink:
@@ -304,9 +308,8 @@ def _fit(data: FitData, spec: FitSpec) -> Model:
     main: Future = Future()
 
     def choose() -> PosteriorChoice:
-        like = main.result().shapes if spec.plan.shared else None
-        args = FoldArgs(data, spec._replace(trace=False, like=like), found.neighbors if derive else None,
-                        found.candidates, kernel)
+        args = FoldArgs(data, spec._replace(trace=False), found.neighbors if derive else None, found.candidates,
+                        kernel, like=lambda: main.result().shapes if spec.plan.shared else None)
         return _choose_posterior(_fold_scores, args, data, spec, kernel=kernel,
                                  in_sample=lambda: held_out_scores(main.result().model, data.X, found=found.neighbors))
 
@@ -539,8 +542,8 @@ def _fold_scores(fold: tuple, args: FoldArgs) -> HeldOutScores:
     auxiliary fit is ``spec._replace(...)`` with rounds scaled to the
     sample, on the sample weights of ``tr`` scaled to mean 1."""
     tr, val = fold
-    data, spec, graph, candidates, kernel = args
-    X, k, like = data.X, spec.k, spec.like
+    data, spec, graph, candidates, kernel, _ = args
+    X, k = data.X, spec.k
     m = X.shape[0]
     scored = "" if val.size == m - tr.size else f"{val.size} of "
     logger.info("fit: held-out choice: auxiliary fit on %d points, scored on %sthe other %d", tr.size, scored,
@@ -551,7 +554,9 @@ def _fold_scores(fold: tuple, args: FoldArgs) -> HeldOutScores:
             f"fit: held-out choice: {k}-NN graph of the {tr.size} points and of the {val.size} scored among them "
             f"from the full graph ({how})",
             lambda: (subgraph(X, graph, tr, candidates=candidates), subgraph(X, graph, tr, rows=val, candidates=candidates)))
+        like = args.like()
     else:  # an exact full graph: the 80 %'s graph and the scored points' neighbours by one search and program
+        like = args.like()
         aux_graph, val_neighbors = logged(
             f"fit: held-out choice: exact {k}-NN graph of the {tr.size} points and of the {val.size} scored among them",
             lambda: graph_and_query(*points_of_parts(X, compute_dtype(X), tr, val), k, devices=spec.plan.devices,
@@ -562,7 +567,7 @@ def _fold_scores(fold: tuple, args: FoldArgs) -> HeldOutScores:
     rounds = max(1, int(round(spec.rounds * tr.size / m)))
     aux_plan = make_plan(tr.size, aux_data.Y.shape[1], rounds, devices=spec.plan.devices, like=spec.plan,
                          weighted=weights is not None)
-    aux = _boosted(aux_data, spec._replace(plan=aux_plan, rounds=rounds)).model
+    aux = _boosted(aux_data, spec._replace(plan=aux_plan, rounds=rounds, like=like)).model
     return held_out_scores(aux, X[val], found=val_neighbors, rows=None if like is None else like.rows, kernel=kernel)
 
 
