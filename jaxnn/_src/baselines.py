@@ -473,7 +473,20 @@ def _svm_train(X, Y, weights, lam, learning_rate, *, epochs: int, squared: bool)
     return jax.lax.map(lambda wl: per_class(Y, *wl), (weights, lam))
 
 
+#: at most this many Newton steps for Platt's sigmoid, and at most this many halvings of a step
 _PLATT_ITERS = 50
+_PLATT_HALVINGS = 30
+#: Platt's Newton iteration stops after a step taken where both gradient entries were below
+#: this times the count of real rows (Lin, Lin & Weng stop below 10⁻⁵ in float64; a float32
+#: sum over m rows cannot resolve an absolute bound)
+_PLATT_GTOL = 1e-6
+#: a Newton decrement below this many float steps of the objective is taken whole, unchecked
+_PLATT_RESOLUTION = 1024
+
+
+def _softplus(z):
+    """log(1 + e^z), as max(z, 0) + log1p(e^−|z|) (``jax.nn.softplus`` guards infinities at twice the cost)."""
+    return jnp.maximum(z, 0.0) + jnp.log1p(jnp.exp(-jnp.abs(z)))
 
 
 def _platt_fit(f, y, w=None):
@@ -485,23 +498,29 @@ def _platt_fit(f, y, w=None):
     p_i = 1 / (1 + exp(a f_i + b)) and Platt's smoothed targets
     t = (N+ + 1)/(N+ + 2) for positives and 1/(N− + 2) for negatives.
     Each Newton step (2×2 system, closed form, Levenberg-damped) is halved
-    until the objective decreases (at most 30 halvings, else the step is
-    skipped).  Returns a (C,), b (C,).
+    until the objective decreases (at most :data:`_PLATT_HALVINGS` halvings;
+    none decreasing it: the iteration stops) — taken whole where its Newton
+    decrement is below what the objective resolves in f's dtype
+    (:data:`_PLATT_RESOLUTION`); the iteration also stops after
+    the step taken at a gradient below :data:`_PLATT_GTOL` times the real
+    rows' count, and after :data:`_PLATT_ITERS` steps.  The classes run as
+    one batch (``vmap``: until the last of them stops).  Returns a (C,), b (C,).
     """
-    halvings = 2.0 ** -jnp.arange(30, dtype=f.dtype)
+    halvings = 2.0 ** -jnp.arange(_PLATT_HALVINGS, dtype=f.dtype)
     w = jnp.ones(f.shape[:1], f.dtype) if w is None else w
 
     def one(f, y):
         n_pos = jnp.sum(w * (y > 0))
         n_neg = jnp.sum(w * (y < 0))
         t = jnp.where(y > 0, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+        gtol = _PLATT_GTOL * jnp.sum(w)
 
         def nll(a, b):
             z = a * f + b
-            return jnp.sum(w * (t * jax.nn.softplus(z) + (1.0 - t) * jax.nn.softplus(-z)))
+            return jnp.sum(w * (t * _softplus(z) + (1.0 - t) * _softplus(-z)))
 
-        def newton(ab, _):
-            a, b = ab
+        def newton(state):
+            a, b, it, _ = state
             p = jax.nn.sigmoid(-(a * f + b))
             r = w * (t - p)  # d nll / dz
             h = w * p * (1.0 - p)  # d² nll / dz²
@@ -512,14 +531,26 @@ def _platt_fit(f, y, w=None):
             det = haa * hbb - hab * hab
             da = -(hbb * ga - hab * gb) / det
             db = -(haa * gb - hab * ga) / det
-            # one trial step after another: vmapped, the (C, 30, m) trials held 25 GB at m = 10⁶, C = 100
-            vals = jax.lax.map(lambda s: nll(a + s * da, b + s * db), halvings)
-            good = jnp.isfinite(vals) & (vals < nll(a, b))
-            s = jnp.where(jnp.any(good), halvings[jnp.argmax(good)], 0.0)
-            return (a + s * da, b + s * db), None
+            now = nll(a, b)
+            # near the minimum the step's decrease, about half the Newton decrement, is below what
+            # the objective resolves in f's dtype: the full step is taken (Newton's quadratic region)
+            unresolved = -(ga * da + gb * db) <= _PLATT_RESOLUTION * jnp.finfo(f.dtype).eps * (jnp.abs(now) + 1.0)
+
+            def smaller(trial):  # the first halving that decreases the objective: (its index, found)
+                j, _ = trial
+                value = nll(a + halvings[j] * da, b + halvings[j] * db)
+                found = jnp.isfinite(value) & (value < now)
+                return jnp.where(found, j, j + 1), found
+
+            j, found = jax.lax.while_loop(lambda trial: (trial[0] < _PLATT_HALVINGS) & ~trial[1], smaller,
+                                          (jnp.zeros((), jnp.int32), unresolved))
+            s = jnp.where(found, halvings[jnp.minimum(j, _PLATT_HALVINGS - 1)], 0.0)
+            converged = jnp.maximum(jnp.abs(ga), jnp.abs(gb)) <= gtol
+            return a + s * da, b + s * db, it + 1, converged | ~found
 
         ab0 = (jnp.zeros((), f.dtype), jnp.log((n_neg + 1.0) / (n_pos + 1.0)))
-        (a, b), _ = jax.lax.scan(newton, ab0, None, length=_PLATT_ITERS)
+        a, b, _, _ = jax.lax.while_loop(lambda state: (state[2] < _PLATT_ITERS) & ~state[3], newton,
+                                        ab0 + (jnp.zeros((), jnp.int32), jnp.zeros((), bool)))
         return a, b
 
     return jax.vmap(one, in_axes=(1, 1))(f, y)
