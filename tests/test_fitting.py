@@ -26,9 +26,10 @@ def test_auto_posterior_with_an_nndescent_graph_searches_once(monkeypatch):
     candidates a point nndescent found) — a second nndescent search of 80 %
     cost nearly what the first did."""
     from jaxnn._src import fitting as fit_mod
+    from jaxnn._src.graph import subgraph
 
     seen, derived = [], []
-    real, real_subgraph = fit_mod.graph_candidates, fit_mod.subgraph
+    real, real_subgraphs = fit_mod.graph_candidates, fit_mod.subgraph_and_rows
 
     def spy(X, k, *, method, **kw):
         out = real(X, k, method=method, **kw)
@@ -36,22 +37,22 @@ def test_auto_posterior_with_an_nndescent_graph_searches_once(monkeypatch):
         return out
 
     def subgraph_spy(*args, **kw):
-        derived.append((kw["candidates"], real_subgraph(*args, **kw)))
+        derived.append((kw["candidates"], real_subgraphs(*args, **kw)))
         return derived[-1][1]
 
     monkeypatch.setattr(fit_mod, "graph_candidates", spy)
-    monkeypatch.setattr(fit_mod, "subgraph", subgraph_spy)
+    monkeypatch.setattr(fit_mod, "subgraph_and_rows", subgraph_spy)
     m, k = 300, 2  # an 80 % of 240 ≥ 48·k² points: derived from the lists, not searched exactly
     X, y = _blobs(m=m, seed=2)
     jaxnn.fit(X, y, k=k, graph_method="nndescent", seed=4)
     (searched,) = seen
     assert searched[:2] == (m, "nndescent") and searched[2].shape == (m, 2 * k)
     folds = fit_mod.held_out_folds(m, m // 5, 4)  # cross-fitted: 60 < MIN_SCORED held out
-    assert len(derived) == 2 * len(folds) == 8
-    for f, (tr, val) in enumerate(folds):
-        for got, rows in zip(derived[2 * f: 2 * f + 2], (None, val)):
-            assert got[0] is searched[2]
-            np.testing.assert_array_equal(got[1], real_subgraph(X, searched[3], tr, rows=rows, candidates=searched[2]))
+    assert len(derived) == len(folds) == 4
+    for (lists, got), (tr, val) in zip(derived, folds):
+        assert lists is searched[2]
+        for part, rows in zip(got, (None, val)):
+            np.testing.assert_array_equal(part, subgraph(X, searched[3], tr, rows=rows, candidates=searched[2]))
 
 
 def test_fit_logs_its_stages_and_their_seconds(caplog):
@@ -480,18 +481,19 @@ def test_auto_posterior_with_given_neighbors_derives_from_float_points(kind, mon
     """The derived 80 % graph is computed on the points as floats: uint8
     differences used to wrap (0.8 % of rows right) and bool points crashed."""
     from jaxnn._src import fitting as fit_mod
+    from jaxnn._src.graph import subgraph
 
     rng = np.random.default_rng(2)
     X = rng.integers(0, 256, (300, 4)).astype(np.uint8) if kind == "uint8" else rng.random((300, 6)) > 0.5
     y = (X[:, 0] > (128 if kind == "uint8" else 0)).astype(int)
     nb = np.asarray(jaxnn.knn_graph(X.astype(np.float32), 5).indices)
     seen = []
-    real = fit_mod.subgraph
-    monkeypatch.setattr(fit_mod, "subgraph", lambda *a, **kw: seen.append(real(*a, **kw)) or seen[-1])
+    real = fit_mod.subgraph_and_rows
+    monkeypatch.setattr(fit_mod, "subgraph_and_rows", lambda *a, **kw: seen.append(real(*a, **kw)) or seen[-1])
     model = jaxnn.fit(X, y, k=5, neighbors=nb, seed=1)
     assert 0.0 <= model.posterior_mix <= 1.0
-    tr = np.random.default_rng(1).permutation(300)[60:]
-    np.testing.assert_array_equal(seen[0], real(X.astype(np.float32), nb, tr))
+    tr = np.random.default_rng(1).permutation(300)
+    np.testing.assert_array_equal(seen[0][0], subgraph(X.astype(np.float32), nb, tr[60:]))
 
 
 def test_fit_and_predict_on_float64_points_far_from_zero():

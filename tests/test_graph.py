@@ -534,6 +534,45 @@ def test_subgraph_from_candidate_lists_takes_each_lists_first_kept_points(two_ho
         subgraph(X, nb, keep, candidates=cand[:, :k - 1])
 
 
+@pytest.mark.parametrize("from_lists", [True, False])
+def test_subgraph_and_rows_is_both_subgraphs_with_one_exact_search(monkeypatch, from_lists):
+    """subgraph_and_rows(X, nb, keep, rows) gives subgraph's two answers (the kept
+    points' graph and the rows' neighbours among them) — short rows in both
+    parts, from candidate lists or two hops — and finds every short row by one
+    exact search, where the two calls search twice."""
+    from jaxnn._src import graph as graph_mod
+
+    m, k = 1500, 2  # 1 200 kept ≥ 48·k²: derived, not searched exactly
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(m, 3)).astype(np.float32)
+    nb = np.asarray(jaxnn.knn_graph(X, k).indices)
+    perm = rng.permutation(m)
+    keep, held = perm[:1200], perm[1200:]
+    cand = np.array(jaxnn.knn_graph(X, 2 * k).indices) if from_lists else None
+    if from_lists:
+        cand[keep[:3]] = held[:4]  # three kept rows and two held-out rows with no kept candidate
+        cand[held[:2]] = held[2:6].reshape(2, 2).repeat(2, axis=1)
+    else:
+        nb = nb.copy()
+        nb[keep[:3]] = held[:2]  # two hops through held-out points only: short
+        nb[held[:2]] = held[2:4]
+        nb[held[2:4]] = held[4:6]
+        nb[held[4:6]] = held[:2]
+    searches = []
+    real = graph_mod._exact_among
+    monkeypatch.setattr(graph_mod, "_exact_among", lambda *a: searches.append(a[0].shape[0]) or real(*a))
+    both = graph_mod.subgraph_and_rows(X, nb, keep, held, candidates=cand)
+    assert len(searches) == 1
+    apart = (graph_mod.subgraph(X, nb, keep, candidates=cand), graph_mod.subgraph(X, nb, keep, rows=held, candidates=cand))
+    assert len(searches) == 3
+    for got, want in zip(both, apart):
+        assert got.dtype == np.int32
+        np.testing.assert_array_equal(got, want)
+    exact = np.asarray(jaxnn.knn_graph(X[keep], k).indices), np.asarray(jaxnn.knn_query(X[keep], X[held], k).indices)
+    np.testing.assert_array_equal(both[0][:3], exact[0][:3])  # the short rows: their exact neighbours
+    np.testing.assert_array_equal(both[1][:2], exact[1][:2])
+
+
 def test_subgraph_falls_back_to_an_exact_search_for_isolated_rows(two_hops):
     """A kept point none of whose two-hop neighbours is kept gets its exact
     neighbours among the kept points."""

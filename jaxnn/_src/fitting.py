@@ -25,7 +25,7 @@ from jaxnn._src import losses as losses_mod
 from jaxnn._src import boost_runs, multihost
 from jaxnn._src.calibration import (SHRINKAGES, calibrated_log_probs, fit_kernel_term, fit_shrinkage, fit_temperature,
                                     kernel_log_votes, posterior_scores, shrunk_scores, targets)
-from jaxnn._src.graph import graph_and_query, graph_candidates, subgraph
+from jaxnn._src.graph import graph_and_query, graph_candidates, subgraph_and_rows
 from jaxnn._src.inputs import (as_points, check_neighbors, compute_dtype, encode_labels, label_rows, points_of_parts,
                                sample_weights, training_points)
 from jaxnn._src.leverage import shrunk_leverage, unreached_leverage
@@ -534,7 +534,7 @@ def _fold_scores(fold: tuple, args: FoldArgs) -> HeldOutScores:
     the points ``tr`` (``fold = (tr, val)``, host index arrays), ``args``
     a :class:`FoldArgs`.  The auxiliary graph and the scored points'
     neighbours among ``tr`` are derived from ``args.graph``
-    (:func:`graph.subgraph`: the kept points of each row's candidate list
+    (:func:`graph.subgraph_and_rows`: the kept points of each row's candidate list
     where the search kept one, ``args.candidates``, else two hops through
     the full graph) or found by
     one exact search (:func:`graph.graph_and_query`: one compilation, not
@@ -553,7 +553,7 @@ def _fold_scores(fold: tuple, args: FoldArgs) -> HeldOutScores:
         aux_graph, val_neighbors = logged(
             f"fit: held-out choice: {k}-NN graph of the {tr.size} points and of the {val.size} scored among them "
             f"from the full graph ({how})",
-            lambda: (subgraph(X, graph, tr, candidates=candidates), subgraph(X, graph, tr, rows=val, candidates=candidates)))
+            lambda: subgraph_and_rows(X, graph, tr, val, candidates=candidates))
         like = args.like()
     else:  # an exact full graph: the 80 %'s graph and the scored points' neighbours by one search and program
         like = args.like()

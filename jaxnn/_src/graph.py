@@ -29,7 +29,7 @@ from jaxnn._src.points import as_float, float32_ready
 from jaxnn._src.search import block_rows, blocked_topk
 from jaxnn._src.shared_sizes import first_rows, padded_rows, query_rows, to_device
 
-__all__ = ["Neighbors", "knn_graph", "knn_query", "graph_and_query", "subgraph"]
+__all__ = ["Neighbors", "knn_graph", "knn_query", "graph_and_query", "subgraph", "subgraph_and_rows"]
 
 METHODS = ("exact", "nndescent", "approx")
 
@@ -427,6 +427,21 @@ def subgraph(X, neighbors, keep, rows=None, candidates=None) -> np.ndarray:
       ``X[keep[r]]``), nearest first; with ``rows``, (r, k) (row r: those of
       ``X[rows[r]]``).
     """
+    return _subgraphs(X, neighbors, keep, (rows,), candidates)[0]
+
+
+def subgraph_and_rows(X, neighbors, keep, rows, candidates=None) -> tuple:
+    """``(subgraph(X, neighbors, keep, candidates=candidates),
+    subgraph(X, neighbors, keep, rows=rows, candidates=candidates))`` — the
+    same arrays, the rows of both with fewer than k candidates found by one
+    exact search among the kept points (one compiled program, not two):
+    :func:`jaxnn.fit`'s held-out choice derives the auxiliary fit's graph and
+    its scored points' neighbours so."""
+    return _subgraphs(X, neighbors, keep, (None, rows), candidates)
+
+
+def _subgraphs(X, neighbors, keep, parts: tuple, candidates) -> list:
+    """[:func:`subgraph` (X, neighbors, keep, rows, candidates) for rows in ``parts``]."""
     nb = np.asarray(neighbors, dtype=np.int32)
     keep = np.asarray(keep, dtype=np.int64)
     m, k = nb.shape
@@ -435,25 +450,37 @@ def subgraph(X, neighbors, keep, rows=None, candidates=None) -> np.ndarray:
     pos[keep] = np.arange(n, dtype=np.int32)
     if n <= k or not np.array_equal(pos[keep], np.arange(n)):  # a repeated index: its later position won
         raise ValueError(f"keep must hold more than k={k} distinct indices into X, got {n} ({np.unique(keep).size} distinct)")
-    targets = keep if rows is None else np.asarray(rows, dtype=np.int64)
     if n < SUBGRAPH_EXACT_RATIO * k * k:  # k² candidates a row: the exact search is cheaper
-        if rows is None:
-            return np.asarray(knn_graph(X[keep], k).indices, dtype=np.int32)
-        return np.asarray(knn_query(X[keep], X[targets], k).indices, dtype=np.int32)
+        return [np.asarray(knn_graph(X[keep], k).indices, dtype=np.int32) if rows is None else
+                np.asarray(knn_query(X[keep], X[np.asarray(rows, dtype=np.int64)], k).indices, dtype=np.int32)
+                for rows in parts]
     (X,) = float32_ready(X)
-    if candidates is None:
-        result, full = _two_hops(as_float(X), nb, pos, targets, k)
-    else:
-        result, full = _kept_candidates(np.asarray(candidates, np.int32), pos, targets, k)
-    short = np.nonzero(~full)[0]
-    if short.size:  # fewer than k kept candidates: an exact search among the kept points,
-        # its rows padded to a shared count (nothing compiles per count of short rows)
-        some = np.concatenate([short, np.full(query_rows(short.size) - short.size, short[0])])
+    results, queries, owners = [], [], []
+    for rows in parts:
+        targets = keep if rows is None else np.asarray(rows, dtype=np.int64)
+        if candidates is None:
+            result, full = _two_hops(as_float(X), nb, pos, targets, k)
+        else:
+            result, full = _kept_candidates(np.asarray(candidates, np.int32), pos, targets, k)
+        short = np.nonzero(~full)[0]
+        results.append(result)
+        queries.append(targets[short])
+        owners.append((short, None if rows is None else -1))
+    wanted = np.concatenate(queries)
+    if wanted.size:  # fewer than k kept candidates: one exact search among the kept points for every part's
+        # short rows, padded to a shared count (nothing compiles per count of short rows), k + 1 found so
+        # that a kept point's own position can be dropped
+        some = np.concatenate([wanted, np.full(query_rows(wanted.size) - wanted.size, wanted[0])])
         Xh = np.asarray(X)  # the kept points and the short rows gathered on the host: not all of X moved
-        Xk = as_float(Xh[keep])
-        found = (_exact_rows(Xk, some, k) if rows is None else _exact_among(as_float(Xh[targets[some]]), Xk, k))[0]
-        result[short] = found[:short.size]
-    return result.astype(np.int32)
+        found = _exact_among(as_float(Xh[some]), as_float(Xh[keep]), k + 1)[0][: wanted.size]
+        at = 0
+        for result, (short, own), query in zip(results, owners, queries):
+            rows_found = found[at: at + short.size]
+            at += short.size
+            self_pos = pos[query] if own is None else np.full(short.size, -1)
+            order = np.argsort(rows_found == self_pos[:, None], axis=1, kind="stable")[:, :k]  # self last, rest in order
+            result[short] = np.take_along_axis(rows_found, order, axis=1)
+    return [result.astype(np.int32) for result in results]
 
 
 def _kept_candidates(candidates: np.ndarray, pos: np.ndarray, targets: np.ndarray, k: int) -> tuple:
