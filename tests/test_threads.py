@@ -128,3 +128,22 @@ def test_an_error_on_either_thread_ends_the_fit_with_no_thread_left(monkeypatch,
     with pytest.raises(FloatingPointError, match="the held-out choice failed"):
         jaxnn.fit(X, y, k=5, seed=1)
     assert _none_left()
+
+
+def test_on_devices_across_processes_the_choice_follows_the_boosting(monkeypatch):
+    """A plan whose devices span processes launches programs every process
+    runs together: the held-out choice then runs after the boosting on the
+    calling thread (each process launches them in one order), with the same model."""
+    from jaxnn._src import multihost
+
+    assert not multihost.spans_processes(None) and not multihost.spans_processes(jax.devices())
+    elsewhere = type("Device", (), {"process_index": jax.process_index() + 1})()
+    assert multihost.spans_processes(list(jax.devices()) + [elsewhere])
+    X, y = _blobs(m=200, C=3, seed=5)
+    expected = jaxnn.fit(X, y, k=5, seed=1)
+    monkeypatch.setattr(multihost, "spans_processes", lambda devices: True)
+    seen = _chosen_in(monkeypatch)
+    model = jaxnn.fit(X, y, k=5, seed=1)
+    assert {name for name, _ in seen} == {threading.current_thread().name} and len(seen) == 6
+    np.testing.assert_array_equal(np.asarray(model.alpha), np.asarray(expected.alpha))
+    assert model.posterior_temperature == expected.posterior_temperature

@@ -295,7 +295,9 @@ def _fit(data: FitData, spec: FitSpec) -> Model:
     needs the graph — and, where the plan shares sizes, the main fit's padded
     shapes, which its auxiliary fit's search and boosting reuse (an auxiliary
     graph derived from a given or approximate graph is made before it waits
-    for them), or the main model's scores where it cannot split the data."""
+    for them), or the main model's scores where it cannot split the data.
+    Where the plan's devices span processes (:func:`multihost.spans_processes`)
+    the choice follows the boosting on this thread."""
     found = _graph(data, spec)
     mix = {"link": 0.0, "votes": 1.0}.get(spec.posterior)
     if mix is not None and not spec.shrink:
@@ -313,14 +315,16 @@ def _fit(data: FitData, spec: FitSpec) -> Model:
         return _choose_posterior(_fold_scores, args, data, spec, kernel=kernel,
                                  in_sample=lambda: held_out_scores(main.result().model, data.X, found=found.neighbors))
 
-    chosen = in_thread(choose, "jaxnn-held-out-choice")
+    # beside the boosting, unless its programs span processes (each process launches those in one order)
+    chosen = None if multihost.spans_processes(spec.plan.devices) else in_thread(choose, "jaxnn-held-out-choice")
     try:
         main.set_result(_boosted(data, spec, found))
     except BaseException as error:
         main.set_exception(error)  # a choice that waits on the main fit ends too
-        wait([chosen])
+        if chosen is not None:
+            wait([chosen])
         raise
-    choice, model = chosen.result(), main.result().model
+    choice, model = choose() if chosen is None else chosen.result(), main.result().model
     posterior_fields = {} if mix is not None else dict(  # the held-out fit was made for s alone
         posterior_temperature=choice.temperature, posterior_weight=choice.weight, posterior_bandwidth=choice.bandwidth)
     return dataclasses.replace(model, alpha=shrunk_leverage(model.alpha, choice.shrinkage, choice.common),

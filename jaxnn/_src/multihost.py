@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["joined", "gathered", "process_rows", "row_counts", "gathered_rows"]
+__all__ = ["joined", "gathered", "process_rows", "row_counts", "gathered_rows", "spans_processes"]
 
 
 def joined() -> bool:
@@ -32,6 +32,17 @@ def joined() -> bool:
     import jax
 
     return jax.process_count() > 1
+
+
+def spans_processes(devices) -> bool:
+    """Whether ``devices`` (a plan's list, or None: this process's default
+    device) include another process's: a program on them is launched by
+    every process together, and one thread of each must launch such
+    programs in one order (:func:`jaxnn.fit` then makes its held-out choice
+    after its boosting, not beside it)."""
+    import jax
+
+    return devices is not None and any(d.process_index != jax.process_index() for d in devices)
 
 
 def _allgather(a: np.ndarray) -> np.ndarray:
