@@ -136,9 +136,12 @@ def test_on_devices_across_processes_the_choice_follows_the_boosting(monkeypatch
     calling thread (each process launches them in one order), with the same model."""
     from jaxnn._src import multihost
 
-    assert not multihost.spans_processes(None) and not multihost.spans_processes(jax.devices())
-    elsewhere = type("Device", (), {"process_index": jax.process_index() + 1})()
-    assert multihost.spans_processes(list(jax.devices()) + [elsewhere])
+    for devices in (None, 1, "all", jax.devices()):
+        assert not multihost.spans_processes(devices)
+    with monkeypatch.context() as elsewhere:  # seen from another process, this process's devices are not its own
+        elsewhere.setattr(jax, "process_index", lambda: 1)
+        assert multihost.spans_processes(1) and multihost.spans_processes(jax.devices())
+        assert not multihost.spans_processes(None)
     X, y = _blobs(m=200, C=3, seed=5)
     expected = jaxnn.fit(X, y, k=5, seed=1)
     monkeypatch.setattr(multihost, "spans_processes", lambda devices: True)

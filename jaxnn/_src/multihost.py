@@ -35,14 +35,17 @@ def joined() -> bool:
 
 
 def spans_processes(devices) -> bool:
-    """Whether ``devices`` (a plan's list, or None: this process's default
-    device) include another process's: a program on them is launched by
-    every process together, and one thread of each must launch such
-    programs in one order (:func:`jaxnn.fit` then makes its held-out choice
-    after its boosting, not beside it)."""
+    """Whether ``devices`` (a plan's setting: None for this process's default
+    device, an int, a list of devices or ``"all"``) include another
+    process's: a program on them is launched by every process together, and
+    one thread of each must launch such programs in one order
+    (:func:`jaxnn.fit` then makes its held-out choice after its boosting,
+    not beside it)."""
     import jax
 
-    return devices is not None and any(d.process_index != jax.process_index() for d in devices)
+    from jaxnn._src.sharding import resolve_devices
+
+    return devices is not None and any(d.process_index != jax.process_index() for d in resolve_devices(devices))
 
 
 def _allgather(a: np.ndarray) -> np.ndarray:
