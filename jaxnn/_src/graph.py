@@ -455,17 +455,18 @@ def _subgraphs(X, neighbors, keep, parts: tuple, candidates) -> list:
                 np.asarray(knn_query(X[keep], X[np.asarray(rows, dtype=np.int64)], k).indices, dtype=np.int32)
                 for rows in parts]
     (X,) = float32_ready(X)
-    results, queries, owners = [], [], []
+    Xf = as_float(X) if candidates is None else None  # the two hops' points, on the device once for every part
+    results, queries, shorts = [], [], []
     for rows in parts:
         targets = keep if rows is None else np.asarray(rows, dtype=np.int64)
         if candidates is None:
-            result, full = _two_hops(as_float(X), nb, pos, targets, k)
+            result, full = _two_hops(Xf, nb, pos, targets, k)
         else:
             result, full = _kept_candidates(np.asarray(candidates, np.int32), pos, targets, k)
         short = np.nonzero(~full)[0]
         results.append(result)
         queries.append(targets[short])
-        owners.append((short, None if rows is None else -1))
+        shorts.append(short)
     wanted = np.concatenate(queries)
     if wanted.size:  # fewer than k kept candidates: one exact search among the kept points for every part's
         # short rows, padded to a shared count (nothing compiles per count of short rows), k + 1 found so
@@ -474,10 +475,10 @@ def _subgraphs(X, neighbors, keep, parts: tuple, candidates) -> list:
         Xh = np.asarray(X)  # the kept points and the short rows gathered on the host: not all of X moved
         found = _exact_among(as_float(Xh[some]), as_float(Xh[keep]), k + 1)[0][: wanted.size]
         at = 0
-        for result, (short, own), query in zip(results, owners, queries):
+        for rows, result, short, query in zip(parts, results, shorts, queries):
             rows_found = found[at: at + short.size]
             at += short.size
-            self_pos = pos[query] if own is None else np.full(short.size, -1)
+            self_pos = pos[query] if rows is None else np.full(short.size, -1)  # other points: no own position
             order = np.argsort(rows_found == self_pos[:, None], axis=1, kind="stable")[:, :k]  # self last, rest in order
             result[short] = np.take_along_axis(rows_found, order, axis=1)
     return [result.astype(np.int32) for result in results]
