@@ -11,8 +11,8 @@
   ``SGDClassifier(loss="log_loss").partial_fit`` over the same batches, for
   Gentile's p and for p = 2 (``track_pass_ratio_vs_sgd_partial_fit``), and
   the peak resident memory of a stream of 100 batches less that of a stream
-  of 10 (``track_peak_rss_growth_long_vs_short``, bytes; about 0: memory does
-  not grow with the stream).
+  of 10 (quick: 20 and 2; ``track_peak_rss_growth_long_vs_short``, bytes;
+  about 0: memory does not grow with the stream).
 * :class:`ULSRules` — ``jaxnn.uls(weak="rules", rounds=100,
   max_literals=3)`` on 10⁴ × 20 points of two classes (quick: 2000, 20 rules):
   ``track_fit_seconds`` (steady state) and ``track_rule_growth_share``, the
@@ -33,6 +33,8 @@ UDT_M, UDT_D, UDT_DEPTH = (2000, 20, 8) if QUICK else (100_000, 20, 8)
 OLS_M, OLS_D, OLS_C, OLS_BATCH = (20_000, 50, 10, 2000) if QUICK else (1_000_000, 50, 10, 10_000)
 ULS_M, ULS_D, ULS_ROUNDS, ULS_LITERALS = (2000, 20, 20, 3) if QUICK else (10_000, 20, 100, 3)
 ROUNDS = 3
+#: the batches of the long and the short stream whose peak memory OLSPass compares
+OLS_STREAMS = (20, 2) if QUICK else (100, 10)
 
 
 def _two_classes(m: int, d: int, seed: int = SEED):
@@ -139,7 +141,7 @@ class OLSPass(Benchmark):
             t_ols, t_sgd = interleaved_medians([lambda: _ols_pass(start, X, y), lambda: _sgd_pass(X, y, classes)],
                                                rounds=ROUNDS)
             out[name] = t_ols / t_sgd
-        out["rss"] = ols_stream_peak(100) - ols_stream_peak(10)
+        out["rss"] = ols_stream_peak(OLS_STREAMS[0]) - ols_stream_peak(OLS_STREAMS[1])
         return out
 
     def track_pass_ratio_vs_sgd_partial_fit(self, cache, p):

@@ -9,8 +9,8 @@ command, CI) runs every test.  ``slow`` marks what compiles a lot or starts some
 size:
 
 * tests whose own code starts a Python process (found here: their source
-  names ``sys.executable`` or ``subprocess.``): JAX's import and every
-  compilation from nothing;
+  names ``sys.executable``, ``subprocess.`` or the benchmarks' ``in_child(``):
+  JAX's import and every compilation from nothing;
 * the ``nndescent`` xdist group: pynndescent's numba compilation (tens of
   seconds a process);
 * in files others own (README, bench), by node id: :data:`SLOW_ELSEWHERE`;
@@ -158,6 +158,11 @@ def _in_nndescent_group(item) -> bool:
     return any(m.name == "xdist_group" and m.args[:1] == ("nndescent",) for m in item.iter_markers())
 
 
+#: what in a test's source starts a Python process: the interpreter named, a subprocess, the
+#: benchmarks' child-process runner (``bench.common.in_child``)
+PROCESS_CALLS = ("sys.executable", "subprocess.", "in_child(")
+
+
 @functools.lru_cache(maxsize=None)
 def _starts_a_process(function) -> bool:
     """A test whose own code starts a Python process: it imports JAX and
@@ -168,7 +173,7 @@ def _starts_a_process(function) -> bool:
         source = inspect.getsource(function)
     except (OSError, TypeError):
         return False
-    return "sys.executable" in source or "subprocess." in source
+    return any(call in source for call in PROCESS_CALLS)
 
 
 # --------------------------------------------------------------------------
@@ -188,6 +193,9 @@ def _compilation_cache_dir() -> str | None:
 #: one LLVM module a program (not split for parallel code generation: two
 #: pytest-xdist workers already fill two cores)
 FAST_COMPILE_XLA_FLAGS = ("--xla_cpu_use_fusion_emitters=false", "--xla_cpu_parallel_codegen_split_count=1")
+
+#: the answers of :func:`_xla_knows`, by installed jaxlib and flags
+XLA_FLAGS_CHECKED = str(ROOT / ".pytest_cache" / "xla-flags-checked.json")
 
 #: where numba caches the kernels it compiles unoptimised for the tests (``NUMBA_OPT=0``): not
 #: beside the installed packages' sources (pynndescent's), whose cache every later process loads
@@ -245,16 +253,36 @@ def _compile_for_tests() -> None:
 
 
 def _xla_knows(flags: str, extra: list) -> bool:
-    """Whether a new process starts XLA's CPU backend with ``extra`` added to ``flags``."""
+    """Whether a new process starts XLA's CPU backend with ``extra`` added to
+    ``flags``: asked once per installed jaxlib and flags, the answer kept in
+    :data:`XLA_FLAGS_CHECKED` (a process that imports jax costs seconds at
+    every run's start)."""
+    import json
     import subprocess
     import sys
+    from importlib import metadata
 
+    try:
+        question = repr((metadata.version("jaxlib"), sys.executable, flags, sorted(extra)))
+    except metadata.PackageNotFoundError:
+        question = None
+    try:
+        known = json.loads(pathlib.Path(XLA_FLAGS_CHECKED).read_text())
+    except (OSError, ValueError):
+        known = {}
+    if question is not None and isinstance(known.get(question), bool):
+        return known[question]
     env = dict(os.environ, XLA_FLAGS=" ".join([flags, *extra]).strip(), JAX_PLATFORMS="cpu")
     try:
-        return subprocess.run([sys.executable, "-c", "import jax; jax.devices()"], env=env, capture_output=True,
-                              timeout=120).returncode == 0
+        answer = subprocess.run([sys.executable, "-c", "import jax; jax.devices()"], env=env, capture_output=True,
+                                timeout=120).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False
+    if question is not None:
+        with contextlib.suppress(OSError):
+            pathlib.Path(XLA_FLAGS_CHECKED).parent.mkdir(parents=True, exist_ok=True)
+            pathlib.Path(XLA_FLAGS_CHECKED).write_text(json.dumps({**known, question: answer}))
+    return answer
 
 
 _compile_for_tests()
