@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import jaxnn
+from jaxnn._src import shared_sizes
 from jaxnn._src import uls as uls_module
 from jaxnn._src import weak as weak_module
 from jaxnn._src.losses import get as get_loss
@@ -465,6 +466,49 @@ def test_a_second_fit_of_the_same_shapes_compiles_nothing(data, compilations):
     with compilations() as compiled:  # other data of the same shape
         jaxnn.uls(X2, y[::-1], rounds=3)
     assert compiled.of(*watched) == []
+
+
+def test_nearby_sizes_share_the_compiled_boosting(data, compilations):
+    """Training sets padded to one shared size (120 and 100 rows: 128) run one
+    compiled boosting of the linear and rules kinds."""
+    X, y = data
+    watched = (uls_module._boost_features,)
+    with compilations(*watched):
+        jaxnn.uls(X, y, weak=["linear", "rules"], rounds=3)
+    with compilations() as compiled:
+        jaxnn.uls(X[:100], y[:100], weak=["linear", "rules"], rounds=3)
+    assert compiled.of(*watched) == []
+
+
+@pytest.mark.parametrize("weak, corrective", [
+    (["linear", "rules"], False),
+    pytest.param(["knn", "linear"], False, marks=pytest.mark.slow),
+    pytest.param("linear", True, marks=pytest.mark.slow),
+    pytest.param("rules", True, marks=pytest.mark.slow),
+])
+def test_padded_rows_change_no_step(data, monkeypatch, weak, corrective):
+    """The rows padded to a shared size (s = 0, Y = 0) change no choice and,
+    to float32 round-off, no coefficient, risk or score: the fit at 120 rows
+    padded to 128 against the same fit with padding off (every set "large")."""
+    X, y = data
+    w = np.random.default_rng(3).uniform(0.5, 2.0, len(y))
+    fits = []
+    for limit in (None, 0):
+        if limit is not None:
+            monkeypatch.setattr(shared_sizes, "SHARED_MAX_ROWS", limit)
+        fits.append(jaxnn.uls(X, y, weak=weak, rounds=4, k=5, corrective=corrective, sample_weight=w))
+    padded, plain = fits
+    np.testing.assert_array_equal(np.asarray(padded.loss_index), np.asarray(plain.loss_index))
+    np.testing.assert_allclose(np.asarray(padded.risk), np.asarray(plain.risk), rtol=1e-5, atol=1e-7)
+    for part in ("linear_coef", "rule_alpha", "knn_alpha"):
+        a, b = getattr(padded, part), getattr(plain, part)
+        assert (a is None) == (b is None), part
+        if a is not None:
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6, err_msg=part)
+    if padded.rule_feature is not None:
+        np.testing.assert_array_equal(np.asarray(padded.rule_feature), np.asarray(plain.rule_feature))
+    np.testing.assert_allclose(np.asarray(jaxnn.decision_function(padded, X)),
+                               np.asarray(jaxnn.decision_function(plain, X)), rtol=1e-5, atol=1e-5)
 
 
 # ------------------------------------------------------------------ bad inputs

@@ -49,7 +49,7 @@ from jaxnn._src.losses import get as get_loss
 from jaxnn._src.losses import squared as squared_loss
 from jaxnn._src.params import FAMILY_POSTERIORS, check
 from jaxnn._src.progress import progress_shown, stage
-from jaxnn._src.shared_sizes import to_device
+from jaxnn._src.shared_sizes import first_rows, padded_rows, shared_rows, to_device
 
 __all__ = ["ULSModel", "uls", "line_step", "block_step", "MAX_DELTA", "ROUNDS_CAP"]
 
@@ -179,9 +179,9 @@ def block_step(loss: Loss, e, A, s, mask):
     return jax.lax.while_loop(cond, body, (jnp.zeros((p,), dtype), 0, jnp.bool_(True)))[0]
 
 
-def _risk(loss: Loss, E, s):
-    """(1/m) Σ_i s_i ψ(E_ic), (C,)."""
-    return jnp.sum(s * loss.psi(E), axis=0) / E.shape[0]
+def _risk(loss: Loss, E, s, m):
+    """(1/m) Σ_i s_i ψ(E_ic), (C,), over E's rows (M ≥ m: rows from m on have s_i = 0)."""
+    return jnp.sum(s * loss.psi(E), axis=0) / m
 
 
 def _choose(choice, risks, edges):
@@ -201,15 +201,19 @@ def _pick(stacked, idx):
 
 # ------------------------------------------------------------------ linear and rules
 @functools.partial(jax.jit, static_argnames=("kind", "losses", "choice", "rounds", "max_literals", "corrective"))
-def _boost_features(F, Y, s, E0, *, kind, losses, choice, rounds, max_literals, corrective):
-    """``rounds`` steps of the ``"linear"`` (F = z(o), (m, p)) or ``"rules"``
-    (F the (m, L) literal matrix) kind from the margins E0 (m, C).
+def _boost_features(F, Y, s, E0, m, *, kind, losses, choice, rounds, max_literals, corrective):
+    """``rounds`` steps of the ``"linear"`` (F = z(o), (M, p)) or ``"rules"``
+    (F the (M, L) literal matrix) kind from the margins E0 (M, C), for m
+    training points padded to M rows (:func:`~jaxnn._src.shared_sizes.shared_rows`:
+    training sets of nearby sizes share the program): a padded row has
+    s_i = 0 and Y_i = 0, so it weighs in no sum and its margin stays 0;
+    m (a scalar, not static) normalises the risk.
 
     Returns (E (m, C), records, alphas (rounds, P, C) — the coefficients
     after each step, P = p (linear) or rounds (rules) —, risk (rounds, C),
     loss index (rounds, C)); records: the chosen coordinate (rounds, C)
     (linear) or literals (rounds, C, l) (rules)."""
-    m, C = Y.shape
+    M, C = Y.shape
     dtype = E0.dtype
     P = F.shape[1] if kind == "linear" else rounds
     sc = s[:, None]
@@ -254,7 +258,7 @@ def _boost_features(F, Y, s, E0, *, kind, losses, choice, rounds, max_literals, 
                 onehot = (jnp.arange(P)[:, None] == (rec if kind == "linear" else jnp.full((C,), t))[None])
                 alpha_new = alpha + onehot.astype(dtype) * delta
                 new_hyps = hyps
-            cand.append((rec, E_new, alpha_new, new_hyps, _risk(loss, E_new, sc), edge))
+            cand.append((rec, E_new, alpha_new, new_hyps, _risk(loss, E_new, sc, m), edge))
         if len(cand) == 1:
             rec, E, alpha, hyps, risk, _ = cand[0]
             idx = jnp.zeros((C,), jnp.int32)
@@ -273,7 +277,7 @@ def _boost_features(F, Y, s, E0, *, kind, losses, choice, rounds, max_literals, 
     if not corrective:
         hyps0 = jnp.zeros((), dtype)
     else:
-        hyps0 = jnp.zeros((P, C), bool) if kind == "linear" else jnp.zeros((rounds, m, C), dtype)
+        hyps0 = jnp.zeros((P, C), bool) if kind == "linear" else jnp.zeros((rounds, M, C), dtype)
     (E, _, _), (recs, alphas, risk, idx) = jax.lax.scan(
         body, (E0, jnp.zeros((P, C), dtype), hyps0), jnp.arange(rounds))
     return E, recs, alphas, risk, idx
@@ -291,7 +295,7 @@ def _boost_knn(inv, Y, s, E0, *, losses, choice, steps):
     Yp = jnp.concatenate([Y, jnp.zeros((1, C), dtype)])
     sp = jnp.concatenate([s, jnp.zeros((1,), dtype)])[:, None]
     Ep = jnp.concatenate([E0, jnp.zeros((1, C), dtype)])
-    risks0 = jnp.stack([_risk(loss, E0, s[:, None]) for loss in losses])  # (L, C)
+    risks0 = jnp.stack([_risk(loss, E0, s[:, None], m) for loss in losses])  # (L, C)
 
     def body(carry, t):
         E, alpha, risks = carry
@@ -428,11 +432,22 @@ def _losses(loss) -> tuple:
 def _fit(X, Y, s, *, kinds, losses, choice, rounds, max_literals, corrective, k, dtype):
     """One ULS fit on (X, Y, s): ``rounds`` a dict kind → steps.  Returns
     (parts dict for :class:`ULSModel`, risk (T, C), loss index (T, C), the
-    held-out paths: a list of (kind, data) per kind, in order)."""
+    held-out paths: a list of (kind, data) per kind, in order).  The
+    ``"linear"`` and ``"rules"`` kinds boost the rows padded to
+    :func:`~jaxnn._src.shared_sizes.shared_rows` (m) (:func:`_boost_features`)."""
     m, d = X.shape
     C = Y.shape[1]
-    Yd, sd, Xd = to_device(Y, dtype), to_device(s, dtype), to_device(X, dtype)
+    Yd, sd = to_device(Y, dtype), to_device(s, dtype)
+    M = shared_rows(m)
+    Yp, sp, Xp = (to_device(padded_rows(np.asarray(a), M), dtype) for a in (Y, s, X))
+    count = np.asarray(m, dtype)
     E = to_device(np.zeros((m, C), dtype))
+
+    def boosted(F, E, kind, r):
+        E, *out = _boost_features(F, Yp, sp, padded_rows(E, M), count, kind=kind, losses=losses, choice=choice,
+                                  rounds=r, max_literals=max_literals, corrective=corrective)
+        return (first_rows((E,), m)[0], *out)
+
     parts, risks, idxs, paths = {}, [], [], []
     for kind in kinds:
         r = rounds[kind]
@@ -446,9 +461,8 @@ def _fit(X, Y, s, *, kinds, losses, choice, rounds, max_literals, corrective, k,
             paths.append((kind, None))
         elif kind == "linear":
             mean, scale = standardised = weak_kinds.standardise(X)
-            F = weak_kinds.linear_features(Xd, to_device(mean, dtype), to_device(scale, dtype))
-            E, coord, alphas, risk, idx = _boost_features(F, Yd, sd, E, kind=kind, losses=losses, choice=choice,
-                                                          rounds=r, max_literals=max_literals, corrective=corrective)
+            F = weak_kinds.linear_features(Xp, to_device(mean, dtype), to_device(scale, dtype))
+            E, coord, alphas, risk, idx = boosted(F, E, kind, r)
             parts.update(linear_mean=mean, linear_scale=scale, linear_coef=np.asarray(alphas[-1]))
             paths.append((kind, (standardised, np.asarray(alphas))))
         else:
@@ -456,11 +470,10 @@ def _fit(X, Y, s, *, kinds, losses, choice, rounds, max_literals, corrective, k,
             # columns padded to a power of two (≥ 8) so that data of one shape shares a program; a
             # padded literal (x_0 > +∞) never holds, its rule h ≡ −1 never raises |edge|, so it is never taken
             pad = max(8, 1 << max(int(feature.size) - 1, 0).bit_length()) - feature.size
-            Lmat = weak_kinds.literal_matrix(Xd, to_device(np.pad(feature, (0, pad))),
+            Lmat = weak_kinds.literal_matrix(Xp, to_device(np.pad(feature, (0, pad))),
                                              to_device(np.pad(threshold, (0, pad), constant_values=np.inf), dtype),
                                              to_device(np.pad(greater, (0, pad), constant_values=True)))
-            E, lits, alphas, risk, idx = _boost_features(Lmat, Yd, sd, E, kind=kind, losses=losses, choice=choice,
-                                                         rounds=r, max_literals=max_literals, corrective=corrective)
+            E, lits, alphas, risk, idx = boosted(Lmat, E, kind, r)
             lits = np.asarray(lits)  # (T, C, l)
             used = lits >= 0
             safe = np.where(used, lits, 0)
