@@ -3,7 +3,7 @@ compilation cache, and guarded helpers for the tests that count compilations.
 
 Tiers
 -----
-``python -m pytest -m "not slow" -n 2`` is the development tier (some 1240
+``python -m pytest -m "not slow" -n 2`` is the development tier (some 1 550
 tests; its time: docs/performance.md); the full suite (the README's
 command, CI) runs every test.  ``slow`` marks what compiles a lot or starts something, whatever its
 size:
