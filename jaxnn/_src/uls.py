@@ -209,7 +209,7 @@ def _boost_features(F, Y, s, E0, m, *, kind, losses, choice, rounds, max_literal
     s_i = 0 and Y_i = 0, so it weighs in no sum and its margin stays 0;
     m (a scalar, not static) normalises the risk.
 
-    Returns (E (m, C), records, alphas (rounds, P, C) — the coefficients
+    Returns (E (M, C), records, alphas (rounds, P, C) — the coefficients
     after each step, P = p (linear) or rounds (rules) —, risk (rounds, C),
     loss index (rounds, C)); records: the chosen coordinate (rounds, C)
     (linear) or literals (rounds, C, l) (rules)."""
