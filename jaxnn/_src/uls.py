@@ -437,7 +437,6 @@ def _fit(X, Y, s, *, kinds, losses, choice, rounds, max_literals, corrective, k,
     :func:`~jaxnn._src.shared_sizes.shared_rows` (m) (:func:`_boost_features`)."""
     m, d = X.shape
     C = Y.shape[1]
-    Yd, sd = to_device(Y, dtype), to_device(s, dtype)
     M = shared_rows(m)
     Yp, sp, Xp = (to_device(padded_rows(np.asarray(a), M), dtype) for a in (Y, s, X))
     count = np.asarray(m, dtype)
@@ -455,7 +454,8 @@ def _fit(X, Y, s, *, kinds, losses, choice, rounds, max_literals, corrective, k,
             r = m if r is None else r
             nb = np.asarray(knn_graph(X, k).indices)
             inv = to_device(weak_kinds.inverse_lists(nb, m))
-            E, alpha, risk, idx = _boost_knn(inv, Yd, sd, E, losses=losses, choice=choice, steps=r)
+            E, alpha, risk, idx = _boost_knn(inv, to_device(Y, dtype), to_device(s, dtype), E, losses=losses,
+                                             choice=choice, steps=r)
             parts.update(k=k, knn_X=np.asarray(X, np.float32), knn_Y=np.asarray(Y, np.int8),
                          knn_alpha=np.asarray(alpha))
             paths.append((kind, None))
