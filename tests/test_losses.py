@@ -386,8 +386,10 @@ def test_from_psi_checks_the_surrogate_inside_a_positive_domain():
 def test_a_new_process_compiles_one_program_per_loss_and_no_eager_operations_in_fit():
     """In a new process a catalogue loss (``logistic()``) compiles nothing,
     a loss from_phi checks (``phi_mu(0.3)``) one program — not φ's
-    operations one by one — and a fit no eager operation: H* is one program
-    per dtype, and a JAX array on the CPU is checked in place."""
+    operations one by one — and a fit no eager operation, nor a fit that
+    chooses k: H* is one program per dtype, a JAX array on the CPU is
+    checked in place, the candidates' α are summed without a program of
+    their own."""
     import json
     import subprocess
     import sys
@@ -409,16 +411,22 @@ def test_a_new_process_compiles_one_program_per_loss_and_no_eager_operations_in_
             jaxnn.losses.phi_mu(0.3)
             loss, names[:] = list(names), []
             jaxnn.fit(X, (X[:, 0] > 0).astype(int), k=10, posterior="link")
-        print(json.dumps([catalogue, loss, names]))
+            fit, names[:] = list(names), []
+            jaxnn.fit(X, (X[:, 0] > 0).astype(int), k="auto", posterior="link")
+        print(json.dumps([catalogue, loss, fit, names]))
     """
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    catalogue, loss, fit = json.loads(proc.stdout.strip().splitlines()[-1])
+    catalogue, loss, fit, select = json.loads(proc.stdout.strip().splitlines()[-1])
     assert catalogue == [] and loss == ["jit(permissibility)"]
     eager = {"jit(add)", "jit(multiply)", "jit(subtract)", "jit(true_divide)", "jit(log)", "jit(isfinite)",
-             "jit(_reduce_all)", "jit(not_equal)", "jit(bitwise_or)"}
+             "jit(_reduce_all)", "jit(not_equal)", "jit(bitwise_or)", "jit(broadcast_in_dim)",
+             "jit(convert_element_type)"}
     assert not eager & set(fit), fit
     assert "jit(boost)" in fit and len(fit) <= 10, fit
+    # k="auto": the candidates' boosting and held-out scoring, no eager operation either
+    assert not eager & set(select), select
+    assert "jit(boost)" in select, select
 
 
 def test_threads_asking_for_a_loss_at_once_get_the_one_cached_object():

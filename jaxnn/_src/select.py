@@ -12,7 +12,6 @@ import numbers
 from typing import Any, NamedTuple, Sequence
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxnn._src import algorithms as algos
@@ -214,10 +213,10 @@ def select(
             run_pass = boost_runs.pass_runner(plan, nb, n_classes, algo, seed, max_passes, shared, k_max, calls)
             for loss in loss_objs:
                 edges = sharding.on_classes(initial_edges(Y, algorithm=algo, loss=loss), plan.devices)
-                alpha = jnp.zeros(Y_run.shape, Y.dtype)
+                alpha = None  # the passes' α summed (the first pass's as it is: no program of its own)
                 for p in range(1, max_passes + 1):
                     res = run_pass(Y_run, edges, loss, p)
-                    edges, alpha = res.edges, alpha + res.alpha
+                    edges, alpha = res.edges, res.alpha if alpha is None else alpha + res.alpha
                     if p in passes:
                         filled = unreached_leverage(np.asarray(alpha[:, :n_classes])[:m], Y_all[tr], nb)
                         scores[(k, loss.name, p)] = rule.accuracy(filled, Y_va, multilabel, shrinkages)

@@ -36,13 +36,12 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional
 
-import functools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxnn._src import plan
+from jaxnn._src import plan, programs
 from jaxnn._src.losses import Loss
 from jaxnn._src.losses import get as get_loss
 
@@ -231,12 +230,13 @@ def surrogate_risk(loss: Loss | str, edges) -> jax.Array:
     return jnp.mean(loss.psi(edges))
 
 
-@functools.partial(jax.jit, static_argnames=("algorithm", "loss"))
+@programs.jit(static_argnames=("algorithm", "loss"))
 def initial_edges(Y, *, algorithm, loss: Loss) -> jax.Array:
-    """``algorithm.init_edges(loss, Y)`` (m, C) as one compiled program: run
-    eagerly, N³'s class-balanced edges would compile ~10 small programs for
-    each new shape.  (:func:`boost` computes them inside its own program
-    when given ``E0=None``.)"""
+    """``algorithm.init_edges(loss, Y)`` (m, C) as one compiled program, kept
+    across processes (:mod:`jaxnn._src.programs`): run eagerly, N³'s
+    class-balanced edges would compile ~10 small programs for each new
+    shape.  (:func:`boost` computes them inside its own program when given
+    ``E0=None``.)"""
     return algorithm.init_edges(loss, Y)
 
 
