@@ -7,6 +7,7 @@ process.  Compare two versions by alternating runs::
     python bench/first_calls.py ripley                  # fit + predict + predict_proba on Ripley's data, import included
     JAXNN_CACHE_DIR=/tmp/c python bench/first_calls.py iris   # the same calls on scikit-learn's iris: where the time goes
     python bench/first_calls.py small-domains          # 5 folds of fit(k="auto") + predict against an SVC grid search
+    JAXNN_CACHE_DIR=/tmp/c python bench/first_calls.py family   # uls, udt and ols fit + predict_proba on wine
     JAXNN_CACHE_DIR=/tmp/c python bench/first_calls.py grid-jobs 2   # GridSearchCV(n_jobs=2) of the estimator, breast cancer
     python bench/first_calls.py warm 20000 16           # first and three warm fits (posterior="auto")
     python bench/first_calls.py select 40000            # select: 2 ks × 2 losses × passes 1, 2, 4
@@ -30,7 +31,8 @@ loading from the cache — JAX's ``jax.monitoring`` durations — and the rest, 
 jaxnn's kept stage programs: ``JAXNN_PROGRAMS=0`` for JAX's cache alone), ``small-domains``
 (on each of eight small bundled sets, five folds of ``fit(k="auto")`` + ``predict`` against the same
 folds' ``GridSearchCV(SVC(), C ∈ {1, 10, 100}, γ ∈ {scale, 0.01, 0.1}, cv=3)`` fit + predict, in
-this one process, compilation included: seconds, their ratio and test accuracies), ``warm`` M D (five Gaussian classes), ``select`` M
+this one process, compilation included: seconds, their ratio and test accuracies), ``family`` (the
+default ``uls``, ``udt`` and ``ols`` fit + ``predict_proba`` on the bundled wine, in turn), ``warm`` M D (five Gaussian classes), ``select`` M
 (d = 16, ten classes), ``given`` M K (d = 16, four classes), ``cv`` M [C], ``curve`` M, ``grid`` M and
 ``auto-k`` M and ``ks`` M (d = 16, four classes), ``folds-colored`` M and ``folds-baselines`` M (the
 same data, five folds by index mod 5), ``auto-uci`` NAME and ``split-uci`` NAME N (a bundled UCI set,
@@ -115,6 +117,10 @@ def main(argv: list[str]) -> None:
                   f"SVC grid {seconds['svc']:6.2f} s ({right['svc']:.3f})   ratio {seconds['jaxnn'] / seconds['svc']:.2f}")
         print(f"all eight: jaxnn {total['jaxnn']:.2f} s, SVC grid {total['svc']:.2f} s, "
               f"ratio {total['jaxnn'] / total['svc']:.2f}")
+    elif mode == "family":  # paper 004's family: each member's default fit + predict_proba on wine, in turn
+        X, y = jaxnn.datasets.load("wine")
+        for name in ("uls", "udt", "ols"):
+            print(f"family {name}: fit + predict_proba {timed(lambda: jaxnn.predict_proba(getattr(jaxnn, name)(X, y), X)):.3f} s")
     elif mode == "grid-jobs":  # GridSearchCV of the pipeline on breast cancer with n_jobs=N worker processes
         from sklearn.datasets import load_breast_cancer
         from sklearn.model_selection import GridSearchCV
@@ -205,7 +211,7 @@ def main(argv: list[str]) -> None:
             times = [timed(call) for _ in range(2)]
             print(f"{mode} m={m}: first {times[0]:.2f} s, second {times[1]:.2f} s")
     else:
-        raise SystemExit(f"unknown mode {mode!r}: fit-auto, fit-link, fit-plain, ripley, iris, small-domains, grid-jobs, warm, select, given, cv, curve, grid, "
+        raise SystemExit(f"unknown mode {mode!r}: fit-auto, fit-link, fit-plain, ripley, iris, small-domains, family, grid-jobs, warm, select, given, cv, curve, grid, "
                          "auto-k, ks, folds-colored, folds-baselines, auto-uci or split-uci")
     print(f"(jaxnn from {jaxnn.__file__})")
 

@@ -45,9 +45,32 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def _run(folder, programs_on=True):
+#: paper 004's family: the ULS rules' boosting, the UDT growing and descent, the OLS pass and the
+#: family's calibrated posteriors (the defaults, posterior="auto")
+FAMILY_STAGES = ["_boost_features", "_evaluate", "_apply", "_descend", "_advance", "_family_posterior"]
+
+#: a fit of each member (the defaults) and its posteriors on a bundled set; prints them and the
+#: programs this process traced
+FAMILY_SCRIPT = textwrap.dedent(
+    """
+    import json, numpy as np, jax, jax.monitoring
+    traced = set()
+    jax.monitoring.register_event_duration_secs_listener(
+        lambda event, seconds, **kw: traced.add(str(kw.get("fun_name"))) if event.endswith("jaxpr_trace_duration")
+        else None)
+    import jaxnn
+    X, y = jaxnn.datasets.load("wine")
+    out = {name: np.asarray(jaxnn.predict_proba(getattr(jaxnn, name)(X, y), X[:30])).tolist()
+           for name in ("uls", "udt", "ols")}
+    out["traced"] = sorted(traced)
+    print(json.dumps(out))
+    """
+)
+
+
+def _run(folder, programs_on=True, script=SCRIPT):
     env = dict(os.environ, JAXNN_CACHE_DIR=str(folder), JAXNN_PROGRAMS="1" if programs_on else "0")
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.splitlines()[-1])
 
@@ -75,6 +98,21 @@ def test_a_new_process_loads_the_stage_programs_and_answers_alike(tmp_path):
     assert _kept(tmp_path) == kept  # nothing new written
     _same_answers(_run(tmp_path / "plain", programs_on=False), first)
     assert not (tmp_path / "plain").exists() or _kept(tmp_path / "plain") == []
+
+
+@pytest.mark.slow  # three subprocesses
+def test_a_new_process_loads_the_familys_programs_and_answers_alike(tmp_path):
+    """ULS, UDT and OLS fits and their posteriors: a second process traces
+    none of the family's kept programs and answers bit for bit as the first
+    — and as the plain jit."""
+    first = _run(tmp_path, script=FAMILY_SCRIPT)
+    assert set(FAMILY_STAGES) <= set(first["traced"]), first["traced"]
+    second = _run(tmp_path, script=FAMILY_SCRIPT)
+    assert not set(FAMILY_STAGES) & set(second["traced"]), second["traced"]
+    plain = _run(tmp_path / "plain", programs_on=False, script=FAMILY_SCRIPT)
+    for name in ("uls", "udt", "ols"):
+        np.testing.assert_array_equal(np.asarray(second[name]), np.asarray(first[name]), err_msg=name)
+        np.testing.assert_array_equal(np.asarray(plain[name]), np.asarray(first[name]), err_msg=name)
 
 
 @pytest.mark.slow  # two subprocesses

@@ -50,6 +50,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxnn._src import losses as losses_mod
+from jaxnn._src import programs
 from jaxnn._src.checks import check_bool
 from jaxnn._src.family import HOLDOUT, FamilyModel, held_out_temperature
 from jaxnn._src.inputs import as_points, encode_labels
@@ -155,7 +156,7 @@ def _p_norms(O, p: float):
 # --------------------------------------------------------------------------
 
 
-@functools.partial(jax.jit, static_argnames=("loss", "p", "lam", "eta"))
+@programs.jit(static_argnames=("loss", "p", "lam", "eta"))
 def _advance(theta, w, lam_p, O, Y, *, loss, p: float, lam: float, eta: Optional[float]):
     """Eq. 93 over the rows of O (B, d + 1) (last column 1, or 0 on a padding
     row, which changes nothing) and their targets Y (B, K) in {0, 1}: the

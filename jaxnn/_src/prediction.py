@@ -530,10 +530,20 @@ def family_rule(model: family.FamilyModel, X, proba: bool = True) -> tuple:
     if not proba:
         return H, None
     if model.temperature is not None:
-        top = None if model.multilabel else jnp.argmax(H, axis=1)
-        return H, calibrated_posterior(model.logits(H), model.temperature, top, model.multilabel)
+        return H, _family_posterior(model.logits(H), H, model.temperature, multilabel=model.multilabel)
     p = jnp.clip(model.posterior(H), 0.0, 1.0)
     return H, p if model.multilabel else normalise_rows(p, H)
+
+
+@programs.jit(static_argnames=("multilabel",))
+def _family_posterior(S, H, temperature, *, multilabel: bool):
+    """The calibrated posteriors (n, C) of a family model's logits S (n, C)
+    at temperature T (traced), ties broken toward argmax H
+    (:func:`~jaxnn._src.calibration.calibrated_posterior`; multilabel: none
+    to break), as one program: run eagerly, its operations would compile
+    a program each for every new shape."""
+    top = None if multilabel else jnp.argmax(H, axis=1)
+    return calibrated_posterior(S, temperature, top, multilabel)
 
 
 def _family_answer(model: family.FamilyModel, X, neighbors, answer: str):

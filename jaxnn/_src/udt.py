@@ -84,6 +84,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxnn._src import losses as losses_mod
+from jaxnn._src import programs
 from jaxnn._src.family import FamilyModel, held_out_split, held_out_temperature
 from jaxnn._src.family import scores as family_scores
 from jaxnn._src.inputs import as_points, encode_labels
@@ -160,7 +161,7 @@ class UDTModel(FamilyModel):
         right = np.concatenate([np.asarray(self.right, np.int32), idx])
         path_sum = self.leaves == "leveraged"
         table = np.pad(np.asarray(self.alpha if path_sum else self.value, np.float32), ((0, pad), (0, 0)))
-        return _descend(X, feature, threshold, left, right, table, np.int32(self.depth), path_sum)
+        return _descend(X, feature, threshold, left, right, table, np.int32(self.depth), path_sum=path_sum)
 
     def posterior(self, H: jax.Array) -> jax.Array:
         """p̂ (n, C): the scores themselves for ``leaves="posterior"`` (the
@@ -174,8 +175,8 @@ class UDTModel(FamilyModel):
         return 2.0 * H - 1.0 if self.leaves == "posterior" else H
 
 
-@functools.partial(jax.jit, static_argnames=("path_sum",))
-def _descend(X, feature, threshold, left, right, table, depth, path_sum: bool):
+@programs.jit(static_argnames=("path_sum",))
+def _descend(X, feature, threshold, left, right, table, depth, *, path_sum: bool):
     """Each row of X (n, d) down the tree for ``depth`` steps: the table's row
     at its leaf, or the sum of the table's rows along its path."""
     n = X.shape[0]
@@ -216,7 +217,7 @@ def _impurity(loss, p):
     return -jnp.sum(phi(p.reshape(-1)).reshape(p.shape), axis=-1)
 
 
-@functools.partial(jax.jit, static_argnames=("loss", "n_leaves", "factor"))
+@programs.jit(static_argnames=("loss", "n_leaves", "factor"))
 def _evaluate(X, Ypos, P, leaf_of_row, start, count, m, min_leaf, *, loss, n_leaves: int, factor: float):
     """The best split of every leaf, all at once (eq. 104).
 
@@ -272,7 +273,7 @@ def _evaluate(X, Ypos, P, leaf_of_row, start, count, m, min_leaf, *, loss, n_lea
     return best, feat.astype(jnp.int32), n_left.astype(jnp.int32), v, v_next, totals
 
 
-@functools.partial(jax.jit, static_argnames=("n_leaves",))
+@programs.jit(static_argnames=("n_leaves",))
 def _apply(X, P, leaf_of_row, split, feature, threshold, right_id, start, n_left, m, *, n_leaves: int):
     """Split the leaves flagged in ``split`` (S,): rows with x[feature] <=
     threshold stay in the leaf, the others go to the leaf ``right_id``; each

@@ -40,6 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxnn._src import programs
 from jaxnn._src import weak as weak_kinds
 from jaxnn._src.family import FamilyModel, held_out_split, held_out_temperature
 from jaxnn._src.graph import knn_graph, knn_query
@@ -200,7 +201,7 @@ def _pick(stacked, idx):
 
 
 # ------------------------------------------------------------------ linear and rules
-@functools.partial(jax.jit, static_argnames=("kind", "losses", "choice", "rounds", "max_literals", "corrective"))
+@programs.jit(static_argnames=("kind", "losses", "choice", "rounds", "max_literals", "corrective"))
 def _boost_features(F, Y, s, E0, m, *, kind, losses, choice, rounds, max_literals, corrective):
     """``rounds`` steps of the ``"linear"`` (F = z(o), (M, p)) or ``"rules"``
     (F the (M, L) literal matrix) kind from the margins E0 (M, C), for m
