@@ -324,23 +324,23 @@ def _boost_knn(inv, Y, s, E0, *, losses, choice, steps):
 
 
 # ------------------------------------------------------------------ the model
-@jax.jit
+@programs.jit()
 def _linear_scores(X, mean, scale, coef):
     return weak_kinds.linear_features(X, mean.astype(X.dtype), scale.astype(X.dtype)) @ coef.astype(X.dtype)
 
 
-@jax.jit
+@programs.jit()
 def _summed(parts: tuple):
     """The parts' scores (each (n, C)) summed, in float32."""
     return functools.reduce(jnp.add, parts).astype(jnp.float32)
 
 
-@functools.partial(jax.jit, static_argnames="loss")
-def _posterior(loss: Loss, H):
+@programs.jit(static_argnames=("loss",))
+def _posterior(H, *, loss: Loss):
     return loss.posterior(H)
 
 
-@jax.jit
+@programs.jit()
 def _rule_scores(X, feature, threshold, greater, alpha):
     h = weak_kinds.rule_values(X, feature, threshold.astype(X.dtype), greater)  # (n, T, C)
     return jnp.einsum("ntc,tc->nc", h, alpha.astype(X.dtype))
@@ -464,8 +464,9 @@ def _fit(X, Y, s, *, kinds, losses, choice, rounds, max_literals, corrective, k,
             mean, scale = standardised = weak_kinds.standardise(X)
             F = weak_kinds.linear_features(Xp, to_device(mean, dtype), to_device(scale, dtype))
             E, coord, alphas, risk, idx = boosted(F, E, kind, r)
-            parts.update(linear_mean=mean, linear_scale=scale, linear_coef=np.asarray(alphas[-1]))
-            paths.append((kind, (standardised, np.asarray(alphas))))
+            alphas = np.asarray(alphas)
+            parts.update(linear_mean=mean, linear_scale=scale, linear_coef=alphas[-1])
+            paths.append((kind, (standardised, alphas)))
         else:
             feature, threshold, greater = weak_kinds.literals(X)
             # columns padded to a power of two (≥ 8) so that data of one shape shares a program; a
@@ -475,15 +476,15 @@ def _fit(X, Y, s, *, kinds, losses, choice, rounds, max_literals, corrective, k,
                                              to_device(np.pad(threshold, (0, pad), constant_values=np.inf), dtype),
                                              to_device(np.pad(greater, (0, pad), constant_values=True)))
             E, lits, alphas, risk, idx = boosted(Lmat, E, kind, r)
-            lits = np.asarray(lits)  # (T, C, l)
+            lits, alphas = np.asarray(lits), np.asarray(alphas)  # (T, C, l), (T, T, C)
             used = lits >= 0
             safe = np.where(used, lits, 0)
             feature = np.where(used, feature[safe] if feature.size else 0, -1).astype(np.int32)
             threshold = np.where(used, threshold[safe] if threshold.size else 0.0, 0.0)
             greater = np.where(used, greater[safe] if greater.size else False, False)
             parts.update(rule_feature=feature, rule_threshold=threshold, rule_greater=greater,
-                         rule_alpha=np.asarray(alphas[-1]))
-            paths.append((kind, ((feature, threshold, greater), np.asarray(alphas))))
+                         rule_alpha=alphas[-1])
+            paths.append((kind, ((feature, threshold, greater), alphas)))
         risks.append(np.asarray(risk))
         idxs.append(np.asarray(idx, np.int8))
     return parts, np.concatenate(risks), np.concatenate(idxs), paths
@@ -528,7 +529,7 @@ def _criterion(H, Y, loss: Loss, multilabel: bool):
         error = np.mean((H > 0) != positive, axis=(-2, -1))
     else:
         error = np.mean(np.argmax(H, axis=-1) != np.argmax(Y, axis=-1), axis=-1)
-    p = np.clip(np.asarray(_posterior(loss, to_device(H, np.float32)), np.float64), 1e-6, 1 - 1e-6)
+    p = np.clip(np.asarray(_posterior(to_device(H, np.float32), loss=loss), np.float64), 1e-6, 1 - 1e-6)
     log = -np.mean(np.where(positive, np.log(p), np.log1p(-p)), axis=(-2, -1))
     return error, log
 

@@ -27,6 +27,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxnn._src import programs
+
 __all__ = ["KINDS", "MAX_THRESHOLDS", "inverse_lists", "knn_scores", "standardise", "linear_features", "literals",
            "literal_matrix", "grow_rules", "rule_values"]
 
@@ -64,7 +66,7 @@ def inverse_lists(nb: np.ndarray, m: int) -> np.ndarray:
     return inv
 
 
-@jax.jit
+@programs.jit()
 def knn_scores(alpha, Y, nb):
     """H (n, C) = Σ_{j∈nb[i]} α_jc y_jc for (m, C) α and labels, (n, k) neighbours."""
     return jnp.sum((alpha * Y.astype(alpha.dtype))[nb], axis=1)
@@ -81,7 +83,7 @@ def standardise(X: np.ndarray):
     return mean, scale
 
 
-@jax.jit
+@programs.jit()
 def linear_features(X, mean, scale):
     """z(x) (n, d + 1): the standardised features, then the bias 1 (one
     compiled program, not one per operation when called eagerly)."""
@@ -120,7 +122,7 @@ def literals(X: np.ndarray, max_thresholds: int = MAX_THRESHOLDS):
             np.concatenate([np.zeros(L, bool), np.ones(L, bool)]))
 
 
-@jax.jit
+@programs.jit()
 def literal_matrix(X, feature, threshold, greater):
     """(n, L) in X's dtype: 1 where literal l holds for row i, else 0."""
     x = X[:, feature]
@@ -160,7 +162,7 @@ def grow_rules(Lmat, v, max_literals: int):
     return lits, 2.0 * inside - 1.0
 
 
-@jax.jit
+@programs.jit()
 def rule_values(X, feature, threshold, greater):
     """h (n, T, C) ±1 of T·C stored rules on points X (n, d): ``feature``
     (T, C, l) int (−1: no literal), ``threshold`` (T, C, l), ``greater``
