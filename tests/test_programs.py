@@ -45,10 +45,10 @@ SCRIPT = textwrap.dedent(
 )
 
 
-#: paper 004's family: the ULS rules' literals, boosting and scores, the UDT growing and descent, the OLS pass and the
-#: family's calibrated posteriors (the defaults, posterior="auto")
+#: paper 004's family: the ULS rules' literals, boosting and scores, the UDT growing, descent and leaf links, the
+#: OLS pass and the family's calibrated posteriors (the defaults, posterior="auto")
 FAMILY_STAGES = ["_boost_features", "literal_matrix", "_rule_scores", "_summed", "_evaluate", "_apply", "_descend",
-                 "_advance", "_family_posterior"]
+                 "_node_links", "_doubled_less_one", "_advance", "_family_posterior"]
 
 #: a fit of each member (the defaults) and its posteriors on a bundled set; prints them and the
 #: programs this process traced

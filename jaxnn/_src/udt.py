@@ -75,7 +75,6 @@ which is ∇φ(p_k) at its leaf k, and the tree's surrogate risk is
 from __future__ import annotations
 
 import dataclasses
-import functools
 import heapq
 from typing import ClassVar
 
@@ -172,7 +171,13 @@ class UDTModel(FamilyModel):
 
     def logits(self, H: jax.Array) -> jax.Array:
         """S = 2H − 1 for ``leaves="posterior"`` (> 0 where p > 1/2), else H (∇φ(p))."""
-        return 2.0 * H - 1.0 if self.leaves == "posterior" else H
+        return _doubled_less_one(H) if self.leaves == "posterior" else H
+
+
+@programs.jit()
+def _doubled_less_one(H):
+    """2H − 1 as one program (eagerly, two)."""
+    return 2.0 * H - 1.0
 
 
 @programs.jit(static_argnames=("path_sum",))
@@ -308,7 +313,7 @@ def _apply(X, P, leaf_of_row, split, feature, threshold, right_id, start, n_left
     return P_new, new_leaf
 
 
-@functools.partial(jax.jit, static_argnames=("loss",))
+@programs.jit(static_argnames=("loss",))
 def _node_links(p, *, loss):
     """∇φ(p) (…, C), of p clipped to [ε, 1 − ε] where ∇φ(p) is not finite."""
     g = loss.dphi(p)
