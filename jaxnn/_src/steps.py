@@ -36,7 +36,6 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional
 
-
 import jax
 import jax.numpy as jnp
 import numpy as np
