@@ -110,8 +110,8 @@ class OLSModel(FamilyModel):
         return _scores(self.w, X, two_sided=self.w.shape[1] != self.n_classes)
 
 
-@functools.partial(jax.jit, static_argnames=("two_sided",))
-def _scores(w, X, two_sided: bool):
+@programs.jit(static_argnames=("two_sided",))
+def _scores(w, X, *, two_sided: bool):
     return _columns(X @ w[:-1] + w[-1], two_sided)
 
 
@@ -195,9 +195,14 @@ def default_p(n_features: int) -> float:
 @functools.lru_cache(maxsize=None)
 def _curvature_bound(loss) -> float:
     grid = np.concatenate([np.linspace(1e-3, 1 - 1e-3, 999), [0.5]]).astype(np.float32)
-    d2phi = jax.vmap(jax.grad(jax.grad(lambda t: loss.phi(t))))
-    values = np.asarray(jax.jit(d2phi)(grid), np.float64)
+    values = np.asarray(_phi_second_derivative(grid, loss=loss), np.float64)
     return float(np.min(values[np.isfinite(values)]))
+
+
+@programs.jit(static_argnames=("loss",))
+def _phi_second_derivative(p, *, loss):
+    """φ''(p) at each point of p, by :func:`jax.grad` of φ twice."""
+    return jax.vmap(jax.grad(jax.grad(loss.phi)))(p)
 
 
 def curvature_bound(loss) -> float:

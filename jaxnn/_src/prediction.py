@@ -562,8 +562,10 @@ def _family_answer(model: family.FamilyModel, X, neighbors, answer: str):
     traced = isinstance(H, jax.core.Tracer)
     if model.multilabel:
         return (p > 0.5).astype(jnp.int32) if traced else np.asarray(p > 0.5, np.int64)
-    top = jnp.argmax(H, axis=1)
-    return _traced_predict(model, H, top) if traced else _labels(model, np.asarray(H), np.asarray(top))
+    if traced:
+        return _traced_predict(model, H, jnp.argmax(H, axis=1))
+    H = np.asarray(H)
+    return _labels(model, H, np.argmax(H, axis=1))  # on the host: no program of its own
 
 
 def _predict(model: Model, X, neighbors):
