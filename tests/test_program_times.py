@@ -2,6 +2,7 @@
 compiling by program: what it hears is what it writes, and its summary adds
 the processes' records up."""
 
+import collections
 import json
 import os
 import sys
@@ -14,7 +15,7 @@ import program_times  # noqa: E402
 
 
 def test_a_compiled_program_is_heard_by_name_and_file(monkeypatch):
-    monkeypatch.setattr(program_times, "_times", type(program_times._times)(program_times._times.default_factory))
+    monkeypatch.setattr(program_times, "_times", collections.defaultdict(program_times._times.default_factory))
     monkeypatch.setattr(program_times, "_file", ["tests/test_x.py"])
 
     def _program_times_probe(x):
