@@ -41,6 +41,9 @@ def run_blocks(blocks: list[str], where: str) -> None:
     for i, block in enumerate(blocks, start=1):
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # an example must run without a warning
+            # but numba's note, the first time a process compiles one of pynndescent's kernels,
+            # that it cannot cache it: a dependency's compile-time message, whichever test compiles first
+            warnings.filterwarnings("ignore", message="Cannot cache compiled function")
             try:
                 exec(compile(block, f"{where} python block {i}", "exec"), namespace)
             except Exception as e:  # name the block that broke

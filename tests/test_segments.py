@@ -41,7 +41,8 @@ def test_segments_give_the_one_run_result(monkeypatch, chooser, algorithm, share
         monkeypatch.setattr(shared_sizes, "SHARED_MAX_ROWS", 0)
     if windowed:
         monkeypatch.setattr(plan, "WINDOWED_MIN_STATE", 0)
-    kwargs = dict(k=5, chooser=chooser, algorithm=algorithm, rounds=5 * m, posterior="link", trace=True, seed=3)
+    kwargs = dict(k=5, chooser=chooser, algorithm=algorithm, rounds=5 * m, posterior="link", shrinkage=None,
+                  trace=True, seed=3)
     whole = jaxnn.fit(X, y, **kwargs)
     monkeypatch.setattr(boost_runs, "SEGMENT_STEPS", 2 * m)
     parts = jaxnn.fit(X, y, **kwargs)
