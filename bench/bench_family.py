@@ -30,7 +30,7 @@ import jaxnn
 from .common import QUICK, SEED, Benchmark, block, interleaved_medians, skip_unless, timed_block
 
 UDT_M, UDT_D, UDT_DEPTH = (2000, 20, 8) if QUICK else (100_000, 20, 8)
-OLS_M, OLS_D, OLS_C, OLS_BATCH = (20_000, 50, 10, 2000) if QUICK else (1_000_000, 50, 10, 10_000)
+OLS_M, OLS_D, OLS_C, OLS_BATCH = (2000, 50, 10, 500) if QUICK else (1_000_000, 50, 10, 10_000)
 ULS_M, ULS_D, ULS_ROUNDS, ULS_LITERALS = (2000, 20, 20, 3) if QUICK else (10_000, 20, 100, 3)
 ROUNDS = 3
 #: the batches of the long and the short stream whose peak memory OLSPass compares

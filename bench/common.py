@@ -85,7 +85,7 @@ if os.environ.get("JAXNN_BENCH_DATASETS", "").strip():
         raise ValueError(f"JAXNN_BENCH_DATASETS names {sorted(set(_only) - set(DATASETS))}: not among {DATASETS}")
     DATASETS = tuple(n for n in DATASETS if n in _only)
 #: sizes of the synthetic set: 10 classes, d = 64
-SYNTH_TRAIN, SYNTH_TEST, SYNTH_D, SYNTH_C = (1500, 500, 64, 10) if QUICK else (100_000, 20_000, 64, 10)
+SYNTH_TRAIN, SYNTH_TEST, SYNTH_D, SYNTH_C = (450, 150, 64, 10) if QUICK else (100_000, 20_000, 64, 10)
 #: greedy steps per class in bench_fit.FitBoost (a greedy step costs
 #: ~0.1–0.3 ms whatever m, but it is one example per step: a whole pass is m
 #: steps, not the ~30 of the colored schedule)
@@ -285,19 +285,19 @@ def dataset(name: str) -> Data:
     """One of :data:`DATASETS`, built once per process from fixed seeds.
 
     * ``letter``: all 20000 rows, 16000 train / 4000 test (stratified, seed 0);
-      quick: a stratified 2000-row sample (1500 / 500).
-    * ``optdigits``: 5620 rows, 75 % / 25 %; quick: 2000 rows.
+      quick: a stratified 600-row sample (450 / 150).
+    * ``optdigits``: 5620 rows, 75 % / 25 %; quick: 600 rows (450 / 150).
     * ``synthetic``: :func:`synthetic`, 10⁵ train / 2·10⁴ test, d = 64, C = 10;
-      quick: 1500 / 500.
+      quick: 450 / 150.
     """
     if name == "letter":
-        X, y = datasets.letter_sample(2000, seed=SEED) if QUICK else datasets.load("letter")
-        test = 500 if QUICK else 4000
+        X, y = datasets.letter_sample(600, seed=SEED) if QUICK else datasets.load("letter")
+        test = 150 if QUICK else 4000
     elif name == "optdigits":
         X, y = datasets.load("optdigits")
         if QUICK:
-            _, X, _, y = datasets.train_test_split(X, y, test_size=2000, seed=SEED)
-        test = 500 if QUICK else 0.25
+            _, X, _, y = datasets.train_test_split(X, y, test_size=600, seed=SEED)
+        test = 150 if QUICK else 0.25
     elif name == "synthetic":
         X, y = synthetic(SYNTH_TRAIN + SYNTH_TEST)
         test = SYNTH_TEST
