@@ -453,7 +453,9 @@ def test_unn_fast_step_is_accurate_in_float32_when_one_side_dominates(loss, n_pl
     L = jaxnn.losses.get(loss)
     e = np.full(n_plus + n_minus, edge, np.float32)
     r = np.r_[np.ones(n_plus), -np.ones(n_minus)].astype(np.float32)
-    got = float(UNNFast().delta(L, jnp.asarray(e)[:, None], jnp.asarray(r)[:, None], jnp.asarray([e.size]), m)[0])
+    # jitted, as boosting runs it (one program a case, not one a primitive)
+    delta = jax.jit(lambda e, r, n: UNNFast().delta(L, e, r, n, m))
+    got = float(delta(e[:, None], r[:, None], np.array([e.size], np.int32))[0])
     with jax.enable_x64(True):
         w = float(L.weight(jnp.float64(edge)))
         wp, wm = n_plus * w + 1 / m, n_minus * w + 1 / m  # eq. 13's smoothing mass on each side
