@@ -145,7 +145,7 @@ def start(Y, E0, *, algorithm, loss: Loss, n_points=None, weights: Weights | Non
                  initial_risk(loss, E0, n_points, u))
 
 
-def narrow_delta(algorithm, loss: Loss, widths: tuple, n, gather, size, *operands):
+def narrow_delta(algorithm, loss: Loss, widths: tuple, n, gather, size, *operands, dead=None):
     """δ (C,) of one step from ``algorithm.delta`` on its members' edges,
     computed at the narrowest ``widths[t]`` ≥ n (:func:`narrowest`: only that
     width runs).  ``gather(w, *operands)`` → (e, r, counts): the (w, C)
@@ -157,7 +157,14 @@ def narrow_delta(algorithm, loss: Loss, widths: tuple, n, gather, size, *operand
     def at(w):
         return lambda *ops: algorithm.delta(loss, *gather(w, *ops), size)
 
-    return narrowest(widths, n, [at(w) for w in widths], *operands)
+    fns = [at(w) for w in widths]
+    if dead is None:
+        return narrowest(widths, n, fns, *operands)
+    # a padding step: no root search, δ = 0 (a last branch of the switch)
+    C = operands[0].shape[1]
+    zero = lambda *ops: jnp.zeros((C,), operands[0].dtype)
+    tier = jnp.searchsorted(jnp.asarray(widths, jnp.int32), n.astype(jnp.int32))
+    return jax.lax.switch(jnp.where(dead, len(widths), tier), fns + [zero], *operands)
 
 
 def edge_change(delta, y_members, y_j=None):
