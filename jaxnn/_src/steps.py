@@ -152,7 +152,9 @@ def narrow_delta(algorithm, loss: Loss, widths: tuple, n, gather, size, *operand
     edges of the step's first w members, their r = y_ic·y_jc
     (u_i·y_ic·y_jc with weights) and the (C,) n_j δ reads
     (:func:`delta_counts`), from the step's ``operands`` (its edges and
-    example, handed to the switch's branches); ``size`` the examples' m."""
+    example, handed to the switch's branches); ``size`` the examples' m.
+    ``dead`` (a traced bool, or None): a padding step (t ≥ n_steps), whose
+    δ = 0 comes from an empty last branch of the switch — no root search."""
 
     def at(w):
         return lambda *ops: algorithm.delta(loss, *gather(w, *ops), size)
@@ -160,7 +162,6 @@ def narrow_delta(algorithm, loss: Loss, widths: tuple, n, gather, size, *operand
     fns = [at(w) for w in widths]
     if dead is None:
         return narrowest(widths, n, fns, *operands)
-    # a padding step: no root search, δ = 0 (a last branch of the switch)
     C = operands[0].shape[1]
     zero = lambda *ops: jnp.zeros((C,), operands[0].dtype)
     tier = jnp.searchsorted(jnp.asarray(widths, jnp.int32), n.astype(jnp.int32))
