@@ -159,13 +159,10 @@ def narrow_delta(algorithm, loss: Loss, widths: tuple, n, gather, size, *operand
     def at(w):
         return lambda *ops: algorithm.delta(loss, *gather(w, *ops), size)
 
-    fns = [at(w) for w in widths]
-    if dead is None:
-        return narrowest(widths, n, fns, *operands)
-    C = operands[0].shape[1]
-    zero = lambda *ops: jnp.zeros((C,), operands[0].dtype)
-    tier = jnp.searchsorted(jnp.asarray(widths, jnp.int32), n.astype(jnp.int32))
-    return jax.lax.switch(jnp.where(dead, len(widths), tier), fns + [zero], *operands)
+    def nothing(edges, *rest):  # a padding step's δ = 0, (C,)
+        return jnp.zeros(edges.shape[-1:], edges.dtype)
+
+    return narrowest(widths, n, [at(w) for w in widths], *operands, dead=None if dead is None else (dead, nothing))
 
 
 def edge_change(delta, y_members, y_j=None):
@@ -276,10 +273,16 @@ def step_widths(P: int, work: int | None = None, narrow: bool | None = None) -> 
     return tuple(w for w in STEP_WIDTHS if 4 * w <= P) + (max(int(P), 1),)
 
 
-def narrowest(widths: tuple, n, delta_fns, *operands):
+def narrowest(widths: tuple, n, delta_fns, *operands, dead=None):
     """δ from ``delta_fns[t](*operands)`` for the narrowest ``widths[t]`` ≥ n
-    (a ``lax.switch``: only that one runs; a plain call for one width)."""
-    if len(delta_fns) == 1:
+    (a ``lax.switch``: only that one runs; a plain call for one width).
+    ``dead``: None, or (a traced bool, a function of the operands giving
+    δ = 0): where the bool is true that function runs instead, as a last
+    branch of the switch (a padding step: no root search)."""
+    if dead is None and len(delta_fns) == 1:
         return delta_fns[0](*operands)
     tier = jnp.searchsorted(jnp.asarray(widths, jnp.int32), n.astype(jnp.int32))
-    return jax.lax.switch(tier, delta_fns, *operands)
+    if dead is None:
+        return jax.lax.switch(tier, delta_fns, *operands)
+    padding, nothing = dead
+    return jax.lax.switch(jnp.where(padding, len(delta_fns), tier), [*delta_fns, nothing], *operands)
