@@ -124,7 +124,7 @@ def boost(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None,
         t, j = tj
 
         delta = steps.narrow_delta(algorithm, loss, widths, counts[j], gather, size, state.edges, j,
-                                   dead=None if n_steps is None else t >= n_steps)
+                                   dead=steps.padding(t, n_steps))
         delta, n = steps.live(t, n_steps, delta, counts[j])
 
         def update(start, moving):

@@ -153,8 +153,8 @@ def narrow_delta(algorithm, loss: Loss, widths: tuple, n, gather, size, *operand
     (u_i·y_ic·y_jc with weights) and the (C,) n_j δ reads
     (:func:`delta_counts`), from the step's ``operands`` (its edges and
     example, handed to the switch's branches); ``size`` the examples' m.
-    ``dead`` (a traced bool, or None): a padding step (t ≥ n_steps), whose
-    δ = 0 comes from an empty last branch of the switch — no root search."""
+    ``dead``: :func:`padding`'s answer for the step (None: none is), δ = 0
+    there from an empty last branch of the switch — no root search."""
 
     def at(w):
         return lambda *ops: algorithm.delta(loss, *gather(w, *ops), size)
@@ -202,13 +202,19 @@ def apply(loss: Loss, state: State, idx=None, change=None, *, valid=None, size=N
     return State(edges, alpha, risk)
 
 
+def padding(t, n_steps):
+    """Whether step t is a padding step, t ≥ n_steps (a traced bool), or None
+    where every step runs (n_steps None)."""
+    return None if n_steps is None else t >= n_steps
+
+
 def live(t, n_steps, delta, n):
     """(δ, n_j) at step t, or (0, 0) — no change — for a padding step
-    t ≥ n_steps (n_steps None: every step runs)."""
-    if n_steps is None:
+    (:func:`padding`)."""
+    dead = padding(t, n_steps)
+    if dead is None:
         return delta, n
-    running = t < n_steps
-    return jnp.where(running, delta, 0.0), jnp.where(running, n, 0)
+    return jnp.where(dead, 0.0, delta), jnp.where(dead, 0, n)
 
 
 def finish(state: State, risks, m: int, trace: bool) -> BoostResult:
