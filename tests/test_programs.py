@@ -46,7 +46,8 @@ SCRIPT = textwrap.dedent(
 
 
 #: paper 004's family: the ULS rules' literals, boosting and scores, the UDT growing, descent and leaf links, the
-#: OLS curvature bound, pass and scores, and the family's calibrated posteriors (the defaults, posterior="auto")
+#: OLS curvature bound, pass and scores, and the family's calibrated posteriors (the defaults, posterior="auto");
+#: a totally corrective ULS fit (its Newton steps call LAPACK, which a loading process must set up)
 FAMILY_STAGES = ["_boost_features", "literal_matrix", "_rule_scores", "_summed", "_evaluate", "_apply", "_descend",
                  "_node_links", "_doubled_less_one", "_phi_second_derivative", "_advance", "_scores",
                  "_family_posterior"]
@@ -64,6 +65,7 @@ FAMILY_SCRIPT = textwrap.dedent(
     X, y = jaxnn.datasets.load("wine")
     out = {name: np.asarray(jaxnn.predict_proba(getattr(jaxnn, name)(X, y), X[:30])).tolist()
            for name in ("uls", "udt", "ols")}
+    out["corrective"] = np.asarray(jaxnn.predict_proba(jaxnn.uls(X, y, corrective=True, rounds=6), X[:30])).tolist()
     out["traced"] = sorted(traced)
     print(json.dumps(out))
     """
@@ -112,7 +114,7 @@ def test_a_new_process_loads_the_familys_programs_and_answers_alike(tmp_path):
     second = _run(tmp_path, script=FAMILY_SCRIPT)
     assert second["traced"] == [], second["traced"]
     plain = _run(tmp_path / "plain", programs_on=False, script=FAMILY_SCRIPT)
-    for name in ("uls", "udt", "ols"):
+    for name in ("uls", "udt", "ols", "corrective"):
         np.testing.assert_array_equal(np.asarray(second[name]), np.asarray(first[name]), err_msg=name)
         np.testing.assert_array_equal(np.asarray(plain[name]), np.asarray(first[name]), err_msg=name)
 

@@ -131,6 +131,8 @@ class Program:
                 payload, in_tree, out_tree = pickle.loads(zlib.decompress(f.read()))
             from jax.experimental.serialize_executable import deserialize_and_load
 
+            _kernels_ready(payload)
+
             return deserialize_and_load(payload, in_tree, out_tree)
         except FileNotFoundError:
             pass
@@ -150,6 +152,19 @@ class Program:
 #: cache serialises without the kernels it was compiled with, and a process loading that fails:
 #: "Function … not found")
 _WHOLE = {"xla_embed_ir_in_executable": False}
+
+
+def _kernels_ready(payload: bytes) -> None:
+    """Set up the kernels a loaded executable calls that jaxlib sets up only
+    while lowering a program: its CPU LAPACK kernels (custom calls
+    ``lapack_*``: ``jnp.linalg.solve`` in ULS's corrective steps) take their
+    routines from SciPy when the first program using them is lowered, and a
+    process that loads such a program without lowering one would call
+    through unset pointers."""
+    if b"lapack_" in payload:
+        from jaxlib import lapack
+
+        lapack.prepare_lapack_call("getrf_ffi", np.dtype(np.float32))
 
 
 def _write(path: str, compiled) -> None:
