@@ -244,6 +244,24 @@ def test_corrective_zeroes_every_chosen_edge_and_lowers_the_risk(data, weak):
         assert np.all(np.mean(numpy_psi("logistic", Y * H2), 0) >= np.mean(numpy_psi("logistic", Y * H), 0) - 1e-12)
 
 
+@pytest.mark.parametrize("loss", ["logistic", "squared"])
+def test_corrective_step_takes_no_step_where_the_risk_is_flat(loss):
+    """A hypothesis and its complement (columns a and −a): the risk depends on
+    δ₁ − δ₂ alone, and the least-norm step is (δ/2, −δ/2) with δ the one
+    hypothesis's step (the squared loss's within its box) — none along
+    (1, 1), whatever the round-off."""
+    rng = np.random.default_rng(5)
+    a = np.where(rng.random(40) < 0.7, 1.0, -1.0).astype(np.float32)
+    e = (0.3 * rng.normal(size=40)).astype(np.float32)
+    s = rng.uniform(0.5, 2.0, 40).astype(np.float32)
+    A = np.stack([a, -a, np.zeros(40, np.float32)], 1)
+    mask = jnp.array([True, True, False])
+    step = np.asarray(jax.jit(uls_module.block_step, static_argnums=0)(get_loss(loss), e, A, s, mask))
+    one = np.asarray(uls_module.line_step(get_loss(loss), e[:, None], a[:, None], s[:, None]))[0]
+    # float32 risks tell minimisers apart to about √eps: the line search's resolution
+    np.testing.assert_allclose(step, [one / 2, -one / 2, 0.0], rtol=1e-3, atol=1e-6)
+
+
 def test_corrective_refuses_knn_and_a_per_step_bag(data):
     X, y = data
     with pytest.raises(ValueError, match="corrective=True is not available for weak='knn'"):

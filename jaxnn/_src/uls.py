@@ -136,18 +136,16 @@ def block_step(loss: Loss, e, A, s, mask):
     (totally corrective), for one class: e (m,) margins, A (m, p) the
     a_it = y_i h_t(o_i), s (m,) sample weights.  Newton on the convex risk
     R(δ) = Σ_i s_i ψ(e_i + (Aδ)_i) with the Hessian of Lemma 8,
-    Aᵀ diag(s ψ″) A, and a backtracking line search (the best of
-    :data:`LINE_SEARCH` halvings, or no move)."""
+    Aᵀ diag(s ψ″) A (its least-norm solution: :func:`_least_norm_solve`),
+    and a backtracking line search (the best of :data:`LINE_SEARCH`
+    halvings, or no move)."""
     dtype = e.dtype
     A = A * mask.astype(dtype)
     p = A.shape[1]
-    off = jnp.diag(jnp.where(mask, 0.0, 1.0).astype(dtype))
-    eps = jnp.finfo(dtype).eps
     if _is_squared(loss):
         grad = A.T @ (s * 2.0 * (1.0 - e))
         H = 2.0 * (A * s[:, None]).T @ A
-        H = H + off + eps * (jnp.trace(H) / p + 1.0) * jnp.eye(p, dtype=dtype)
-        d = jnp.linalg.solve(H, grad) * mask
+        d = _least_norm_solve(H, grad) * mask
         r = A @ d
         safe = jnp.where(r == 0, 1.0, r)
         reach = jnp.where(r > 0, (1.0 - e) / safe, jnp.where(r < 0, (-1.0 - e) / safe, jnp.inf))
@@ -163,8 +161,7 @@ def block_step(loss: Loss, e, A, s, mask):
         x = e + A @ d
         grad = -(A.T @ (s * loss.weight(x)))
         H = (A * (s * loss.curvature(x))[:, None]).T @ A
-        H = H + off + eps * (jnp.trace(H) / p + 1.0) * jnp.eye(p, dtype=dtype)
-        step = -jnp.linalg.solve(H, grad) * mask
+        step = -_least_norm_solve(H, grad) * mask
         step = jnp.where(jnp.isfinite(step), step, 0.0)
         tries = jax.vmap(lambda t: risk(d + t * step))(ts)
         tries = jnp.where(jnp.isfinite(tries), tries, jnp.inf)
@@ -178,6 +175,19 @@ def block_step(loss: Loss, e, A, s, mask):
         return (state[1] < MAX_ITERATIONS) & state[2]
 
     return jax.lax.while_loop(cond, body, (jnp.zeros((p,), dtype), 0, jnp.bool_(True)))[0]
+
+
+def _least_norm_solve(H, g):
+    """d (p,) solving H d = g with the least norm, for H (p, p) symmetric
+    positive semi-definite (a corrective step's Hessian, zero rows for the
+    hypotheses not yet chosen): H's eigen-directions of eigenvalue at most
+    √eps of its largest — its null space, where hypotheses repeat or a rule
+    meets its complement and the risk is flat — take no step, whatever
+    round-off puts in g along them (a solve would scale that round-off by
+    1/eps into the coefficients)."""
+    lam, V = jnp.linalg.eigh(H)
+    keep = lam > jnp.sqrt(jnp.finfo(H.dtype).eps) * jnp.max(lam)
+    return V @ jnp.where(keep, (V.T @ g) / jnp.where(keep, lam, 1.0), 0.0)
 
 
 def _risk(loss: Loss, E, s, m):
