@@ -60,6 +60,16 @@ on: their key does not see the module constants that tests change.
 a ``JAXNN_CACHE_DIR`` or JAX cache you set is used as it is.  A first run
 costs about what it costs without the cache, and a later run a fraction.
 
+Workers
+-------
+Under ``--dist loadgroup`` (the README's test command) pytest-xdist keeps each
+test file's tests on one worker: a test with no ``xdist_group`` mark of its
+own is put in its file's group.  A file's tests share
+their problems' shapes, so a worker traces and lowers each of those programs
+once where two workers each traced and lowered it (the second loading the
+compiled program from the shared cache).  The ``nndescent`` group still
+gathers pynndescent's tests from every file on one worker.
+
 Counting compilations
 ---------------------
 The fixtures ``compilations`` (programs compiled in a block, heard through
@@ -151,6 +161,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(slow)
         if item.path.name in XLA_DEFAULT_FILES:
             item.add_marker(xla_default)
+        if item.get_closest_marker("xdist_group") is None:  # its file's group (module docstring, *Workers*)
+            item.add_marker(pytest.mark.xdist_group(item.path.stem))
 
 
 def _in_nndescent_group(item) -> bool:
