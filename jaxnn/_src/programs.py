@@ -157,7 +157,7 @@ _WHOLE = {"xla_embed_ir_in_executable": False}
 def _kernels_ready(payload: bytes) -> None:
     """Set up the kernels a loaded executable calls that jaxlib sets up only
     while lowering a program: its CPU LAPACK kernels (custom calls
-    ``lapack_*``: ``jnp.linalg.solve`` in ULS's corrective steps) take their
+    ``lapack_*``: ``jnp.linalg.eigh`` in ULS's corrective steps) take their
     routines from SciPy when the first program using them is lowered, and a
     process that loads such a program without lowering one would call
     through unset pointers."""
