@@ -34,6 +34,9 @@
   ``track_auto_over_link_ratio`` (the auxiliary 80 % fit — its graph derived
   from the given one — and the held-out scoring), and the weight of the
   kernel term it chose, ``track_posterior_weight``.
+* :class:`HeldOutGrids` — the held-out choice's temperature grids
+  (``fit_shrinkage``, ``fit_kernel_term``) screened in float32 against wholly
+  float64: ``track_screened_over_float64_ratio``, ``track_same_choice``.
 * :class:`AutoOnUCI` — warm ``fit(k="auto", loss="auto", rounds="auto")`` on
   optdigits and ``fit_split(n_splits=8)`` on spambase: ``time_fit``.
 * :class:`LearnedMetric` — ``jaxnn.learn_metric`` (NCA on at most 2000
@@ -415,6 +418,62 @@ class PosteriorAutoCost(GraphCache, Benchmark):
         return self.model.posterior_weight
 
     track_posterior_weight.unit = "w"
+
+
+class HeldOutGrids(Benchmark):
+    """The held-out choice's temperature grids (``jaxnn._src.calibration``):
+    ``fit_shrinkage`` (11 shrinkages, each with its T) and ``fit_kernel_term``
+    (15 (w, b) pairs, then T) on the held-out scores a default fit chooses
+    on — a link model of 80 % of the training set scored at up to 10⁴ of the
+    other 20 % (``fitting.MAX_SCORED``) — with each grid screened in float32
+    (the default) and computed wholly in float64 (``SCREEN_MIN_ENTRIES``
+    above every grid), interleaved: ``track_screened_over_float64_ratio``,
+    and ``track_same_choice`` (1: both give the same (T, s) and (T, w, b))."""
+
+    param_names = ["dataset"]
+    params = (DATASETS,)
+
+    def setup(self, name):
+        import jaxnn
+        from jaxnn._src import calibration, prediction
+
+        d = dataset(name)
+        cut = int(0.8 * len(d.y_train))
+        model = jaxnn.fit(d.X_train[:cut], d.y_train[:cut], k=K, posterior="link", shrinkage=None)
+        rows = np.arange(cut, min(len(d.y_train), cut + 10_000))
+        held = prediction.held_out_scores(model, d.X_train[rows], kernel=True)
+        target = calibration.targets(d.y_train, rows, model.classes, False)
+        T, s, common = calibration.fit_shrinkage(held.H, held.V, K, target, False)
+        S = calibration.shrunk_scores(held.H, held.V, s, common)
+        top = np.argmax(S, axis=1)
+
+        def choose():
+            return (calibration.fit_shrinkage(held.H, held.V, K, target, False),
+                    calibration.fit_kernel_term(S, top, held.D, held.neighbour_labels, target))
+
+        def screened(entries):
+            def call():
+                kept = calibration.SCREEN_MIN_ENTRIES
+                calibration.SCREEN_MIN_ENTRIES = entries
+                try:
+                    return choose()
+                finally:
+                    calibration.SCREEN_MIN_ENTRIES = kept
+            return call
+
+        self.fits = [screened(calibration.SCREEN_MIN_ENTRIES), screened(np.inf)]
+        self.same = float(self.fits[0]() == self.fits[1]())
+
+    def track_screened_over_float64_ratio(self, name):
+        screened, whole = interleaved_best(self.fits, repeat=5)
+        return screened / whole
+
+    track_screened_over_float64_ratio.unit = "ratio"
+
+    def track_same_choice(self, name):
+        return self.same
+
+    track_same_choice.unit = "bool"
 
 
 class ChooserAccuracy(Benchmark):

@@ -206,3 +206,27 @@ def test_property_profile_runs_enough_examples(request):
     if "not slow" in (request.config.getoption("markexpr") or ""):
         pytest.skip("the development tier runs fewer examples")
     assert settings.default.max_examples >= 200
+
+
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(1, 400), C=st.integers(2, 40),
+       log10_scale=st.floats(-3, 4), kernel=st.booleans(), weighted=st.booleans(), coarse=st.booleans())
+def test_screening_temperatures_in_float32_keeps_the_float64_choice(seed, n, C, log10_scale, kernel, weighted, coarse):
+    """best_temperature with every grid screened in float32 first
+    (``SCREEN_MIN_ENTRIES = 0``) returns the T and the loss of the whole
+    float64 grid — for scores of any scale, with ties (rounded scores), weights
+    and kernel terms."""
+    from jaxnn._src import calibration
+
+    rng = np.random.default_rng(seed)
+    H = np.round(rng.normal(size=(n, C)) * 10.0 ** log10_scale, 1)
+    target = np.eye(C)[np.where(rng.random(n) < 0.6, np.argmax(H, axis=1), rng.integers(0, C, n))]
+    weights = rng.random(n) if weighted else None
+    top = np.argmax(H, axis=1) if kernel else None
+    G = 4.0 * np.log(rng.dirichlet(np.ones(C), n) + 1e-3) if kernel else None
+    choose = lambda: calibration.best_temperature(H, target, False, weights, G, top, coarse=coarse)  # noqa: E731
+    with pytest.MonkeyPatch.context() as screen:
+        screen.setattr(calibration, "SCREEN_MIN_ENTRIES", 0)
+        screened = choose()
+    with pytest.MonkeyPatch.context() as whole:
+        whole.setattr(calibration, "SCREEN_MIN_ENTRIES", np.inf)
+        assert choose() == screened

@@ -526,6 +526,69 @@ def test_held_out_log_losses_with_a_kernel_term_follow_the_definition(monkeypatc
     assert -np.mean(np.sum(target * log_p, axis=1)) == pytest.approx(want[3], rel=1e-12)
 
 
+def _screening_problems():
+    """Held-out-like scores for the temperature grids' screening: few and many
+    classes, scales from 10⁻² to 10⁴ (tiny and huge logits), rounded scores
+    (tied rows and classes), weights, kernel terms up to the largest weight."""
+    rng = np.random.default_rng(11)
+    for i, (C, scale) in enumerate([(2, 1.0), (3, 1e4), (10, 3.0), (10, 0.01), (26, 30.0), (60, 1.0),
+                                    (200, 5.0), (1000, 2.0)]):
+        n = max(300, 6000 // C)  # every grid screened: n·C·11 ≥ SCREEN_MIN_ENTRIES
+        H = rng.normal(size=(n, C)) * scale
+        if scale >= 1 and i % 3 == 0:
+            H = np.round(H)
+        y = np.where(rng.random(n) < 0.7, np.argmax(H + rng.normal(size=(n, C)) * scale, axis=1), rng.integers(0, C, n))
+        weights = rng.random(n) if i % 4 == 1 else None
+        G = top = None
+        if i % 2:
+            top = np.argmax(H, axis=1)
+            G = [0.25, 4.0][i % 4 == 1] * np.log(rng.dirichlet(np.ones(C), n) + 1e-3)
+        yield H, np.eye(C)[y], weights, G, top
+
+
+def test_float32_screening_losses_stay_within_half_the_margin():
+    """log_losses(dtype=np.float32), the screening pass: within half of
+    screen_margin(C) of the float64 losses at every temperature of the grid
+    (the bound that makes the screened choice exact)."""
+    from jaxnn._src import calibration
+
+    for H, target, weights, G, top in _screening_problems():
+        Ts = float(np.sqrt(np.mean(H ** 2))) * np.concatenate([calibration.T_GRID, calibration.T_COARSE])
+        exact = calibration.log_losses(H, target, Ts, False, weights, G, top)
+        rough = calibration.log_losses(H, target, Ts, False, weights, G, top, dtype=np.float32)
+        assert np.max(np.abs(rough - exact)) < calibration.screen_margin(H.shape[1]) / 2, H.shape
+    with pytest.raises(ValueError, match="single-label"):
+        calibration.log_losses(H, target, Ts, True, dtype=np.float32)
+
+
+def test_screened_temperature_is_the_whole_float64_grids(monkeypatch):
+    """best_temperature screens its grids in float32 (screened_losses) and
+    still returns the T and the loss of least float64 log loss over the whole
+    grid, the smallest T on equal losses — the choice without screening —
+    and the screen leaves most temperatures to float32 on these scores."""
+    from jaxnn._src import calibration
+
+    computed = []
+    log_losses = calibration.log_losses
+
+    def counted(H, target, Ts, *args, **kw):
+        if kw.get("dtype", np.float64) == np.float64:
+            computed.append(np.size(Ts))
+        return log_losses(H, target, Ts, *args, **kw)
+
+    monkeypatch.setattr(calibration, "log_losses", counted)
+    for H, target, weights, G, top in _screening_problems():
+        for coarse in (False, True):
+            computed.clear()
+            screened = calibration.best_temperature(H, target, False, weights, G, top, coarse=coarse)
+            exact = sum(computed)
+            with monkeypatch.context() as unscreened:
+                unscreened.setattr(calibration, "SCREEN_MIN_ENTRIES", np.inf)
+                assert calibration.best_temperature(H, target, False, weights, G, top, coarse=coarse) == screened
+            grid = len(calibration.T_COARSE) if coarse else len(calibration.T_GRID) + len(calibration.T_REFINE)
+            assert exact < grid, (H.shape, computed)
+
+
 def test_fit_kernel_term_picks_the_weight_of_least_held_out_log_loss(monkeypatch):
     """fit_kernel_term: (w, b) over ({0} ∪ KERNEL_WEIGHTS) × KERNEL_BANDWIDTHS,
     each with its best T on the coarse grid, on the first KERNEL_FIT_ENTRIES / C rows — the

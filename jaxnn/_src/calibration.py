@@ -22,6 +22,7 @@ tests/reference.py holds an independent float64 NumPy copy of the formulas.
 
 from __future__ import annotations
 
+import functools
 import os
 from concurrent.futures import ThreadPoolExecutor
 
@@ -33,11 +34,11 @@ from jaxnn._src.inputs import label_rows
 from jaxnn._src.params import check
 
 __all__ = ["KERNEL_BANDWIDTHS", "KERNEL_FIT_ENTRIES", "KERNEL_VOTE_FLOOR", "KERNEL_WEIGHTS", "LOSS_BLOCK",
-           "POSTERIOR_FLOOR", "SHRINKAGES", "T_COARSE", "T_GRID", "T_REFINE", "best_temperature",
-           "calibrated_log_probs", "calibrated_posterior", "common_leverage", "fit_kernel_term", "fit_shrinkage",
-           "fit_temperature", "floored_sigmoid", "floored_softmax", "kernel_log_votes", "kernel_votes",
-           "kernel_weights", "log_losses", "posterior_logits", "posterior_scores", "shrinkages_of", "shrunk_scores",
-           "targets"]
+           "POSTERIOR_FLOOR", "SCREEN_MIN_ENTRIES", "SHRINKAGES", "T_COARSE", "T_GRID", "T_REFINE",
+           "best_temperature", "calibrated_log_probs", "calibrated_posterior", "common_leverage", "fit_kernel_term",
+           "fit_shrinkage", "fit_temperature", "floored_sigmoid", "floored_softmax", "kernel_log_votes",
+           "kernel_votes", "kernel_weights", "log_losses", "posterior_logits", "posterior_scores", "screen_margin",
+           "screened_losses", "shrinkages_of", "shrunk_scores", "targets"]
 
 #: ε of the default (calibrated) posteriors p̂ = (1 − ε)·softmax(H/T) + ε/C
 #: (multilabel: (1 − ε)·σ(H_c/T) + ε/2): every class keeps at least ε/C, so
@@ -94,14 +95,27 @@ def floored_softmax(Z, *, axis=-1, own=None, zero_max: bool = False, xp=jnp):
     every class, or only at one class a row, whose logits ``own`` (Z's
     dimensions, length 1 along ``axis``, broadcasting against Z) are given —
     then of length 1 along ``axis``.  ``zero_max``: Z's largest along
-    ``axis`` is 0 already (no shift).  NaN in Z gives NaN."""
+    ``axis`` is 0 already (no shift).  NaN in Z gives NaN.  In NumPy the
+    sum adds the classes in order, whatever the other axes' sizes (NumPy's
+    own sum adds a lone row pairwise): :func:`log_losses` at one temperature
+    is the same number as on a whole grid."""
     eps = xp.asarray(POSTERIOR_FLOOR, Z.dtype)
     shift = 0.0 if zero_max else xp.max(Z, axis=axis, keepdims=True)
     E = xp.exp(Z if zero_max else Z - shift)
-    total = xp.sum(E, axis=axis, keepdims=True)
+    total = _in_class_order(E, axis) if xp is np else xp.sum(E, axis=axis, keepdims=True)
     if own is not None:
         E = xp.exp(own if zero_max else own - shift)
     return (1 - eps) * (E / total) + eps / Z.shape[axis]
+
+
+def _in_class_order(E: np.ndarray, axis: int) -> np.ndarray:
+    """Σ of E along ``axis`` (kept, length 1), the classes added one after
+    another."""
+    rows = np.moveaxis(E, axis, 0)
+    total = rows[0].copy()
+    for row in rows[1:]:
+        total += row
+    return np.expand_dims(total, axis)
 
 
 def floored_sigmoid(Z, *, xp=jnp):
@@ -247,7 +261,8 @@ def calibrated_log_probs(H, T, multilabel: bool, kernel_term=None, top=None):
 LOSS_BLOCK = 1 << 18
 
 
-def log_losses(H, target, Ts, multilabel: bool, weights=None, kernel_term=None, top=None) -> np.ndarray:
+def log_losses(H, target, Ts, multilabel: bool, weights=None, kernel_term=None, top=None, *,
+               dtype=np.float64) -> np.ndarray:
     """Mean log loss (t,) of the calibrated posteriors on scores H (n, C) at
     each temperature of ``Ts`` (t,): −log p̂ of the true class (single-label),
     or the summed per-label binary log losses; the ``weights``-weighted mean
@@ -257,14 +272,24 @@ def log_losses(H, target, Ts, multilabel: bool, weights=None, kernel_term=None, 
     the true class's p̂ is formed (:func:`floored_softmax` of its logit), from H
     less its row maxima (without a kernel term the logits' maxima are then
     0), classes first ((C, t, n): the sums over classes add contiguous rows).
+
+    ``dtype=np.float32`` (single-label): the same losses with the logits, less
+    their row maxima in float64, exponentiated and summed in float32 — the
+    screening pass of :func:`screened_losses`, within :func:`screen_margin`'s
+    half of the float64 losses.
     """
     Ts = np.asarray(Ts, np.float64)
+    rough = np.dtype(dtype) != np.float64
+    if rough and multilabel:
+        raise ValueError("log_losses screens single-label losses only")
     step = max(1, LOSS_BLOCK // max(1, H.size))
     if not multilabel:  # (C, 1, n), the true class's (1, 1, n)
         label = np.argmax(target, axis=1)[None, None, :]
         H = np.ascontiguousarray((H - H.max(axis=1, keepdims=True)).T)[:, None, :]
         if kernel_term is None:
             true = np.take_along_axis(H, label, axis=0)
+            if rough:  # the shift made in float64: the float32 logits keep a relative error
+                H, true = H.astype(dtype), true.astype(dtype)
         else:
             kernel_term = np.ascontiguousarray(np.asarray(kernel_term, np.float64).T)[:, None, :]
             top = np.asarray(top)
@@ -275,14 +300,61 @@ def log_losses(H, target, Ts, multilabel: bool, weights=None, kernel_term=None, 
             log_p, log_q = calibrated_log_probs(H, T[:, :, None], multilabel)
             per_row = np.sum(target * log_p + (1 - target) * log_q, axis=-1)
         else:
+            zero_max = kernel_term is None
             if kernel_term is None:
                 Z, own = posterior_logits(H, T, xp=np), posterior_logits(true, T, xp=np)
             else:
                 Z = posterior_logits(H, T, top, kernel_term, axis=0, xp=np)
                 own = np.take_along_axis(Z, label, axis=0)
-            per_row = np.log(floored_softmax(Z, axis=0, own=own, zero_max=kernel_term is None, xp=np)[0])  # (t, n)
-        out.append(-np.average(per_row, axis=-1, weights=weights))
+                if rough:  # shifted in float64, then cast
+                    shift = np.max(Z, axis=0, keepdims=True)
+                    Z, own, zero_max = (Z - shift).astype(dtype), (own - shift).astype(dtype), True
+            per_row = np.log(floored_softmax(Z, axis=0, own=own, zero_max=zero_max, xp=np)[0])  # (t, n)
+        out.append(-np.average(per_row.astype(np.float64, copy=False), axis=-1, weights=weights))
     return np.concatenate(out)
+
+
+#: :func:`screened_losses` screens grids of at least this many loss entries
+#: (temperatures × rows × classes); on fewer the float64 losses alone are as quick
+SCREEN_MIN_ENTRIES = 1 << 15
+
+
+def screen_margin(n_classes: int) -> float:
+    """How far above the least float32 loss of a grid :func:`screened_losses`
+    still computes the float64 loss: 2⁻²²·(3C + 64), twice a bound on the
+    float32 losses' error.  With p̂ ≥ ε/C, float32 (unit roundoff u = 2⁻²⁴)
+    errs in the sum of the C exponentials by at most u·(C − 1) (the
+    additions), a few u each (the exponentials) and u·|Z_c|·3 in e^{Z_c}
+    (the logits' rounding), which at most 3u/e of the sum a class, since the
+    largest term is e⁰ = 1; in the true class's p̂ by u·3|Z| times its share
+    of p̂ (at most u·3·(log(C/ε) + 1)); and −log p̂ by that plus log's
+    rounding: about u·(2.1C + 4·log(C/ε) + 15) < u·(3C + 60) in all."""
+    return 2.0 ** -22 * (3 * int(n_classes) + 64)
+
+
+def screened_losses(H, target, Ts, multilabel: bool, weights=None, kernel_term=None, top=None) -> np.ndarray:
+    """:func:`log_losses` (float64) at the temperatures ``Ts`` whose loss can be
+    the least, +inf at the others — whose float64 loss is larger than the
+    least: single-label, on a grid of at least :data:`SCREEN_MIN_ENTRIES`
+    entries, a float32 pass (``dtype=np.float32``) screens every T, and
+    float64 losses are computed where the float32 loss is within
+    :func:`screen_margin` of the grid's least float32 loss, or not finite
+    (every loss is computed for multilabel scores and small grids).  Each
+    float64 loss is computed alone (the same number as on the whole grid), so
+    the least and the first T that reaches it are :func:`log_losses`'s."""
+    Ts = np.asarray(Ts, np.float64)
+    exact = functools.partial(log_losses, H, target, multilabel=multilabel, weights=weights,
+                              kernel_term=kernel_term, top=top)
+    if multilabel or H.size * Ts.size < SCREEN_MIN_ENTRIES:
+        return exact(Ts)
+    rough = exact(Ts, dtype=np.float32)
+    finite = np.isfinite(rough)
+    if not finite.any():
+        return exact(Ts)
+    near = ~finite | (rough <= np.min(rough[finite]) + screen_margin(H.shape[1]))
+    out = np.full(Ts.size, np.inf)
+    out[near] = exact(Ts[near])
+    return out
 
 
 def fit_temperature(H, target, multilabel: bool, weights=None) -> float:
@@ -300,7 +372,9 @@ def best_temperature(H, target, multilabel: bool, weights=None, kernel_term=None
     :data:`T_COARSE` times the RMS of H, not refined; rows with a non-finite
     score are left out; ``weights`` (n,): the weighted mean log loss.  1.0
     where H is 0 everywhere (every T gives the uniform posterior) or no row
-    is finite or of positive weight.  NumPy, deterministic."""
+    is finite or of positive weight.  Each grid's losses by
+    :func:`screened_losses` (a float32 pass first on large grids: the same T
+    and loss).  NumPy, deterministic."""
     H = np.asarray(H, np.float64)
     keep = np.all(np.isfinite(H), axis=1)
     if kernel_term is not None:
@@ -317,7 +391,7 @@ def best_temperature(H, target, multilabel: bool, weights=None, kernel_term=None
     best_T, best = 0.0, np.inf
     for grid in ((scale * T_COARSE,) if coarse else (scale * T_GRID, None)):
         Ts = best_T * T_REFINE if grid is None else grid
-        losses = np.nan_to_num(log_losses(H, target, Ts, multilabel, weights, kernel_term, top), nan=np.inf)
+        losses = np.nan_to_num(screened_losses(H, target, Ts, multilabel, weights, kernel_term, top), nan=np.inf)
         i = int(np.argmin(losses))  # the first of equal losses: the smallest T
         if losses[i] < best:
             best_T, best = float(Ts[i]), float(losses[i])
