@@ -34,7 +34,7 @@ from jaxnn._src.inputs import label_rows
 from jaxnn._src.params import check
 
 __all__ = ["KERNEL_BANDWIDTHS", "KERNEL_FIT_ENTRIES", "KERNEL_VOTE_FLOOR", "KERNEL_WEIGHTS", "LOSS_BLOCK",
-           "POSTERIOR_FLOOR", "SCREEN_MIN_ENTRIES", "SHRINKAGES", "T_COARSE", "T_GRID", "T_REFINE",
+           "POSTERIOR_FLOOR", "SCREEN_MIN_ENTRIES", "SCREEN_RANGE", "SHRINKAGES", "T_COARSE", "T_GRID", "T_REFINE",
            "best_temperature", "calibrated_log_probs", "calibrated_posterior", "common_leverage", "fit_kernel_term",
            "fit_shrinkage", "fit_temperature", "floored_sigmoid", "floored_softmax", "kernel_log_votes",
            "kernel_votes", "kernel_weights", "log_losses", "posterior_logits", "posterior_scores", "screen_margin",
@@ -319,6 +319,11 @@ def log_losses(H, target, Ts, multilabel: bool, weights=None, kernel_term=None, 
 SCREEN_MIN_ENTRIES = 1 << 15
 
 
+#: (least T, largest |H|) that :func:`screened_losses` screens: the float32
+#: logits H/T then stay normal numbers (or, below 10⁻³⁰·T, too small to matter)
+SCREEN_RANGE = (1e-30, 1e30)
+
+
 def screen_margin(n_classes: int) -> float:
     """How far above the least float32 loss of a grid :func:`screened_losses`
     still computes the float64 loss: 2⁻²²·(3C + 64), twice a bound on the
@@ -339,13 +344,17 @@ def screened_losses(H, target, Ts, multilabel: bool, weights=None, kernel_term=N
     entries, a float32 pass (``dtype=np.float32``) screens every T, and
     float64 losses are computed where the float32 loss is within
     :func:`screen_margin` of the grid's least float32 loss, or not finite
-    (every loss is computed for multilabel scores and small grids).  Each
-    float64 loss is computed alone (the same number as on the whole grid), so
-    the least and the first T that reaches it are :func:`log_losses`'s."""
+    (every loss is computed for multilabel scores, small grids, and scores
+    or temperatures outside :data:`SCREEN_RANGE`, where float32's range or
+    its subnormal numbers would break the margin's bound).  Each float64
+    loss is computed alone (the same number as on the whole grid), so the
+    least and the first T that reaches it are :func:`log_losses`'s."""
     Ts = np.asarray(Ts, np.float64)
     exact = functools.partial(log_losses, H, target, multilabel=multilabel, weights=weights,
                               kernel_term=kernel_term, top=top)
-    if multilabel or H.size * Ts.size < SCREEN_MIN_ENTRIES:
+    low, high = SCREEN_RANGE
+    if (multilabel or H.size * Ts.size < SCREEN_MIN_ENTRIES or not Ts.size or not np.min(Ts) >= low
+            or not np.max(np.abs(H), initial=0.0) <= high):
         return exact(Ts)
     rough = exact(Ts, dtype=np.float32)
     finite = np.isfinite(rough)
