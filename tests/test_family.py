@@ -283,9 +283,11 @@ def test_partial_fit_is_the_stream_of_ols_update(wine):
 
 @pytest.mark.slow  # scikit-learn's ~60 checks, each fitting anew
 @pytest.mark.parametrize("name", ["UDTClassifier", "OLSClassifier", "ULSClassifier"])
-def test_the_family_estimators_pass_scikit_learns_checks(name):
+def test_the_family_estimators_pass_scikit_learns_checks(name, monkeypatch):
     sk = _sklearn()
     from sklearn.utils.estimator_checks import check_estimator
+
+    monkeypatch.setenv("SCIPY_ARRAY_API", "1")  # else scikit-learn skips its array-API input check
 
     est = getattr(sk, name)(**({"rounds": 10} if name == "ULSClassifier" else {}))
     expected = sk.ULS_EXPECTED_FAILED_CHECKS if name == "ULSClassifier" else {}
@@ -293,6 +295,7 @@ def test_the_family_estimators_pass_scikit_learns_checks(name):
     failed = [(r["check_name"], str(r["exception"])[:200]) for r in results if r["status"] == "failed"]
     assert not failed, failed
     assert {r["check_name"] for r in results if r["status"] == "xfail"} == set(expected)
+    assert not [r["check_name"] for r in results if r["status"] == "skipped"]
 
 
 # --------------------------------------------------------------------------
