@@ -444,7 +444,7 @@ class HeldOutGrids(Benchmark):
         rows = np.arange(cut, min(len(d.y_train), cut + 10_000))
         held = prediction.held_out_scores(model, d.X_train[rows], kernel=True)
         target = calibration.targets(d.y_train, rows, model.classes, False)
-        T, s, common = calibration.fit_shrinkage(held.H, held.V, K, target, False)
+        _, s, common = calibration.fit_shrinkage(held.H, held.V, K, target, False)
         S = calibration.shrunk_scores(held.H, held.V, s, common)
         top = np.argmax(S, axis=1)
 

@@ -504,3 +504,11 @@ def x64():
 
     with jax.enable_x64(True):
         yield
+
+
+@pytest.fixture
+def every_sklearn_check(monkeypatch):
+    """scikit-learn's estimator checks, its array-API input check included:
+    scikit-learn skips that one unless ``SCIPY_ARRAY_API`` is set when it
+    runs (set here for the test alone, after SciPy's import)."""
+    monkeypatch.setenv("SCIPY_ARRAY_API", "1")

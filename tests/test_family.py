@@ -283,11 +283,9 @@ def test_partial_fit_is_the_stream_of_ols_update(wine):
 
 @pytest.mark.slow  # scikit-learn's ~60 checks, each fitting anew
 @pytest.mark.parametrize("name", ["UDTClassifier", "OLSClassifier", "ULSClassifier"])
-def test_the_family_estimators_pass_scikit_learns_checks(name, monkeypatch):
+def test_the_family_estimators_pass_scikit_learns_checks(name, every_sklearn_check):
     sk = _sklearn()
     from sklearn.utils.estimator_checks import check_estimator
-
-    monkeypatch.setenv("SCIPY_ARRAY_API", "1")  # else scikit-learn skips its array-API input check
 
     est = getattr(sk, name)(**({"rounds": 10} if name == "ULSClassifier" else {}))
     expected = sk.ULS_EXPECTED_FAILED_CHECKS if name == "ULSClassifier" else {}

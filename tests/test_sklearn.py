@@ -42,8 +42,7 @@ AT_K3 = {"check_class_weight_classifiers": "3 neighbours' leverages outvote clas
     expected_failed_checks=lambda est: {**EXPECTED_FAILED_CHECKS, **AT_K3},
 )
 @pytest.mark.slow  # scikit-learn's ~70 checks, each fitting anew
-def test_sklearn_estimator_checks(estimator, check, monkeypatch):
-    monkeypatch.setenv("SCIPY_ARRAY_API", "1")  # else scikit-learn skips its array-API input check
+def test_sklearn_estimator_checks(estimator, check, every_sklearn_check):
     check(estimator)
 
 

@@ -16,8 +16,7 @@ from jaxnn.sklearn import EXPECTED_FAILED_CHECKS, BoostedKNNClassifier  # noqa: 
 
 @pytest.mark.slow  # ~60 checks, some refitting a dozen times: tens of seconds in all
 @parametrize_with_checks([BoostedKNNClassifier()], expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS)
-def test_default_estimator_passes_every_check(estimator, check, monkeypatch):
-    monkeypatch.setenv("SCIPY_ARRAY_API", "1")  # else scikit-learn skips its array-API input check
+def test_default_estimator_passes_every_check(estimator, check, every_sklearn_check):
     check(estimator)
 
 
