@@ -24,6 +24,7 @@ EVENTS = {"/jax/core/compile/jaxpr_trace_duration": 0,
           "/jax/core/compile/backend_compile_duration": 2}
 
 _file = [""]  # the test file running
+_listening = [False]  # whether pytest_configure registered _heard (``-p program_times``)
 #: (program, test file) -> [trace s, lower s, compile s, compilations]
 _times: dict = collections.defaultdict(lambda: [0.0, 0.0, 0.0, 0])
 
@@ -43,6 +44,7 @@ def pytest_configure(config):
     import jax.monitoring
 
     jax.monitoring.register_event_duration_secs_listener(_heard)
+    _listening[0] = True
 
 
 def pytest_runtest_setup(item):

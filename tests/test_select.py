@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import jaxnn
-from jaxnn._src import boost_runs, plan, platforms
+from jaxnn._src import boost_runs, plan, platforms, shared_sizes
 from jaxnn._src import steps as steps_mod
 
 
@@ -361,7 +361,8 @@ def test_select_searches_exactly_its_largest_k(monkeypatch):
     """select's candidate ks share one search of the largest k's neighbours;
     a small search there finds exactly max(ks), not shared_sizes.shared_k of
     it (64 for 50: its search 18 % slower at m = 2000), while fit's own
-    search still finds shared_k(k) (16 for 10) so that nearby ks share it."""
+    search still finds shared_k(k) (64 for 10 on these 400 points) so that
+    nearby ks share it."""
     from jaxnn._src import search
 
     found = []
@@ -372,7 +373,7 @@ def test_select_searches_exactly_its_largest_k(monkeypatch):
     assert found == [50]
     found.clear()
     jaxnn.fit(X, y, k=10, posterior="link", shrinkage=None)
-    assert found == [16]
+    assert found == [shared_sizes.shared_k(10, 400)] == [64]
 
 
 def test_select_scores_small_k_as_predict_does():

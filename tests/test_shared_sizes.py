@@ -401,7 +401,9 @@ def test_predict_proba_of_any_posterior_mix_shares_one_program(compilations):
 
 
 def test_shared_k_buckets():
-    assert [sizes_mod.shared_k(k, 500) for k in (1, 3, 8, 9, 15, 16, 17, 50)] == [8, 8, 8, 16, 16, 16, 32, 64]
+    small, ks = sizes_mod.SMALL_K_MAX_ROWS, (1, 3, 8, 9, 15, 16, 17, 50, 64, 65)
+    assert [sizes_mod.shared_k(k, small) for k in ks] == [64] * 9 + [128]  # a few hundred points: every k ≤ 64
+    assert [sizes_mod.shared_k(k, small + 1) for k in ks] == [8, 8, 8, 16, 16, 16, 32, 64, 64, 128]
     assert sizes_mod.shared_k(10, sizes_mod.SHARED_K_MAX_ROWS) == 16
     assert sizes_mod.shared_k(10, sizes_mod.SHARED_K_MAX_ROWS + 1) == 10  # larger searches find k
 
@@ -431,7 +433,8 @@ def test_searches_at_a_shared_k_keep_the_exact_first_k(k):
 @pytest.mark.parametrize("posterior", ["link", "auto"])
 @pytest.mark.slow  # counts compilations: new shapes, fresh programs
 def test_fits_of_nearby_ks_share_the_compiled_programs_and_equal_unshared_fits(posterior, monkeypatch, compilations):
-    """A grid over k (3, 5, 7: 8 neighbours searched, width 64): after the
+    """A grid over k (3, 7, 50 on a few hundred points: 64 neighbours
+    searched, width the padded rows): after the
     first k the others compile no search, boosting, scoring or posterior —
     with ``posterior="auto"`` the auxiliary fit's neither (each k compiled
     ~0.5–0.9 s of them, 2 CPU cores) — and every fit, its scores, posteriors,
@@ -449,10 +452,10 @@ def test_fits_of_nearby_ks_share_the_compiled_programs_and_equal_unshared_fits(p
     with compilations(*watched):  # compiled anew
         fit_and_predict(3)
     with compilations() as compiled:
-        shared = {k: fit_and_predict(k) for k in (5, 7)}
+        shared = {k: fit_and_predict(k) for k in (7, 50)}
     assert compiled.of(*watched) == []
     monkeypatch.setattr(sizes_mod, "SHARED_K_MAX_ROWS", 0)
-    for k in (5, 7):
+    for k in (7, 50):
         alpha, H, p, labels, mix = fit_and_predict(k)
         np.testing.assert_allclose(shared[k][0], alpha, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(shared[k][1], H, rtol=1e-5, atol=1e-5)

@@ -509,12 +509,14 @@ def shared_shapes(m: int, steps: int, largest: int, k: int) -> PaddedShapes:
     and a largest inverse neighbourhood ``largest`` (P) of a k-NN graph:
     rows :func:`shared_sizes.shared_rows` (m), steps
     :func:`shared_sizes.in_blocks` (steps), width
-    :func:`shared_sizes.shared_width` (max(P, 8·:func:`shared_sizes.shared_k`
-    (k, m))): the ks that share a search share a width (so that fits of
+    :func:`shared_sizes.shared_width` (max(P, min(8·:func:`shared_sizes.shared_k`
+    (k, m), rows))): the ks that share a search share a width (so that fits of
     nearby sizes — cross-validation folds, a learning curve — reuse one
-    compiled scan)."""
-    return PaddedShapes(rows=shared_rows(m), steps=in_blocks(steps),
-                        width=shared_width(max(int(largest), 8 * shared_k(k, m))))
+    compiled scan), never wider than the rows (P < m: no inverse
+    neighbourhood is wider)."""
+    rows = shared_rows(m)
+    return PaddedShapes(rows=rows, steps=in_blocks(steps),
+                        width=shared_width(max(int(largest), min(8 * shared_k(k, m), rows))))
 
 
 def _padded_edges(E0, rows: int):

@@ -33,6 +33,17 @@ SHARED_MAX_ROWS = 16384
 #: a shared k (:func:`shared_k`) and keep the first k
 SHARED_K_MAX_ROWS = 2048
 
+#: exact searches of at most this many training points find at least
+#: :data:`SMALL_SHARED_K` neighbours (:func:`shared_k`): every k up to it shares
+#: one search, boosting width and rule, where each power of two would compile
+#: its own (a compilation outweighs searching 64 neighbours among so few)
+SMALL_K_MAX_ROWS = 512
+
+#: the fewest neighbours a search of at most :data:`SMALL_K_MAX_ROWS` points
+#: finds: the power of two at ``fit(k="auto")``'s largest candidate k (50), so
+#: that whichever k it chooses runs the programs its other folds compiled
+SMALL_SHARED_K = 64
+
 
 class PaddedShapes(NamedTuple):
     """The padded sizes of a run (what its compiled program depends on); a
@@ -71,16 +82,21 @@ class PaddedShapes(NamedTuple):
 def shared_k(k: int, m: int) -> int:
     """The neighbours a concrete exact search of m training points finds to
     answer for k: for m ≤ :data:`SHARED_K_MAX_ROWS`, the power of two ≥
-    max(k, 8) — 8, 16, 32, … — else k.  The search returns them nearest
+    max(k, 8) — 8, 16, 32, … —, at least :data:`SMALL_SHARED_K` for m ≤
+    :data:`SMALL_K_MAX_ROWS`; else k.  The search returns them nearest
     first, exact ties to the lower index, so its first k columns are the
-    k-NN; a grid of ks (3, 5, 7 → 8; 9, 11, 15 → 16) then shares one
-    compiled search, and :func:`fit` one boosting width, where each k
-    would compile its own search and boosting.  The search's time grows
-    about linearly with the neighbours it finds: at this size a few
-    milliseconds more against a compilation for each new k; above it the
-    search costs more and a compilation weighs less."""
-    k = int(k)
-    return k if m > SHARED_K_MAX_ROWS else max(8, 1 << (k - 1).bit_length())
+    k-NN; a grid of ks (3, 5, 7 → 8; 9, 11, 15 → 16; on a few hundred points
+    every k up to 64) then shares one compiled search, and :func:`fit` one
+    boosting width and :func:`predict` one rule, where each k would compile
+    its own.  The search's time grows about linearly with the neighbours it
+    finds: at this size a few milliseconds more against a compilation for
+    each new k; above it the search costs more and a compilation weighs
+    less."""
+    k, m = int(k), int(m)
+    if m > SHARED_K_MAX_ROWS:
+        return k
+    floor = SMALL_SHARED_K if m <= SMALL_K_MAX_ROWS else 8
+    return max(floor, 1 << (k - 1).bit_length())
 
 
 def shared_rows(m: int, block: int = 128) -> int:
