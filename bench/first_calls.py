@@ -7,6 +7,7 @@ process.  Compare two versions by alternating runs::
     python bench/first_calls.py ripley                  # fit + predict + predict_proba on Ripley's data, import included
     JAXNN_CACHE_DIR=/tmp/c python bench/first_calls.py iris   # the same calls on scikit-learn's iris: where the time goes
     python bench/first_calls.py small-domains          # 5 folds of fit(k="auto") + predict against an SVC grid search
+    python bench/first_calls.py small-domains own-k    # the same, each k its own programs (SMALL_K_MAX_ROWS = 0)
     JAXNN_CACHE_DIR=/tmp/c python bench/first_calls.py family   # uls, udt and ols fit + predict_proba on wine
     JAXNN_CACHE_DIR=/tmp/c python bench/first_calls.py grid-jobs 2   # GridSearchCV(n_jobs=2) of the estimator, breast cancer
     python bench/first_calls.py warm 20000 16           # first and three warm fits (posterior="auto")
@@ -97,6 +98,10 @@ def main(argv: list[str]) -> None:
         from sklearn.model_selection import GridSearchCV, StratifiedKFold
         from sklearn.svm import SVC
 
+        from jaxnn._src import shared_sizes
+
+        if "own-k" in argv[1:]:  # each k its own search, boosting and rule (no small-data floor)
+            shared_sizes.SMALL_K_MAX_ROWS = 0
         grid = {"C": [1, 10, 100], "gamma": ["scale", 0.01, 0.1]}
         total = {"jaxnn": 0.0, "svc": 0.0}
         for name in ("bupa", "ionosphere", "pima", "wdbc", "sonar", "vehicle", "iris", "wine"):

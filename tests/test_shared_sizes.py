@@ -548,3 +548,12 @@ def test_padded_split_fit_equals_the_unpadded(algorithm, chooser, monkeypatch):
     graphs = ens_src._block_graphs(padded.X, 6)
     for b in range(3):
         np.testing.assert_array_equal(graphs[b], np.asarray(jaxnn.knn_graph(padded.X[b], 6).indices))
+
+
+def test_shared_k_of_the_padded_rows_is_that_of_the_points():
+    """shared_k decides alike on m points and on the rows they are padded
+    to, so a search or boosting padded to another's rows (an auxiliary fit
+    to its main fit's) finds that one's neighbours and shares its program."""
+    for m in range(1, 4 * sizes_mod.SHARED_K_MAX_ROWS, 7):
+        for k in (1, 5, 9, 50, 64, 65):
+            assert sizes_mod.shared_k(k, m) == sizes_mod.shared_k(k, sizes_mod.shared_rows(m)), (k, m)

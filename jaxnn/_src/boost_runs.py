@@ -204,7 +204,7 @@ def _prepare_scan(plan: Plan, nbrs, order, steps: int, pad_to, *, n_classes: int
         inv = inverse_neighbors(nbrs, m, width=shared_width(counts.max()))
         arrays = _ScanArrays(inv.members, inv.counts, to_device(nbrs) if greedy else None, to_device(order), None, None)
         return Prepared(arrays, None, None, order.size)
-    shapes = shared_shapes(m, order.size, counts.max(), k).at_least(pad_to)
+    shapes = shared_shapes(m, order.size, counts.max(), k, rows=pad_to.rows).at_least(pad_to)
     inv, neighbors = padded_graph(nbrs, shapes.rows, shapes.width, greedy=greedy)
     arrays = _ScanArrays(inv.members, inv.counts, neighbors, to_device(padded_rows(order, shapes.steps)),
                          to_device(m, np.int32), to_device(order.size, np.int32))
@@ -262,7 +262,7 @@ def _prepare_windowed(plan: Plan, nbrs, order, steps: int, pad_to, *, n_classes:
         layout = window.window_layout(nbrs, order, window.window_steps(n_classes, window_k or k))
         return Prepared(_WindowArrays(to_device(counts), layout, None), window.shared_max_count(counts), None,
                         order.size)
-    layout, shapes = windowed_layout(nbrs, order, window.window_steps(n_classes, window_k or shared_k(k, m)),
+    layout, shapes = windowed_layout(nbrs, order, window.window_steps(n_classes, window_k or shared_k(k, pad_to.rows)),
                                      like=pad_to)
     arrays = _WindowArrays(to_device(padded_rows(counts, shapes.rows)), layout, to_device(m, np.int32))
     return Prepared(arrays, shapes.max_count, shapes, order.size)
@@ -504,19 +504,20 @@ def pass_runner(plan: Plan, nb: np.ndarray, n_classes: int, algorithm, seed: int
     return run_pass
 
 
-def shared_shapes(m: int, steps: int, largest: int, k: int) -> PaddedShapes:
+def shared_shapes(m: int, steps: int, largest: int, k: int, rows: int = 0) -> PaddedShapes:
     """The padded shapes of a sequential scan of m examples, ``steps`` steps
     and a largest inverse neighbourhood ``largest`` (P) of a k-NN graph:
-    rows :func:`shared_sizes.shared_rows` (m), steps
+    rows R = :func:`shared_sizes.shared_rows` (m), at least ``rows`` (another
+    run's, whose program this one shares), steps
     :func:`shared_sizes.in_blocks` (steps), width
     :func:`shared_sizes.shared_width` (max(P, min(8·:func:`shared_sizes.shared_k`
-    (k, m), rows))): the ks that share a search share a width (so that fits of
+    (k, R), R))): the ks that share a search share a width (so that fits of
     nearby sizes — cross-validation folds, a learning curve — reuse one
     compiled scan), never wider than the rows (P < m: no inverse
     neighbourhood is wider)."""
-    rows = shared_rows(m)
+    rows = max(shared_rows(m), int(rows))
     return PaddedShapes(rows=rows, steps=in_blocks(steps),
-                        width=shared_width(max(int(largest), min(8 * shared_k(k, m), rows))))
+                        width=shared_width(max(int(largest), min(8 * shared_k(k, rows), rows))))
 
 
 def _padded_edges(E0, rows: int):

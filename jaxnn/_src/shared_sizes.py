@@ -91,7 +91,10 @@ def shared_k(k: int, m: int) -> int:
     its own.  The search's time grows about linearly with the neighbours it
     finds: at this size a few milliseconds more against a compilation for
     each new k; above it the search costs more and a compilation weighs
-    less."""
+    less.  m may be the rows the points are padded to: :func:`shared_rows`
+    (m) gives the same answer, and a search or boosting padded to another's
+    rows (an auxiliary fit to its main fit's) then finds the other's
+    neighbours and shares its program."""
     k, m = int(k), int(m)
     if m > SHARED_K_MAX_ROWS:
         return k
