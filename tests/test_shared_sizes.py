@@ -404,6 +404,9 @@ def test_shared_k_buckets():
     small, ks = sizes_mod.SMALL_K_MAX_ROWS, (1, 3, 8, 9, 15, 16, 17, 50, 64, 65)
     assert [sizes_mod.shared_k(k, small) for k in ks] == [64] * 9 + [128]  # a few hundred points: every k ≤ 64
     assert [sizes_mod.shared_k(k, small + 1) for k in ks] == [8, 8, 8, 16, 16, 16, 32, 64, 64, 128]
+    many = sizes_mod.SMALL_K_MAX_QUERIES
+    assert sizes_mod.shared_k(5, small, many) == 64 and sizes_mod.shared_k(5, small, many + 1) == 8
+    assert predict_mod.PREDICT_BLOCK_ROWS <= many  # predict's blocks run the rule a fit's held-out scoring does
     assert sizes_mod.shared_k(10, sizes_mod.SHARED_K_MAX_ROWS) == 16
     assert sizes_mod.shared_k(10, sizes_mod.SHARED_K_MAX_ROWS + 1) == 10  # larger searches find k
 
@@ -557,3 +560,21 @@ def test_shared_k_of_the_padded_rows_is_that_of_the_points():
     for m in range(1, 4 * sizes_mod.SHARED_K_MAX_ROWS, 7):
         for k in (1, 5, 9, 50, 64, 65):
             assert sizes_mod.shared_k(k, m) == sizes_mod.shared_k(k, sizes_mod.shared_rows(m)), (k, m)
+
+
+def test_many_queries_among_few_points_keep_the_floor_of_8(monkeypatch):
+    """Among a few hundred points a search of a few queries finds 64
+    neighbours, one of more than SMALL_K_MAX_QUERIES (padded) rows the power
+    of two ≥ max(k, 8) — its answer would otherwise hold 8 times the memory —
+    and both keep the exact first k."""
+    found = []
+    real = search_mod.conditioned_search
+    monkeypatch.setattr(search_mod, "conditioned_search", lambda *a, **kw: found.append(kw["k"]) or real(*a, **kw))
+    rng = np.random.default_rng(40)
+    X = rng.integers(0, 4, size=(300, 3)).astype(np.float32)
+    Q = rng.integers(0, 4, size=(sizes_mod.SMALL_K_MAX_QUERIES + 1, 3)).astype(np.float32)
+    few = np.asarray(jaxnn.knn_query(X, Q[:50], 5).indices)
+    many = np.asarray(jaxnn.knn_query(X, Q, 5).indices)
+    assert found == [64, 8]
+    np.testing.assert_array_equal(few, _brute_force(Q[:50], X, 5, False))
+    np.testing.assert_array_equal(many[-50:], _brute_force(Q[-50:], X, 5, False))

@@ -313,7 +313,7 @@ def blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, rec
             Q = padded_rows(Q, query_rows(Q.shape[0], block, among=X.shape[0]))
             transform = to_device(e0, np.int32), to_device(shift), to_device(s), to_device(e, np.int32)
             if recall_target is None and share_k:  # a few ks share the program; the padding columns sort last
-                found = min(shared_k(k, X.shape[0]), X.shape[0])  # as the search it is padded to share
+                found = min(shared_k(k, X.shape[0], Q.shape[0]), X.shape[0])  # as the search padded alike
             # a graph and a query search share the program: every query row r is compared
             # with training point row0 + r, and a query search's row0 is past X's rows
             row0 = to_device(first_row if exclude_self else X.shape[0], np.int32)

@@ -44,6 +44,12 @@ SMALL_K_MAX_ROWS = 512
 #: that whichever k it chooses runs the programs its other folds compiled
 SMALL_SHARED_K = 64
 
+#: queries above which a search among few points keeps the floor of 8 (its
+#: answer, 64 columns a query, would hold 8 times the memory where compiling
+#: weighs nothing beside the work); ``predict`` scores its queries in blocks
+#: of this many rows, so its blocks and a fit's held-out scoring share the rule
+SMALL_K_MAX_QUERIES = 1 << 16
+
 
 class PaddedShapes(NamedTuple):
     """The padded sizes of a run (what its compiled program depends on); a
@@ -79,11 +85,12 @@ class PaddedShapes(NamedTuple):
         return PaddedShapes(*(max(int(a), int(b)) for a, b in zip(self, other)))
 
 
-def shared_k(k: int, m: int) -> int:
+def shared_k(k: int, m: int, queries: int = 0) -> int:
     """The neighbours a concrete exact search of m training points finds to
     answer for k: for m ≤ :data:`SHARED_K_MAX_ROWS`, the power of two ≥
     max(k, 8) — 8, 16, 32, … —, at least :data:`SMALL_SHARED_K` for m ≤
-    :data:`SMALL_K_MAX_ROWS`; else k.  The search returns them nearest
+    :data:`SMALL_K_MAX_ROWS` and at most :data:`SMALL_K_MAX_QUERIES` (padded)
+    query rows; else k.  The search returns them nearest
     first, exact ties to the lower index, so its first k columns are the
     k-NN; a grid of ks (3, 5, 7 → 8; 9, 11, 15 → 16; on a few hundred points
     every k up to 64) then shares one compiled search, and :func:`fit` one
@@ -98,7 +105,7 @@ def shared_k(k: int, m: int) -> int:
     k, m = int(k), int(m)
     if m > SHARED_K_MAX_ROWS:
         return k
-    floor = SMALL_SHARED_K if m <= SMALL_K_MAX_ROWS else 8
+    floor = SMALL_SHARED_K if m <= SMALL_K_MAX_ROWS and int(queries) <= SMALL_K_MAX_QUERIES else 8
     return max(floor, 1 << (k - 1).bit_length())
 
 
@@ -240,7 +247,7 @@ def at_shared_k(indices, k: int, m: int):
     runs the program, and gives the bits, that the search's own neighbours
     do (where there is nothing to widen, ``indices`` as they are: no copy
     to the host).  Returns (indices (n, k'), k or None)."""
-    width = shared_k(k, m)
+    width = shared_k(k, m, indices.shape[0])
     if width <= indices.shape[1]:
         return indices, first_k(indices, k)
     host = np.asarray(indices)
