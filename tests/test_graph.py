@@ -1,5 +1,6 @@
 """Neighbour graphs: exact blocked search vs scikit-learn, ties, nndescent, inverse lists."""
 
+import functools
 import os
 import pathlib
 import sys
@@ -334,13 +335,16 @@ def test_chunked_search_is_exact(exclude_self):
 
 def test_search_layout_follows_the_platform():
     """CPU: column chunks from CHUNKED_MIN_M points, tiles of ≤ 2²⁴ distances;
-    a GPU/TPU: one pass over whole rows, tiles of ≤ 2²⁷ (128 rows up to 10⁶ points)."""
+    a GPU: the fused kernel from FUSED_MIN_M points; below it, and on a TPU,
+    one pass over whole rows, tiles of ≤ 2²⁷ (128 rows up to 10⁶ points)."""
     import jax
 
     from jaxnn._src import search as search_mod
 
     m = 1_000_000
-    assert search_mod.search_kernel(m, 64, 10, "gpu") is search_mod._onepass_topk
+    assert search_mod.search_kernel(m, 64, 10, "gpu") is search_mod._fused_topk
+    assert search_mod.search_kernel(search_mod.FUSED_MIN_M, 64, 10, "gpu") is search_mod._fused_topk
+    assert search_mod.search_kernel(search_mod.FUSED_MIN_M - 1, 64, 10, "gpu") is search_mod._onepass_topk
     assert search_mod.search_kernel(m, 64, 10, "tpu") is search_mod._onepass_topk
     assert search_mod.search_kernel(m, 64, 10, "cpu") is search_mod._chunked_topk
     assert search_mod.block_rows(m, None, "cpu") == 16
@@ -350,6 +354,51 @@ def test_search_layout_follows_the_platform():
     here = jax.default_backend()
     assert search_mod.search_kernel(m, 64, 10) is search_mod.search_kernel(m, 64, 10, here)
     assert search_mod.block_rows(m, None) == search_mod.block_rows(m, None, here)
+
+
+@pytest.mark.parametrize(("m", "d", "k", "groups", "block_rows"), [(7000, 13, 2, 64, 64), (3000, 3, 8, 32, 32)])
+def test_fused_search_is_the_one_pass_search(m, d, k, groups, block_rows):
+    """The fused kernel's search (a GPU's from FUSED_MIN_M points), run in
+    Pallas' interpreter at float32, finds the one-pass search's neighbours
+    — exact duplicates (ties to the lower index), features and points
+    padded to the kernel's blocks, padding rows (n_valid), self excluded
+    from row0 on or not — and the two-level choice of groups (7000 points:
+    219 groups of 32, more than 3·32·k)."""
+    import jax
+
+    from jaxnn._src import search as search_mod
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(m, d)).astype(np.float32)
+    X[[100, 2000, 2999]] = X[7]
+    Xj = jnp.asarray(X)
+    fused = functools.partial(search_mod._fused_topk, precision=jax.lax.Precision.HIGHEST, groups=groups,
+                              block_rows=block_rows)
+    for Q, exclude_self, row0, n_valid in [(Xj[50:250], True, 50, None), (Xj[:130], True, 0, m - 40),
+                                           (jnp.asarray(rng.normal(size=(90, d)).astype(np.float32)), False, 0, None)]:
+        got = fused(Q, Xj, k, 128, exclude_self, row0, n_valid=n_valid)
+        want = search_mod._onepass_topk(Q, Xj, k, 128, exclude_self, row0, n_valid=n_valid)
+        np.testing.assert_array_equal(np.asarray(got[0]), np.asarray(want[0]))
+        np.testing.assert_allclose(np.asarray(got[1]), np.asarray(want[1]), atol=3e-3)
+
+
+def test_fused_search_layout():
+    """The kernel's layout: tile t's j-th slab holds member j of each of its
+    groups; points padded to whole tiles, features to a power of two ≥ 16;
+    a query block's minima and candidates within FUSED_BLOCK_ELEMENTS."""
+    from jaxnn._src import group_minima
+    from jaxnn._src import search as search_mod
+
+    a = np.arange(2 * 32 * 4)
+    p = np.asarray(group_minima.permuted(jnp.asarray(a), groups=4))
+    t, j, g = 1, 5, 3
+    assert p[t * 128 + j * 4 + g] == (t * 4 + g) * 32 + j
+    assert sorted(p) == list(a)
+    assert group_minima.padded_columns(2049, 64) == 4096 and group_minima.padded_columns(2048, 64) == 2048
+    assert [group_minima.feature_width(d) for d in (1, 16, 17, 64, 100)] == [16, 16, 32, 64, 128]
+    rows = search_mod.fused_block_rows(10**6, 10, 64)
+    assert rows % group_minima.BLOCK_ROWS == 0 and rows * 10**6 // 32 <= search_mod.FUSED_BLOCK_ELEMENTS
+    assert search_mod.fused_block_rows(32768, 64, 1024) == group_minima.BLOCK_ROWS  # at least one kernel block
 
 
 @pytest.mark.parametrize("kernel", ["_onepass_topk", "_chunked_topk"])

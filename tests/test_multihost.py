@@ -2,7 +2,8 @@
 CPU processes (coordinator on 127.0.0.1, gloo collectives), each giving its
 own rows, fit the model one process fits on all of them, and predict their
 own queries with its labels; a process with other columns ends both with an
-error naming it.
+error naming it.  ``JAXNN_MULTIHOST_PLATFORM`` (default ``cpu``) puts the two
+processes on another platform (``cuda``: bench/gpu_check.sh).
 """
 
 import os
@@ -74,7 +75,7 @@ def _free_port() -> int:
 
 def _two_processes(tmp_path, extra=0):
     """((returncode, stdout + stderr) of each process)."""
-    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    env = dict(os.environ, JAX_PLATFORMS=os.environ.get("JAXNN_MULTIHOST_PLATFORM", "cpu"))
     port, out = _free_port(), str(tmp_path / "out")
     procs = [subprocess.Popen([sys.executable, "-c", SCRIPT, str(p), str(port), out, str(extra)], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for p in range(2)]

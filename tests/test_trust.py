@@ -86,6 +86,30 @@ def test_examples_nobody_reached_take_the_mean_leverage_of_their_class_sign():
     np.testing.assert_array_equal(host, np.asarray(unreached_leverage(alpha, Yp, graph)))
 
 
+def test_large_leverages_on_an_accelerator_are_filled_and_shrunk_there(monkeypatch):
+    """An α of at least DEVICE_MIN_ELEMENTS on an accelerator (here: a CPU
+    taken for one) is filled and shrunk by one program on its device, with
+    the host pass's values (float32 sums against float64 ones)."""
+    from jaxnn._src import leverage
+
+    rng = np.random.default_rng(0)
+    m, C = 3000, 7
+    alpha = jnp.asarray(rng.normal(size=(m, C)).astype(np.float32))
+    Y = np.where(rng.integers(0, C, m)[:, None] == np.arange(C), 1.0, -1.0)
+    graph = rng.integers(0, m // 2, size=(m, 5))  # the upper half is no one's neighbour
+    host_filled = leverage.unreached_leverage(alpha, Y, graph)
+    host_shrunk = leverage.shrunk_leverage(alpha, 0.3, 0.7)
+    monkeypatch.setattr(leverage, "DEVICE_MIN_ELEMENTS", m * C)
+    monkeypatch.setattr(leverage.platforms, "on_host", lambda array: False)
+    filled = leverage.unreached_leverage(alpha, Y, graph)
+    assert isinstance(filled, jax.Array)
+    np.testing.assert_allclose(np.asarray(filled), np.asarray(host_filled), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(np.asarray(leverage.shrunk_leverage(alpha, 0.3, 0.7)), np.asarray(host_shrunk),
+                               rtol=1e-6, atol=1e-6)
+    monkeypatch.setattr(leverage, "DEVICE_MIN_ELEMENTS", m * C + 1)  # smaller α: the host pass
+    assert leverage.unreached_leverage(alpha, Y, graph).dtype == host_filled.dtype
+
+
 def test_k1_with_every_alpha_positive_is_exactly_1nn():
     """k = 1: H_c(x) = α_jc y_jc for x's nearest training point j; with every
     α > 0 the label is j's — exactly 1-NN, for the fitted α (unreached

@@ -13,6 +13,7 @@ rule                           CPU                      GPU / TPU
 :func:`colored_by_default`     from m·C ≥ 5·10⁶         whole passes, any size
 :func:`search_tile_elements`   2²⁴ distances a tile     2²⁷
 :func:`chunked_search`         from m ≥ 32 768          never
+:func:`fused_search`           never                    GPU: from m ≥ 32 768
 :func:`schedule_step_elements` 2¹⁷ edge updates a step  2²³
 :func:`warns_slow_search`      yes                      no
 =============================  ==============================================
@@ -28,7 +29,7 @@ import jax
 from jaxnn._src import sharding
 
 __all__ = ["platform", "is_cpu", "on_host", "narrows_steps", "runs_windows", "colored_by_default",
-           "search_tile_elements", "chunked_search", "schedule_step_elements", "warns_slow_search",
+           "search_tile_elements", "chunked_search", "fused_search", "kernels_interpreted", "schedule_step_elements", "warns_slow_search",
            "AUTO_COLORED_MIN_STATE_CPU"]
 
 #: platforms whose sequential and greedy steps are narrowed to n_j
@@ -42,6 +43,8 @@ WINDOWED_PLATFORMS = ("cpu",)
 #: m·C from which ``chooser="auto"`` runs the colored schedule on a CPU too
 #: (an accelerator runs it for whole passes at any size)
 AUTO_COLORED_MIN_STATE_CPU = 5_000_000
+#: platforms whose exact search fuses its first stage into one kernel
+FUSED_SEARCH_PLATFORMS = ("gpu",)
 #: elements of one (block × m) distance tile of the exact search: 2²⁴ float32
 #: (64 MiB) on a CPU, 2²⁷ (512 MiB) on an accelerator
 SEARCH_TILE_ELEMENTS = {"cpu": 1 << 24}
@@ -110,6 +113,21 @@ def chunked_search(name: str | None = None) -> bool:
     """Whether the exact search may select candidates chunk by chunk (a CPU's
     cache-sized tiles; an accelerator searches a tile in one pass)."""
     return is_cpu(name)
+
+
+def fused_search(name: str | None = None) -> bool:
+    """Whether the exact search's first stage may run as one Pallas kernel
+    (:mod:`jaxnn._src.group_minima`: Triton, on a GPU), the distances
+    reduced to group minima in registers instead of written out a tile at a
+    time."""
+    return _named(name) in FUSED_SEARCH_PLATFORMS
+
+
+def kernels_interpreted() -> bool:
+    """Whether a Pallas kernel runs in Pallas' interpreter: where JAX's
+    backend is a CPU (which compiles no Pallas kernel) — tests, and layouts
+    chosen as on a GPU on a CPU (tests/as_gpu.py)."""
+    return jax.default_backend() == "cpu"
 
 
 def schedule_step_elements(name: str | None = None) -> int:

@@ -2,7 +2,8 @@
 (‖q‖² − 2q·x + ‖x‖² by one matmul) after the points are conditioned
 (shifted and scaled by powers of two), the k smallest of each row by a
 two-stage partial selection (:func:`_smallest_k`) or, from 32 768 training
-points on CPU, by column chunks that stay in cache (:func:`_chunked_topk`);
+points on CPU, by column chunks that stay in cache (:func:`_chunked_topk`),
+on a GPU by one fused kernel that writes no tile (:func:`_fused_topk`);
 ``lax.approx_min_k`` for ``method="approx"``; query rows sharded across
 devices; query rows far from the training points (:func:`far_query_rows`)
 ranked again exactly on the host (:func:`exact_rows`).
@@ -17,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxnn._src import platforms, programs, shared_sizes, sharding
+from jaxnn._src import group_minima, platforms, programs, shared_sizes, sharding
 from jaxnn._src.checks import check_integer
 from jaxnn._src.shared_sizes import first_rows, padded_rows, query_rows, shared_k, shared_rows, to_device
 
@@ -89,6 +90,9 @@ def _smallest_k(d2, k: int):
 #: loop (m/8192 steps per tile) would cost kernel launches, so the one-pass
 #: search runs there.
 CHUNKED_MIN_M = 32_768
+#: from this many training points on, the search's first stage is one fused
+#: kernel (:func:`_fused_topk`) where :func:`platforms.fused_search` allows
+FUSED_MIN_M = 32_768
 #: columns per chunk: the (128, 8192) distance tile (4 MiB) stays in cache
 _CHUNK = 8192
 #: the chunked search gathers (rows, k·32, d) candidate points a tile; above
@@ -99,6 +103,8 @@ _MAX_CANDIDATE_FLOATS = 1 << 17
 def search_kernel(m: int, d: int, k: int, platform: str | None = None):
     """The jitted exact search for m training points of dimension d on
     ``platform`` (default: where computations run now, :func:`platforms.platform`)."""
+    if platforms.fused_search(platform) and m >= FUSED_MIN_M:
+        return _fused_topk
     if platforms.chunked_search(platform) and m >= CHUNKED_MIN_M and k * _GROUP * d <= _MAX_CANDIDATE_FLOATS:
         return _chunked_topk
     return _onepass_topk
@@ -448,23 +454,99 @@ def _chunked_topk(Q, X, k: int, block: int, exclude_self: bool, row0=0, n_valid=
         q_sq = jnp.sum(q * q, axis=1)[:, None]
         rows = row0 + start + jnp.arange(block)
 
-        def group_minima(c):
+        def chunk_minima(c):
             xc = jax.lax.dynamic_slice_in_dim(Xp, c * _CHUNK, _CHUNK)
             d2 = q_sq - 2.0 * distance_dots(q, xc) + jax.lax.dynamic_slice_in_dim(x_sq, c * _CHUNK, _CHUNK)[None, :]
             if exclude_self:
                 d2 = jnp.where(rows[:, None] == c * _CHUNK + jnp.arange(_CHUNK)[None, :], jnp.inf, d2)
             return jnp.min(d2.reshape(block, _CHUNK // _GROUP, _GROUP), axis=2)
 
-        minima = jax.lax.map(group_minima, jnp.arange(n_chunks))  # (chunks, block, chunk/32)
-        minima = jnp.moveaxis(minima, 0, 1).reshape(block, -1)
-        _, best_groups = jax.lax.top_k(-minima, k)
-        best_groups = jnp.sort(best_groups, axis=1)
-        cand = (best_groups[:, :, None] * _GROUP + jnp.arange(_GROUP)).reshape(block, k * _GROUP)
-        d2 = q_sq - 2.0 * jnp.einsum("bd,bcd->bc", q, Xp[cand], precision=DISTANCE_PRECISION) + x_sq[cand]
-        if exclude_self:
-            d2 = jnp.where(rows[:, None] == cand, jnp.inf, d2)
-        neg, pos = jax.lax.top_k(-jnp.maximum(d2, 0.0), k)
-        return jnp.take_along_axis(cand, pos, axis=1).astype(jnp.int32), jnp.sqrt(-neg)
+        minima = jax.lax.map(chunk_minima, jnp.arange(n_chunks))  # (chunks, block, chunk/32)
+        return _nearest_in_groups(q, q_sq, rows, jnp.moveaxis(minima, 0, 1).reshape(block, -1), Xp, x_sq, k,
+                                  exclude_self)
+
+    idx, dist = jax.lax.map(one_block, jnp.arange(n_blocks))
+    return idx.reshape(-1, k)[:n], dist.reshape(-1, k)[:n]
+
+
+def _nearest_in_groups(q, q_sq, rows, minima, Xp, x_sq, k: int, exclude_self: bool, two_level: bool = False):
+    """The two-stage selection's second stage: (indices (b, k) int32,
+    distances (b, k)) of the k nearest of the query rows q (b, d) (squared
+    norms ``q_sq`` (b, 1); training points ``rows`` (b,) when
+    ``exclude_self``) among the 32·k points of the k groups of 32 columns of
+    least ``minima`` (b, groups), their distances computed again in full
+    float32 from Xp (the points) and x_sq (their squared norms, +inf:
+    padding).  The groups are taken in index order, so ties go to the lower
+    index.  ``two_level``: the k groups by :func:`_smallest_k`'s two-stage
+    selection over the minima (groups of 32 groups) rather than one
+    ``top_k`` over all of them."""
+    _, best_groups = _smallest_k(minima, k) if two_level else jax.lax.top_k(-minima, k)
+    best_groups = jnp.sort(best_groups, axis=1)
+    cand = (best_groups[:, :, None] * _GROUP + jnp.arange(_GROUP)).reshape(q.shape[0], k * _GROUP)
+    d2 = q_sq - 2.0 * jnp.einsum("bd,bcd->bc", q, Xp[cand], precision=DISTANCE_PRECISION) + x_sq[cand]
+    if exclude_self:
+        d2 = jnp.where(rows[:, None] == cand, jnp.inf, d2)
+    neg, pos = jax.lax.top_k(-jnp.maximum(d2, 0.0), k)
+    return jnp.take_along_axis(cand, pos, axis=1).astype(jnp.int32), jnp.sqrt(-neg)
+
+
+#: candidate or minima elements of one query block of :func:`_fused_topk` (512 MiB of float32)
+FUSED_BLOCK_ELEMENTS = 1 << 27
+
+
+def fused_block_rows(m_pad: int, k: int, d: int, unit: int = group_minima.BLOCK_ROWS) -> int:
+    """Query rows of one block of :func:`_fused_topk`: a multiple of the
+    kernel's rows ``unit``, its (rows, m_pad/32) minima and (rows, 32·k, d)
+    candidates each within :data:`FUSED_BLOCK_ELEMENTS`."""
+    per_row = max(m_pad // _GROUP, k * _GROUP * d, 1)
+    return max(unit, FUSED_BLOCK_ELEMENTS // per_row // unit * unit)
+
+
+#: the fused first stage's products: TF32×3 — three TF32 tensor-core
+#: products (high·high + high·low + low·high), about 21 of float32's 24 bits
+#: — on a GPU; the second stage ranks the candidates in full float32
+FUSED_PRECISION = jax.lax.DotAlgorithmPreset.TF32_TF32_F32_X3
+
+
+@functools.partial(jax.jit, static_argnames=("k", "block", "exclude_self", "precision", "interpret", "block_rows",
+                                             "groups"))
+def _fused_topk(Q, X, k: int, block: int, exclude_self: bool, row0=0, n_valid=None, precision=FUSED_PRECISION,
+                interpret: bool | None = None, block_rows: int = group_minima.BLOCK_ROWS,
+                groups: int = group_minima.TILE_GROUPS):
+    """The two-stage selection of :func:`_smallest_k` with the first stage
+    one Pallas kernel (:func:`jaxnn._src.group_minima.group_minima`: each
+    query row's minimum over every group of 32 points, no distance tile
+    written out) and the second :func:`_nearest_in_groups` (the k groups
+    chosen two-level, faster than one ``top_k`` over a row's m/32 minima),
+    on query blocks of :func:`fused_block_rows` (``block`` is not read: the
+    kernel's blocks are its own, ``block_rows`` × ``groups``).
+    ``precision``: the first stage's products (TF32×3 by default, on the
+    tensor cores, where the CUDA cores' float32 products are slower:
+    docs/performance.md, GPU); the second stage's are full float32 always,
+    so that the neighbours are those of float32 distances but for near-ties
+    within a few float32 ulps.  ``interpret``: Pallas' interpreter (None:
+    where JAX's backend is a CPU)."""
+    del block
+    n, m, d = Q.shape[0], X.shape[0], X.shape[1]
+    width, m_pad = group_minima.feature_width(d), group_minima.padded_columns(m, groups)
+    Xp = jnp.zeros((m_pad, width), X.dtype).at[:m, :d].set(X)
+    x_sq = jnp.full((m_pad,), jnp.inf, X.dtype).at[:m].set(  # padding: never near
+        _padding_at_infinity(jnp.sum(X * X, axis=1), jnp.arange(m), n_valid))
+    xt, xt_sq = group_minima.permuted(Xp, groups), group_minima.permuted(x_sq, groups)
+    rows_a_block = fused_block_rows(m_pad, k, width, block_rows)
+    rows_a_block = min(rows_a_block, -(-n // block_rows) * block_rows)
+    n_blocks = -(-n // rows_a_block)
+    Qp = jnp.zeros((n_blocks * rows_a_block, width), Q.dtype).at[:n, :d].set(Q)
+
+    def one_block(b):
+        start = b * rows_a_block
+        q = jax.lax.dynamic_slice_in_dim(Qp, start, rows_a_block)
+        q_sq = jnp.sum(q * q, axis=1)
+        rows = row0 + start + jnp.arange(rows_a_block, dtype=jnp.int32)
+        own = rows if exclude_self else jnp.full_like(rows, -1)
+        minima = group_minima.group_minima(q, q_sq, own, xt, xt_sq, precision=precision, block_rows=block_rows,
+                                           groups=groups, interpret=interpret)
+        return _nearest_in_groups(q, q_sq[:, None], rows, minima, Xp, x_sq, k, exclude_self, two_level=True)
 
     idx, dist = jax.lax.map(one_block, jnp.arange(n_blocks))
     return idx.reshape(-1, k)[:n], dist.reshape(-1, k)[:n]
