@@ -345,6 +345,7 @@ def test_search_layout_follows_the_platform():
     assert search_mod.search_kernel(m, 64, 10, "gpu") is search_mod._fused_topk
     assert search_mod.search_kernel(search_mod.FUSED_MIN_M, 64, 10, "gpu") is search_mod._fused_topk
     assert search_mod.search_kernel(search_mod.FUSED_MIN_M - 1, 64, 10, "gpu") is search_mod._onepass_topk
+    assert search_mod.search_kernel(m, 64, 10, "gpu", np.float64) is search_mod._onepass_topk  # float32 only
     assert search_mod.search_kernel(m, 64, 10, "tpu") is search_mod._onepass_topk
     assert search_mod.search_kernel(m, 64, 10, "cpu") is search_mod._chunked_topk
     assert search_mod.block_rows(m, None, "cpu") == 16

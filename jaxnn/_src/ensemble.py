@@ -424,7 +424,7 @@ def _padded_blocks_search(Q, X, n_valid, transform, k: int, block: int, exclude_
     rows from n_valid on padding (never a neighbour), ``transform`` their
     stacked (e0, shift, s, e); Q (n, rows_Q, w) the query blocks as they are
     (query row r is training point r when ``exclude_self``)."""
-    kernel = search_kernel(X.shape[1], X.shape[2], k)
+    kernel = search_kernel(X.shape[1], X.shape[2], k, dtype=X.dtype)
 
     def one(q, x, t):
         return conditioned_search(q, x, n_valid, t, kernel=kernel, k=k, block=block, exclude_self=exclude_self,

@@ -100,10 +100,12 @@ _CHUNK = 8192
 _MAX_CANDIDATE_FLOATS = 1 << 17
 
 
-def search_kernel(m: int, d: int, k: int, platform: str | None = None):
-    """The jitted exact search for m training points of dimension d on
-    ``platform`` (default: where computations run now, :func:`platforms.platform`)."""
-    if platforms.fused_search(platform) and m >= FUSED_MIN_M:
+def search_kernel(m: int, d: int, k: int, platform: str | None = None, dtype=np.float32):
+    """The jitted exact search for m training points of dimension d and
+    ``dtype`` on ``platform`` (default: where computations run now,
+    :func:`platforms.platform`).  The fused kernel searches float32 points
+    only (its first stage is float32 arithmetic at best)."""
+    if platforms.fused_search(platform) and m >= FUSED_MIN_M and np.dtype(dtype) == np.float32:
         return _fused_topk
     if platforms.chunked_search(platform) and m >= CHUNKED_MIN_M and k * _GROUP * d <= _MAX_CANDIDATE_FLOATS:
         return _chunked_topk
@@ -309,7 +311,7 @@ def blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, rec
         if recall_target is not None:
             kernel, recall_target = _onepass_topk, float(recall_target)
         else:
-            kernel = search_kernel(X.shape[0], X.shape[1], k, platforms.platform())
+            kernel = search_kernel(X.shape[0], X.shape[1], k, platforms.platform(), X.dtype)
         m, n_valid, transform, found, far, own = X.shape[0], None, None, k, None, exclude_self
         if concrete and m <= shared_sizes.SHARED_MAX_ROWS:
             given = np.asarray(X)
@@ -378,7 +380,7 @@ def _blocked_topk_conditioned(Q, X, k: int, block: int, exclude_self: bool, devi
     if recall_target is not None:
         kernel, recall_target = _onepass_topk, float(recall_target)
     else:
-        kernel = search_kernel(X.shape[0], X.shape[1], k, platforms.platform(devices))
+        kernel = search_kernel(X.shape[0], X.shape[1], k, platforms.platform(devices), X.dtype)
     if devices is None:
         extra = {} if recall_target is None else {"recall_target": recall_target}
         return kernel(Q, X, k, block, exclude_self, **extra)
