@@ -14,7 +14,9 @@
   ``--classes``: the whole fit from the graph, the colored schedule's
   prepare (colouring, layout, transfers) and run (the passes on the device),
   and the unreached examples' leverage, each timed by wrapping the stage
-  and waiting for its result; edge updates/s of the pass = m·k·C / run.
+  and waiting for its result; edge updates/s of the pass = m·k·C / run;
+  with ``--step-elements N …``, again with colored steps of 2^N edge × class
+  updates (``--boost-only``: the graph searched once, no search numbers).
 
 Steady state: each number is the second of two calls (the first compiles).
 Usage: ``JAX_PLATFORMS=cuda python -m bench.gpu_breakdown [--m 100000 1000000] [--classes 10 100]``.
@@ -32,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxnn
-from jaxnn._src import boost_runs, fitting, group_minima, search
+from jaxnn._src import boost_runs, fitting, group_minima, platforms, search
 
 from .common import synthetic
 
@@ -156,7 +158,7 @@ def graphs(m: int, X: np.ndarray) -> np.ndarray:
     return found["search"]
 
 
-def boosting(m: int, C: int, nb: np.ndarray):
+def boosting(m: int, C: int, nb: np.ndarray, step_elements: int | None = None):
     X, y = synthetic(m, n_classes=C, seed=0)
     X = X.astype(np.float32)
     spent = {}
@@ -169,7 +171,9 @@ def boosting(m: int, C: int, nb: np.ndarray):
             return out
         return wrapper
 
-    engine = boost_runs.ENGINES["colored"]
+    engine, elements = boost_runs.ENGINES["colored"], platforms.SCHEDULE_STEP_ELEMENTS_ACCELERATOR
+    if step_elements is not None:
+        platforms.SCHEDULE_STEP_ELEMENTS_ACCELERATOR = step_elements
     boost_runs.ENGINES["colored"] = boost_runs.Engine(timed("prepare", engine.prepare), timed("run", engine.run))
     leverage = fitting.unreached_leverage
     fitting.unreached_leverage = timed("unreached", leverage)
@@ -177,12 +181,16 @@ def boosting(m: int, C: int, nb: np.ndarray):
         fit = lambda: jaxnn.fit(X, y, k=K, posterior="link", shrinkage=None, neighbors=nb).alpha  # noqa: E731
         fit()
         spent.clear()
-        _, t = (lambda s: (jax.block_until_ready(fit()), time.perf_counter() - s))(time.perf_counter())
+        start = time.perf_counter()
+        jax.block_until_ready(fit())
+        t = time.perf_counter() - start
     finally:
         boost_runs.ENGINES["colored"] = engine
         fitting.unreached_leverage = leverage
+        platforms.SCHEDULE_STEP_ELEMENTS_ACCELERATOR = elements
     run = spent.get("run", float("nan"))
-    _say(part="boost", m=m, C=C, fit_seconds=t, **{f"{k}_seconds": v for k, v in spent.items()},
+    _say(part="boost", m=m, C=C, step_elements=platforms.schedule_step_elements("gpu") if step_elements is None
+         else step_elements, fit_seconds=t, **{f"{k}_seconds": v for k, v in spent.items()},
          pass_edge_updates_per_second=m * K * C / run, fit_edge_updates_per_second=m * K * C / t)
 
 
@@ -190,13 +198,19 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--m", type=int, nargs="+", default=[32_768, 100_000, 1_000_000])
     p.add_argument("--classes", type=int, nargs="+", default=[10, 100])
+    p.add_argument("--step-elements", type=int, nargs="*", default=[],
+                   help="also boost with colored steps of 2^N edge x class updates (N given)")
+    p.add_argument("--boost-only", action="store_true", help="the graph searched once, no search variants")
     a = p.parse_args(argv)
     _say(devices=str(jax.devices()), jax=jax.__version__)
     for m in a.m:
         X, _ = synthetic(m, seed=0)
-        nb = graphs(m, X.astype(np.float32))
+        X = X.astype(np.float32)
+        nb = np.asarray(jaxnn.knn_graph(X, K).indices) if a.boost_only else graphs(m, X)
         for C in a.classes if m >= 100_000 else ():
             boosting(m, C, nb)
+            for n in a.step_elements:
+                boosting(m, C, nb, 1 << n)
 
 
 if __name__ == "__main__":

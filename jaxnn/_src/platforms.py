@@ -14,7 +14,7 @@ rule                           CPU                      GPU / TPU
 :func:`search_tile_elements`   2²⁴ distances a tile     2²⁷
 :func:`chunked_search`         from m ≥ 32 768          never
 :func:`fused_search`           never                    GPU: from m ≥ 32 768
-:func:`schedule_step_elements` 2¹⁷ edge updates a step  2²³
+:func:`schedule_step_elements` 2¹⁷ edge updates a step  2²⁰
 :func:`warns_slow_search`      yes                      no
 =============================  ==============================================
 
@@ -51,10 +51,12 @@ SEARCH_TILE_ELEMENTS = {"cpu": 1 << 24}
 SEARCH_TILE_ELEMENTS_ACCELERATOR = 1 << 27
 #: edge × class updates of one colored-schedule step: on a CPU the step's
 #: (L, C) arrays stay in a 2 MiB L2 cache (larger steps outgrow it and run
-#: slower; docs/performance.md); on an accelerator a scan step costs a few
-#: kernel launches whatever its size, so whole colours up to 2²³
+#: slower; docs/performance.md); on an accelerator 2²⁰ (every step is padded
+#: to the largest, and the first colours of a largest-first colouring are
+#: the largest by far: steps of whole colours ran a pass slower on a GPU,
+#: docs/performance.md)
 SCHEDULE_STEP_ELEMENTS = {"cpu": 1 << 17}
-SCHEDULE_STEP_ELEMENTS_ACCELERATOR = 1 << 23
+SCHEDULE_STEP_ELEMENTS_ACCELERATOR = 1 << 20
 
 
 def platform(devices=None) -> str:
