@@ -346,6 +346,8 @@ def test_search_layout_follows_the_platform():
     assert search_mod.search_kernel(search_mod.FUSED_MIN_M, 64, 10, "gpu") is search_mod._fused_topk
     assert search_mod.search_kernel(search_mod.FUSED_MIN_M - 1, 64, 10, "gpu") is search_mod._onepass_topk
     assert search_mod.search_kernel(m, 64, 10, "gpu", np.float64) is search_mod._onepass_topk  # float32 only
+    big_k = search_mod.FUSED_MIN_M // (search_mod.TWO_STAGE_MIN_RATIO * 32) + 1  # candidates over a third of the points
+    assert search_mod.search_kernel(search_mod.FUSED_MIN_M, 64, big_k, "gpu") is search_mod._onepass_topk
     assert search_mod.search_kernel(m, 64, 10, "tpu") is search_mod._onepass_topk
     assert search_mod.search_kernel(m, 64, 10, "cpu") is search_mod._chunked_topk
     assert search_mod.block_rows(m, None, "cpu") == 16
@@ -381,7 +383,6 @@ def test_fused_search_is_the_one_pass_search(m, d, k, groups, block_rows):
         want = search_mod._onepass_topk(Q, Xj, k, 128, exclude_self, row0, n_valid=n_valid)
         np.testing.assert_array_equal(np.asarray(got[0]), np.asarray(want[0]))
         np.testing.assert_allclose(np.asarray(got[1]), np.asarray(want[1]), atol=3e-3)
-
 
 def test_fused_search_layout():
     """The kernel's layout: tile t's j-th slab holds member j of each of its

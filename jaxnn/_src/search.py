@@ -104,8 +104,10 @@ def search_kernel(m: int, d: int, k: int, platform: str | None = None, dtype=np.
     """The jitted exact search for m training points of dimension d and
     ``dtype`` on ``platform`` (default: where computations run now,
     :func:`platforms.platform`).  The fused kernel searches float32 points
-    only (its first stage is float32 arithmetic at best)."""
-    if platforms.fused_search(platform) and m >= FUSED_MIN_M and np.dtype(dtype) == np.float32:
+    only (its first stage is float32 arithmetic at best), for k small enough
+    that the two stages pay (m > 3·32·k, as :func:`_smallest_k`)."""
+    if (platforms.fused_search(platform) and m >= FUSED_MIN_M and m > TWO_STAGE_MIN_RATIO * k * _GROUP
+            and np.dtype(dtype) == np.float32):
         return _fused_topk
     if platforms.chunked_search(platform) and m >= CHUNKED_MIN_M and k * _GROUP * d <= _MAX_CANDIDATE_FLOATS:
         return _chunked_topk
