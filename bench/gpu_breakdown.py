@@ -133,10 +133,8 @@ def graphs(m: int, X: np.ndarray) -> np.ndarray:
              **{f"{n}_excess": _excess(X, differ, v[differ], exact) for n, v in found.items()})
     # the first stage alone, on every query block
     try:
-        width, m_pad = group_minima.feature_width(d), group_minima.padded_columns(m)
-        Xp = jnp.zeros((m_pad, width), jnp.float32).at[:m, :d].set(jnp.asarray(X))
-        x_sq = jnp.full((m_pad,), jnp.inf).at[:m].set(jnp.sum(Xp[:m] ** 2, axis=1))
-        xt, xt_sq = group_minima.permuted(Xp), group_minima.permuted(x_sq)
+        Xp, _, xt, xt_sq = search.fused_points(jnp.asarray(X))
+        m_pad, width = Xp.shape
         rows = search.fused_block_rows(m_pad, K, width)
         n_blocks = -(-m // rows)
 

@@ -26,7 +26,7 @@ from jax.experimental import pallas as pl
 
 from jaxnn._src import platforms
 
-__all__ = ["GROUP", "group_minima", "permuted", "padded_columns"]
+__all__ = ["GROUP", "BLOCK_ROWS", "TILE_GROUPS", "group_minima", "permuted", "padded_columns", "feature_width"]
 
 #: points a group (the selection's second stage re-ranks 32·k of them)
 GROUP = 32

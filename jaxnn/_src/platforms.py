@@ -29,8 +29,8 @@ import jax
 from jaxnn._src import sharding
 
 __all__ = ["platform", "is_cpu", "on_host", "narrows_steps", "runs_windows", "colored_by_default",
-           "search_tile_elements", "chunked_search", "fused_search", "kernels_interpreted", "schedule_step_elements", "warns_slow_search",
-           "AUTO_COLORED_MIN_STATE_CPU"]
+           "search_tile_elements", "chunked_search", "fused_search", "kernels_interpreted", "schedule_step_elements",
+           "warns_slow_search", "AUTO_COLORED_MIN_STATE_CPU"]
 
 #: platforms whose sequential and greedy steps are narrowed to n_j
 #: (:func:`jaxnn._src.steps.step_widths`) and whose greedy updates loop over

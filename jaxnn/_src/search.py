@@ -506,6 +506,19 @@ def fused_block_rows(m_pad: int, k: int, d: int, unit: int = group_minima.BLOCK_
     return max(unit, FUSED_BLOCK_ELEMENTS // per_row // unit * unit)
 
 
+def fused_points(X, n_valid=None, groups: int = group_minima.TILE_GROUPS):
+    """The points X (m, d) laid out for :func:`jaxnn._src.group_minima.group_minima`:
+    (Xp (m_pad, width) padded with zero rows and columns, x_sq (m_pad,) their
+    squared norms, +inf from ``n_valid`` on (None: from m), and both
+    :func:`~jaxnn._src.group_minima.permuted` within tiles of 32·``groups``)."""
+    m, d = X.shape
+    width, m_pad = group_minima.feature_width(d), group_minima.padded_columns(m, groups)
+    Xp = jnp.zeros((m_pad, width), X.dtype).at[:m, :d].set(X)
+    x_sq = jnp.full((m_pad,), jnp.inf, X.dtype).at[:m].set(  # padding: never near
+        _padding_at_infinity(jnp.sum(X * X, axis=1), jnp.arange(m), n_valid))
+    return Xp, x_sq, group_minima.permuted(Xp, groups), group_minima.permuted(x_sq, groups)
+
+
 #: the fused first stage's products: TF32×3 — three TF32 tensor-core
 #: products (high·high + high·low + low·high), about 21 of float32's 24 bits
 #: — on a GPU; the second stage ranks the candidates in full float32
@@ -531,12 +544,9 @@ def _fused_topk(Q, X, k: int, block: int, exclude_self: bool, row0=0, n_valid=No
     within a few float32 ulps.  ``interpret``: Pallas' interpreter (None:
     where JAX's backend is a CPU)."""
     del block
-    n, m, d = Q.shape[0], X.shape[0], X.shape[1]
-    width, m_pad = group_minima.feature_width(d), group_minima.padded_columns(m, groups)
-    Xp = jnp.zeros((m_pad, width), X.dtype).at[:m, :d].set(X)
-    x_sq = jnp.full((m_pad,), jnp.inf, X.dtype).at[:m].set(  # padding: never near
-        _padding_at_infinity(jnp.sum(X * X, axis=1), jnp.arange(m), n_valid))
-    xt, xt_sq = group_minima.permuted(Xp, groups), group_minima.permuted(x_sq, groups)
+    n, d = Q.shape
+    Xp, x_sq, xt, xt_sq = fused_points(X, n_valid, groups)
+    m_pad, width = Xp.shape
     rows_a_block = fused_block_rows(m_pad, k, width, block_rows)
     rows_a_block = min(rows_a_block, -(-n // block_rows) * block_rows)
     n_blocks = -(-n // rows_a_block)
