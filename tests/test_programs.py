@@ -20,10 +20,10 @@ import pytest
 import jaxnn
 from jaxnn._src import programs
 
-STAGES = ["_rule", "boost", "conditioned_search"]
+STAGES = ["_rule", "boost", "conditioned_search", "_batched_colors", "boost_colored"]
 
 #: a default fit, predict and predict_proba on float64 X and integer y (as scikit-learn loads
-#: iris); prints the answers and the stage programs this process traced
+#: iris), and a colored fit; prints the answers and the stage programs this process traced
 SCRIPT = textwrap.dedent(
     """
     import json, sys, numpy as np, jax, jax.monitoring
@@ -36,8 +36,10 @@ SCRIPT = textwrap.dedent(
     y = np.arange(90) % 3
     X = rng.normal(size=(90, 4)) + 2.0 * np.eye(4)[y]
     model = jaxnn.fit(X, y, k=5)
+    colored = jaxnn.fit(X, y, k=5, chooser="colored", posterior="link", shrinkage=None)  # the colouring, its scan
     Q = X[:40] + 0.25
     out = {"alpha": np.asarray(model.alpha).tolist(), "labels": np.asarray(jaxnn.predict(model, Q)).tolist(),
+           "colored": np.asarray(colored.alpha).tolist(),
            "proba": np.asarray(jaxnn.predict_proba(model, Q)).tolist(),
            "T": model.posterior_temperature, "traced": sorted(traced)}
     print(json.dumps(out))
@@ -84,7 +86,7 @@ def _kept(folder):
 
 
 def _same_answers(a, b):
-    for name in ("alpha", "labels", "proba", "T"):
+    for name in ("alpha", "labels", "proba", "T", "colored"):
         np.testing.assert_array_equal(np.asarray(a[name]), np.asarray(b[name]), err_msg=name)
 
 

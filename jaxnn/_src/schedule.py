@@ -13,7 +13,6 @@ as a dense colour × P block.
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
 import jax
@@ -68,8 +67,8 @@ def _lowest_free(forbidden, none):
     return jnp.where(found, word * 32 + jnp.take_along_axis(bit, word[:, None], axis=1)[:, 0], none).astype(jnp.int32)
 
 
-@functools.partial(jax.jit, static_argnames=("widths", "batches", "words"))
-def _batched_colors(order, bounds, counts, starts, sources, widths: tuple, batches: tuple, words: int):
+@programs.jit(static_argnames=("widths", "batches", "words"))
+def _batched_colors(order, bounds, counts, starts, sources, *, widths: tuple, batches: tuple, words: int):
     """Speculative greedy colouring (Gebremedhin & Manne 2000), a batch of
     vertices at a time.
 
@@ -174,7 +173,7 @@ def _colour(neighbors: np.ndarray, csr, batch_elements: int, rows: int | None = 
               np.pad(sources, (0, pad * k)))
     args = [to_device(a, np.int32) for a in padded]
     while True:
-        colors = np.asarray(_batched_colors(*args, widths, batches, words))[:m]
+        colors = np.asarray(_batched_colors(*args, widths=widths, batches=batches, words=words))[:m]
         if colors.size == 0 or colors.max() < 32 * words:
             return colors
         words *= 2
