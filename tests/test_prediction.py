@@ -239,6 +239,32 @@ def test_prediction_from_neighbors_does_not_retrace(compilations):
     assert compiled == [], compiled
 
 
+def test_labels_of_link_models_share_one_program_across_losses_and_algorithms(compilations):
+    """A model without a temperature (``posterior="link"`` or ``"votes"``)
+    predicts its labels with the rule's program without posteriors, which
+    every loss and algorithm share: after one such model's predict, other
+    losses' and algorithms' compile no rule — and their labels are those of
+    the program with posteriors (its predicted class, ``predict_proba``'s
+    program), calibrated models' too."""
+    from jaxnn._src import prediction as predict_mod
+
+    X, y = _blobs(m=150, C=3, seed=9)
+    Xq = X[:40] + 0.1
+    fits = [jaxnn.fit(X, y, k=5, posterior="link"),
+            jaxnn.fit(X, y, k=5, posterior="link", loss="matsushita"),
+            jaxnn.fit(X, y, k=5, posterior="votes", algorithm="unn", loss="exponential"),
+            jaxnn.fit(X, y, k=5, posterior="link", algorithm="n3", loss="calibrated_hinge")]
+    with compilations(predict_mod._rule):  # compiled anew, for the first model
+        first = jaxnn.predict(fits[0], Xq)
+    with compilations() as compiled:
+        labels = [first] + [jaxnn.predict(model, Xq) for model in fits[1:]]
+    assert compiled.of(predict_mod._rule) == []
+    for model, got in zip(fits + [jaxnn.fit(X, y, k=5)], labels + [None]):
+        _, _, _, top, _ = predict_mod.host_rule(model, Xq, proba=True)  # the program with posteriors
+        want = np.asarray(model.classes)[top]
+        np.testing.assert_array_equal(jaxnn.predict(model, Xq) if got is None else got, want)
+
+
 def test_batches_of_other_sizes_share_the_compiled_prediction(compilations):
     """Query batches are padded to sizes_mod.query_rows: after one batch, batches of
     other sizes within the same bucket (here 1 … 128 rows) compile nothing —

@@ -429,14 +429,22 @@ def _uses_kernel(model: Model) -> bool:
     return _temperature(model) > 0 and takes_kernel_term(model.multilabel, model.n_classes)
 
 
-def _rule_of(model: Model, q: QueryParts, lam=None, temperature=None, kernel=None) -> RuleParts:
+def _rule_of(model: Model, q: QueryParts, lam=None, temperature=None, kernel=None, proba: bool = True) -> RuleParts:
     """:func:`_rule` for ``model`` on its query parts (:func:`_query_parts`):
     λ, T, w and b the model's unless given (λ and T), passed as Python floats, positionally,
     so that every caller — predict, predict_proba, the estimator and
     ``posterior="auto"``'s scoring — runs one program for these shapes (with
-    the kernel term where :func:`_uses_kernel`, or ``kernel`` says so)."""
-    lam = float(model.posterior_mix) if lam is None else float(lam)
+    the kernel term where :func:`_uses_kernel`, or ``kernel`` says so).
+    Without ``proba`` (labels and scores only), a model with no temperature
+    (``posterior="link"`` or ``"votes"``: no held-out scoring compiled the
+    program with posteriors) runs the program without them, which every loss
+    and algorithm share (``RuleParts.proba`` None); a calibrated model runs the
+    one its scoring and ``predict_proba`` run."""
     temperature = _temperature(model) if temperature is None else float(temperature)
+    if not proba and temperature == 0.0:
+        return _rule(q.alpha, q.Y, q.nb, 0.0, q.k, 0.0, None, None, 0.0, 0.0, loss=None, algorithm=None,
+                     multilabel=model.multilabel, proba=False)
+    lam = float(model.posterior_mix) if lam is None else float(lam)
     kernel = _uses_kernel(model) if kernel is None else kernel
     bandwidth = float(getattr(model, "posterior_bandwidth", 0.0) or 0.0)
     return _rule(q.alpha, q.Y, q.nb, lam, q.k, temperature, q.X if kernel else None, q.points if kernel else None,
@@ -452,12 +460,13 @@ class RuleParts(NamedTuple):
     counts: Any  #: (n, C) vote counts #{j ∈ NN_k(x) : y_jc > 0}
     first: Any  #: (n, C) position of each class's nearest neighbour (k' where none is)
     top: Any  #: (n,) index of the predicted class
-    proba: Any  #: (n, C) posteriors
+    proba: Any  #: (n, C) posteriors (None from the program without them)
     D: Any  #: (n, k') squared distances to the neighbours, or None without the query points
 
 
-@programs.jit(static_argnames=("loss", "algorithm", "multilabel"))
-def _rule(alpha, Y, nb, lam, k, temperature, X, points, weight, bandwidth, *, loss, algorithm, multilabel: bool):
+@programs.jit(static_argnames=("loss", "algorithm", "multilabel", "proba"))
+def _rule(alpha, Y, nb, lam, k, temperature, X, points, weight, bandwidth, *, loss, algorithm, multilabel: bool,
+          proba: bool = True):
     """:class:`RuleParts` (H, vote counts, first positions, index of the
     predicted class, posteriors, squared distances to the neighbours) for
     (n, k') neighbour indices nb of which the first k (traced; None: all)
@@ -475,10 +484,14 @@ def _rule(alpha, Y, nb, lam, k, temperature, X, points, weight, bandwidth, *, lo
     serves every fitted model of these shapes with a kernel term, one every
     model without (folds of a cross-validation fit other Ts), and predict
     and predict_proba share it; each branch is
-    computed only where taken (``lax.cond``)."""
+    computed only where taken (``lax.cond``).  Without ``proba`` (static) the
+    program stops at the predicted class (no posteriors: ``loss`` and
+    ``algorithm`` unread, None)."""
     H = leveraged_scores(alpha, Y, nb, k)
     counts, first = tie_parts(Y, nb, k)
     top = tie_broken_argmax(H, counts, first, nb.shape[1])
+    if not proba:
+        return RuleParts(H, counts, first, top, None, None)
 
     D = None if points is None else neighbor_sq_distances(points, X, nb)
 
@@ -571,7 +584,7 @@ def _family_answer(model: family.FamilyModel, X, neighbors, answer: str):
 def _predict(model: Model, X, neighbors):
     q = _query_parts(model, X, neighbors)
     n = q.n
-    parts = _rule_of(model, q)
+    parts = _rule_of(model, q, proba=False)
     H, top = parts.H, parts.top
     if isinstance(H, jax.core.Tracer):  # under jax.jit / vmap: a traced array, not NumPy
         return _traced_predict(model, H[:n], top[:n])  # a traced model with concrete queries: rows were padded
@@ -609,11 +622,11 @@ def host_rule(model: Model, X, proba: bool = False) -> tuple:
 
 def _host_rule(model: Model, X, proba: bool) -> tuple:
     q = _query_parts(model, X, None)
-    parts = _rule_of(model, q)
-    H, counts, first, top, p = (np.asarray(a)[:q.n] for a in (parts.H, parts.counts, parts.first, parts.top, parts.proba))
+    parts = _rule_of(model, q, proba=proba)
+    H, counts, first, top = (np.asarray(a)[:q.n] for a in (parts.H, parts.counts, parts.first, parts.top))
     if q.nb.shape[1] != model.k:  # a wider search (shared_k): no class was first beyond the k-th
         first = np.minimum(first, model.k)
-    return (H, counts / model.k, first, top) + ((p,) if proba else ())
+    return (H, counts / model.k, first, top) + ((np.asarray(parts.proba)[:q.n],) if proba else ())
 
 
 def _labels(model: Model, H: np.ndarray, top: np.ndarray) -> np.ndarray:
