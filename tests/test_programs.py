@@ -20,10 +20,12 @@ import pytest
 import jaxnn
 from jaxnn._src import programs
 
-STAGES = ["_rule", "boost", "conditioned_search", "_batched_colors", "boost_colored"]
+STAGES = ["_rule", "boost", "conditioned_search", "_batched_colors", "boost_colored", "_sgd_train", "_svm_fit_jit",
+          "_platt_jit", "_platt_proba", "_ovr_logistic_proba", "_votes"]
 
 #: a default fit, predict and predict_proba on float64 X and integer y (as scikit-learn loads
-#: iris), and a colored fit; prints the answers and the stage programs this process traced
+#: iris), a colored fit and the baselines' fits and posteriors; prints the answers and the stage
+#: programs this process traced
 SCRIPT = textwrap.dedent(
     """
     import json, sys, numpy as np, jax, jax.monitoring
@@ -40,6 +42,8 @@ SCRIPT = textwrap.dedent(
     Q = X[:40] + 0.25
     out = {"alpha": np.asarray(model.alpha).tolist(), "labels": np.asarray(jaxnn.predict(model, Q)).tolist(),
            "colored": np.asarray(colored.alpha).tolist(),
+           "baselines": [np.asarray(jaxnn.baselines.predict_proba(fit(X, y), Q)).tolist()
+                         for fit in (jaxnn.baselines.sgd_fit, jaxnn.baselines.svm_fit, jaxnn.baselines.knn_fit)],
            "proba": np.asarray(jaxnn.predict_proba(model, Q)).tolist(),
            "T": model.posterior_temperature, "traced": sorted(traced)}
     print(json.dumps(out))
@@ -86,7 +90,7 @@ def _kept(folder):
 
 
 def _same_answers(a, b):
-    for name in ("alpha", "labels", "proba", "T", "colored"):
+    for name in ("alpha", "labels", "proba", "T", "colored", "baselines"):
         np.testing.assert_array_equal(np.asarray(a[name]), np.asarray(b[name]), err_msg=name)
 
 

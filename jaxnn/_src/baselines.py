@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxnn._src import shared_sizes
+from jaxnn._src import programs, shared_sizes
 from jaxnn._src.checks import check_bool, check_integer, check_points, check_real, check_whole_labels
 from jaxnn._src.graph import neighbor_sum, padded_query
 from jaxnn._src.model import HostPickled, without_float64
@@ -263,7 +263,7 @@ def _cosine_decay(init_value, steps):
     return schedule
 
 
-@functools.partial(jax.jit, static_argnames=("n_classes", "epochs", "batch_size"))
+@programs.jit(static_argnames=("n_classes", "epochs", "batch_size"))
 def _sgd_train(X, labels, n, seed, alpha, learning_rate, *, n_classes: int, epochs: int, batch_size: int):
     """Minibatch Adam on mean_i Σ_c log(1 + exp(−Y_ic f_ic)) + alpha/2 ‖W‖².
 
@@ -556,7 +556,7 @@ def _platt_fit(f, y, w=None):
     return jax.vmap(one, in_axes=(1, 1))(f, y)
 
 
-@functools.partial(jax.jit, static_argnames=("n_classes", "n_folds", "epochs", "squared"))
+@programs.jit(static_argnames=("n_classes", "n_folds", "epochs", "squared"))
 def _svm_fit_jit(X, labels, folds, n, C, learning_rate, *, n_classes: int, n_folds: int, epochs: int,
                  squared: bool):
     """SVMs on all data and on each training fold; scores for Platt scaling.
@@ -587,7 +587,7 @@ def _svm_fit_jit(X, labels, folds, n, C, learning_rate, *, n_classes: int, n_fol
     return W, b, f_oof
 
 
-@functools.partial(jax.jit, static_argnames=("n_classes",))
+@programs.jit(static_argnames=("n_classes",))
 def _platt_jit(f, labels, n, *, n_classes: int):
     """(m, C) scores, (m,) class indices of which the first n (traced) are
     real → Platt (a, b), each (C,)."""
@@ -759,10 +759,11 @@ def knn_fit(X, y, *, k=10) -> KNNModel:
                     origin=None if origin is None else jnp.asarray(origin, Xj.dtype))
 
 
-@functools.partial(jax.jit, static_argnames=("C", "output", "dtype"))
-def _votes(labels, idx, C: int, output: str, dtype, k=None):
+@programs.jit(static_argnames=("C", "output", "dtype"))
+def _votes(labels, idx, k=None, *, C: int, output: str, dtype: str):
     """Neighbour labels (via idx (n, k'), of which the first k — traced; None:
-    all k' — are the k-NN) → counts (n, C) int32, H = 2·counts − k, or counts / k."""
+    all k' — are the k-NN) → counts (n, C) int32, H = 2·counts − k, or counts / k
+    (``dtype`` the name of the scores' float dtype)."""
     counts = neighbor_sum(jax.nn.one_hot(labels, C, dtype=jnp.int32), idx, k)  # no (n, k, C) one-hot
     k = idx.shape[1] if k is None else k
     if output == "counts":
@@ -781,13 +782,14 @@ def _padded_knn_votes(model: KNNModel, X, output: str):
     X = _check_features(model, X, device=False)
     idx, _, n = padded_query(model.X, X, model.k, cut=False)  # nearby ks share the search and _votes
     (labels,) = at_shared_rows(model.labels)  # as the search pads the points: nearby sizes share _votes
-    return (_votes(labels, idx, len(model.classes), output, np.dtype(model.X.dtype), first_k(idx, model.k)),), n
+    return (_votes(labels, idx, first_k(idx, model.k), C=len(model.classes), output=output,
+                   dtype=np.dtype(model.X.dtype).name),), n
 
 
 # --------------------------------------------------------------------------
 # Generic prediction API
 # --------------------------------------------------------------------------
-@jax.jit
+@programs.jit()
 def _linear_scores(W, b, X):
     return X @ W + b
 
@@ -848,14 +850,14 @@ def predict_proba(model: Any, X, **kwargs) -> jax.Array:
     raise _model_type_error(model)
 
 
-@jax.jit
+@programs.jit()
 def _ovr_logistic_proba(W, b, X):
     # σ(f_c) / Σ_c' σ(f_c'), normalised in log space (no 0/0 far from the data)
     return jax.nn.softmax(-jax.nn.softplus(-(X @ W + b)), axis=1)
 
 
-@functools.partial(jax.jit, static_argnames=("normalize",))
-def _platt_proba(W, b, platt_a, platt_b, X, normalize: bool):
+@programs.jit(static_argnames=("normalize",))
+def _platt_proba(W, b, platt_a, platt_b, X, *, normalize: bool):
     z = platt_a * (X @ W + b) + platt_b  # p̂_c = σ(−z_c)
     return jax.nn.softmax(-jax.nn.softplus(z), axis=1) if normalize else jax.nn.sigmoid(-z)
 
@@ -879,7 +881,7 @@ def _(model, X, *, normalize: bool = True) -> jax.Array:
     model = without_float64(model)
     X, n = _linear_points(model, X)
     normalize = check_bool(normalize, "normalize")
-    return first_rows((_platt_proba(model.W, model.b, model.platt_a, model.platt_b, X, normalize),), n)[0]
+    return first_rows((_platt_proba(model.W, model.b, model.platt_a, model.platt_b, X, normalize=normalize),), n)[0]
 
 
 @predict_proba.register(KNNModel)

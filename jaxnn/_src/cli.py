@@ -127,8 +127,8 @@ method, and the Monte-Carlo Bayes *error rate* of Ripley's problem (1 minus it
 is the best expected accuracy there).
 
 Time: about 30-40 s the first time on 2 shared CPU cores (mostly XLA
-compilation), about 10 s once the compiled programs are cached (--quick: about
-20-25 s and 7 s).  The cache lives in $JAXNN_CACHE_DIR (set it empty for no cache), else
+compilation), about 5 s once the compiled programs are cached (--quick: about
+20-25 s and 3 s).  The cache lives in $JAXNN_CACHE_DIR (set it empty for no cache), else
 $XDG_CACHE_HOME/jaxnn/xla, else ~/.cache/jaxnn/xla; a JAX_COMPILATION_CACHE_DIR
 you set takes precedence.
 """
@@ -140,7 +140,7 @@ def demo_intro(*, k: int = 10, quick: bool = False) -> str:
     return (f"jaxnn demo: k-NN, GNNB, UNN, N3, SGD, linear SVM (k={k}) on Ripley (250 train / 1000 test) + "
             f"{len(uci)} UCI sets ({', '.join(uci)}; 70/30 split); test accuracy (fit seconds) per domain; "
             f"{'~20-25 s' if quick else '~30-40 s'} on 2 CPU cores when compiling, "
-            f"{'~7 s' if quick else '~10 s'} with cached compiled programs")
+            f"{'~3 s' if quick else '~5 s'} with cached compiled programs")
 
 
 def _demo_domains(quick: bool):
