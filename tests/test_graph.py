@@ -384,6 +384,7 @@ def test_fused_search_is_the_one_pass_search(m, d, k, groups, block_rows):
         np.testing.assert_array_equal(np.asarray(got[0]), np.asarray(want[0]))
         np.testing.assert_allclose(np.asarray(got[1]), np.asarray(want[1]), atol=3e-3)
 
+
 def test_fused_search_layout():
     """The kernel's layout: tile t's j-th slab holds member j of each of its
     groups; points padded to whole tiles, features to a power of two ≥ 16;

@@ -58,6 +58,12 @@ def distance_dots(q, x):
 TWO_STAGE_MIN_RATIO = 3
 
 
+def _two_stages_pay(m: int, k: int) -> bool:
+    """Whether selecting k of m columns in two stages (group minima, then
+    32·k candidates) beats one ``top_k``: above :data:`TWO_STAGE_MIN_RATIO`·32·k columns."""
+    return m > TWO_STAGE_MIN_RATIO * k * _GROUP
+
+
 def _smallest_k(d2, k: int):
     """(values, indices) of the k smallest entries of each row of d2 (B, m),
     ascending, exact ties broken by the lower column index.
@@ -70,7 +76,7 @@ def _smallest_k(d2, k: int):
     Below :data:`TWO_STAGE_MIN_RATIO`·32·k columns one ``top_k`` is faster.
     """
     B, m = d2.shape
-    if m <= TWO_STAGE_MIN_RATIO * k * _GROUP:
+    if not _two_stages_pay(m, k):
         neg, idx = jax.lax.top_k(-d2, k)
         return -neg, idx
     n_groups = -(-m // _GROUP)
@@ -105,8 +111,8 @@ def search_kernel(m: int, d: int, k: int, platform: str | None = None, dtype=np.
     ``dtype`` on ``platform`` (default: where computations run now,
     :func:`platforms.platform`).  The fused kernel searches float32 points
     only (its first stage is float32 arithmetic at best), for k small enough
-    that the two stages pay (m > 3·32·k, as :func:`_smallest_k`)."""
-    if (platforms.fused_search(platform) and m >= FUSED_MIN_M and m > TWO_STAGE_MIN_RATIO * k * _GROUP
+    that the two stages pay (:func:`_two_stages_pay`, as :func:`_smallest_k`)."""
+    if (platforms.fused_search(platform) and m >= FUSED_MIN_M and _two_stages_pay(m, k)
             and np.dtype(dtype) == np.float32):
         return _fused_topk
     if platforms.chunked_search(platform) and m >= CHUNKED_MIN_M and k * _GROUP * d <= _MAX_CANDIDATE_FLOATS:
