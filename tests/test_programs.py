@@ -188,6 +188,25 @@ def test_calls_under_a_trace_or_with_other_leaves_take_the_plain_jit(tmp_path, m
     assert len(_kept(tmp_path)) == 3  # off: nothing kept
 
 
+def test_a_numpy_argument_takes_the_program_of_the_same_array_on_the_device(tmp_path, monkeypatch):
+    """NumPy arguments (``shared_sizes.program_argument``: int64 and float64
+    cast as the device would cast them) and the same arrays put on the
+    device share one kept program; another shape is another program."""
+    monkeypatch.setenv(programs.ENV_VAR, "1")
+    monkeypatch.setattr(programs.config, "cache_dir", lambda: str(tmp_path))
+
+    @programs.jit()
+    def total(x, n):
+        return x.sum() + n
+
+    x, n = np.arange(5, dtype=np.float64), np.asarray(2, np.int64)
+    assert float(total(jax.device_put(x), jax.device_put(n))) == 12.0
+    assert float(total(x, n)) == 12.0 and float(total(x.astype(np.float32), np.int32(3))) == 13.0
+    assert len(total._programs) == 1 and len(_kept(tmp_path)) == 1
+    assert float(total(np.arange(6.0), n)) == 17.0
+    assert len(total._programs) == 2
+
+
 def test_a_static_argument_must_be_keyword_only():
     with pytest.raises(TypeError, match="static argument 'scale' must be keyword-only"):
         programs.jit(static_argnames=("scale",))(lambda x, scale: x * scale)

@@ -41,7 +41,8 @@ from jaxnn._src.inverse import inverse_counts, inverse_neighbors
 from jaxnn._src.plan import Plan, chooser_order, chooser_orders
 from jaxnn._src.progress import logger, progress_wanted, steps_done
 from jaxnn._src.schedule import boost_colored, color_schedule, padded_schedule, stack_schedules
-from jaxnn._src.shared_sizes import PaddedShapes, in_blocks, padded_rows, shared_k, shared_rows, shared_width, to_device
+from jaxnn._src.shared_sizes import (PaddedShapes, in_blocks, padded_rows, program_argument, shared_k, shared_rows, shared_width,
+                                     to_device)
 from jaxnn._src.steps import BoostResult, Weights, initial_edges
 
 __all__ = ["run", "run_blocks", "pass_runner", "select_shapes", "shared_shapes", "member_weights", "Engine", "Prepared",
@@ -206,8 +207,8 @@ def _prepare_scan(plan: Plan, nbrs, order, steps: int, pad_to, *, n_classes: int
         return Prepared(arrays, None, None, order.size)
     shapes = shared_shapes(m, order.size, counts.max(), k, rows=pad_to.rows).at_least(pad_to)
     inv, neighbors = padded_graph(nbrs, shapes.rows, shapes.width, greedy=greedy)
-    arrays = _ScanArrays(inv.members, inv.counts, neighbors, to_device(padded_rows(order, shapes.steps)),
-                         to_device(m, np.int32), to_device(order.size, np.int32))
+    arrays = _ScanArrays(inv.members, inv.counts, neighbors, program_argument(padded_rows(order, shapes.steps)),
+                         program_argument(m, np.int32), program_argument(order.size, np.int32))
     return Prepared(arrays, None, shapes, order.size)
 
 
@@ -231,8 +232,8 @@ def _prepare_scan_blocks(nbrs, order, pad_to, *, greedy: bool) -> Prepared:
     graphs = [padded_graph(nbrs[b], shapes.rows, shapes.width, greedy=greedy) for b in range(n)]
     members, counts = (to_device(np.stack([np.asarray(inv[i]) for inv, _ in graphs])) for i in range(2))
     neighbors = to_device(np.stack([np.asarray(nb) for _, nb in graphs])) if greedy else None
-    arrays = _ScanArrays(members, counts, neighbors, to_device(padded_rows(order, shapes.steps)),
-                         to_device(m, np.int32), to_device(order.size, np.int32))
+    arrays = _ScanArrays(members, counts, neighbors, program_argument(padded_rows(order, shapes.steps)),
+                         program_argument(m, np.int32), program_argument(order.size, np.int32))
     return Prepared(arrays, None, shapes, order.size)
 
 
@@ -264,7 +265,7 @@ def _prepare_windowed(plan: Plan, nbrs, order, steps: int, pad_to, *, n_classes:
                         order.size)
     layout, shapes = windowed_layout(nbrs, order, window.window_steps(n_classes, window_k or shared_k(k, pad_to.rows)),
                                      like=pad_to)
-    arrays = _WindowArrays(to_device(padded_rows(counts, shapes.rows)), layout, to_device(m, np.int32))
+    arrays = _WindowArrays(program_argument(padded_rows(counts, shapes.rows)), layout, program_argument(m, np.int32))
     return Prepared(arrays, shapes.max_count, shapes, order.size)
 
 
@@ -304,8 +305,9 @@ def _prepare_colored(plan: Plan, nbrs, order, steps: int, pad_to, *, n_classes: 
         return Prepared(_ColorArrays(counts, schedule, None, None), passes, None, passes * schedule.n_steps,
                         (note, schedule.n_colors, schedule.n_steps, m) if progress_wanted() else None)
     schedule, real_steps, sizes = padded_schedule(nbrs, n_classes=n_classes, platform=plan.platform, pad_to=pad_to)
-    arrays = _ColorArrays(to_device(padded_rows(inverse_counts(nbrs, m), sizes.rows)), schedule._replace(colors=None),
-                          to_device(m, np.int32), to_device(real_steps, np.int32))
+    arrays = _ColorArrays(program_argument(padded_rows(inverse_counts(nbrs, m), sizes.rows)),
+                          schedule._replace(colors=None), program_argument(m, np.int32),
+                          program_argument(real_steps, np.int32))
     return Prepared(arrays, passes, sizes, passes * real_steps,
                     (note, schedule.n_colors, real_steps, m) if progress_wanted() else None)
 
@@ -361,7 +363,7 @@ def _padded_run(plan: Plan, Y_np, nbrs, dtype, order, steps: int, E0, weights, *
         W = sharding.replicated(member_weights(weights, nbrs, dtype), plan.devices)
         Y, E0 = (sharding.on_classes(a, plan.devices) for a in (Y, E0))  # padded with y = 0 columns
     else:  # the initial edges computed in the program
-        Y = to_device(padded_rows(Y_np, pad_to.rows), dtype)
+        Y = program_argument(padded_rows(Y_np, pad_to.rows), dtype)
         E0 = _padded_edges(E0, pad_to.rows)
         W = member_weights(weights, nbrs, dtype, pad_to.rows)
     prepared = _prepare(plan, nbrs, order, steps, pad_to, n_classes=Y.shape[1])

@@ -25,7 +25,8 @@ from jaxnn._src.inputs import as_points, check_neighbors
 from jaxnn._src.learned_metric import apply_metric
 from jaxnn._src.model import Model, check_model, takes_kernel_term
 from jaxnn._src.points import shift_points
-from jaxnn._src.shared_sizes import at_shared_k, at_shared_rows, first_k, first_rows, padded_rows, query_rows, to_device
+from jaxnn._src.shared_sizes import (at_shared_k, at_shared_rows, first_k, first_rows, padded_rows, program_argument,
+                                     query_rows)
 
 __all__ = ["decision_function", "predict_proba", "predict", "host_scores", "host_proba", "host_rule", "PREDICT_BLOCK_ROWS",
            "tie_broken_argmax", "tie_parts", "label_sums", "neighbor_sq_distances", "held_out_scores", "HeldOutScores",
@@ -160,7 +161,7 @@ def _query_parts(model: Model, X, neighbors, points: bool = False) -> QueryParts
     k = None
     if not isinstance(nb, jax.core.Tracer):  # the search's layout: its program, its bits
         nb, k = at_shared_k(nb, model.k, model.X.shape[0])
-        nb = to_device(padded_rows(nb, query_rows(n, among=alpha.shape[0])))  # padding: point 0
+        nb = program_argument(padded_rows(nb, query_rows(n, among=alpha.shape[0])))  # padding: point 0
     if not points:
         return QueryParts(alpha, Y, Xt, nb, None, k, n)
     if Xq is None:
@@ -172,7 +173,7 @@ def _padded_points(Xq, dtype, rows: int):
     """Query points (n, d) in ``dtype``, padded with zero rows to ``rows``
     (on the host for a NumPy array: nothing compiles per n)."""
     if isinstance(Xq, np.ndarray):
-        return to_device(padded_rows(np.asarray(Xq, dtype), rows))
+        return program_argument(padded_rows(np.asarray(Xq, dtype), rows))
     return padded_rows(jnp.asarray(Xq).astype(dtype), rows)
 
 
@@ -313,7 +314,7 @@ def _found_parts(model: Model, X, found, rows) -> QueryParts:
     n = found.shape[0]
     if X.shape[0] != n:
         raise ValueError(f"X and found have mismatched lengths: {X.shape[0]} rows in X, {n} in found")
-    nb = to_device(padded_rows(np.asarray(found), query_rows(n, among=alpha.shape[0])))
+    nb = program_argument(padded_rows(np.asarray(found), query_rows(n, among=alpha.shape[0])))
     points = _padded_points(_check_query(model, X), model.X.dtype, nb.shape[0])
     return QueryParts(alpha, Y, Xt, nb, points, first_k(found, model.k), n)
 

@@ -201,7 +201,8 @@ def _folder():
 
 
 def _leaf_key(leaf):
-    """An argument's (dtype, shape, weak type, device) key, or None (a tracer,
+    """An argument's (dtype, shape, weak type, device) key — a NumPy array's
+    that of the array it becomes on the default device —, or None (a tracer,
     an array on several devices, another type)."""
     if isinstance(leaf, jax.core.Tracer):
         return None
@@ -210,11 +211,19 @@ def _leaf_key(leaf):
         if len(devices) != 1:
             return None
         return str(leaf.dtype), leaf.shape, bool(getattr(leaf, "weak_type", False)), next(iter(devices)).id
-    if isinstance(leaf, (np.ndarray, np.generic)):
-        return str(leaf.dtype), leaf.shape
+    if isinstance(leaf, (np.ndarray, np.generic)):  # the array it becomes on the default device: one key
+        return str(jax.dtypes.canonicalize_dtype(leaf.dtype)), leaf.shape, False, _default_device().id
     if isinstance(leaf, (bool, int, float, complex)):
         return type(leaf).__name__
     return None
+
+
+def _default_device():
+    """The device a jitted program puts a NumPy argument on."""
+    device = jax.config.jax_default_device
+    if isinstance(device, str):
+        return jax.devices(device)[0]
+    return jax.devices()[0] if device is None else device
 
 
 def _static_key(value):

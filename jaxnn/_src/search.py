@@ -20,7 +20,7 @@ import numpy as np
 
 from jaxnn._src import group_minima, platforms, programs, shared_sizes, sharding
 from jaxnn._src.checks import check_integer
-from jaxnn._src.shared_sizes import first_rows, padded_rows, query_rows, shared_k, shared_rows, to_device
+from jaxnn._src.shared_sizes import first_rows, padded_rows, program_argument, query_rows, shared_k, shared_rows
 
 
 
@@ -325,19 +325,20 @@ def blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, rec
             given = np.asarray(X)
             X, (e0, shift, s, e) = conditioning_on_host(given)  # no reduction of X in the program
             far = far_query_rows(np.asarray(Q)[:n_real], (e0, shift, s, e))
-            X, n_valid = to_device(padded_rows(X, max(shared_rows(m), rows or 0))), to_device(m, np.int32)
+            X = program_argument(padded_rows(X, max(shared_rows(m), rows or 0)))
+            n_valid = program_argument(m, np.int32)
             Q = padded_rows(Q, query_rows(Q.shape[0], block, among=X.shape[0]))
-            transform = to_device(e0, np.int32), to_device(shift), to_device(s), to_device(e, np.int32)
+            transform = (program_argument(e0, np.int32), program_argument(shift), program_argument(s),
+                         program_argument(e, np.int32))
             if recall_target is None and share_k:  # a few ks share the program; the padding columns sort last
                 found = min(shared_k(k, X.shape[0], Q.shape[0]), X.shape[0])  # as the search padded alike
             # a graph and a query search share the program: every query row r is compared
             # with training point row0 + r, and a query search's row0 is past X's rows
-            row0 = to_device(first_row if exclude_self else X.shape[0], np.int32)
+            row0 = program_argument(first_row if exclude_self else X.shape[0], np.int32)
             exclude_self = True
         else:
             given, row0 = X, first_row
-        Qd = to_device(Q) if isinstance(Q, np.ndarray) else Q
-        out = conditioned_search(Qd, X, n_valid, transform, row0, kernel=kernel, k=found, block=block,
+        out = conditioned_search(Q, X, n_valid, transform, row0, kernel=kernel, k=found, block=block,
                                  exclude_self=exclude_self, recall_target=recall_target,
                                  far_flags=concrete and far is None)
         idx, dist = out[:2]

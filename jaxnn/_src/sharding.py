@@ -97,11 +97,11 @@ def on_classes(a, devices):
 
 
 def replicated(tree, devices):
-    """The JAX arrays of a pytree (a run's inverse neighbourhoods, order,
+    """The arrays (JAX or NumPy) of a pytree (a run's inverse neighbourhoods, order,
     schedule, sample weights) whole on every device of the
     :func:`class_mesh` of ``devices``, other leaves as they are;
     ``devices`` None: ``tree`` itself."""
     if devices is None:
         return tree
     mesh = class_mesh(devices)
-    return jax.tree_util.tree_map(lambda a: replicate(a, mesh) if isinstance(a, jax.Array) else a, tree)
+    return jax.tree_util.tree_map(lambda a: replicate(a, mesh) if isinstance(a, (jax.Array, np.ndarray)) else a, tree)

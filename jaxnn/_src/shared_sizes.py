@@ -6,7 +6,8 @@ call: training sets to :func:`shared_rows`, query batches to
 :func:`query_rows`, inverse neighbourhoods to :func:`shared_width` and, for
 small exact searches, the neighbours found to :func:`shared_k`.
 Padding and cutting happen on the host where they can (:func:`padded_rows`,
-:func:`first_rows`, :func:`to_device`), where nothing compiles per size.
+:func:`first_rows`, :func:`to_device`), where nothing compiles per size; what only a
+program reads is handed to it as a NumPy array (:func:`program_argument`).
 Setting :data:`SHARED_MAX_ROWS` (or :data:`SHARED_K_MAX_ROWS`) to 0 turns the
 sharing off; every module reads them here, at call time.
 """
@@ -136,11 +137,14 @@ def at_shared_rows(*arrays, rows: int | None = None):
     with zero rows to :func:`shared_rows` (m) — at least ``rows`` — on the
     host when they are concrete and m ≤ :data:`SHARED_MAX_ROWS` — as the
     search pads the points, so that the scoring of models of nearby sizes
-    compiles once — else (traced, or large) as they are."""
+    compiles once — else (traced, or large) as they are.  Arrays padded on the
+    host are left there, for a program to read (:func:`program_argument`)."""
     m = arrays[0].shape[0]
     if m > SHARED_MAX_ROWS or any(isinstance(a, jax.core.Tracer) for a in arrays):
         return arrays
-    return tuple(padded_rows(a, max(shared_rows(m), rows or 0)) for a in arrays)
+    rows = max(shared_rows(m), rows or 0)
+    return tuple(a if a.shape[0] == rows else program_argument(padded_rows(np.asarray(a), rows)) if platforms.on_host(a)
+                 else padded_rows(a, rows) for a in arrays)
 
 
 #: queries × training rows below which a batch of queries is padded rather
@@ -211,7 +215,7 @@ def first_rows(arrays, n: int, axis: int = 0):
         return tuple(arrays)
     if all(_host_sliceable(a) for a in arrays):
         cut = (slice(None),) * axis + (slice(0, n),)
-        return tuple(jax.device_put(np.asarray(a)[cut], next(iter(a.devices()))) for a in arrays)
+        return tuple(jax.device_put([np.asarray(a)[cut] for a in arrays], [next(iter(a.devices())) for a in arrays]))
     return _first_rows(tuple(arrays), n, axis)
 
 
@@ -265,6 +269,17 @@ def shared_width(P: int) -> int:
     is inert up to float rounding (a wider δ sums its zeros in another
     order: α's total moved by 7·10⁻⁸ relative on 2000 points)."""
     return in_blocks(max(1, int(P)), 1)
+
+
+def program_argument(a, dtype=None) -> np.ndarray:
+    """A host array (NumPy, or anything ``np.asarray`` takes) as an argument
+    of a jitted program, in ``dtype`` if given (cast on the host): left a
+    NumPy array, which the program's dispatch moves to its device for a
+    fraction of what :func:`to_device` costs (a small fit passes some forty
+    such arrays); jit keys it as it keys the same array on the device, so
+    the two share the program.  For what only a program reads; what is kept
+    (a model's arrays) or used outside a program goes by :func:`to_device`."""
+    return np.asarray(a, dtype)
 
 
 def to_device(a, dtype=None) -> jax.Array:
