@@ -11,6 +11,7 @@ process.  Compare two versions by alternating runs::
     JAXNN_CACHE_DIR=/tmp/c python bench/first_calls.py family   # uls, udt and ols fit + predict_proba on wine
     JAXNN_CACHE_DIR=/tmp/c python bench/first_calls.py grid-jobs 2   # GridSearchCV(n_jobs=2) of the estimator, breast cancer
     python bench/first_calls.py warm 20000 16           # first and three warm fits (posterior="auto")
+    JAXNN_CACHE_DIR=/tmp/c python bench/first_calls.py tiny link   # warm fit + predict_proba of 150 problems of 12-60 points
     python bench/first_calls.py select 40000            # select: 2 ks × 2 losses × passes 1, 2, 4
     python bench/first_calls.py given 30000 50          # fit(neighbors=a given k-NN graph), posterior="auto"
     python bench/first_calls.py cv 503                  # cross_val_score of the estimator, cv = 5
@@ -34,7 +35,10 @@ jaxnn's kept stage programs: ``JAXNN_PROGRAMS=0`` for JAX's cache alone), ``smal
 folds' ``GridSearchCV(SVC(), C ∈ {1, 10, 100}, γ ∈ {scale, 0.01, 0.1}, cv=3)`` fit + predict, in
 this one process, compilation included: seconds, their ratio and test accuracies), ``family`` (the
 default ``uls``, ``udt`` and ``ols`` fit + ``predict_proba`` on the bundled wine, in turn), ``warm`` M D (five Gaussian classes), ``select`` M
-(d = 16, ten classes), ``given`` M K (d = 16, four classes), ``cv`` M [C], ``curve`` M, ``grid`` M and
+(d = 16, ten classes), ``tiny`` [link] (150 problems of 12–60 points, 1–4 features, 2–4 classes, k
+from 1 to 8, as tests/test_properties.py draws them: milliseconds a warm ``fit`` + ``predict_proba``,
+the best of three rounds after a first that compiles; ``link``: ``posterior="link", shrinkage=None``,
+else the defaults), ``given`` M K (d = 16, four classes), ``cv`` M [C], ``curve`` M, ``grid`` M and
 ``auto-k`` M and ``ks`` M (d = 16, four classes), ``folds-colored`` M and ``folds-baselines`` M (the
 same data, five folds by index mod 5), ``auto-uci`` NAME and ``split-uci`` NAME N (a bundled UCI set,
 a random 2/3 of it, standardised); the last eleven print a first and a second call.  Prints seconds;
@@ -147,6 +151,21 @@ def main(argv: list[str]) -> None:
         X = (centers[y] + rng.normal(size=(m, d))).astype(np.float32)
         times = [timed(lambda: jaxnn.fit(X, y, k=10, seed=1).alpha) for _ in range(4)]
         print(f"warm m={m} d={d}: first {times[0]:.2f} s, warm " + " ".join(f"{t:.3f}" for t in times[1:]))
+    elif mode == "tiny":  # the host's fixed cost of a small fit: every program compiled by the first round
+        kw = dict(posterior="link", shrinkage=None) if argv[1:2] == ["link"] else {}
+        problems = []
+        for _ in range(150):
+            m, d, C = int(rng.integers(12, 61)), int(rng.integers(1, 5)), int(rng.integers(2, 5))
+            y = np.concatenate([np.arange(C), rng.integers(0, C, m - C)])
+            X = rng.normal(scale=2.0, size=(C, d))[y] + rng.normal(size=(m, d))
+            problems.append((X, y, int(rng.integers(1, min(8, m - 1) + 1))))
+
+        def rounds():
+            return [np.asarray(jaxnn.predict_proba(jaxnn.fit(X, y, k=k, **kw), X + 0.1)) for X, y, k in problems]
+
+        times = [timed(rounds) for _ in range(4)]
+        print(f"tiny {argv[1:2] or ['defaults']}: first round {times[0]:.2f} s, "
+              f"then {1e3 * min(times[1:]) / len(problems):.2f} ms a fit + predict_proba")
     elif mode == "select":
         m = int(argv[1]) if len(argv) > 1 else 40000
         centers = rng.normal(scale=1.5, size=(10, 16))
@@ -216,7 +235,8 @@ def main(argv: list[str]) -> None:
             times = [timed(call) for _ in range(2)]
             print(f"{mode} m={m}: first {times[0]:.2f} s, second {times[1]:.2f} s")
     else:
-        raise SystemExit(f"unknown mode {mode!r}: fit-auto, fit-link, fit-plain, ripley, iris, small-domains, family, grid-jobs, warm, select, given, cv, curve, grid, "
+        raise SystemExit(f"unknown mode {mode!r}: fit-auto, fit-link, fit-plain, ripley, iris, small-domains, family, grid-jobs, warm, tiny, select, given, "
+                         "cv, curve, grid, "
                          "auto-k, ks, folds-colored, folds-baselines, auto-uci or split-uci")
     print(f"(jaxnn from {jaxnn.__file__})")
 
