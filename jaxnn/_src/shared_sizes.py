@@ -275,9 +275,8 @@ def program_argument(a, dtype=None) -> np.ndarray:
     """A host array (NumPy, or anything ``np.asarray`` takes) as an argument
     of a jitted program, in ``dtype`` if given (cast on the host): left a
     NumPy array, which the program's dispatch moves to its device for a
-    fraction of what :func:`to_device` costs (a small fit passes some forty
-    such arrays); jit keys it as it keys the same array on the device, so
-    the two share the program.  For what only a program reads; what is kept
+    fraction of what :func:`to_device` costs; jit keys it as it keys the
+    same array on the device, so the two share the program.  For what only a program reads; what is kept
     (a model's arrays) or used outside a program goes by :func:`to_device`."""
     return np.asarray(a, dtype)
 
