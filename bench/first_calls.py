@@ -235,9 +235,9 @@ def main(argv: list[str]) -> None:
             times = [timed(call) for _ in range(2)]
             print(f"{mode} m={m}: first {times[0]:.2f} s, second {times[1]:.2f} s")
     else:
-        raise SystemExit(f"unknown mode {mode!r}: fit-auto, fit-link, fit-plain, ripley, iris, small-domains, family, grid-jobs, warm, tiny, select, given, "
-                         "cv, curve, grid, "
-                         "auto-k, ks, folds-colored, folds-baselines, auto-uci or split-uci")
+        raise SystemExit(f"unknown mode {mode!r}: fit-auto, fit-link, fit-plain, ripley, iris, small-domains, family, "
+                         "grid-jobs, warm, tiny, select, given, cv, curve, grid, auto-k, ks, folds-colored, "
+                         "folds-baselines, auto-uci or split-uci")
     print(f"(jaxnn from {jaxnn.__file__})")
 
 

@@ -143,8 +143,13 @@ def at_shared_rows(*arrays, rows: int | None = None):
     if m > SHARED_MAX_ROWS or any(isinstance(a, jax.core.Tracer) for a in arrays):
         return arrays
     rows = max(shared_rows(m), rows or 0)
-    return tuple(a if a.shape[0] == rows else program_argument(padded_rows(np.asarray(a), rows)) if platforms.on_host(a)
-                 else padded_rows(a, rows) for a in arrays)
+
+    def padded(a):
+        if a.shape[0] == rows or not platforms.on_host(a):  # itself, NumPy padded, or a jitted pad on an accelerator
+            return padded_rows(a, rows)
+        return program_argument(padded_rows(np.asarray(a), rows))
+
+    return tuple(padded(a) for a in arrays)
 
 
 #: queries × training rows below which a batch of queries is padded rather
@@ -276,8 +281,9 @@ def program_argument(a, dtype=None) -> np.ndarray:
     of a jitted program, in ``dtype`` if given (cast on the host): left a
     NumPy array, which the program's dispatch moves to its device for a
     fraction of what :func:`to_device` costs; jit keys it as it keys the
-    same array on the device, so the two share the program.  For what only a program reads; what is kept
-    (a model's arrays) or used outside a program goes by :func:`to_device`."""
+    same array on the device, so the two share the program.  For what only
+    a program reads; what is kept (a model's arrays) or used outside a
+    program goes by :func:`to_device`."""
     return np.asarray(a, dtype)
 
 
