@@ -675,3 +675,29 @@ def test_a_sliced_graph_of_a_larger_set_is_refused_with_the_reason():
     nb = np.asarray(jaxnn.knn_graph(X, 5).indices)
     with pytest.raises(ValueError, match=r"indices in \[0, 120\).*cross-validation slices the rows"):
         jaxnn.fit(X[:120], y[:120], k=5, neighbors=nb[:120], posterior="link")
+
+
+@pytest.mark.parametrize("k, derived", [(5, True), (20, False)])
+def test_a_small_exact_fit_takes_the_auxiliary_graphs_from_its_search(monkeypatch, k, derived):
+    """On a few hundred points the exact search finds 64 neighbours a point
+    (shared_sizes.shared_k): where that is ≥ EXACT_LISTS·k, the held-out
+    choice's 80 % graph and scored points' neighbours are the first k kept
+    points of those lists — the exact ones, with no second search —; with
+    fewer (k = 20) the 80 % is searched (graph.graph_and_query)."""
+    from jaxnn._src import fitting as fit_mod
+
+    derived_parts, searched = [], []
+    real_sub, real_search = fit_mod.subgraph_and_rows, fit_mod.graph_and_query
+    monkeypatch.setattr(fit_mod, "subgraph_and_rows",
+                        lambda *a, **kw: derived_parts.append((a, real_sub(*a, **kw))) or derived_parts[-1][1])
+    monkeypatch.setattr(fit_mod, "graph_and_query",
+                        lambda *a, **kw: searched.append(a) or real_search(*a, **kw))
+    X, y = _blobs(m=200, C=3, seed=5)
+    model = jaxnn.fit(X, y, k=k, seed=1)
+    folds = fit_mod.held_out_folds(200, 40, 1)
+    assert (len(derived_parts), len(searched)) == ((len(folds), 0) if derived else (0, len(folds)))
+    for (args, (graph, rows)), (tr, val) in zip(derived_parts, folds):
+        np.testing.assert_array_equal(args[2], tr)
+        np.testing.assert_array_equal(graph, np.asarray(jaxnn.knn_graph(X[tr], k).indices))
+        np.testing.assert_array_equal(rows, np.asarray(jaxnn.knn_query(X[tr], X[val], k).indices))
+    assert model.posterior_temperature > 0

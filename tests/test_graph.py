@@ -976,3 +976,20 @@ def test_jax_integer_points_far_from_zero_are_centred_like_numpy_ones():
     keep = np.arange(0, 300, 2)
     np.testing.assert_array_equal(subgraph(jnp.asarray(big), ref, keep), subgraph(small, ref, keep))
     np.testing.assert_array_equal(subgraph(small.astype(np.float64) + 1e8, ref, keep), subgraph(small, ref, keep))
+
+
+@pytest.mark.parametrize("m", [20, 300])
+def test_a_small_exact_search_returns_its_nearest_lists(m):
+    """graph_candidates(method="exact") on at most SMALL_K_MAX_ROWS points
+    returns the search's shared_k (64) columns as candidate lists: their first
+    k are the graph, the rest the next nearest in order, −1 past the m − 1
+    other points."""
+    from jaxnn._src.graph import graph_candidates
+
+    X = np.random.default_rng(3).normal(size=(m, 3)).astype(np.float32)
+    found, lists = graph_candidates(X, 5)
+    assert lists.shape == (m, 64) and lists.dtype == np.int32
+    np.testing.assert_array_equal(lists[:, :5], np.asarray(found.indices))
+    others = min(64, m - 1)
+    np.testing.assert_array_equal(lists[:, :others], np.asarray(jaxnn.knn_graph(X, others).indices))
+    assert np.all(lists[:, others:] == -1)

@@ -306,7 +306,7 @@ def _fit(data: FitData, spec: FitSpec) -> Model:
     # the 80 % fit's graph: derived from the full graph (its candidate lists, else two hops) when it is not exact —
     # the caller's (jaxnn cannot repeat their search) or an approximate search's, whose
     # second search of 80 % would cost nearly what the first did
-    derive = data.graph is not None or spec.graph_method != "exact"
+    derive = data.graph is not None or spec.graph_method != "exact" or found.candidates is not None
     main: Future = Future()
 
     def choose() -> PosteriorChoice:
@@ -337,7 +337,9 @@ class Graph(NamedTuple):
     points: Any  #: (m, d) training points on the device, in the compute dtype (:func:`training_points`)
     origin: Any  #: the origin they are centred on (:func:`training_points`)
     neighbors: np.ndarray  #: the (m, k) host graph to boost on
-    candidates: Optional[np.ndarray]  #: the search's (m, c ≥ k) candidate lists (nndescent's), or None
+    #: the search's (m, c ≥ k) candidate lists — nndescent's, or an exact search's of c ≥
+    #: :data:`EXACT_LISTS` · k (small data) — or None
+    candidates: Optional[np.ndarray]
 
 
 def _graph(data: FitData, spec: FitSpec) -> Graph:
@@ -352,7 +354,17 @@ def _graph(data: FitData, spec: FitSpec) -> Graph:
     found, candidates = logged(f"fit: {spec.graph_method} {k}-NN graph of {m} points in {Xa.shape[1]} dimensions",
                                lambda: graph_candidates(Xj, k, method=spec.graph_method, seed=spec.seed,
                                                         devices=graph_devices))
+    if spec.graph_method == "exact" and candidates is not None and candidates.shape[1] < EXACT_LISTS * k:
+        candidates = None  # too few kept candidates a row for the 80 %'s graph: it is searched
     return Graph(Xj, origin, np.asarray(found.indices), candidates)
+
+
+#: an exact search's candidate lists of at least this many times k columns (small data:
+#: :func:`shared_sizes.shared_k`) give the held-out choice's 80 % graph and scored points'
+#: neighbours without a second search — their first k kept points are the exact neighbours
+#: among the 80 %; a row that keeps fewer than k (with 4k columns, below 10⁻⁴ at k = 2 and far
+#: below at larger k) is searched exactly
+EXACT_LISTS = 4
 
 
 class Boosted(NamedTuple):
@@ -428,8 +440,10 @@ def _choose_posterior(score_fold: Callable, args, data: FitData, spec: FitSpec, 
     the :class:`HeldOutScores` at the points ``held_out`` of a rule fit on
     the points ``train`` (:func:`_fold_scores`: an auxiliary model with
     the main fit's settings, its graph and the scored points' neighbours
-    by an exact search where the full graph is exact, else derived from
-    the full graph (two hops), rounds scaled with the sample) — honest
+    derived from the full search's candidate lists — nndescent's, or an
+    exact search's of at least :data:`EXACT_LISTS`·k neighbours a point
+    (small data) —, else by an exact search where the full graph is exact,
+    else from the full graph (two hops), rounds scaled with the sample) — honest
     out-of-sample scores, as the main model's will be at new points — for
     a seeded random 20 % held out (at most :data:`MAX_SCORED` of them,
     drawn at random).  On small data (fewer than :data:`MIN_SCORED`
@@ -539,7 +553,8 @@ def _fold_scores(fold: tuple, args: FoldArgs) -> HeldOutScores:
     a :class:`FoldArgs`.  The auxiliary graph and the scored points'
     neighbours among ``tr`` are derived from ``args.graph``
     (:func:`graph.subgraph_and_rows`: the kept points of each row's candidate list
-    where the search kept one, ``args.candidates``, else two hops through
+    where the search kept one, ``args.candidates`` — an exact search's give
+    the exact neighbours —, else two hops through
     the full graph) or found by
     one exact search (:func:`graph.graph_and_query`: one compilation, not
     two); the
@@ -553,11 +568,13 @@ def _fold_scores(fold: tuple, args: FoldArgs) -> HeldOutScores:
     logger.info("fit: held-out choice: auxiliary fit on %d points, scored on %sthe other %d", tr.size, scored,
                 m - tr.size)
     if graph is not None:  # the 80 %'s graph and the scored points' neighbours among them, from the full graph's
-        how = "two hops" if candidates is None else f"its {candidates.shape[1]} candidates a point"
+        how = ("two hops" if candidates is None else
+               f"its {candidates.shape[1]} {'nearest' if spec.graph_method == 'exact' else 'candidates'} a point")
         aux_graph, val_neighbors = logged(
             f"fit: held-out choice: {k}-NN graph of the {tr.size} points and of the {val.size} scored among them "
             f"from the full graph ({how})",
-            lambda: subgraph_and_rows(X, graph, tr, val, candidates=candidates))
+            lambda: subgraph_and_rows(X, graph, tr, val, candidates=candidates,
+                                      exact_lists=data.graph is None and spec.graph_method == "exact"))
         like = args.like()
     else:  # an exact full graph: the 80 %'s graph and the scored points' neighbours by one search and program
         like = args.like()

@@ -135,8 +135,10 @@ def graph_candidates(X, k: int, *, method: str = "exact", block_size: int | None
                      candidates: int | None = None, n_jobs: int = -1, n_trees: int | None = None,
                      n_iters: int | None = None, devices=None, recall_target: float = 0.95) -> tuple:
     """(:func:`knn_graph` with the same arguments, every row's whole candidate
-    list — nndescent's, :class:`NNDescentGraph` — or None for the other
-    methods): for :func:`subgraph` to derive the graph of a subset from."""
+    list — nndescent's, :class:`NNDescentGraph`; an exact search's on one
+    device where it found more than k neighbours (:func:`shared_sizes.shared_k`:
+    small data), nearest first, −1 past the last point —, or None): for
+    :func:`subgraph` to derive the graph of a subset from."""
     (X,) = float32_ready(check_points(X, "X"))
     m = X.shape[0]
     k = _check_k(k, m, exclude_self=True)
@@ -173,8 +175,12 @@ def graph_candidates(X, k: int, *, method: str = "exact", block_size: int | None
                   "method='nndescent' (fit's graph_method=) is approximate and much faster at this size")
     if method == "exact" and devices is None and multihost.joined():  # every process searches its slice of rows
         return Neighbors(*(to_device(a) for a in _rows_across_processes(X, X, k, block_rows(m, block_size, platform)))), None
-    idx, dist = blocked_topk(Xf, Xf, k, block_rows(m, block_size, platform), True, devices, target)
-    return Neighbors(*first_rows((idx, dist), m)), None
+    idx, dist = blocked_topk(Xf, Xf, k, block_rows(m, block_size, platform), True, devices, target, cut=False)
+    lists = None
+    if idx.shape[1] > k:  # the point itself and the padding rows fill the columns past the m − 1 others
+        lists = np.asarray(idx)[:m]
+        lists = np.where((lists < m) & (lists != np.arange(m)[:, None]), lists, -1).astype(np.int32)
+    return Neighbors(*first_rows(first_rows((idx, dist), k, axis=1), m)), lists
 
 
 def _rows_across_processes(Q, X, k: int, block: int, **kw) -> tuple:
@@ -385,7 +391,7 @@ SUBGRAPH_ELEMENTS = 1 << 24
 SUBGRAPH_EXACT_RATIO = 48
 
 
-def subgraph(X, neighbors, keep, rows=None, candidates=None) -> np.ndarray:
+def subgraph(X, neighbors, keep, rows=None, candidates=None, exact_lists: bool = False) -> np.ndarray:
     """The k-NN graph of the points ``X[keep]``, derived from a graph of all of X
     (with ``rows``: the k nearest kept points of other points of X).
 
@@ -421,26 +427,30 @@ def subgraph(X, neighbors, keep, rows=None, candidates=None) -> np.ndarray:
         None: the kept points themselves.
       candidates: (m, c ≥ k) indices into X, each row nearest first, −1
         where unfilled (a row's own index is skipped), or None: two hops.
+      exact_lists: the ``candidates`` are an exact search's (each row the c
+        nearest points): their first k kept points are the exact neighbours
+        among the kept points, at every n (no exact search below
+        ``SUBGRAPH_EXACT_RATIO``·k²; a short row is still searched).
 
     Returns:
       (n, k) int32 neighbour indices into ``keep`` (row r: the neighbours of
       ``X[keep[r]]``), nearest first; with ``rows``, (r, k) (row r: those of
       ``X[rows[r]]``).
     """
-    return _subgraphs(X, neighbors, keep, (rows,), candidates)[0]
+    return _subgraphs(X, neighbors, keep, (rows,), candidates, exact_lists)[0]
 
 
-def subgraph_and_rows(X, neighbors, keep, rows, candidates=None) -> tuple:
+def subgraph_and_rows(X, neighbors, keep, rows, candidates=None, exact_lists: bool = False) -> tuple:
     """``(subgraph(X, neighbors, keep, candidates=candidates),
     subgraph(X, neighbors, keep, rows=rows, candidates=candidates))`` — the
     same arrays, the rows of both with fewer than k candidates found by one
     exact search among the kept points (one compiled program, not two):
     :func:`jaxnn.fit`'s held-out choice derives the auxiliary fit's graph and
     its scored points' neighbours so."""
-    return _subgraphs(X, neighbors, keep, (None, rows), candidates)
+    return _subgraphs(X, neighbors, keep, (None, rows), candidates, exact_lists)
 
 
-def _subgraphs(X, neighbors, keep, parts: tuple, candidates) -> list:
+def _subgraphs(X, neighbors, keep, parts: tuple, candidates, exact_lists: bool = False) -> list:
     """[:func:`subgraph` (X, neighbors, keep, rows, candidates) for rows in ``parts``]."""
     nb = np.asarray(neighbors, dtype=np.int32)
     keep = np.asarray(keep, dtype=np.int64)
@@ -450,7 +460,7 @@ def _subgraphs(X, neighbors, keep, parts: tuple, candidates) -> list:
     pos[keep] = np.arange(n, dtype=np.int32)
     if n <= k or not np.array_equal(pos[keep], np.arange(n)):  # a repeated index: its later position won
         raise ValueError(f"keep must hold more than k={k} distinct indices into X, got {n} ({np.unique(keep).size} distinct)")
-    if n < SUBGRAPH_EXACT_RATIO * k * k:  # k² candidates a row: the exact search is cheaper
+    if n < SUBGRAPH_EXACT_RATIO * k * k and not exact_lists:  # k² candidates a row: the exact search is cheaper
         return [np.asarray(knn_graph(X[keep], k).indices, dtype=np.int32) if rows is None else
                 np.asarray(knn_query(X[keep], X[np.asarray(rows, dtype=np.int64)], k).indices, dtype=np.int32)
                 for rows in parts]

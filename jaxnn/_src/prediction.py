@@ -308,15 +308,18 @@ def normalise_rows(p, H):
 def _found_parts(model: Model, X, found, rows) -> QueryParts:
     """:func:`_query_parts` for queries X whose (n, k') host neighbour
     indices ``found`` are given: α, the labels and the training points padded to at least ``rows``
-    rows, the indices and queries to :func:`shared_sizes.query_rows` rows on the device,
+    rows, the indices widened to the search's :func:`shared_sizes.shared_k` columns
+    (:func:`shared_sizes.at_shared_k`: the program a search's own neighbours run) and
+    they and the queries padded to :func:`shared_sizes.query_rows` rows on the device,
     and k the traced count of them to sum."""
     alpha, Y, Xt = at_shared_rows(model.alpha, model.Y, model.X, rows=rows)
     n = found.shape[0]
     if X.shape[0] != n:
         raise ValueError(f"X and found have mismatched lengths: {X.shape[0]} rows in X, {n} in found")
-    nb = program_argument(padded_rows(np.asarray(found), query_rows(n, among=alpha.shape[0])))
+    found, k = at_shared_k(np.asarray(found), model.k, alpha.shape[0])
+    nb = program_argument(padded_rows(found, query_rows(n, among=alpha.shape[0])))
     points = _padded_points(_check_query(model, X), model.X.dtype, nb.shape[0])
-    return QueryParts(alpha, Y, Xt, nb, points, first_k(found, model.k), n)
+    return QueryParts(alpha, Y, Xt, nb, points, k, n)
 
 
 class HeldOutScores(NamedTuple):
