@@ -150,3 +150,26 @@ def test_on_devices_across_processes_the_choice_follows_the_boosting(monkeypatch
     assert {name for name, _ in seen} == {threading.current_thread().name} and len(seen) == 6
     np.testing.assert_array_equal(np.asarray(model.alpha), np.asarray(expected.alpha))
     assert model.posterior_temperature == expected.posterior_temperature
+
+
+def test_the_held_out_grids_use_threads_only_on_scores_large_enough(monkeypatch):
+    """calibration.in_threads: the loop's answers, in its order, either way;
+    a thread pool only where each grid point works on at least
+    THREADED_MIN_ENTRIES held-out scores (below, starting one costs more than
+    the grid point)."""
+    from jaxnn._src import calibration
+
+    pools = []
+    real = calibration.ThreadPoolExecutor
+
+    def spy(workers):
+        pools.append(workers)
+        return real(workers)
+
+    monkeypatch.setattr(calibration, "ThreadPoolExecutor", spy)
+    monkeypatch.setattr(calibration.os, "cpu_count", lambda: 2)
+    items = list(range(7))
+    want = [x * x - 1 for x in items]
+    small = calibration.THREADED_MIN_ENTRIES - 1
+    assert calibration.in_threads(lambda x: x * x - 1, items, small) == want and pools == []
+    assert calibration.in_threads(lambda x: x * x - 1, items, small + 1) == want and pools == [2]

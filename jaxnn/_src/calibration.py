@@ -428,13 +428,19 @@ def common_leverage(H, k: int) -> float:
     return scale / k if scale > 0 else 1.0
 
 
-def in_threads(fn, items) -> list:
-    """``[fn(x) for x in items]``, evaluated on up to one thread a core:
-    the held-out choice's grid points are independent NumPy work, which
-    releases the GIL on arrays of this size (the same numbers, in the same
-    order, as the loop)."""
+#: held-out scores (rows × classes) from which :func:`in_threads` spreads a grid over threads:
+#: below, starting a pool and handing it the grid points costs more than they take
+THREADED_MIN_ENTRIES = 1 << 14
+
+
+def in_threads(fn, items, entries: int) -> list:
+    """``[fn(x) for x in items]``, evaluated on up to one thread a core
+    where each item works on ``entries`` ≥ :data:`THREADED_MIN_ENTRIES`
+    held-out scores: the held-out choice's grid points are independent
+    NumPy work, which releases the GIL on arrays of that size (the same
+    numbers, in the same order, as the loop); on fewer, the loop."""
     items = list(items)
-    workers = min(len(items), os.cpu_count() or 1)
+    workers = min(len(items), os.cpu_count() or 1) if entries >= THREADED_MIN_ENTRIES else 1
     if workers <= 1:
         return [fn(x) for x in items]
     with ThreadPoolExecutor(workers) as pool:
@@ -454,7 +460,8 @@ def fit_shrinkage(H, V, k: int, target, multilabel: bool, weights=None, shrinkag
     deterministic (the shrinkages on threads: :func:`in_threads`)."""
     H, V = np.asarray(H, np.float64), np.asarray(V, np.float64)
     common = common_leverage(H, k)
-    fits = in_threads(lambda s: best_temperature(shrunk_scores(H, V, s, common), target, multilabel, weights), shrinkages)
+    fits = in_threads(lambda s: best_temperature(shrunk_scores(H, V, s, common), target, multilabel, weights), shrinkages,
+                      H.size)
     best = None
     for s, (T, loss) in zip(shrinkages, fits):
         if best is None or loss < best[0]:
@@ -502,7 +509,7 @@ def fit_kernel_term(S, top, D, neighbour_labels, target, weights=None) -> tuple:
     log_votes = {b: kernel_log_votes(D[part], neighbour_labels[part], b) for b in KERNEL_BANDWIDTHS}
     pairs = [(b, w) for b in KERNEL_BANDWIDTHS for w in KERNEL_WEIGHTS]
     losses = in_threads(lambda bw: best_temperature(Sp, targetp, False, weightsp, bw[1] * log_votes[bw[0]], topp,
-                                                    coarse=True)[1], pairs)
+                                                    coarse=True)[1], pairs, Sp.size)
     for (b, w), loss in zip(pairs, losses):
         if loss < best[0]:
             best = (loss, float(w), float(b))
