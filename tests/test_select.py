@@ -428,3 +428,23 @@ def test_fit_auto_scores_the_shrinkage_it_will_fit(monkeypatch):
     jaxnn.fit(X, y, k="auto", posterior="link", shrinkage=None)
     jaxnn.fit(X, y, k="auto")
     assert seen == [None, "auto"]
+
+
+def test_select_scores_a_candidate_at_the_best_of_predicts_shrunk_rules():
+    """shrinkage="auto": a candidate's score is the best held-out accuracy of
+    predict's labels over the rules of α shrunk by each s ∈ SHRINKAGES toward
+    ā (the RMS of its held-out scores over k) — every s scored, in one call."""
+    import dataclasses
+
+    from jaxnn._src.calibration import SHRINKAGES, common_leverage
+    from jaxnn._src.leverage import shrunk_leverage
+
+    X, y = _data(m=200, seed=7)
+    tr, va = jaxnn._src.select._holdout(y, 0.25, 0)
+    sel = jaxnn.select(X, y, ks=(2,), losses=("logistic",), passes=(1,))
+    model = jaxnn.fit(X[tr], y[tr], k=2, rounds=tr.size, posterior="link", shrinkage=None)
+    common = common_leverage(np.asarray(jaxnn.decision_function(model, X[va]), np.float64), 2)
+    accuracies = [_rule_accuracy(dataclasses.replace(model, alpha=shrunk_leverage(model.alpha, s, common)), X[va], y[va])
+                  for s in SHRINKAGES]
+    assert max(accuracies) > max(accuracies[0], accuracies[-1])  # here an s strictly inside [0, 1] is best
+    assert sel.scores[(2, "logistic", 1)] == pytest.approx(max(accuracies))

@@ -248,15 +248,12 @@ class _RuleParts:
         padded = to_device(padded_rows(alpha, self.Y.shape[0]), self.Y.dtype)
         H = np.asarray(leveraged_scores(padded, self.Y, self.query, self.k))[:self.n_val, :self.n_classes]
         common, truth = common_leverage(H, self.k), Y_va > 0 if multilabel else np.argmax(Y_va, axis=1)
-        best = 0.0
-        for s in shrinkages:
-            S = shrunk_scores(H, self.V, s, common)
-            if multilabel:
-                right = (S > 0) == truth
-            else:
-                right = np.asarray(_tie_broken_labels(S, self.counts, self.first, width=self.query.shape[1])) == truth
-            best = max(best, float(np.mean(right)))
-        return best
+        S = np.stack([shrunk_scores(H, self.V, s, common) for s in shrinkages])
+        if multilabel:
+            right = (S > 0) == truth
+        else:
+            right = np.asarray(_tie_broken_labels(S, self.counts, self.first, width=self.query.shape[1])) == truth
+        return max(float(np.mean(r)) for r in right)
 
 
 #: the vote counts and first positions at the held-out points, k traced (one program for every candidate)
@@ -265,8 +262,9 @@ _tie_parts = programs.jit()(tie_parts)
 
 @programs.jit(static_argnames=("width",))
 def _tie_broken_labels(S, counts, first, *, width: int):
-    """predict's labels (tie_broken_argmax) of scores S (n, C), one program for every shrinkage."""
-    return tie_broken_argmax(S, counts, first, width)
+    """predict's labels (tie_broken_argmax), (n_s, n), of the scores S (n_s, n, C) of
+    each shrinkage: every shrinkage in one call."""
+    return jax.vmap(lambda scores: tie_broken_argmax(scores, counts, first, width))(S)
 
 
 def _searched(X_tr, X_va, k_max: int, graph_method: str, seed: int, devices):
