@@ -13,6 +13,7 @@ process.  Compare two versions by alternating runs::
     python bench/first_calls.py warm 20000 16           # first and three warm fits (posterior="auto")
     JAXNN_CACHE_DIR=/tmp/c python bench/first_calls.py tiny link   # warm fit + predict_proba of 150 problems of 12-60 points
     JAXNN_CACHE_DIR=/tmp/c python bench/first_calls.py folds iris  # warm default fits (k = 10) of five folds' training sets
+    JAXNN_CACHE_DIR=/tmp/c python bench/first_calls.py folds iris auto  # the same folds: fit(k="auto") + predict
     python bench/first_calls.py select 40000            # select: 2 ks × 2 losses × passes 1, 2, 4
     python bench/first_calls.py given 30000 50          # fit(neighbors=a given k-NN graph), posterior="auto"
     python bench/first_calls.py cv 503                  # cross_val_score of the estimator, cv = 5
@@ -40,7 +41,8 @@ default ``uls``, ``udt`` and ``ols`` fit + ``predict_proba`` on the bundled wine
 from 1 to 8, as tests/test_properties.py draws them: milliseconds a warm ``fit`` + ``predict_proba``,
 the best of three rounds after a first that compiles; ``link``: ``posterior="link", shrinkage=None``,
 else the defaults), ``folds`` NAME (a bundled set's five stratified folds' training sets, eight
-default fits of each at k = 10 a round: milliseconds a warm fit, as for ``tiny``), ``given`` M K (d = 16, four classes), ``cv`` M [C], ``curve`` M, ``grid`` M and
+default fits of each at k = 10 a round: milliseconds a warm fit, as for ``tiny``; ``auto``:
+``fit(k="auto")`` and ``predict`` of the fold's other points instead), ``given`` M K (d = 16, four classes), ``cv`` M [C], ``curve`` M, ``grid`` M and
 ``auto-k`` M and ``ks`` M (d = 16, four classes), ``folds-colored`` M and ``folds-baselines`` M (the
 same data, five folds by index mod 5), ``auto-uci`` NAME and ``split-uci`` NAME N (a bundled UCI set,
 a random 2/3 of it, standardised); the last eleven print a first and a second call.  Prints seconds;
@@ -172,14 +174,17 @@ def main(argv: list[str]) -> None:
         from sklearn.model_selection import StratifiedKFold
 
         X, y = jaxnn.datasets.load(argv[1] if len(argv) > 1 else "iris")
-        folds = [tr for tr, _ in StratifiedKFold(5, shuffle=True, random_state=0).split(X, y)]
+        folds = list(StratifiedKFold(5, shuffle=True, random_state=0).split(X, y))
+        auto = "auto" in argv[2:]  # fit(k="auto") and predict on the fold's other points
 
         def rounds():
-            return [jaxnn.fit(X[tr], y[tr], k=10).alpha for _ in range(8) for tr in folds]
+            if auto:
+                return [jaxnn.predict(jaxnn.fit(X[tr], y[tr], k="auto"), X[te]) for _ in range(8) for tr, te in folds]
+            return [jaxnn.fit(X[tr], y[tr], k=10).alpha for _ in range(8) for tr, _ in folds]
 
         times = [timed(rounds) for _ in range(4)]
-        print(f"folds {argv[1:2] or ['iris']}: first round {times[0]:.2f} s, "
-              f"then {1e3 * min(times[1:]) / (8 * len(folds)):.2f} ms a default fit")
+        print(f"folds {argv[1:2] or ['iris']}{' auto' if auto else ''}: first round {times[0]:.2f} s, "
+              f"then {1e3 * min(times[1:]) / (8 * len(folds)):.2f} ms a {'k=auto fit + predict' if auto else 'default fit'}")
     elif mode == "select":
         m = int(argv[1]) if len(argv) > 1 else 40000
         centers = rng.normal(scale=1.5, size=(10, 16))

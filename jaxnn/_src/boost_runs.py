@@ -230,8 +230,8 @@ def _prepare_scan_blocks(nbrs, order, pad_to, *, greedy: bool) -> Prepared:
     shapes = PaddedShapes(rows=pad_to.rows, steps=in_blocks(order.size),
                           width=in_blocks(max(int(counts.max()), 2 * k), 1, bits=2))
     graphs = [padded_graph(nbrs[b], shapes.rows, shapes.width, greedy=greedy) for b in range(n)]
-    members, counts = (to_device(np.stack([np.asarray(inv[i]) for inv, _ in graphs])) for i in range(2))
-    neighbors = to_device(np.stack([np.asarray(nb) for _, nb in graphs])) if greedy else None
+    members, counts = (program_argument(np.stack([np.asarray(inv[i]) for inv, _ in graphs])) for i in range(2))
+    neighbors = program_argument(np.stack([np.asarray(nb) for _, nb in graphs])) if greedy else None
     arrays = _ScanArrays(members, counts, neighbors, program_argument(padded_rows(order, shapes.steps)),
                          program_argument(m, np.int32), program_argument(order.size, np.int32))
     return Prepared(arrays, None, shapes, order.size)

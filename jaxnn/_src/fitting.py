@@ -568,13 +568,13 @@ def _fold_scores(fold: tuple, args: FoldArgs) -> HeldOutScores:
     logger.info("fit: held-out choice: auxiliary fit on %d points, scored on %sthe other %d", tr.size, scored,
                 m - tr.size)
     if graph is not None:  # the 80 %'s graph and the scored points' neighbours among them, from the full graph's
+        exact = spec.graph_method == "exact"  # candidate lists, where there are any, of an exact search (_graph)
         how = ("two hops" if candidates is None else
-               f"its {candidates.shape[1]} {'nearest' if spec.graph_method == 'exact' else 'candidates'} a point")
+               f"its {candidates.shape[1]} {'nearest' if exact else 'candidates'} a point")
         aux_graph, val_neighbors = logged(
             f"fit: held-out choice: {k}-NN graph of the {tr.size} points and of the {val.size} scored among them "
             f"from the full graph ({how})",
-            lambda: subgraph_and_rows(X, graph, tr, val, candidates=candidates,
-                                      exact_lists=data.graph is None and spec.graph_method == "exact"))
+            lambda: subgraph_and_rows(X, graph, tr, val, candidates=candidates, exact_lists=exact))
         like = args.like()
     else:  # an exact full graph: the 80 %'s graph and the scored points' neighbours by one search and program
         like = args.like()

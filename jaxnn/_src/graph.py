@@ -430,7 +430,8 @@ def subgraph(X, neighbors, keep, rows=None, candidates=None, exact_lists: bool =
       exact_lists: the ``candidates`` are an exact search's (each row the c
         nearest points): their first k kept points are the exact neighbours
         among the kept points, at every n (no exact search below
-        ``SUBGRAPH_EXACT_RATIO``·k²; a short row is still searched).
+        ``SUBGRAPH_EXACT_RATIO``·k²; a short row is still searched); without
+        ``candidates``, no effect.
 
     Returns:
       (n, k) int32 neighbour indices into ``keep`` (row r: the neighbours of
@@ -460,6 +461,7 @@ def _subgraphs(X, neighbors, keep, parts: tuple, candidates, exact_lists: bool =
     pos[keep] = np.arange(n, dtype=np.int32)
     if n <= k or not np.array_equal(pos[keep], np.arange(n)):  # a repeated index: its later position won
         raise ValueError(f"keep must hold more than k={k} distinct indices into X, got {n} ({np.unique(keep).size} distinct)")
+    exact_lists = exact_lists and candidates is not None  # without lists: two hops
     if n < SUBGRAPH_EXACT_RATIO * k * k and not exact_lists:  # k² candidates a row: the exact search is cheaper
         return [np.asarray(knn_graph(X[keep], k).indices, dtype=np.int32) if rows is None else
                 np.asarray(knn_query(X[keep], X[np.asarray(rows, dtype=np.int64)], k).indices, dtype=np.int32)
