@@ -210,3 +210,35 @@ def test_a_numpy_argument_takes_the_program_of_the_same_array_on_the_device(tmp_
 def test_a_static_argument_must_be_keyword_only():
     with pytest.raises(TypeError, match="static argument 'scale' must be keyword-only"):
         programs.jit(static_argnames=("scale",))(lambda x, scale: x * scale)
+
+
+@pytest.mark.parametrize("kept", [False, True])
+def test_small_cpu_programs_compile_with_the_platforms_options_and_fused_or_large_ones_without(
+        tmp_path, monkeypatch, kept):
+    """A program's compiler options are the platform rule's for the entries
+    of its array arguments (``platforms.compiler_options``), with the kept
+    programs on and off: made invalid, they fail the compile of a call of at
+    most ``SMALL_PROGRAM_ELEMENTS`` entries, not of a larger one, not of a
+    ``fused`` program and not of a call under a trace (compiled as part of
+    its caller)."""
+    from jaxnn._src import platforms
+
+    monkeypatch.setenv(programs.ENV_VAR, "1" if kept else "0")
+    monkeypatch.setattr(programs.config, "cache_dir", lambda: str(tmp_path))
+    monkeypatch.setattr(platforms, "SMALL_PROGRAM_ELEMENTS", 8)
+    monkeypatch.setattr(platforms, "SMALL_PROGRAM_OPTIONS", (("xla_cpu_use_fusion_emitters", "not a bool"),))
+    assert platforms.compiler_options(8, "cpu") == platforms.SMALL_PROGRAM_OPTIONS
+    assert platforms.compiler_options(9, "cpu") == () and platforms.compiler_options(8, "gpu") == ()
+
+    def total(x, n):
+        return x.sum() * n
+
+    plain, fused = programs.jit()(total), programs.jit(fused=True)(total)
+    with pytest.raises(Exception, match="not a valid bool"):
+        plain(np.ones(7, np.float32), 2.0)  # 7 + 1 entries
+    assert float(plain(np.ones(8, np.float32), 2.0)) == 16.0  # 9 entries: XLA's defaults
+    assert float(fused(np.ones(7, np.float32), 2.0)) == 14.0
+    assert float(jax.jit(lambda x: plain(x, 2.0))(np.ones(3, np.float32))) == 6.0
+    monkeypatch.setattr(platforms, "SMALL_PROGRAM_OPTIONS", (("xla_cpu_use_fusion_emitters", False),))
+    assert float(plain(np.ones(7, np.float32), 2.0)) == 14.0
+    assert len(_kept(tmp_path)) == (3 if kept else 0)  # the large call, the fused one, the small one

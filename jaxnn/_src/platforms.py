@@ -16,6 +16,8 @@ rule                           CPU                      GPU / TPU
 :func:`fused_search`           never                    GPU: from m ≥ 32 768
 :func:`schedule_step_elements` 2¹⁷ edge updates a step  2²⁰
 :func:`warns_slow_search`      yes                      no
+:func:`compiler_options`       small programs: no       XLA's defaults
+                               fusion emitters
 =============================  ==============================================
 
 :func:`platform` says where a computation runs; every rule takes that
@@ -30,7 +32,7 @@ from jaxnn._src import sharding
 
 __all__ = ["platform", "is_cpu", "on_host", "narrows_steps", "runs_windows", "colored_by_default",
            "search_tile_elements", "chunked_search", "fused_search", "kernels_interpreted", "schedule_step_elements",
-           "warns_slow_search", "AUTO_COLORED_MIN_STATE_CPU"]
+           "warns_slow_search", "compiler_options", "AUTO_COLORED_MIN_STATE_CPU", "SMALL_PROGRAM_ELEMENTS"]
 
 #: platforms whose sequential and greedy steps are narrowed to n_j
 #: (:func:`jaxnn._src.steps.step_widths`) and whose greedy updates loop over
@@ -57,6 +59,13 @@ SEARCH_TILE_ELEMENTS_ACCELERATOR = 1 << 27
 #: docs/performance.md)
 SCHEDULE_STEP_ELEMENTS = {"cpu": 1 << 17}
 SCHEDULE_STEP_ELEMENTS_ACCELERATOR = 1 << 20
+#: entries of a program's array arguments up to which a CPU compiles it
+#: without XLA's fusion emitters (:func:`compiler_options`): a small fit's
+#: programs compile in about two thirds of the time and run as fast, where
+#: compiling is most of what a small fit costs (docs/performance.md)
+SMALL_PROGRAM_ELEMENTS = 1 << 20
+#: XLA's options for such a program (``jax.jit``'s ``compiler_options``)
+SMALL_PROGRAM_OPTIONS = (("xla_cpu_use_fusion_emitters", False),)
 
 
 def platform(devices=None) -> str:
@@ -140,3 +149,15 @@ def schedule_step_elements(name: str | None = None) -> int:
 def warns_slow_search(name: str | None = None) -> bool:
     """Whether a brute-force search of many pairs warns that it will be slow."""
     return is_cpu(name)
+
+
+def compiler_options(elements: int, name: str | None = None) -> tuple:
+    """XLA's compiler options, as (option, value) pairs, for a program whose
+    array arguments hold ``elements`` entries: on a CPU, up to
+    :data:`SMALL_PROGRAM_ELEMENTS`, :data:`SMALL_PROGRAM_OPTIONS` (XLA's
+    fusion emitters off: LLVM compiles the fused loops XLA emits itself,
+    quicker to compile and as quick to run at these sizes); else none (XLA's
+    defaults).  Programs that run slower without the emitters at any size
+    (the colored schedule's) keep the defaults (:func:`jaxnn._src.programs.jit`'s
+    ``fused``)."""
+    return SMALL_PROGRAM_OPTIONS if is_cpu(name) and int(elements) <= SMALL_PROGRAM_ELEMENTS else ()

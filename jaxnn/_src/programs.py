@@ -61,51 +61,89 @@ PREFIX = "jaxnn-"
 _logger = logging.getLogger("jaxnn")
 
 
-def jit(*, static_argnames: tuple = ()) -> Callable[[Callable], "Program"]:
+def jit(*, static_argnames: tuple = (), fused: bool = False) -> Callable[[Callable], "Program"]:
     """Decorator: ``jax.jit(fun, static_argnames=...)`` whose executables are
-    kept across processes (:class:`Program`).  The static arguments must be
-    keyword-only."""
-    return lambda fun: Program(fun, tuple(static_argnames))
+    kept across processes (:class:`Program`), compiled with the compiler
+    options the platform rules give for the size of its arguments
+    (:func:`jaxnn._src.platforms.compiler_options`) unless ``fused`` (XLA's
+    defaults at every size: a program that runs slower without its fusion
+    emitters).  The static arguments must be keyword-only."""
+    return lambda fun: Program(fun, tuple(static_argnames), fused)
 
 
 class Program:
     """A jitted function whose compiled executables a later process loads
-    (module docstring).  Called as the jitted function; ``clear_cache()``
-    drops this process's executables (the kept files stay); other
-    attributes (``lower``, ``trace``, …) are the jitted function's."""
+    (module docstring).  Called as the jitted function, compiled with the
+    compiler options of :func:`jaxnn._src.platforms.compiler_options` for
+    its arguments' size (unless ``fused``; under a trace, as part of the
+    calling program); ``clear_cache()`` drops this process's executables
+    (the kept files stay); other attributes (``lower``, ``trace``, …) are
+    the jitted function's at XLA's defaults."""
 
-    def __init__(self, fun: Callable, static_argnames: tuple):
+    def __init__(self, fun: Callable, static_argnames: tuple, fused: bool = False):
         params = inspect.signature(fun).parameters
         for name in static_argnames:
             if name not in params or params[name].kind is not inspect.Parameter.KEYWORD_ONLY:
                 raise TypeError(f"programs.jit {fun.__qualname__}: static argument {name!r} must be keyword-only")
+        self._fun = fun
         self._jit = jax.jit(fun, static_argnames=static_argnames)
+        self._jits = {(): self._jit}  # by compiler options
+        self._fused = bool(fused)
         self._static = frozenset(static_argnames)
         self._name = f"{fun.__module__}.{fun.__qualname__}"
         self._programs: dict = {}
         functools.update_wrapper(self, fun)
 
     def __call__(self, *args, **kwargs):
+        leaves = jax.tree_util.tree_leaves((args, kwargs))
+        options = self._options(leaves)
         folder = _folder()
-        key = None if folder is None else self._key(args, kwargs)
+        key = None if folder is None or options is None else self._key(args, kwargs, options)
         if key is None:
-            return self._jit(*args, **kwargs)
+            return self._jitted(options or ())(*args, **kwargs)
         compiled = self._programs.get(key)
         if compiled is None:
             compiled = self._programs[key] = self._load_or_compile(folder, key, args, kwargs)
         return compiled(*args, **{k: v for k, v in kwargs.items() if k not in self._static})
 
+    def _options(self, leaves):
+        """The compiler options for a call with these argument leaves
+        (static ones included: they hold no arrays), or None under a
+        trace (the call is part of the caller's program, compiled with its
+        options)."""
+        elements = 0
+        for leaf in leaves:
+            if isinstance(leaf, jax.core.Tracer):
+                return None
+            elements += getattr(leaf, "size", 1)
+        return () if self._fused else platforms.compiler_options(elements)
+
+    def _jitted(self, options: tuple):
+        """The jitted function compiled with ``options``."""
+        jitted = self._jits.get(options)
+        if jitted is None:
+            jitted = self._jits[options] = jax.jit(self._fun, static_argnames=tuple(self._static),
+                                                   compiler_options=dict(options))
+        return jitted
+
     def clear_cache(self) -> None:
-        """Drop this process's compiled programs (the jitted function's and the loaded ones)."""
+        """Drop this process's compiled programs (the jitted functions' and the loaded ones)."""
         self._programs.clear()
-        self._jit.clear_cache()
+        for jitted in self._jits.values():
+            jitted.clear_cache()
+
+    def _cache_size(self) -> int:
+        """This process's compiled programs: ``jax.jit``'s ``_cache_size`` summed
+        over the compiler options, and the loaded ones."""
+        return len(self._programs) + sum(jitted._cache_size() for jitted in self._jits.values())
 
     def __getattr__(self, name):
         return getattr(self._jit, name)
 
-    def _key(self, args, kwargs):
-        """(static keys, argument tree, argument shapes, process setting), or
-        None where no stable key exists (the plain jit runs)."""
+    def _key(self, args, kwargs, options: tuple):
+        """(static keys, argument tree, argument shapes, process setting,
+        compiler options), or None where no stable key exists (the plain jit
+        runs)."""
         statics = []
         for name in sorted(self._static & kwargs.keys()):
             key = _static_key(kwargs[name])
@@ -120,11 +158,11 @@ class Program:
             if key is None:
                 return None
             shapes.append(key)
-        return tuple(statics), tree, tuple(shapes), _dynamic_setting()
+        return tuple(statics), tree, tuple(shapes), _dynamic_setting(), options
 
     def _load_or_compile(self, folder: str, key, args, kwargs):
-        statics, tree, shapes, setting = key
-        text = repr((self._name, statics, str(tree), shapes, setting, _process_setting()))
+        statics, tree, shapes, setting, options = key
+        text = repr((self._name, statics, str(tree), shapes, setting, _process_setting(), options))
         path = os.path.join(folder, f"{PREFIX}{hashlib.sha256(text.encode()).hexdigest()}{config.CACHE_SUFFIX}")
         try:
             with open(path, "rb") as f:
@@ -142,7 +180,7 @@ class Program:
                 os.remove(path)
         lowered = self._jit.lower(*args, **kwargs)
         with config.jax_cache_paused():  # compiled whole: not loaded from JAX's cache nor shared in memory
-            compiled = lowered.compile(compiler_options=_WHOLE)
+            compiled = lowered.compile(compiler_options={**_WHOLE, **dict(options)})
         _write(path, compiled)
         return compiled
 
