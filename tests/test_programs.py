@@ -220,7 +220,7 @@ def test_small_cpu_programs_compile_with_the_platforms_options_and_fused_or_larg
     programs on and off: made invalid, they fail the compile of a call of at
     most ``SMALL_PROGRAM_ELEMENTS`` entries, not of a larger one, not of a
     ``fused`` program and not of a call under a trace (compiled as part of
-    its caller)."""
+    its caller); ``lower(...).compile()`` compiles with the call's."""
     from jaxnn._src import platforms
 
     monkeypatch.setenv(programs.ENV_VAR, "1" if kept else "0")
@@ -236,6 +236,8 @@ def test_small_cpu_programs_compile_with_the_platforms_options_and_fused_or_larg
     plain, fused = programs.jit()(total), programs.jit(fused=True)(total)
     with pytest.raises(Exception, match="not a valid bool"):
         plain(np.ones(7, np.float32), 2.0)  # 7 + 1 entries
+    with pytest.raises(Exception, match="not a valid bool"):  # compiled ahead of time as the call would be
+        plain.lower(np.ones(7, np.float32), 2.0).compile()
     assert float(plain(np.ones(8, np.float32), 2.0)) == 16.0  # 9 entries: XLA's defaults
     assert float(fused(np.ones(7, np.float32), 2.0)) == 14.0
     assert float(jax.jit(lambda x: plain(x, 2.0))(np.ones(3, np.float32))) == 6.0

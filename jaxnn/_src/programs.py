@@ -76,9 +76,10 @@ class Program:
     (module docstring).  Called as the jitted function, compiled with the
     compiler options of :func:`jaxnn._src.platforms.compiler_options` for
     its arguments' size (unless ``fused``; under a trace, as part of the
-    calling program); ``clear_cache()`` drops this process's executables
-    (the kept files stay); other attributes (``lower``, ``trace``, …) are
-    the jitted function's at XLA's defaults."""
+    calling program); ``lower`` lowers for the options of its arguments;
+    ``clear_cache()`` drops this process's executables (the kept files
+    stay); other attributes (``trace``, …) are the jitted function's at
+    XLA's defaults."""
 
     def __init__(self, fun: Callable, static_argnames: tuple, fused: bool = False):
         params = inspect.signature(fun).parameters
@@ -136,6 +137,13 @@ class Program:
         """This process's compiled programs: ``jax.jit``'s ``_cache_size`` summed
         over the compiler options, and the loaded ones."""
         return len(self._programs) + sum(jitted._cache_size() for jitted in self._jits.values())
+
+    def lower(self, *args, **kwargs):
+        """``jax.jit``'s ``lower`` with the compiler options a call with these
+        arguments compiles with: ``lower(...).compile()`` compiles what the
+        call runs (ahead of time, as the benchmarks warm their runs)."""
+        options = self._options(jax.tree_util.tree_leaves((args, kwargs)))
+        return self._jitted(options or ()).lower(*args, **kwargs)
 
     def __getattr__(self, name):
         return getattr(self._jit, name)
