@@ -35,7 +35,8 @@ loading from the cache — JAX's ``jax.monitoring`` durations — and the rest, 
 jaxnn's kept stage programs: ``JAXNN_PROGRAMS=0`` for JAX's cache alone), ``small-domains``
 (on each of eight small bundled sets, five folds of ``fit(k="auto")`` + ``predict`` against the same
 folds' ``GridSearchCV(SVC(), C ∈ {1, 10, 100}, γ ∈ {scale, 0.01, 0.1}, cv=3)`` fit + predict, in
-this one process, compilation included: seconds, their ratio and test accuracies), ``family`` (the
+this one process, compilation included: seconds, their ratio and test accuracies, and the
+tracing, lowering and compiling of all of them), ``family`` (the
 default ``uls``, ``udt`` and ``ols`` fit + ``predict_proba`` on the bundled wine, in turn), ``warm`` M D (five Gaussian classes), ``select`` M
 (d = 16, ten classes), ``tiny`` [link] (150 problems of 12–60 points, 1–4 features, 2–4 classes, k
 from 1 to 8, as tests/test_properties.py draws them: milliseconds a warm ``fit`` + ``predict_proba``,
@@ -54,6 +55,21 @@ from __future__ import annotations
 import os
 import sys
 import time
+
+
+def _jax_durations(jax) -> dict:
+    """Seconds by ``jax.monitoring`` event from now on, summed (filled as the process runs)."""
+    spent: dict = {}
+    jax.monitoring.register_event_duration_secs_listener(
+        lambda event, seconds, **_: spent.__setitem__(event, spent.get(event, 0.0) + seconds))
+    return spent
+
+
+def _compile_parts(spent: dict) -> dict:
+    """Tracing, lowering and XLA's compiling (or loading from the cache) in ``spent``."""
+    return {name: sum(v for event, v in spent.items() if event.endswith(suffix)) for name, suffix in
+            (("tracing", "jaxpr_trace_duration"), ("lowering", "jaxpr_to_mlir_module_duration"),
+             ("compiling or loading", "backend_compile_duration"))}
 
 
 def main(argv: list[str]) -> None:
@@ -91,14 +107,10 @@ def main(argv: list[str]) -> None:
     elif mode == "iris":
         from sklearn.datasets import load_iris
 
-        spent = {}
-        jax.monitoring.register_event_duration_secs_listener(
-            lambda event, seconds, **_: spent.__setitem__(event, spent.get(event, 0.0) + seconds))
+        spent = _jax_durations(jax)
         X, y = load_iris(return_X_y=True)
         total = timed(lambda: (jaxnn.predict(model := jaxnn.fit(X, y), X), jaxnn.predict_proba(model, X)))
-        parts = {name: sum(v for event, v in spent.items() if event.endswith(suffix)) for name, suffix in
-                 (("tracing", "jaxpr_trace_duration"), ("lowering", "jaxpr_to_mlir_module_duration"),
-                  ("compiling or loading", "backend_compile_duration"))}
+        parts = _compile_parts(spent)
         parts["the rest"] = total - sum(parts.values())
         print(f"iris fit + predict + predict_proba: {total:.3f} s (" +
               ", ".join(f"{name} {t:.3f}" for name, t in parts.items()) + ")")
@@ -112,6 +124,7 @@ def main(argv: list[str]) -> None:
             shared_sizes.SMALL_K_MAX_ROWS = 0
         grid = {"C": [1, 10, 100], "gamma": ["scale", 0.01, 0.1]}
         total = {"jaxnn": 0.0, "svc": 0.0}
+        spent = _jax_durations(jax)
         for name in ("bupa", "ionosphere", "pima", "wdbc", "sonar", "vehicle", "iris", "wine"):
             X, y = jaxnn.datasets.load(name)
             folds = list(StratifiedKFold(5, shuffle=True, random_state=0).split(X, y))
@@ -130,6 +143,7 @@ def main(argv: list[str]) -> None:
                   f"SVC grid {seconds['svc']:6.2f} s ({right['svc']:.3f})   ratio {seconds['jaxnn'] / seconds['svc']:.2f}")
         print(f"all eight: jaxnn {total['jaxnn']:.2f} s, SVC grid {total['svc']:.2f} s, "
               f"ratio {total['jaxnn'] / total['svc']:.2f}")
+        print("jaxnn's programs: " + ", ".join(f"{name} {t:.2f} s" for name, t in _compile_parts(spent).items()))
     elif mode == "family":  # paper 004's family: each member's default fit + predict_proba on wine, in turn
         X, y = jaxnn.datasets.load("wine")
         for name in ("uls", "udt", "ols"):
