@@ -155,9 +155,9 @@ def compiler_options(elements: int, name: str | None = None) -> tuple:
     """XLA's compiler options, as (option, value) pairs, for a program whose
     array arguments hold ``elements`` entries: on a CPU, up to
     :data:`SMALL_PROGRAM_ELEMENTS`, :data:`SMALL_PROGRAM_OPTIONS` (XLA's
-    fusion emitters off: LLVM compiles the fused loops XLA emits itself,
-    quicker to compile and as quick to run at these sizes); else none (XLA's
-    defaults).  Programs that run slower without the emitters at any size
-    (the colored schedule's) keep the defaults (:func:`jaxnn._src.programs.jit`'s
-    ``fused``)."""
+    fusion emitters off: fusions compiled by its older CPU emitters, quicker
+    to compile and as quick to run at these sizes); else none (XLA's
+    defaults).  A program that runs slower without the emitters at any size
+    (the colored schedule's colouring) keeps the defaults
+    (:func:`jaxnn._src.programs.jit`'s ``fused``)."""
     return SMALL_PROGRAM_OPTIONS if is_cpu(name) and int(elements) <= SMALL_PROGRAM_ELEMENTS else ()

@@ -67,6 +67,7 @@ def _lowest_free(forbidden, none):
     return jnp.where(found, word * 32 + jnp.take_along_axis(bit, word[:, None], axis=1)[:, 0], none).astype(jnp.int32)
 
 
+# fused: XLA's defaults at every size (without its fusion emitters a small colouring runs slower)
 @programs.jit(static_argnames=("widths", "batches", "words"), fused=True)
 def _batched_colors(order, bounds, counts, starts, sources, *, widths: tuple, batches: tuple, words: int):
     """Speculative greedy colouring (Gebremedhin & Manne 2000), a batch of
