@@ -14,6 +14,7 @@ process.  Compare two versions by alternating runs::
     JAXNN_CACHE_DIR=/tmp/c python bench/first_calls.py tiny link   # warm fit + predict_proba of 150 problems of 12-60 points
     JAXNN_CACHE_DIR=/tmp/c python bench/first_calls.py folds iris  # warm default fits (k = 10) of five folds' training sets
     JAXNN_CACHE_DIR=/tmp/c python bench/first_calls.py folds iris auto  # the same folds: fit(k="auto") + predict
+    python bench/first_calls.py steady 16384 16 10     # warm graph, fits from it (colored, default chooser), fit, predict_proba
     python bench/first_calls.py select 40000            # select: 2 ks × 2 losses × passes 1, 2, 4
     python bench/first_calls.py given 30000 50          # fit(neighbors=a given k-NN graph), posterior="auto"
     python bench/first_calls.py cv 503                  # cross_val_score of the estimator, cv = 5
@@ -43,7 +44,10 @@ from 1 to 8, as tests/test_properties.py draws them: milliseconds a warm ``fit``
 the best of three rounds after a first that compiles; ``link``: ``posterior="link", shrinkage=None``,
 else the defaults), ``folds`` NAME (a bundled set's five stratified folds' training sets, eight
 default fits of each at k = 10 a round: milliseconds a warm fit, as for ``tiny``; ``auto``:
-``fit(k="auto")`` and ``predict`` of the fold's other points instead), ``given`` M K (d = 16, four classes), ``cv`` M [C], ``curve`` M, ``grid`` M and
+``fit(k="auto")`` and ``predict`` of the fold's other points instead), ``steady`` M D C (Gaussian
+classes: the best of seven warm calls of the exact graph, a colored and a default-chooser
+``posterior="link", shrinkage=None`` fit from it, the default fit and ``predict_proba`` of M
+points), ``given`` M K (d = 16, four classes), ``cv`` M [C], ``curve`` M, ``grid`` M and
 ``auto-k`` M and ``ks`` M (d = 16, four classes), ``folds-colored`` M and ``folds-baselines`` M (the
 same data, five folds by index mod 5), ``auto-uci`` NAME and ``split-uci`` NAME N (a bundled UCI set,
 a random 2/3 of it, standardised); the last eleven print a first and a second call.  Prints seconds;
@@ -199,6 +203,28 @@ def main(argv: list[str]) -> None:
         times = [timed(rounds) for _ in range(4)]
         print(f"folds {argv[1:2] or ['iris']}{' auto' if auto else ''}: first round {times[0]:.2f} s, "
               f"then {1e3 * min(times[1:]) / (8 * len(folds)):.2f} ms a {'k=auto fit + predict' if auto else 'default fit'}")
+    elif mode == "steady":  # warm calls at a size whose programs are small (platforms.compiler_options)
+        m, d = (int(a) for a in (argv[1:3] + ["16384", "16"][len(argv[1:3]):]))
+        C = int(argv[3]) if len(argv) > 3 else 10
+        X = rng.normal(size=(m, d)).astype(np.float32)
+        y = rng.integers(0, C, m)
+        X[:, :min(C, d)] += 2 * np.eye(C)[y][:, :d]
+        nb = jaxnn.knn_graph(X, 10).indices
+        model = jaxnn.fit(X, y, k=10)
+        calls = {"graph": lambda: jaxnn.knn_graph(X, 10).indices,
+                 "colored fit from the graph": lambda: jaxnn.fit(X, y, k=10, neighbors=nb, posterior="link",
+                                                                 shrinkage=None, chooser="colored").alpha,
+                 "default-chooser fit from the graph": lambda: jaxnn.fit(X, y, k=10, neighbors=nb, posterior="link",
+                                                                         shrinkage=None).alpha,
+                 "default fit": lambda: jaxnn.fit(X, y, k=10).alpha,
+                 "predict_proba": lambda: jaxnn.predict_proba(model, X + 0.1)}
+
+        def best(call):  # the first call compiles; then the best of 7
+            timed(call)
+            return min(timed(call) for _ in range(7))
+
+        print(f"steady m={m} d={d} C={C}: " + ", ".join(f"{name} {1e3 * best(call):.1f} ms"
+                                                       for name, call in calls.items()))
     elif mode == "select":
         m = int(argv[1]) if len(argv) > 1 else 40000
         centers = rng.normal(scale=1.5, size=(10, 16))

@@ -96,22 +96,22 @@ class Program:
         functools.update_wrapper(self, fun)
 
     def __call__(self, *args, **kwargs):
-        leaves = jax.tree_util.tree_leaves((args, kwargs))
+        dynamic = {k: v for k, v in kwargs.items() if k not in self._static}
+        leaves, tree = jax.tree_util.tree_flatten((args, dynamic))
         options = self._options(leaves)
         folder = _folder()
-        key = None if folder is None or options is None else self._key(args, kwargs, options)
+        key = None if folder is None or options is None else self._key(kwargs, leaves, tree, options)
         if key is None:
             return self._jitted(options or ())(*args, **kwargs)
         compiled = self._programs.get(key)
         if compiled is None:
             compiled = self._programs[key] = self._load_or_compile(folder, key, args, kwargs)
-        return compiled(*args, **{k: v for k, v in kwargs.items() if k not in self._static})
+        return compiled(*args, **dynamic)
 
     def _options(self, leaves):
-        """The compiler options for a call with these argument leaves
-        (static ones included: they hold no arrays), or None under a
-        trace (the call is part of the caller's program, compiled with its
-        options)."""
+        """The compiler options for a call whose non-static arguments have
+        these leaves, or None under a trace (the call is part of the
+        caller's program, compiled with its options)."""
         elements = 0
         for leaf in leaves:
             if isinstance(leaf, jax.core.Tracer):
@@ -142,24 +142,24 @@ class Program:
         """``jax.jit``'s ``lower`` with the compiler options a call with these
         arguments compiles with: ``lower(...).compile()`` compiles what the
         call runs (ahead of time, as the benchmarks warm their runs)."""
-        options = self._options(jax.tree_util.tree_leaves((args, kwargs)))
+        dynamic = {k: v for k, v in kwargs.items() if k not in self._static}
+        options = self._options(jax.tree_util.tree_leaves((args, dynamic)))
         return self._jitted(options or ()).lower(*args, **kwargs)
 
     def __getattr__(self, name):
         return getattr(self._jit, name)
 
-    def _key(self, args, kwargs, options: tuple):
+    def _key(self, kwargs, leaves, tree, options: tuple):
         """(static keys, argument tree, argument shapes, process setting,
-        compiler options), or None where no stable key exists (the plain jit
-        runs)."""
+        compiler options) of a call with keyword arguments ``kwargs`` and
+        non-static arguments flattened to ``leaves`` and ``tree``, or None
+        where no stable key exists (the plain jit runs)."""
         statics = []
         for name in sorted(self._static & kwargs.keys()):
             key = _static_key(kwargs[name])
             if key is None:
                 return None
             statics.append((name, key))
-        dynamic = {k: v for k, v in kwargs.items() if k not in self._static}
-        leaves, tree = jax.tree_util.tree_flatten((args, dynamic))
         shapes = []
         for leaf in leaves:
             key = _leaf_key(leaf)
