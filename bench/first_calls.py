@@ -164,8 +164,10 @@ def main(argv: list[str]) -> None:
         jobs = int(argv[1]) if len(argv) > 1 else 1
         grid = GridSearchCV(make_pipeline(StandardScaler(), BoostedKNNClassifier()),
                             {"boostedknnclassifier__k": [5, 10, 20]}, cv=5, n_jobs=jobs)
-        seconds = timed(lambda: grid.fit(X, y) and None)
-        print(f"grid-jobs {jobs}: {seconds:.2f} s, best k = {grid.best_params_['boostedknnclassifier__k']}")
+        # the second search reuses the first's worker processes (joblib keeps them), imports and programs loaded
+        first, second = (timed(lambda: grid.fit(X, y) and None) for _ in range(2))
+        print(f"grid-jobs {jobs}: first search {first:.2f} s, second {second:.2f} s, "
+              f"best k = {grid.best_params_['boostedknnclassifier__k']}")
     elif mode == "warm":
         m, d = int(argv[1]), int(argv[2])
         centers = rng.normal(scale=2, size=(5, d))

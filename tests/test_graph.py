@@ -163,6 +163,19 @@ def test_inverse_neighbors():
         assert np.all(members[j, counts[j] :] == 120)
 
 
+@pytest.mark.parametrize("n, m, k", [(40, 50, 3), (1, 1, 1), (9_000, 70_000, 8)])  # m > 2**16: two radix digits
+def test_inverse_csr_lists_each_inverse_neighbourhood_in_increasing_order(n, m, k):
+    from jaxnn._src.inverse import inverse_csr
+
+    nb = np.random.default_rng(m).integers(0, m, (n, k))
+    counts, starts, sources = inverse_csr(nb, m)
+    rows, targets = np.repeat(np.arange(n), k), nb.reshape(-1)
+    order = np.lexsort((rows, targets))  # by j, then by i
+    np.testing.assert_array_equal(sources, rows[order])
+    np.testing.assert_array_equal(counts, np.bincount(targets, minlength=m))
+    np.testing.assert_array_equal(starts, np.concatenate([[0], np.cumsum(counts)[:-1]]))
+
+
 def test_inverse_neighbors_device_build_equals_host(monkeypatch):
     """Large members arrays are scattered on the device: same result."""
     from jaxnn._src import inverse

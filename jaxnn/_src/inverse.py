@@ -14,6 +14,7 @@ import numpy as np
 from jaxnn._src.checks import check_integer
 from jaxnn._src.graph import Neighbors
 from jaxnn._src.shared_sizes import to_device
+from jaxnn._src.sorting import stable_order
 
 __all__ = ["InverseNeighbors", "inverse_neighbors", "inverse_csr", "inverse_counts"]
 
@@ -36,8 +37,9 @@ def inverse_csr(indices, m: int | None = None):
     Returns ``(counts, starts, sources)``: n_j = ``counts[j]`` (m,), and
     inv(j) = {i : j ∈ NN_k(x_i)} in increasing i is
     ``sources[starts[j] : starts[j] + counts[j]]`` (``sources``: (n·k,)).
-    One sort of the (j, i) pairs as unique int64 keys (far faster than a
-    stable argsort of the j's).
+    The row-major flat indices sorted stably by j (a radix sort,
+    :func:`jaxnn._src.sorting.stable_order`), so each inv(j) keeps
+    increasing i.
     """
     if isinstance(indices, Neighbors):
         indices = indices.indices
@@ -51,10 +53,9 @@ def inverse_csr(indices, m: int | None = None):
     targets = nbrs.reshape(-1).astype(np.int64)
     if targets.size and (targets.min() < 0 or targets.max() >= m):
         raise ValueError(f"neighbour indices must lie in [0, {m}); got values in [{targets.min()}, {targets.max()}]")
-    pairs = np.sort(targets * n + np.repeat(np.arange(n, dtype=np.int64), k))
     counts = np.bincount(targets, minlength=m)
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-    return counts, starts, pairs % n
+    return counts, starts, stable_order(targets, m) // max(k, 1)
 
 
 def inverse_counts(indices, m: int | None = None) -> np.ndarray:
