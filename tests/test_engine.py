@@ -333,10 +333,12 @@ def test_auto_chooser_runs_colored_on_accelerators_for_whole_passes():
     assert auto_chooser(100, 300, "gpu") == "colored"
     assert auto_chooser(100, 300, "tpu") == "colored"
     assert auto_chooser(100, 150, "gpu") == "lazy"  # the schedule runs whole passes only
-    # on CPU from m·C = 5·10⁶ on (AUTO_COLORED_MIN_STATE_CPU), whole passes only
+    # on CPU from m·C = 5·10⁶ (AUTO_COLORED_MIN_STATE_CPU) or m = 5·10⁵ (AUTO_COLORED_MIN_ROWS_CPU), whole passes only
     assert auto_chooser(500_000, 500_000, "cpu", 10) == "colored"
     assert auto_chooser(100_000, 200_000, "cpu", 50) == "colored"
     assert auto_chooser(499_999, 499_999, "cpu", 10) == "lazy"
+    assert auto_chooser(500_000, 500_000, "cpu", 2) == "colored"
+    assert auto_chooser(499_999, 499_999, "cpu", 2) == "lazy"
     assert auto_chooser(5_000_000, 5_000_000, "cpu") == "colored"
     assert auto_chooser(500_000, 750_000, "cpu", 10) == "lazy"
 

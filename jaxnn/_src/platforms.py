@@ -10,7 +10,8 @@ rule                           CPU                      GPU / TPU
 =============================  ==============================================
 :func:`narrows_steps`          steps narrowed to n_j    full-width steps
 :func:`runs_windows`           windowed sequential scan plain scan
-:func:`colored_by_default`     from m·C ≥ 5·10⁶         whole passes, any size
+:func:`colored_by_default`     from m ≥ 5·10⁵ or        whole passes, any size
+                               m·C ≥ 5·10⁶
 :func:`search_tile_elements`   2²⁴ distances a tile     2²⁷
 :func:`chunked_search`         from m ≥ 32 768          never
 :func:`fused_search`           never                    GPU: from m ≥ 32 768
@@ -32,7 +33,8 @@ from jaxnn._src import sharding
 
 __all__ = ["platform", "is_cpu", "on_host", "narrows_steps", "runs_windows", "colored_by_default",
            "search_tile_elements", "chunked_search", "fused_search", "kernels_interpreted", "schedule_step_elements",
-           "warns_slow_search", "compiler_options", "AUTO_COLORED_MIN_STATE_CPU", "SMALL_PROGRAM_ELEMENTS"]
+           "warns_slow_search", "compiler_options", "AUTO_COLORED_MIN_STATE_CPU",
+           "AUTO_COLORED_MIN_ROWS_CPU", "SMALL_PROGRAM_ELEMENTS"]
 
 #: platforms whose sequential and greedy steps are narrowed to n_j
 #: (:func:`jaxnn._src.steps.step_widths`) and whose greedy updates loop over
@@ -45,6 +47,10 @@ WINDOWED_PLATFORMS = ("cpu",)
 #: m·C from which ``chooser="auto"`` runs the colored schedule on a CPU too
 #: (an accelerator runs it for whole passes at any size)
 AUTO_COLORED_MIN_STATE_CPU = 5_000_000
+#: m from which ``chooser="auto"`` runs the colored schedule on a CPU at any C:
+#: the colouring's own compilation is paid back within the first fit from
+#: there (docs/performance.md, lazy against colored ``fit`` on CPU)
+AUTO_COLORED_MIN_ROWS_CPU = 500_000
 #: platforms whose exact search fuses its first stage into one kernel
 FUSED_SEARCH_PLATFORMS = ("gpu",)
 #: elements of one (block × m) distance tile of the exact search: 2²⁴ float32
@@ -111,8 +117,10 @@ def runs_windows(name: str | None = None) -> bool:
 
 def colored_by_default(m: int, n_classes: int, name: str | None = None) -> bool:
     """Whether ``chooser="auto"`` runs whole passes as the colored schedule:
-    on an accelerator always, on a CPU from m·C ≥ :data:`AUTO_COLORED_MIN_STATE_CPU`."""
-    return not is_cpu(name) or m * int(n_classes) >= AUTO_COLORED_MIN_STATE_CPU
+    on an accelerator always, on a CPU from m ≥ :data:`AUTO_COLORED_MIN_ROWS_CPU`
+    or m·C ≥ :data:`AUTO_COLORED_MIN_STATE_CPU`."""
+    return (not is_cpu(name) or m >= AUTO_COLORED_MIN_ROWS_CPU
+            or m * int(n_classes) >= AUTO_COLORED_MIN_STATE_CPU)
 
 
 def search_tile_elements(name: str | None = None) -> int:

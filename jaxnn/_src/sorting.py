@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["stable_order", "unique_pairs"]
+__all__ = ["stable_order", "unique_inverse"]
 
 #: bits of one digit: NumPy's stable argsort of 16-bit keys is a radix sort
 DIGIT_BITS = 16
@@ -30,20 +30,17 @@ def stable_order(values, bound: int) -> np.ndarray:
     return order
 
 
-def unique_pairs(major, minor, major_bound: int, minor_bound: int):
-    """The distinct pairs (major, minor) of two (n,) arrays of non-negative
-    integers below their bounds, in increasing (major, minor) order, and for
-    each input pair the index of its pair among them — what
-    ``np.unique(major * minor_bound + minor, return_inverse=True)`` gives,
-    by two radix sorts instead of a comparison sort.
-
-    Returns ``(major_u, minor_u, inverse)``: (u,), (u,) and (n,) int64."""
-    major, minor = np.asarray(major), np.asarray(minor)
-    order = stable_order(minor, minor_bound)
-    order = order[stable_order(major[order], major_bound)]
-    a, b = major[order], minor[order]
-    new = np.ones(a.size, bool)
-    new[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
-    inverse = np.empty(a.size, np.int64)
+def unique_inverse(values, bound: int):
+    """The distinct values of ``values`` (n,) — non-negative integers <
+    ``bound`` — in increasing order, and for each value the index of its
+    distinct value: ``np.unique(values, return_inverse=True)`` by a radix
+    sort instead of a comparison sort.  Returns ``(unique (u,), inverse
+    (n,) int64)``."""
+    values = np.asarray(values)
+    order = stable_order(values, bound)
+    ordered = values[order]
+    new = np.ones(ordered.size, bool)
+    new[1:] = ordered[1:] != ordered[:-1]
+    inverse = np.empty(ordered.size, np.int64)
     inverse[order] = np.cumsum(new) - 1
-    return a[new].astype(np.int64), b[new].astype(np.int64), inverse
+    return ordered[new], inverse

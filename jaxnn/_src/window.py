@@ -31,7 +31,7 @@ from jaxnn._src import programs, steps
 from jaxnn._src.inverse import inverse_csr, members_in_order
 from jaxnn._src.losses import Loss
 from jaxnn._src.shared_sizes import PaddedShapes, in_blocks, shared_width, to_device
-from jaxnn._src.sorting import unique_pairs
+from jaxnn._src.sorting import unique_inverse
 from jaxnn._src.steps import CHUNK, BoostResult, step_widths
 
 __all__ = ["WindowLayout", "window_layout", "boost_windowed", "shared_max_count", "WINDOW_ELEMENTS"]
@@ -147,13 +147,14 @@ def _window_rows(csr, examples, lens, m: int, S: int):
     flat = members_in_order(csr, examples)
     window = np.repeat(np.arange(examples.size) // S, lens)
     # local row number of each member within its window: rank among the window's distinct rows
-    key_window, key_row, inverse = unique_pairs(window, flat, n_windows, m + 1)
+    keys, inverse = unique_inverse(window * (m + 1) + flat, n_windows * (m + 1))
+    key_window = keys // (m + 1)
     first = np.searchsorted(key_window, np.arange(n_windows))
     local = (inverse - first[window]).astype(np.int32)
     sizes = np.bincount(key_window, minlength=n_windows)
     U = max(1, int(sizes.max(initial=1)))
     rows = np.full((n_windows, U), m, np.int32)
-    rows[key_window, np.arange(key_window.size) - first[key_window]] = key_row
+    rows[key_window, np.arange(keys.size) - first[key_window]] = keys % (m + 1)
     return rows, local
 
 
