@@ -48,8 +48,9 @@ WINDOWED_PLATFORMS = ("cpu",)
 #: (an accelerator runs it for whole passes at any size)
 AUTO_COLORED_MIN_STATE_CPU = 5_000_000
 #: m from which ``chooser="auto"`` runs the colored schedule on a CPU at any C:
-#: the colouring's own compilation is paid back within the first fit from
-#: there (docs/performance.md, lazy against colored ``fit`` on CPU)
+#: from there a first fit, which compiles the colouring, takes about as long
+#: as the windowed scan's, and later ones half as long (docs/performance.md,
+#: lazy against colored ``fit`` on CPU)
 AUTO_COLORED_MIN_ROWS_CPU = 500_000
 #: platforms whose exact search fuses its first stage into one kernel
 FUSED_SEARCH_PLATFORMS = ("gpu",)
