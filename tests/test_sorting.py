@@ -29,3 +29,12 @@ def test_unique_inverse_is_numpys_unique(bound, n, seed):
     got, inverse = unique_inverse(values, bound)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(inverse, want_inverse.reshape(-1))
+
+
+@pytest.mark.parametrize("bound", [(1 << 16) + 1, 10**6, 1 << 26, (1 << 26) + 1])  # MSD: 2 to 1024 buckets; LSD
+def test_stable_order_of_many_values_is_numpys_stable_argsort(bound):
+    from jaxnn._src.sorting import MSD_MIN_SIZE
+
+    values = np.random.default_rng(bound).integers(0, bound, MSD_MIN_SIZE + 7)
+    values[:1000] = values[1000:2000]  # repeats, whose order must be kept
+    np.testing.assert_array_equal(stable_order(values, bound), np.argsort(values, kind="stable"))

@@ -26,6 +26,7 @@ from jaxnn._src.inverse import inverse_csr, members_in_order
 from jaxnn._src.losses import Loss
 from jaxnn._src.maxtree import round_up
 from jaxnn._src.shared_sizes import PaddedShapes, in_blocks, to_device
+from jaxnn._src.sorting import stable_order
 from jaxnn._src.steps import BoostResult
 
 __all__ = ["ColorSchedule", "color_conflict_graph", "color_schedule", "padded_schedule",
@@ -158,7 +159,8 @@ def _colour(neighbors: np.ndarray, csr, batch_elements: int, rows: int | None = 
     counts, starts, sources = csr
     m, k = counts.size, neighbors.shape[1]
     rows = m if rows is None else int(rows)
-    order = np.lexsort((np.arange(m), -counts)).astype(np.int32)
+    largest = int(counts.max(initial=0))
+    order = stable_order(largest - counts, largest + 1).astype(np.int32)  # by decreasing n_j, ties by index
     # the top tier's width: the largest n_j, at least 4k, rounded up to a power of two —
     # fewer shapes to compile (graphs of one size and k mostly share it: the largest n_j
     # of 1000 Gaussian points at k = 6 varied 15–30, which took 16 or 32)
@@ -278,7 +280,7 @@ def _host_schedule(neighbors, chunk, n_classes: int, platform, pad_to):
     # (see the docstring): relabelled so that colour 0 goes first
     colors = _colour(nbrs, csr, color_batch_elements(m), rows=rows)
     colors = (colors.max(initial=0) - colors).astype(np.int32)
-    order = np.lexsort((np.arange(m), colors))  # examples grouped by colour, by index within
+    order = stable_order(colors, int(colors.max(initial=0)) + 1)  # examples grouped by colour, by index within
     lens = counts_np[order]
     units = lens + 1
     before = np.cumsum(units) - units  # units before each example (in this order)

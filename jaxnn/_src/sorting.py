@@ -14,17 +14,40 @@ __all__ = ["stable_order", "unique_inverse"]
 
 #: bits of one digit: NumPy's stable argsort of 16-bit keys is a radix sort
 DIGIT_BITS = 16
+_DIGIT = (1 << DIGIT_BITS) - 1
+#: from this many values, a sort of two digits takes the high digit first
+#: and then each of its buckets, a cache-sized sort, by the low digit (at 10⁷
+#: values below 10⁶ in half the time of a pass a digit over all of them;
+#: below, the passes over all values are quicker)
+MSD_MIN_SIZE = 1 << 21
+#: the most buckets of the high digit sorted one by one; beyond, a pass a digit
+MSD_MAX_BUCKETS = 1024
 
 
 def stable_order(values, bound: int) -> np.ndarray:
     """The permutation (n,) that sorts ``values`` (n,) — non-negative integers
-    < ``bound`` — stably (equal values keep their order): a
-    least-significant-digit radix sort, one stable argsort per 16-bit digit."""
+    < ``bound`` — stably (equal values keep their order), by stable argsorts
+    of 16-bit digits: below 2¹⁶ one argsort; for at least
+    :data:`MSD_MIN_SIZE` values below 2¹⁶·:data:`MSD_MAX_BUCKETS`, the high
+    digit first and then each of its buckets by the low digit; else a
+    least-significant-digit radix sort, one pass a digit over all values."""
     values = np.asarray(values)
-    n_digits = max(1, -(-(max(int(bound), 1) - 1).bit_length() // DIGIT_BITS))
+    bound = max(int(bound), 1)
+    if bound <= 1 << DIGIT_BITS:
+        return np.argsort(values.astype(np.uint16), kind="stable")
+    buckets = ((bound - 1) >> DIGIT_BITS) + 1
+    if values.size >= MSD_MIN_SIZE and buckets <= MSD_MAX_BUCKETS:
+        high = (values >> DIGIT_BITS).astype(np.uint16)
+        order = np.argsort(high, kind="stable")
+        low = (values & _DIGIT).astype(np.uint16)[order]
+        ends = np.cumsum(np.bincount(high, minlength=buckets))
+        for a, b in zip(ends - np.diff(ends, prepend=0), ends):
+            if b - a > 1:
+                order[a:b] = order[a:b][np.argsort(low[a:b], kind="stable")]
+        return order
     order = None
-    for d in range(n_digits):
-        digit = ((values >> (d * DIGIT_BITS)) & ((1 << DIGIT_BITS) - 1)).astype(np.uint16)
+    for d in range(-(-(bound - 1).bit_length() // DIGIT_BITS)):
+        digit = ((values >> (d * DIGIT_BITS)) & _DIGIT).astype(np.uint16)
         step = np.argsort(digit if order is None else digit[order], kind="stable")  # gathers 2-byte digits
         order = step if order is None else order[step]
     return order
