@@ -15,10 +15,10 @@ __all__ = ["stable_order", "unique_inverse"]
 #: bits of one digit: NumPy's stable argsort of 16-bit keys is a radix sort
 DIGIT_BITS = 16
 _DIGIT = (1 << DIGIT_BITS) - 1
-#: from this many values, a sort of two digits takes the high digit first
-#: and then each of its buckets, a cache-sized sort, by the low digit (at 10⁷
-#: values below 10⁶ in half the time of a pass a digit over all of them;
-#: below, the passes over all values are quicker)
+#: from this many values (far more than a CPU's cache holds), a sort of two
+#: digits takes the high digit first and then each of its buckets — a
+#: cache-sized sort — by the low digit; below, passes over all values are as
+#: quick (docs/performance.md, a whole fit from a given graph)
 MSD_MIN_SIZE = 1 << 21
 #: the most buckets of the high digit sorted one by one; beyond, a pass a digit
 MSD_MAX_BUCKETS = 1024
