@@ -96,9 +96,7 @@ class Program:
         functools.update_wrapper(self, fun)
 
     def __call__(self, *args, **kwargs):
-        dynamic = {k: v for k, v in kwargs.items() if k not in self._static}
-        leaves, tree = jax.tree_util.tree_flatten((args, dynamic))
-        options = self._options(leaves)
+        dynamic, leaves, tree, options = self._split(args, kwargs)
         folder = _folder()
         key = None if folder is None or options is None else self._key(kwargs, leaves, tree, options)
         if key is None:
@@ -107,6 +105,14 @@ class Program:
         if compiled is None:
             compiled = self._programs[key] = self._load_or_compile(folder, key, args, kwargs)
         return compiled(*args, **dynamic)
+
+    def _split(self, args, kwargs):
+        """A call's non-static keyword arguments, its non-static arguments
+        flattened (leaves and tree) and the compiler options they give
+        (:meth:`_options`)."""
+        dynamic = {k: v for k, v in kwargs.items() if k not in self._static}
+        leaves, tree = jax.tree_util.tree_flatten((args, dynamic))
+        return dynamic, leaves, tree, self._options(leaves)
 
     def _options(self, leaves):
         """The compiler options for a call whose non-static arguments have
@@ -142,8 +148,7 @@ class Program:
         """``jax.jit``'s ``lower`` with the compiler options a call with these
         arguments compiles with: ``lower(...).compile()`` compiles what the
         call runs (ahead of time, as the benchmarks warm their runs)."""
-        dynamic = {k: v for k, v in kwargs.items() if k not in self._static}
-        options = self._options(jax.tree_util.tree_leaves((args, dynamic)))
+        options = self._split(args, kwargs)[3]
         return self._jitted(options or ()).lower(*args, **kwargs)
 
     def __getattr__(self, name):

@@ -40,8 +40,9 @@ def stable_order(values, bound: int) -> np.ndarray:
         high = (values >> DIGIT_BITS).astype(np.uint16)
         order = np.argsort(high, kind="stable")
         low = (values & _DIGIT).astype(np.uint16)[order]
-        ends = np.cumsum(np.bincount(high, minlength=buckets))
-        for a, b in zip(ends - np.diff(ends, prepend=0), ends):
+        sizes = np.bincount(high, minlength=buckets)
+        ends = np.cumsum(sizes)
+        for a, b in zip(ends - sizes, ends):
             if b - a > 1:
                 order[a:b] = order[a:b][np.argsort(low[a:b], kind="stable")]
         return order
