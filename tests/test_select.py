@@ -357,23 +357,32 @@ def test_select_weighs_narrow_steps_against_all_its_passes(chooser, monkeypatch)
 
 
 @pytest.mark.slow  # many selects or fits
-def test_select_searches_exactly_its_largest_k(monkeypatch):
-    """select's candidate ks share one search of the largest k's neighbours;
-    a small search there finds exactly max(ks), not shared_sizes.shared_k of
-    it (64 for 50: its search 18 % slower at m = 2000), while fit's own
-    search still finds shared_k(k) (64 for 10 on these 400 points) so that
-    nearby ks share it."""
+def test_select_searches_as_the_fit_its_candidates_make(monkeypatch, compilations):
+    """select's candidate ks share one search of the largest k's neighbours.
+    Where a fit of all the points finds the same shared_sizes.shared_k
+    columns for every candidate k (400 points: 64 for 5 … 50), select's
+    search is that fit's: the training part padded to the fit's rows, 64
+    neighbours found, and a fit after it compiles no search of its own.
+    Where the candidates' fits differ (600 points: 8 for 5, 64 for 50) it
+    finds exactly max(ks) (64 for 50: its search 18 % slower at m = 2000)."""
     from jaxnn._src import search
 
     found = []
     real = search.conditioned_search
     monkeypatch.setattr(search, "conditioned_search", lambda *a, **kw: found.append(kw["k"]) or real(*a, **kw))
     X, y = _data(m=400, seed=4)
+    with compilations(real):
+        jaxnn.select(X, y, ks=(5, 10, 20, 50), losses=("logistic",), passes=(1,))
+    assert found == [shared_sizes.shared_k(50, 400)] == [64]
+    found.clear()
+    with compilations() as compiled:
+        jaxnn.fit(X, y, k=10, posterior="link", shrinkage=None)
+    assert found == [shared_sizes.shared_k(10, 400)] == [64]
+    assert compiled.of(real) == [], list(compiled)
+    found.clear()
+    X, y = _data(m=600, seed=4)
     jaxnn.select(X, y, ks=(5, 10, 20, 50), losses=("logistic",), passes=(1,))
     assert found == [50]
-    found.clear()
-    jaxnn.fit(X, y, k=10, posterior="link", shrinkage=None)
-    assert found == [shared_sizes.shared_k(10, 400)] == [64]
 
 
 def test_select_scores_small_k_as_predict_does():

@@ -16,7 +16,7 @@ import numpy as np
 
 from jaxnn._src import algorithms as algos
 from jaxnn._src import losses as losses_mod
-from jaxnn._src import boost_runs, programs, sharding
+from jaxnn._src import boost_runs, programs, shared_sizes, sharding
 from jaxnn._src.calibration import common_leverage, shrinkages_of, shrunk_scores
 from jaxnn._src.graph import default_candidates, graph_and_query, knn_graph, knn_query, nndescent_index, nndescent_query
 from jaxnn._src.inputs import as_points, compute_dtype, encode_labels, label_rows, points_of_parts
@@ -25,7 +25,7 @@ from jaxnn._src.plan import make_plan
 from jaxnn._src.leverage import unreached_leverage
 from jaxnn._src.prediction import label_sums, leveraged_scores, tie_broken_argmax, tie_parts
 from jaxnn._src.progress import logged, progress_shown, stage
-from jaxnn._src.shared_sizes import padded_rows, query_rows, to_device
+from jaxnn._src.shared_sizes import padded_rows, query_rows, shared_k, shared_rows, to_device
 from jaxnn._src.steps import initial_edges
 
 __all__ = ["Selection", "select", "DEFAULT_KS", "DEFAULT_LOSSES", "DEFAULT_PASSES"]
@@ -190,7 +190,7 @@ def select(
     k_max = max(ks)
     graph, query = logged(f"select: {graph_method} {k_max}-NN graph of {m} training points and the {va.size} "
                           f"held-out points' neighbours",
-                          lambda: _searched(X_tr, X_va, k_max, graph_method, seed, devices))
+                          lambda: _searched(X_tr, X_va, min(ks), k_max, graph_method, seed, devices))
     n_classes = Y_all.shape[1]
     max_passes = max(int(p) for p in passes)
     # a small problem is boosted and scored padded to shared sizes, as fit pads it; the largest k's
@@ -267,7 +267,23 @@ def _tie_broken_labels(S, counts, first, *, width: int):
     return jax.vmap(lambda scores: tie_broken_argmax(scores, counts, first, width))(S)
 
 
-def _searched(X_tr, X_va, k_max: int, graph_method: str, seed: int, devices):
+def _fit_search(m: int, k_min: int, k_max: int) -> dict:
+    """How select's exact search of the held-out split's points, among its
+    training part, is sized: where a fit of all m points finds the same
+    :func:`shared_sizes.shared_k` neighbours for every candidate k (k_min …
+    k_max: at most :data:`shared_sizes.SMALL_K_MAX_ROWS` points), as that
+    fit's graph search — the training part padded to the m points'
+    :func:`shared_sizes.shared_rows`, shared_k(k_max) neighbours found —, so
+    that ``fit(k="auto")``'s graph search next runs the same compiled program;
+    else exactly k_max neighbours (the candidate ks share the search already;
+    more columns would only cost time)."""
+    rows = shared_rows(m)
+    if m > shared_sizes.SHARED_MAX_ROWS or shared_k(k_min, rows, m) != shared_k(k_max, rows, m):
+        return {"share_k": False}
+    return {"rows": rows}
+
+
+def _searched(X_tr, X_va, k_min: int, k_max: int, graph_method: str, seed: int, devices):
     """(the (m, k_max) training graph, the (n_val, k_max) neighbours of the
     held-out points in it), host arrays, nearest first: prefixes are the
     k-NN graphs of the smaller ks."""
@@ -275,9 +291,8 @@ def _searched(X_tr, X_va, k_max: int, graph_method: str, seed: int, devices):
         found = nndescent_index(X_tr, k_max, seed, default_candidates(k_max), 1)
         graph, query = found.neighbors.indices, nndescent_query(found.index, X_tr, X_va, k_max).indices
     elif graph_method == "exact":  # one search, one compilation (graph.graph_and_query)
-        # exactly k_max neighbours: the candidate ks share this search already; a shared_k(k_max) search
-        # (64 for 50) would only find neighbours that no candidate uses
-        graph, query = graph_and_query(X_tr, X_va, k_max, devices=devices, share_k=False)
+        graph, query = graph_and_query(X_tr, X_va, k_max, devices=devices, **_fit_search(X_tr.shape[0] + X_va.shape[0],
+                                                                                        k_min, k_max))
     else:
         graph = knn_graph(X_tr, k_max, method=graph_method, seed=seed, devices=devices).indices
         query = knn_query(X_tr, X_va, k_max, devices=devices).indices
