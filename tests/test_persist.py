@@ -99,6 +99,15 @@ def test_round_trip_of_string_classes_multilabel_and_far_points(data, tmp_path):
     _same_model(shifted, _round_trip(shifted, tmp_path), Xq.astype(np.float64) + 1e8)
 
 
+def test_round_trip_of_a_model_sized_for_its_candidates(data, tmp_path):
+    """fit(k="auto")'s model keeps the largest candidate k its searches are
+    sized for (search_k): a loaded one searches and scores alike."""
+    X, y, Xq = data
+    model = jaxnn.fit(X, y, k="auto", loss="logistic", rounds=X.shape[0])
+    assert model.search_k == 50
+    _same_model(model, _round_trip(model, tmp_path), Xq)
+
+
 def test_round_trip_of_a_float64_model(data, tmp_path):
     X, y, Xq = data
     path = tmp_path / "wide.jaxnn"
@@ -391,12 +400,14 @@ def test_an_older_format_version_loads_and_predicts_as_the_jaxnn_that_wrote_it(n
     that jaxnn's predictions of the same queries: a default 3-class model of
     string labels (held-out T and shrinkage), and a given metric with the
     Matsushita loss, UNN and the link posteriors.  Loaded today, they predict
-    the same (version 1 has no kernel term: w = 0)."""
+    the same (version 1 has no kernel term: w = 0; neither version a
+    search_k)."""
     folder = os.path.join(os.path.dirname(__file__), "data")
     path = os.path.join(folder, f"format_v{version}_{name}.jaxnn")
     with zipfile.ZipFile(path) as archive, archive.open("__jaxnn__.npy") as fh:
         assert json.loads(str(np.load(fh)))["format_version"] == version
     model = jaxnn.load(path)
+    assert model.search_k == 0  # version 4's field: an older file sizes its searches for its own k
     if version == 1:
         assert model.posterior_weight == 0.0 and model.posterior_bandwidth == 0.0
     with np.load(os.path.join(folder, f"format_v{version}_predictions.npz")) as old:
@@ -476,12 +487,16 @@ def _predictions(model, Xq):
     (lambda m: dict(posterior_mix=float("nan")), ValueError, "model.posterior_mix"),
     (lambda m: dict(posterior_mix="0.5"), TypeError, "model.posterior_mix must be a real number"),
     (lambda m: dict(rounds=-1), ValueError, "model.rounds must be >= 0"),
+    (lambda m: dict(search_k=91), ValueError, r"model.search_k must be 0 or lie in \[1, m\] = \[1, 90\]"),
+    (lambda m: dict(search_k=-1), ValueError, "model.search_k must be 0 or lie in"),
+    (lambda m: dict(search_k=5.0), TypeError, "model.search_k must be an integer"),
     (lambda m: dict(multilabel="no"), TypeError, "model.multilabel must be a bool"),
     (lambda m: dict(loss="logistic"), TypeError, "model.loss must be a jaxnn.losses.Loss"),
     (lambda m: dict(algorithm="gnnb"), TypeError, "model.algorithm must be an algorithm object"),
 ], ids=["alpha-rows", "alpha-columns", "alpha-1d", "alpha-list", "Y-rows", "X-rows", "X-strings", "trace-2d",
         "origin-shape", "classes-few", "classes-not-sequence", "one-class", "k-0", "k-above-m", "k-float", "mix-2",
-        "mix-negative", "mix-nan", "mix-str", "rounds", "multilabel", "loss", "algorithm"])
+        "mix-negative", "mix-nan", "mix-str", "rounds", "search_k-above-m", "search_k-negative", "search_k-float",
+        "multilabel", "loss", "algorithm"])
 def test_a_bad_model_is_refused_where_it_enters_prediction(model, data, change, error, match):
     bad = dataclasses.replace(model, **change(model))
     for fn in (jaxnn.decision_function, jaxnn.predict_proba, jaxnn.predict):

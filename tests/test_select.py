@@ -359,12 +359,12 @@ def test_select_weighs_narrow_steps_against_all_its_passes(chooser, monkeypatch)
 @pytest.mark.slow  # many selects or fits
 def test_select_searches_as_the_fit_its_candidates_make(monkeypatch, compilations):
     """select's candidate ks share one search of the largest k's neighbours.
-    Where a fit of all the points finds the same shared_sizes.shared_k
-    columns for every candidate k (400 points: 64 for 5 … 50), select's
-    search is that fit's: the training part padded to the fit's rows, 64
-    neighbours found, and a fit after it compiles no search of its own.
-    Where the candidates' fits differ (600 points: 8 for 5, 64 for 50) it
-    finds exactly max(ks) (64 for 50: its search 18 % slower at m = 2000)."""
+    On at most shared_sizes.SHARED_K_MAX_ROWS points, where fit(k="auto")'s
+    model is sized for the largest candidate (shared_sizes.candidates_k),
+    select's search is that fit's: the training part padded to the fit's
+    rows, shared_k(50) = 64 neighbours found, and the fit after it compiles
+    no search of its own (400 points; 600, where fits at 5 and 50 alone
+    would find 8 and 64).  Above, it finds exactly max(ks)."""
     from jaxnn._src import search
 
     found = []
@@ -381,8 +381,47 @@ def test_select_searches_as_the_fit_its_candidates_make(monkeypatch, compilation
     assert compiled.of(real) == [], list(compiled)
     found.clear()
     X, y = _data(m=600, seed=4)
+    with compilations() as compiled:
+        model = jaxnn.fit(X, y, k="auto", loss="logistic", rounds=600, posterior="link", shrinkage=None)
+    assert (model.search_k, found) == (50, [64, 64])
+    assert compiled.of(real) == ["jit(conditioned_search)"], list(compiled)
+    found.clear()
+    X, y = _data(m=2100, seed=4)
     jaxnn.select(X, y, ks=(5, 10, 20, 50), losses=("logistic",), passes=(1,))
     assert found == [50]
+
+
+@pytest.mark.slow  # four fits(k="auto")
+def test_auto_k_models_of_any_chosen_k_share_their_programs_and_equal_a_fit_at_it(compilations):
+    """fit(k="auto") on 600 points sizes its model for the largest
+    candidate (search_k = 50): data whose choice is k = 5 and data whose
+    choice is k = 50 run the same compiled searches, boosting and rule —
+    the second fit and its posteriors compile nothing —, and each model
+    equals, bit for bit, a fit at its chosen k (the first k of the wider
+    search's neighbours are the k-NN; padding is inert)."""
+    from jaxnn._src import boosting, prediction, search
+
+    rng = np.random.default_rng(0)
+    m = 600
+    y = rng.integers(0, 2, m)
+    apart = rng.normal(size=(m, 4)) + 6.0 * y[:, None]  # every k scores 1: ties go to the smallest
+    close = rng.normal(size=(m, 4)) + 0.5 * y[:, None]  # overlapping classes: the widest vote wins
+    settings = dict(loss="logistic", rounds=m)
+    watched = (search.conditioned_search, boosting.boost, prediction._rule)
+    chosen = []
+    for X, watch in ((apart, watched), (close, ())):
+        with compilations(*watch) as compiled:
+            model = jaxnn.fit(X, y, k="auto", **settings)
+            proba = np.asarray(jaxnn.predict_proba(model, X[:100]))
+        if not watch:
+            assert compiled.of(*watched) == [], list(compiled)
+        chosen.append(model.k)
+        assert model.search_k == 50
+        plain = jaxnn.fit(X, y, k=model.k, **settings)
+        assert plain.search_k == 0
+        np.testing.assert_array_equal(np.asarray(model.alpha), np.asarray(plain.alpha))
+        np.testing.assert_array_equal(proba, np.asarray(jaxnn.predict_proba(plain, X[:100])))
+    assert chosen == [5, 50]
 
 
 def test_select_scores_small_k_as_predict_does():

@@ -62,7 +62,7 @@ def segment_rounds(m: int) -> int:
 
 
 def run(plan: Plan, Y_np, nbrs, dtype, *, algorithm, loss, rounds: int, seed: int, trace: bool, like=None,
-        home=None, Y=None, weights=None):
+        home=None, Y=None, weights=None, sized_k=None):
     """Boost T = ``rounds`` steps per class on the (m, k) graph ``nbrs`` as
     ``plan`` says, labels Y_np (m, C) ±1 on the host, in ``dtype``.
 
@@ -81,6 +81,8 @@ def run(plan: Plan, Y_np, nbrs, dtype, *, algorithm, loss, rounds: int, seed: in
     None, or the examples' sample weights (m,) on the host, of mean 1 —
     the run boosts the weighted surrogate risk (:class:`steps.Weights`;
     a plan for weights, ``make_plan(weighted=True)``, has no windows).
+    ``sized_k``: the k a padded run's shapes are sized for (None: the
+    graph's; :class:`Engine`).
 
     Returns (:class:`BoostResult` of the m examples and C classes — α (m, C),
     edges, the trace (T,) or None —, the padded shapes used or None)."""
@@ -88,12 +90,12 @@ def run(plan: Plan, Y_np, nbrs, dtype, *, algorithm, loss, rounds: int, seed: in
     parts = chooser_orders(plan.chooser, m, rounds, seed, segment_rounds(m))
     steps, order = next(parts)
     result, shapes = _run_segment(plan, Y_np, nbrs, dtype, order, steps, None, algorithm=algorithm, loss=loss,
-                                  trace=trace, like=like, home=home, Y=Y, weights=weights)
+                                  trace=trace, like=like, home=home, Y=Y, weights=weights, sized_k=sized_k)
     done, alpha, traces = steps, result.alpha, [result.trace]
     for steps, order in parts:  # a long run: the next segment from the edges
         steps_done(done, rounds, "fit: %d of %d steps done", done, rounds)  # once a segment
         result, _ = _run_segment(plan, Y_np, nbrs, dtype, order, steps, result.edges, algorithm=algorithm, loss=loss,
-                                 trace=trace, like=shapes, home=home, Y=Y, weights=weights)
+                                 trace=trace, like=shapes, home=home, Y=Y, weights=weights, sized_k=sized_k)
         done, alpha = done + steps, alpha + result.alpha
         traces.append(result.trace)
     if len(traces) == 1:
@@ -102,12 +104,12 @@ def run(plan: Plan, Y_np, nbrs, dtype, *, algorithm, loss, rounds: int, seed: in
 
 
 def _run_segment(plan: Plan, Y_np, nbrs, dtype, order, rounds: int, E0, *, algorithm, loss, trace: bool, like, home,
-                 Y=None, weights=None):
+                 Y=None, weights=None, sized_k=None):
     """:func:`run`'s work for ``rounds`` steps in the example ``order``
     (None for the colored schedule, which runs rounds/m passes) from the
     edges E0 (m, C) (None: the algorithm's initial edges)."""
     return _padded_run(plan, Y_np, nbrs, dtype, order, rounds, E0, weights, algorithm=algorithm, loss=loss,
-                       trace=trace, like=like, home=home, Y=Y, announce=True)
+                       trace=trace, like=like, home=home, Y=Y, announce=True, sized_k=sized_k)
 
 
 class Prepared(NamedTuple):
@@ -136,15 +138,17 @@ class Prepared(NamedTuple):
 class Engine(NamedTuple):
     """A schedule's two pure functions.
 
-    ``prepare(plan, nbrs, order, steps, pad_to, *, n_classes, window_k)`` →
+    ``prepare(plan, nbrs, order, steps, pad_to, *, n_classes, sized_k)`` →
     :class:`Prepared`: the (m, k) graph ``nbrs`` — or (n, m, k), n blocks —
     laid out for ``steps`` steps per class in the example ``order`` (steps,)
     (None for the colored schedule, which runs steps/m passes), on the
     device; ``pad_to`` None (the problem's own sizes) or the
     :class:`PaddedShapes` to pad to at least, its ``rows`` those of the
     labels the run gets; ``n_classes`` the C the colored schedule's steps
-    are sized for; ``window_k`` the k the windowed scan's windows are sized
-    for (None: the graph's, or its shared k where padded).
+    are sized for; ``sized_k`` the k the padded shapes are sized for — the
+    sequential scan's width floor, the windowed scan's windows — (None: the
+    graph's k; a k-NN graph's first columns sized for a larger k share its
+    program).
 
     ``run(prepared, Y, E0, weights, *, algorithm, loss, trace, calls,
     narrow)`` → :class:`BoostResult` of the padded rows: the compiled steps
@@ -190,7 +194,7 @@ class _ColorArrays(NamedTuple):
     n_steps: jax.Array | None
 
 
-def _prepare_scan(plan: Plan, nbrs, order, steps: int, pad_to, *, n_classes: int, window_k=None,
+def _prepare_scan(plan: Plan, nbrs, order, steps: int, pad_to, *, n_classes: int, sized_k=None,
                   greedy: bool) -> Prepared:
     """The scan's :class:`_ScanArrays`: the padded (m, P) inverse
     neighbourhoods at :func:`shared_sizes.shared_width` (P) (refits of other
@@ -205,7 +209,7 @@ def _prepare_scan(plan: Plan, nbrs, order, steps: int, pad_to, *, n_classes: int
         inv = inverse_neighbors(nbrs, m, width=shared_width(counts.max()))
         arrays = _ScanArrays(inv.members, inv.counts, to_device(nbrs) if greedy else None, to_device(order), None, None)
         return Prepared(arrays, None, None, order.size)
-    shapes = shared_shapes(m, order.size, counts.max(), k, rows=pad_to.rows).at_least(pad_to)
+    shapes = shared_shapes(m, order.size, counts.max(), sized_k or k, rows=pad_to.rows).at_least(pad_to)
     inv, neighbors = padded_graph(nbrs, shapes.rows, shapes.width, greedy=greedy)
     arrays = _ScanArrays(inv.members, inv.counts, neighbors, program_argument(padded_rows(order, shapes.steps)),
                          program_argument(m, np.int32), program_argument(order.size, np.int32))
@@ -249,21 +253,21 @@ def _run_scan(prepared: Prepared, Y, E0, weights, *, algorithm, loss, trace: boo
                  loss=loss, greedy=greedy, trace=trace, calls=calls, narrow=narrow)
 
 
-def _prepare_windowed(plan: Plan, nbrs, order, steps: int, pad_to, *, n_classes: int, window_k=None) -> Prepared:
+def _prepare_windowed(plan: Plan, nbrs, order, steps: int, pad_to, *, n_classes: int, sized_k=None) -> Prepared:
     """The windowed scan's :class:`_WindowArrays`: the
     :func:`window.window_layout` of ``order``, windows of
-    :func:`window.window_steps` (C, ``window_k``) steps; padded, as
-    :func:`windowed_layout` pads it (windows of the shared k's length), the
-    counts to its rows.  ``static``: the largest n_j the steps are compiled
+    :func:`window.window_steps` (C, ``sized_k`` or k) steps; padded, as
+    :func:`windowed_layout` pads it (windows of the shared k's length —
+    :func:`shared_sizes.shared_k` of ``sized_k`` or k), the counts to its rows.  ``static``: the largest n_j the steps are compiled
     for (:func:`window.shared_max_count`)."""
     m, k = nbrs.shape
     order = np.asarray(order)
     counts = inverse_counts(nbrs, m)
     if pad_to is None:
-        layout = window.window_layout(nbrs, order, window.window_steps(n_classes, window_k or k))
+        layout = window.window_layout(nbrs, order, window.window_steps(n_classes, sized_k or k))
         return Prepared(_WindowArrays(to_device(counts), layout, None), window.shared_max_count(counts), None,
                         order.size)
-    layout, shapes = windowed_layout(nbrs, order, window.window_steps(n_classes, window_k or shared_k(k, pad_to.rows)),
+    layout, shapes = windowed_layout(nbrs, order, window.window_steps(n_classes, shared_k(sized_k or k, pad_to.rows)),
                                      like=pad_to)
     arrays = _WindowArrays(program_argument(padded_rows(counts, shapes.rows)), layout, program_argument(m, np.int32))
     return Prepared(arrays, shapes.max_count, shapes, order.size)
@@ -280,7 +284,7 @@ def _run_windowed(prepared: Prepared, Y, E0, weights, *, algorithm, loss, trace:
                                  max_count=prepared.static, calls=calls, narrow=narrow)
 
 
-def _prepare_colored(plan: Plan, nbrs, order, steps: int, pad_to, *, n_classes: int, window_k=None) -> Prepared:
+def _prepare_colored(plan: Plan, nbrs, order, steps: int, pad_to, *, n_classes: int, sized_k=None) -> Prepared:
     """The colored schedule's :class:`_ColorArrays` for ``steps``/m passes:
     :func:`schedule.color_schedule` of the graph (sized for ``n_classes``
     classes on the plan's platform); padded, :func:`schedule.padded_schedule`
@@ -340,21 +344,22 @@ def _pad_to(plan: Plan, m: int, like: PaddedShapes | None) -> PaddedShapes | Non
     return PaddedShapes(rows=shared_rows(m)).at_least(like) if plan.shared else None
 
 
-def _prepare(plan: Plan, nbrs, order, steps: int, pad_to, *, n_classes: int, window_k=None) -> Prepared:
+def _prepare(plan: Plan, nbrs, order, steps: int, pad_to, *, n_classes: int, sized_k=None) -> Prepared:
     """The plan's engine's ``prepare``, its arrays whole on every device of
     the plan's class mesh (:func:`sharding.replicated`)."""
-    prepared = ENGINES[plan.schedule].prepare(plan, nbrs, order, steps, pad_to, n_classes=n_classes, window_k=window_k)
+    prepared = ENGINES[plan.schedule].prepare(plan, nbrs, order, steps, pad_to, n_classes=n_classes, sized_k=sized_k)
     return prepared._replace(arrays=sharding.replicated(prepared.arrays, plan.devices))
 
 
 def _padded_run(plan: Plan, Y_np, nbrs, dtype, order, steps: int, E0, weights, *, algorithm, loss, trace: bool,
-                like=None, home=None, Y=None, announce: bool = False):
+                like=None, home=None, Y=None, announce: bool = False, sized_k=None):
     """The one runner: the labels, edges and weights padded (or, unpadded,
     the labels and edges split along C over the plan's class mesh) →
     ``prepare`` → ``run`` → the result cut back to the m examples and the
     real steps (gathered on ``home`` from a mesh).  ``nbrs`` (m, k) or n
     blocks' (n, m, k); E0 (m, C) or None; ``announce``: log the engine's
-    note.  Returns (:class:`BoostResult`, the padded shapes or None)."""
+    note; ``sized_k``: :class:`Engine`.  Returns (:class:`BoostResult`, the
+    padded shapes or None)."""
     m, n_classes = Y_np.shape
     pad_to = _pad_to(plan, m, like)
     if pad_to is None:
@@ -366,7 +371,7 @@ def _padded_run(plan: Plan, Y_np, nbrs, dtype, order, steps: int, E0, weights, *
         Y = program_argument(padded_rows(Y_np, pad_to.rows), dtype)
         E0 = _padded_edges(E0, pad_to.rows)
         W = member_weights(weights, nbrs, dtype, pad_to.rows)
-    prepared = _prepare(plan, nbrs, order, steps, pad_to, n_classes=Y.shape[1])
+    prepared = _prepare(plan, nbrs, order, steps, pad_to, n_classes=Y.shape[1], sized_k=sized_k)
     if announce and prepared.note is not None:
         logger.info(*prepared.note)
     result = ENGINES[plan.schedule].run(prepared, Y, E0, W, algorithm=algorithm, loss=loss, trace=trace, calls=1,
@@ -474,17 +479,17 @@ def select_shapes(plan: Plan, graph, n_classes: int, seed: int):
     m, k_max = graph.shape
     orders = _pass_order(plan, m, 1, seed)
     return _prepare(plan, graph, None if orders is None else orders[0], m, _pad_to(plan, m, None),
-                    n_classes=n_classes, window_k=k_max).shapes
+                    n_classes=n_classes, sized_k=k_max).shapes
 
 
 def pass_runner(plan: Plan, nb: np.ndarray, n_classes: int, algorithm, seed: int, max_passes: int, shared=None,
-                window_k=None, calls: int = 1):
+                sized_k=None, calls: int = 1):
     """``(Y, edges, loss, p) → BoostResult`` of pass p (1-based) on the graph
     ``nb`` (m, k) as :func:`run` runs it (the plan's engine over pass p's
     slice of ``fit``'s sequence; the random chooser draws a new permutation
     each pass), Y and the edges given as the run holds them: padded to
-    ``shared`` (:func:`select_shapes`; the windows are then ``window_k``'s
-    length) — the result is too, for the next pass —, or, with the plan's
+    ``shared`` (:func:`select_shapes`; the shapes sized for ``sized_k``:
+    :class:`Engine`) — the result is too, for the next pass —, or, with the plan's
     devices, split along C on their class mesh (:func:`sharding.on_classes`).
     The graph is laid out once for every pass with the same order (once per
     pass for the random chooser).  ``calls``: the runs of the compiled scan
@@ -499,7 +504,7 @@ def pass_runner(plan: Plan, nb: np.ndarray, n_classes: int, algorithm, seed: int
         key = p if plan.chooser == "random" else 1  # the others: every pass the same order
         if key not in prepared:
             prepared[key] = _prepare(plan, nb, None if orders is None else orders[p - 1], m, shared,
-                                     n_classes=n_classes, window_k=window_k)
+                                     n_classes=n_classes, sized_k=sized_k)
         return engine.run(prepared[key], Y, edges, None, algorithm=algorithm, loss=loss, trace=False, calls=calls,
                           narrow=plan.narrow)
 

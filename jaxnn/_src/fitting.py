@@ -36,7 +36,7 @@ from jaxnn._src.plan import Plan, make_plan
 from jaxnn._src.prediction import HeldOutScores, held_out_scores, tie_broken_argmax
 from jaxnn._src.progress import logged, logger, progress_shown
 from jaxnn._src.select import DEFAULT_KS, DEFAULT_LOSSES, DEFAULT_PASSES, select
-from jaxnn._src.shared_sizes import to_device
+from jaxnn._src.shared_sizes import candidates_k, to_device
 from jaxnn._src.threads import in_thread
 
 __all__ = ["fit"]
@@ -211,6 +211,7 @@ def fit(
         transform = logged(f"fit: the metric ({metric if isinstance(metric, str) else 'given'})", lambda: metric_transform(
             metric, Xa, y, seed=seed, sample_weight=sample_weight))
         Xa = apply_metric(Xa, transform)
+    search_k = 0
     if "auto" in (_auto(k), _auto(loss), _auto(rounds)):
         if weights is not None:
             raise ValueError("sample_weight cannot be combined with k, loss or rounds 'auto' (jaxnn.select scores "
@@ -225,6 +226,8 @@ def fit(
             algorithm=algorithm, chooser=chooser, epsilon=epsilon, seed=seed,
             graph_method=graph_method, devices=devices, shrinkage=shrinkage,
         ))
+        # fit(k="auto")'s model sized for the largest candidate: each fold's choice runs one search and rule
+        search_k = candidates_k({key[0] for key in sel.scores}, m) if _auto(k) == "auto" else 0
         k = sel.k if _auto(k) == "auto" else k
         loss = sel.loss if _auto(loss) == "auto" else loss
         rounds = sel.passes * m if _auto(rounds) == "auto" else rounds
@@ -235,7 +238,8 @@ def fit(
     algo.check(loss_obj)
     rounds = m if rounds is None else rounds
     plan = make_plan(m, Y_np.shape[1], rounds, chooser, devices, weighted=weights is not None)
-    spec = FitSpec(plan, k, loss_obj, algo, rounds, seed, graph_method, trace, posterior, shrink=shrinkage is not None)
+    spec = FitSpec(plan, k, loss_obj, algo, rounds, seed, graph_method, trace, posterior, shrink=shrinkage is not None,
+                   search_k=search_k)
     model = _fit(FitData(Xa, y, classes, Y_np, multilabel, weights, neighbors), spec)
     return model if transform is None else dataclasses.replace(model, transform=to_device(transform))
 
@@ -270,6 +274,8 @@ class FitSpec(NamedTuple):
     #: the padded shapes of another fit whose compiled search and boosting this one
     #: reuses (an auxiliary fit takes the main fit's), or None
     like: Any = None
+    #: 0, or the k > ``k`` its exact search, boosting and model are sized for (``Model.search_k``)
+    search_k: int = 0
 
 
 class FoldArgs(NamedTuple):
@@ -351,12 +357,14 @@ def _graph(data: FitData, spec: FitSpec) -> Graph:
     if data.graph is not None:
         return Graph(Xj, origin, check_neighbors(data.graph, m, k, rows=m), None)
     graph_devices = spec.plan.devices if spec.graph_method in ("exact", "approx") else None
+    # an exact search sized for spec.search_k: the first k of its neighbours are the k-NN
+    searched = max(k, spec.search_k) if spec.graph_method == "exact" else k
     found, candidates = logged(f"fit: {spec.graph_method} {k}-NN graph of {m} points in {Xa.shape[1]} dimensions",
-                               lambda: graph_candidates(Xj, k, method=spec.graph_method, seed=spec.seed,
+                               lambda: graph_candidates(Xj, searched, method=spec.graph_method, seed=spec.seed,
                                                         devices=graph_devices))
     if spec.graph_method == "exact" and candidates is not None and candidates.shape[1] < EXACT_LISTS * k:
         candidates = None  # too few kept candidates a row for the 80 %'s graph: it is searched
-    return Graph(Xj, origin, np.asarray(found.indices), candidates)
+    return Graph(Xj, origin, np.asarray(found.indices)[:, :k], candidates)
 
 
 #: an exact search's candidate lists of at least this many times k columns (small data:
@@ -388,12 +396,12 @@ def _boosted(data: FitData, spec: FitSpec, found: Optional[Graph] = None) -> Boo
         f"{rounds} steps x {n_classes} classes",
         lambda: boost_runs.run(plan, data.Y, nbrs, dtype, algorithm=algo, loss=loss_obj, rounds=rounds, seed=spec.seed,
                                trace=spec.trace, like=spec.like, home=next(iter(Xj.devices())), Y=Y,
-                               weights=data.weights))
+                               weights=data.weights, sized_k=spec.search_k or None))
     # examples that are nobody's neighbour (n_j = 0) were never leveraged: they take
     # their class's mean leverage, so that no query's score ignores its neighbours
     alpha = unreached_leverage(result.alpha, data.Y, nbrs, data.weights)
     model = Model(alpha, Xj, Y, result.trace, data.classes, k, loss_obj, algo, data.multilabel, rounds=rounds,
-                  origin=origin)
+                  origin=origin, search_k=spec.search_k)
     return Boosted(model, shapes)
 
 

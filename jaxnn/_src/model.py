@@ -96,6 +96,11 @@ class Model(HostPickled):
         (``fit(metric=...)``, :mod:`jaxnn._src.learned_metric`): ``X`` holds the
         training points mapped, x ↦ xA, and query points of d_in features are
         mapped alike before the search.
+      search_k: 0, or a k > ``k`` that the model's searches are sized for
+        (``fit(k="auto")`` on at most 2048 points: the largest candidate k,
+        :func:`jaxnn._src.shared_sizes.candidates_k`): they find the
+        neighbours of a search for ``search_k`` and sum the first k, so
+        that models of any candidate k share one compiled search and rule.
     """
 
     alpha: jax.Array
@@ -115,10 +120,16 @@ class Model(HostPickled):
     transform: Optional[jax.Array] = None
     posterior_weight: float = 0.0
     posterior_bandwidth: float = 0.0
+    search_k: int = 0
 
     @property
     def n_classes(self) -> int:
         return len(self.classes)
+
+    @property
+    def searched_k(self) -> int:
+        """The k its searches find neighbours for: max(k, ``search_k``)."""
+        return max(int(self.k), int(self.search_k))
 
     @property
     def n_features(self) -> int:
@@ -130,7 +141,7 @@ jax.tree_util.register_dataclass(
     Model,
     data_fields=["alpha", "X", "Y", "trace", "origin", "transform"],
     meta_fields=["classes", "k", "loss", "algorithm", "multilabel", "posterior_mix", "rounds", "posterior_temperature",
-                 "leverage_shrinkage", "posterior_weight", "posterior_bandwidth"],
+                 "leverage_shrinkage", "posterior_weight", "posterior_bandwidth", "search_k"],
 )
 
 
@@ -179,7 +190,7 @@ def validate_model(model: Model) -> None:
     """A TypeError or ValueError naming the field, unless ``model``'s fields
     agree with each other: α (m, C), X (m, d) and Y (m, C) numeric arrays,
     trace None or 1-D, origin None or (d,), transform None or (d_in, d), C class labels (at least 2 for a
-    single-label model), 1 ≤ k ≤ m, posterior_mix and leverage_shrinkage
+    single-label model), 1 ≤ k ≤ m, 0 ≤ search_k ≤ m, posterior_mix and leverage_shrinkage
     finite numbers in [0, 1], posterior_temperature a finite number ≥ 0, rounds ≥ 0, multilabel a bool, loss a :class:`~jaxnn.losses.Loss`
     and algorithm an algorithm object (or None: :func:`jaxnn.knn_subsample`'s
     vote-only models).
@@ -231,6 +242,11 @@ def validate_model(model: Model) -> None:
         raise TypeError(f"model.k must be an integer, got {type(k).__name__} {k!r}")
     if not 1 <= k <= m:
         raise ValueError(f"model.k must lie in [1, m] = [1, {m}] (m training points), got {k}")
+    search_k = getattr(model, "search_k", 0)
+    if isinstance(search_k, (bool, np.bool_)) or not isinstance(search_k, numbers.Integral):
+        raise TypeError(f"model.search_k must be an integer, got {type(search_k).__name__} {search_k!r}")
+    if not 0 <= search_k <= m:
+        raise ValueError(f"model.search_k must be 0 or lie in [1, m] = [1, {m}] (m training points), got {search_k}")
     for name in ("posterior_mix", "leverage_shrinkage"):
         value = getattr(model, name, 0.0)
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):

@@ -47,8 +47,8 @@ __all__ = ["save", "load", "ModelFileError", "FORMAT", "FORMAT_VERSION", "MODEL_
 #: the ``format`` every jaxnn model file names in its metadata
 FORMAT = "jaxnn"
 #: the format version this jaxnn writes; it reads versions 1 … FORMAT_VERSION
-#: (3: the models of paper 004's family, and tuple fields)
-FORMAT_VERSION = 3
+#: (3: the models of paper 004's family, and tuple fields; 4: ``Model.search_k``)
+FORMAT_VERSION = 4
 #: paper 004's family models by the type name a file gives
 FAMILY_TYPES = {cls.__name__: cls for cls in (ULSModel, OLSModel, UDTModel)}
 #: the kinds of file :func:`load` reads: the k-NN models, then paper 004's family

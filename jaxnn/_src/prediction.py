@@ -128,7 +128,8 @@ def _query_parts(model: Model, X, neighbors, points: bool = False) -> QueryParts
     columns, :func:`shared_sizes.at_shared_k`, so that they run its program and
     give its bits; traced ones as they are, k' = k = ``model.k``, k passed as
     None), else the exact search of X among ``model.X`` — for a small model
-    all the :func:`shared_sizes.shared_k` neighbours it finds, with k as a traced
+    all the :func:`shared_sizes.shared_k` neighbours it finds (of
+    ``model.searched_k``: the largest candidate's for ``fit(k="auto")``), with k as a traced
     count of them to sum (None where k' = k), so that models of nearby ks
     share one compiled scoring and posterior.  rows ≥ n: the queries are
     padded to :func:`shared_sizes.query_rows` (batches of nearby sizes share one
@@ -148,7 +149,7 @@ def _query_parts(model: Model, X, neighbors, points: bool = False) -> QueryParts
         if X is None:
             raise TypeError("give the query points X, or their neighbours among the training points as neighbors=")
         Xq = _check_query(model, X)
-        idx, _, n = padded_query(model.X, Xq, model.k, cut=False)
+        idx, _, n = padded_query(model.X, Xq, model.searched_k, cut=False)
         Xp = _padded_points(Xq, model.X.dtype, idx.shape[0]) if points else None
         return QueryParts(alpha, Y, Xt, idx, Xp, first_k(idx, model.k), n)
     nb = check_neighbors(neighbors, model.X.shape[0], model.k)
@@ -160,7 +161,7 @@ def _query_parts(model: Model, X, neighbors, points: bool = False) -> QueryParts
             raise ValueError(f"X and neighbors have mismatched lengths: {Xq.shape[0]} rows in X, {n} in neighbors")
     k = None
     if not isinstance(nb, jax.core.Tracer):  # the search's layout: its program, its bits
-        nb, k = at_shared_k(nb, model.k, model.X.shape[0])
+        nb, k = at_shared_k(nb, model.k, model.X.shape[0], model.search_k)
         nb = program_argument(padded_rows(nb, query_rows(n, among=alpha.shape[0])))  # padding: point 0
     if not points:
         return QueryParts(alpha, Y, Xt, nb, None, k, n)
@@ -316,7 +317,7 @@ def _found_parts(model: Model, X, found, rows) -> QueryParts:
     n = found.shape[0]
     if X.shape[0] != n:
         raise ValueError(f"X and found have mismatched lengths: {X.shape[0]} rows in X, {n} in found")
-    found, k = at_shared_k(np.asarray(found), model.k, alpha.shape[0])
+    found, k = at_shared_k(np.asarray(found), model.k, alpha.shape[0], model.search_k)
     nb = program_argument(padded_rows(found, query_rows(n, among=alpha.shape[0])))
     points = _padded_points(_check_query(model, X), model.X.dtype, nb.shape[0])
     return QueryParts(alpha, Y, Xt, nb, points, k, n)

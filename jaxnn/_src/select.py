@@ -25,7 +25,7 @@ from jaxnn._src.plan import make_plan
 from jaxnn._src.leverage import unreached_leverage
 from jaxnn._src.prediction import label_sums, leveraged_scores, tie_broken_argmax, tie_parts
 from jaxnn._src.progress import logged, progress_shown, stage
-from jaxnn._src.shared_sizes import padded_rows, query_rows, shared_k, shared_rows, to_device
+from jaxnn._src.shared_sizes import padded_rows, query_rows, shared_rows, to_device
 from jaxnn._src.steps import initial_edges
 
 __all__ = ["Selection", "select", "DEFAULT_KS", "DEFAULT_LOSSES", "DEFAULT_PASSES"]
@@ -190,7 +190,7 @@ def select(
     k_max = max(ks)
     graph, query = logged(f"select: {graph_method} {k_max}-NN graph of {m} training points and the {va.size} "
                           f"held-out points' neighbours",
-                          lambda: _searched(X_tr, X_va, min(ks), k_max, graph_method, seed, devices))
+                          lambda: _searched(X_tr, X_va, ks, graph_method, seed, devices))
     n_classes = Y_all.shape[1]
     max_passes = max(int(p) for p in passes)
     # a small problem is boosted and scored padded to shared sizes, as fit pads it; the largest k's
@@ -267,32 +267,32 @@ def _tie_broken_labels(S, counts, first, *, width: int):
     return jax.vmap(lambda scores: tie_broken_argmax(scores, counts, first, width))(S)
 
 
-def _fit_search(m: int, k_min: int, k_max: int) -> dict:
-    """How select's exact search of the held-out split's points, among its
-    training part, is sized: where a fit of all m points finds the same
-    :func:`shared_sizes.shared_k` neighbours for every candidate k (k_min …
-    k_max: at most :data:`shared_sizes.SMALL_K_MAX_ROWS` points), as that
-    fit's graph search — the training part padded to the m points'
-    :func:`shared_sizes.shared_rows`, shared_k(k_max) neighbours found —, so
-    that ``fit(k="auto")``'s graph search next runs the same compiled program;
-    else exactly k_max neighbours (the candidate ks share the search already;
-    more columns would only cost time)."""
-    rows = shared_rows(m)
-    if m > shared_sizes.SHARED_MAX_ROWS or shared_k(k_min, rows, m) != shared_k(k_max, rows, m):
+def _fit_search(m: int, ks) -> dict:
+    """How select's exact search of the held-out split's m points, among its
+    training part, is sized: where the candidates' fit on all m points —
+    ``fit(k="auto")``'s, or a fit at the one k given — is sized for the
+    largest candidate k (:func:`shared_sizes.candidates_k`: at most
+    :data:`shared_sizes.SHARED_K_MAX_ROWS` points), as that fit's graph
+    search — the training part padded to the m points'
+    :func:`shared_sizes.shared_rows`, :func:`shared_sizes.shared_k` (max(ks))
+    neighbours found —, so that the fit's search next runs the same compiled
+    program; else exactly max(ks) neighbours (more would only cost time)."""
+    if not shared_sizes.candidates_k(ks, m):
         return {"share_k": False}
-    return {"rows": rows}
+    return {"rows": shared_rows(m)}
 
 
-def _searched(X_tr, X_va, k_min: int, k_max: int, graph_method: str, seed: int, devices):
+def _searched(X_tr, X_va, ks, graph_method: str, seed: int, devices):
     """(the (m, k_max) training graph, the (n_val, k_max) neighbours of the
     held-out points in it), host arrays, nearest first: prefixes are the
     k-NN graphs of the smaller ks."""
+    k_max = max(ks)
     if graph_method == "nndescent":
         found = nndescent_index(X_tr, k_max, seed, default_candidates(k_max), 1)
         graph, query = found.neighbors.indices, nndescent_query(found.index, X_tr, X_va, k_max).indices
     elif graph_method == "exact":  # one search, one compilation (graph.graph_and_query)
-        graph, query = graph_and_query(X_tr, X_va, k_max, devices=devices, **_fit_search(X_tr.shape[0] + X_va.shape[0],
-                                                                                        k_min, k_max))
+        graph, query = graph_and_query(X_tr, X_va, k_max, devices=devices,
+                                       **_fit_search(X_tr.shape[0] + X_va.shape[0], ks))
     else:
         graph = knn_graph(X_tr, k_max, method=graph_method, seed=seed, devices=devices).indices
         query = knn_query(X_tr, X_va, k_max, devices=devices).indices

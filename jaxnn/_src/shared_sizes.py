@@ -110,6 +110,19 @@ def shared_k(k: int, m: int, queries: int = 0) -> int:
     return max(floor, 1 << (k - 1).bit_length())
 
 
+def candidates_k(ks, m: int) -> int:
+    """The k that the searches, boosting and scoring of a model whose k was
+    chosen among the candidates ``ks`` on m training points
+    (``fit(k="auto")``) are sized for: the largest candidate where a
+    search of m points finds :func:`shared_k` neighbours (m ≤
+    :data:`SHARED_K_MAX_ROWS`), so that whichever k a fold chooses runs the
+    one search, boosting and rule of the others' — each range of k (8, 16,
+    32, 64 neighbours) would compile its own —, the first k of them summed;
+    else 0 (the model's own k: exactly k neighbours, which a wider search
+    would only slow)."""
+    return max(int(k) for k in ks) if int(m) <= SHARED_K_MAX_ROWS else 0
+
+
 def shared_rows(m: int, block: int = 128) -> int:
     """The rows a training set of m points is padded to when m ≤
     :data:`SHARED_MAX_ROWS` (else m): whole blocks of ``block``, their number
@@ -248,15 +261,17 @@ def first_k(indices, k: int):
     return None if indices.shape[1] == k else np.int32(k)
 
 
-def at_shared_k(indices, k: int, m: int):
+def at_shared_k(indices, k: int, m: int, search_k: int = 0):
     """Given neighbours (n, k) of queries among m training points, concrete,
     in the layout of the exact search's answer: widened on the host to
-    :func:`shared_k` (k, m) columns (the added ones index point 0), with the
-    count of the first columns to sum (:func:`first_k`).  Scoring them then
-    runs the program, and gives the bits, that the search's own neighbours
-    do (where there is nothing to widen, ``indices`` as they are: no copy
-    to the host).  Returns (indices (n, k'), k or None)."""
-    width = shared_k(k, m, indices.shape[0])
+    :func:`shared_k` (max(k, ``search_k``), m) columns — the search of a
+    model sized for ``search_k`` (:func:`candidates_k`) — (the added ones
+    index point 0), with the count of the first columns to sum
+    (:func:`first_k`).  Scoring them then runs the program, and gives the
+    bits, that the search's own neighbours do (where there is nothing to
+    widen, ``indices`` as they are: no copy to the host).  Returns (indices
+    (n, k'), k or None)."""
+    width = shared_k(max(int(k), int(search_k)), m, indices.shape[0])
     if width <= indices.shape[1]:
         return indices, first_k(indices, k)
     host = np.asarray(indices)
