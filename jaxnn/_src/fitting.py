@@ -274,7 +274,7 @@ class FitSpec(NamedTuple):
     #: the padded shapes of another fit whose compiled search and boosting this one
     #: reuses (an auxiliary fit takes the main fit's), or None
     like: Any = None
-    #: 0, or the k > ``k`` its exact search, boosting and model are sized for (``Model.search_k``)
+    #: 0, or the k ≥ ``k`` its exact search, boosting and model are sized for (``Model.search_k``)
     search_k: int = 0
 
 

@@ -96,7 +96,7 @@ class Model(HostPickled):
         (``fit(metric=...)``, :mod:`jaxnn._src.learned_metric`): ``X`` holds the
         training points mapped, x ↦ xA, and query points of d_in features are
         mapped alike before the search.
-      search_k: 0, or a k > ``k`` that the model's searches are sized for
+      search_k: 0, or a k ≥ ``k`` that the model's searches are sized for
         (``fit(k="auto")`` on at most 2048 points: the largest candidate k,
         :func:`jaxnn._src.shared_sizes.candidates_k`): they find the
         neighbours of a search for ``search_k`` and sum the first k, so
