@@ -391,15 +391,18 @@ def test_select_searches_as_the_fit_its_candidates_make(monkeypatch, compilation
     assert found == [50]
 
 
-@pytest.mark.slow  # four fits(k="auto")
-def test_auto_k_models_of_any_chosen_k_share_their_programs_and_equal_a_fit_at_it(compilations):
+@pytest.mark.slow  # six fits(k="auto")
+def test_auto_k_models_of_any_chosen_k_share_their_programs_and_equal_a_fit_at_it(monkeypatch, compilations):
     """fit(k="auto") on 600 points sizes its model for the largest
     candidate (search_k = 50): data whose choice is k = 5 and data whose
     choice is k = 50 run the same compiled searches, boosting and rule —
     the second fit and its posteriors compile nothing —, and each model
     equals, bit for bit, a fit at its chosen k (the first k of the wider
-    search's neighbours are the k-NN; padding is inert)."""
-    from jaxnn._src import boosting, prediction, search
+    search's neighbours are the k-NN; padding is inert).  So do the other
+    candidates (select's choice given): k = 10 and 20, whose held-out
+    choice searches its 80 % (64 listed neighbours are too few for 4k)."""
+    from jaxnn._src import boosting, fitting, prediction, search
+    from jaxnn._src.select import Selection
 
     rng = np.random.default_rng(0)
     m = 600
@@ -422,6 +425,14 @@ def test_auto_k_models_of_any_chosen_k_share_their_programs_and_equal_a_fit_at_i
         np.testing.assert_array_equal(np.asarray(model.alpha), np.asarray(plain.alpha))
         np.testing.assert_array_equal(proba, np.asarray(jaxnn.predict_proba(plain, X[:100])))
     assert chosen == [5, 50]
+    for k in (10, 20):
+        scores = {(c, "logistic", 1): float(c == k) for c in (5, 10, 20, 50)}
+        monkeypatch.setattr(fitting, "select", lambda *a, **kw: Selection(k, "logistic", 1, scores))
+        with compilations() as compiled:
+            model = jaxnn.fit(close, y, k="auto", **settings)
+            jaxnn.predict_proba(model, close[:100])
+        assert (model.k, model.search_k) == (k, 50)
+        assert compiled.of(*watched) == [], (k, list(compiled))
 
 
 def test_select_scores_small_k_as_predict_does():

@@ -277,6 +277,12 @@ class FitSpec(NamedTuple):
     #: 0, or the k ≥ ``k`` its exact search, boosting and model are sized for (``Model.search_k``)
     search_k: int = 0
 
+    @property
+    def searched_k(self) -> int:
+        """The k its exact searches find neighbours for (the first k of them are the
+        k-NN): max(k, ``search_k``), as ``Model.searched_k``."""
+        return max(self.k, self.search_k)
+
 
 class FoldArgs(NamedTuple):
     """The ``args`` of :func:`_fold_scores`: what every auxiliary fit of
@@ -357,8 +363,7 @@ def _graph(data: FitData, spec: FitSpec) -> Graph:
     if data.graph is not None:
         return Graph(Xj, origin, check_neighbors(data.graph, m, k, rows=m), None)
     graph_devices = spec.plan.devices if spec.graph_method in ("exact", "approx") else None
-    # an exact search sized for spec.search_k: the first k of its neighbours are the k-NN
-    searched = max(k, spec.search_k) if spec.graph_method == "exact" else k
+    searched = spec.searched_k if spec.graph_method == "exact" else k
     found, candidates = logged(f"fit: {spec.graph_method} {k}-NN graph of {m} points in {Xa.shape[1]} dimensions",
                                lambda: graph_candidates(Xj, searched, method=spec.graph_method, seed=spec.seed,
                                                         devices=graph_devices))
@@ -588,8 +593,10 @@ def _fold_scores(fold: tuple, args: FoldArgs) -> HeldOutScores:
         like = args.like()
         aux_graph, val_neighbors = logged(
             f"fit: held-out choice: exact {k}-NN graph of the {tr.size} points and of the {val.size} scored among them",
-            lambda: graph_and_query(*points_of_parts(X, compute_dtype(X), tr, val), k, devices=spec.plan.devices,
-                                    rows=None if like is None else like.rows, cut_queries=False))
+            lambda: graph_and_query(*points_of_parts(X, compute_dtype(X), tr, val), spec.searched_k,
+                                    devices=spec.plan.devices, rows=None if like is None else like.rows,
+                                    cut_queries=False))
+        aux_graph = aux_graph[:, :k]  # the first k of the neighbours found are the k-NN
     y_tr = label_rows(data.y)[tr]
     weights = None if data.weights is None else _mean_one(data.weights[tr])
     aux_data = FitData(X[tr], y_tr, *encode_labels(y_tr, tr.size), weights, aux_graph)
