@@ -701,3 +701,26 @@ def test_a_small_exact_fit_takes_the_auxiliary_graphs_from_its_search(monkeypatc
         np.testing.assert_array_equal(graph, np.asarray(jaxnn.knn_graph(X[tr], k).indices))
         np.testing.assert_array_equal(rows, np.asarray(jaxnn.knn_query(X[tr], X[val], k).indices))
     assert model.posterior_temperature > 0
+
+
+def test_tie_broken_argmax_of_stacked_scores_is_that_of_each():
+    """tie_broken_argmax of (n_s, n, C) scores — select's every shrinkage at
+    once, on the host — is that of each (n, C) slice, and NumPy's labels are
+    the traced program's: exact ties in the primary scores go to the larger
+    secondary, then to the nearest neighbour."""
+    import jax.numpy as jnp
+
+    from jaxnn._src.prediction import tie_broken_argmax
+
+    rng = np.random.default_rng(3)
+    S = rng.integers(-2, 3, size=(11, 40, 4)).astype(np.float32)  # few values: many exact ties
+    V = rng.integers(0, 3, size=(40, 4)).astype(np.float32)
+    first = rng.integers(0, 6, size=(40, 4)).astype(np.int32)
+    stacked = tie_broken_argmax(S, V, first, 6)
+    assert isinstance(stacked, np.ndarray) and stacked.shape == (11, 40)
+    for s in range(11):
+        np.testing.assert_array_equal(stacked[s], tie_broken_argmax(S[s], V, first, 6))
+        np.testing.assert_array_equal(stacked[s], np.asarray(tie_broken_argmax(jnp.asarray(S[s]), jnp.asarray(V),
+                                                                                jnp.asarray(first), 6)))
+    tied = S == S.max(axis=-1, keepdims=True)
+    assert np.any(tied.sum(axis=-1) > 1)  # the draw holds ties for the rule to break

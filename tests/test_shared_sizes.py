@@ -171,11 +171,11 @@ def test_select_compiles_one_boosting_per_loss_and_one_scoring_for_all_ks(compil
     scoring per k (2.5 → 1.5 s for a first fit of 2000 points)."""
     X, y = _blobs(300, C=5, d=4, seed=31)
     ks, losses = (3, 12), ("logistic", "matsushita")
-    scoring = (predict_mod.leveraged_scores, select_mod._tie_parts, select_mod._tie_broken_labels)
+    scoring = (predict_mod.leveraged_scores, select_mod._tie_parts)
     with compilations(boost, *scoring) as compiled:  # their programs dropped first
         together = jaxnn.select(X, y, ks=ks, losses=losses, passes=(1, 2))
     new = [len(compiled.of(f)) for f in (boost,) + scoring]
-    assert new == [len(losses), 1, 1, 1], compiled  # boosting and H: 4 and 2 before
+    assert new == [len(losses), 1, 1], compiled  # boosting and H: 4 and 2 before
     for k in ks:  # the same scores as each k selected alone (at its own width, its own columns)
         alone = jaxnn.select(X, y, ks=(k,), losses=losses, passes=(1, 2))
         assert {key: v for key, v in together.scores.items() if key[0] == k} == alone.scores

@@ -70,19 +70,20 @@ def tie_parts(Y, indices, k=None):
 
 
 def tie_broken_argmax(primary, secondary, first, width: int):
-    """The class index (n,) of largest ``primary`` (n, C); exact ties go to the
+    """The class index (…, n) of largest ``primary`` (…, n, C); exact ties go to the
     tied class of largest ``secondary`` (n, C), then to the tied class of the
     nearest neighbour (smallest ``first``, :func:`_first_positions`, values in
     [0, width]) — never to the lowest class index, unless no neighbour is in
     any class still tied (then the lowest of them).  ``predict`` ranks by
     (H, votes, nearest neighbour); the estimator's ``posterior="votes"`` by
-    (votes, H, nearest neighbour).  Traced (jnp), or NumPy for NumPy
-    arrays (the held-out fit's: nothing to compile); NaN rows give 0."""
+    (votes, H, nearest neighbour); ``select`` the scores of every shrinkage
+    at once ((n_s, n, C) ``primary``).  Traced (jnp), or NumPy for NumPy
+    arrays (the held-out choices': nothing to compile); NaN rows give 0."""
     xp = np if all(isinstance(a, np.ndarray) for a in (primary, secondary, first)) else jnp
-    top = primary == xp.max(primary, axis=1, keepdims=True)
+    top = primary == xp.max(primary, axis=-1, keepdims=True)
     second = xp.where(top, secondary, -np.inf)
-    top = top & (second == xp.max(second, axis=1, keepdims=True))
-    return xp.argmax(xp.where(top, width - first, -1), axis=1)
+    top = top & (second == xp.max(second, axis=-1, keepdims=True))
+    return xp.argmax(xp.where(top, width - first, -1), axis=-1)
 
 
 def neighbor_sq_distances(points, X, indices):

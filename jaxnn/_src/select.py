@@ -11,7 +11,6 @@ from __future__ import annotations
 import numbers
 from typing import Any, NamedTuple, Sequence
 
-import jax
 import numpy as np
 
 from jaxnn._src import algorithms as algos
@@ -252,19 +251,12 @@ class _RuleParts:
         if multilabel:
             right = (S > 0) == truth
         else:
-            right = np.asarray(_tie_broken_labels(S, self.counts, self.first, width=self.query.shape[1])) == truth
+            right = tie_broken_argmax(S, self.counts, self.first, self.query.shape[1]) == truth  # NumPy: no program
         return max(float(np.mean(r)) for r in right)
 
 
 #: the vote counts and first positions at the held-out points, k traced (one program for every candidate)
 _tie_parts = programs.jit()(tie_parts)
-
-
-@programs.jit(static_argnames=("width",))
-def _tie_broken_labels(S, counts, first, *, width: int):
-    """predict's labels (tie_broken_argmax), (n_s, n), of the scores S (n_s, n, C) of
-    each shrinkage: every shrinkage in one call."""
-    return jax.vmap(lambda scores: tie_broken_argmax(scores, counts, first, width))(S)
 
 
 def _fit_search(m: int, ks) -> dict:
