@@ -329,11 +329,16 @@ def test_select_weighs_narrow_steps_against_all_its_passes(chooser, monkeypatch)
     at the largest k's width: whether its steps are narrowed to n_j
     (``steps_mod.step_widths``) is weighed against the work of all those runs
     (weighed per call, small folds ran every step at full width: optdigits'
-    select 4–5× slower)."""
+    select 4–5× slower).  For the sequential scan the threshold here lies
+    between one run's work and nine runs': select's steps narrow where one
+    run's would not (a program whose runs narrow as one run's would is keyed
+    as one run's, the fit's: boosting.boost_calls)."""
     from jaxnn._src import boosting, window
 
     if chooser == "lazy-windowed":
         monkeypatch.setattr(plan, "WINDOWED_MIN_STATE", 1)
+    else:
+        monkeypatch.setattr(steps_mod, "NARROW_MIN_WORK", 1 << 20)  # one run below, nine above (m = 200, C = 3)
     seen = []
     real = steps_mod.step_widths
     monkeypatch.setattr(window, "step_widths", lambda P, work=None, **kw: seen.append((P, work)) or real(P, work, **kw))
@@ -354,6 +359,9 @@ def test_select_weighs_narrow_steps_against_all_its_passes(chooser, monkeypatch)
     assert len(single) == 2 and len(seen) == 1  # one trace per loss
     # each loss's program runs for 3 ks × 3 passes: 9 times the work of one run
     assert single[0] == (seen[0][0], 9 * seen[0][1])
+    if chooser == "lazy":
+        assert seen[0][1] < steps_mod.NARROW_MIN_WORK <= single[0][1]
+        assert len(real(*single[0])) > 1 and len(real(*seen[0])) == 1  # select narrows, one run does not
 
 
 @pytest.mark.slow  # many selects or fits
@@ -364,8 +372,9 @@ def test_select_searches_as_the_fit_its_candidates_make(monkeypatch, compilation
     select's search is that fit's: the training part padded to the fit's
     rows, shared_k(50) = 64 neighbours found, and the fit after it compiles
     no search of its own (400 points; 600, where fits at 5 and 50 alone
-    would find 8 and 64).  Above, it finds exactly max(ks)."""
-    from jaxnn._src import search
+    would find 8 and 64) — nor, its one pass padded to the fit's rows and
+    steps, a boosting of its own.  Above, it finds exactly max(ks)."""
+    from jaxnn._src import boosting, search
 
     found = []
     real = search.conditioned_search
@@ -381,10 +390,10 @@ def test_select_searches_as_the_fit_its_candidates_make(monkeypatch, compilation
     assert compiled.of(real) == [], list(compiled)
     found.clear()
     X, y = _data(m=600, seed=4)
-    with compilations() as compiled:
+    with compilations(boosting.boost) as compiled:
         model = jaxnn.fit(X, y, k="auto", loss="logistic", rounds=600, posterior="link", shrinkage=None)
     assert (model.search_k, found) == (50, [64, 64])
-    assert compiled.of(real) == ["jit(conditioned_search)"], list(compiled)
+    assert compiled.of(real, boosting.boost) == ["jit(conditioned_search)", "jit(boost)"], list(compiled)
     found.clear()
     X, y = _data(m=2100, seed=4)
     jaxnn.select(X, y, ks=(5, 10, 20, 50), losses=("logistic",), passes=(1,))

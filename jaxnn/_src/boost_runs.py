@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxnn._src import sharding, window
-from jaxnn._src.boosting import boost
+from jaxnn._src.boosting import boost, boost_calls
 from jaxnn._src.inverse import inverse_counts, inverse_neighbors
 from jaxnn._src.plan import Plan, chooser_order, chooser_orders
 from jaxnn._src.progress import logger, progress_wanted, steps_done
@@ -249,6 +249,7 @@ def _run_scan(prepared: Prepared, Y, E0, weights, *, algorithm, loss, trace: boo
     if a.members.ndim == 3:
         return _boost_blocks(Y, E0, a.members, a.counts, a.neighbors, a.order, a.n_points, a.n_steps,
                              algorithm=algorithm, loss=loss, greedy=greedy, trace=trace, narrow=narrow)
+    calls = boost_calls(Y, a.members, a.neighbors, a.order, greedy=greedy, calls=calls, narrow=narrow)
     return boost(Y, E0, a.members, a.counts, a.neighbors, a.order, a.n_points, a.n_steps, weights, algorithm=algorithm,
                  loss=loss, greedy=greedy, trace=trace, calls=calls, narrow=narrow)
 
@@ -468,17 +469,24 @@ def _pass_order(plan: Plan, m: int, max_passes: int, seed: int):
     return None if order is None else order.reshape(max_passes, m)
 
 
-def select_shapes(plan: Plan, graph, n_classes: int, seed: int):
+def select_shapes(plan: Plan, graph, n_classes: int, seed: int, fit_rows: int = 0):
     """The padded shapes that :func:`pass_runner` runs every candidate k at
     when the plan is shared (else None): those the plan's engine pads the
     largest k's graph ``graph`` (m, k_max) to for one pass (its windows of
     k_max's length), whose inverse neighbourhoods hold the smaller ks' —
-    one compiled scan per loss for every k."""
+    one compiled scan per loss for every k —; a sequential scan's at least
+    the rows and steps of one pass of a fit of ``fit_rows`` examples
+    (``fit(k="auto")``'s of all the points: its one-pass fit then runs the
+    compiled pass of the chosen loss).  (The other engines' steps are not a
+    pass's examples: their own shapes.)"""
     if not plan.shared:
         return None
     m, k_max = graph.shape
     orders = _pass_order(plan, m, 1, seed)
-    return _prepare(plan, graph, None if orders is None else orders[0], m, _pad_to(plan, m, None),
+    fit_pass = None
+    if fit_rows and plan.schedule == "scan":
+        fit_pass = PaddedShapes(rows=shared_rows(fit_rows), steps=in_blocks(fit_rows))
+    return _prepare(plan, graph, None if orders is None else orders[0], m, _pad_to(plan, m, fit_pass),
                     n_classes=n_classes, sized_k=k_max).shapes
 
 

@@ -37,12 +37,33 @@ from jaxnn._src import maxtree, plan, programs, steps
 from jaxnn._src.losses import Loss
 from jaxnn._src.steps import BoostResult, CHUNK, step_widths
 
-__all__ = ["boost", "GREEDY_PAIRS"]
+__all__ = ["boost", "boost_calls", "GREEDY_PAIRS"]
 
 #: (member, class) pairs a greedy step updates per inner-loop iteration: one
 #: iteration for the ~100 pairs of a random graph's step at k = C = 10 (64,
 #: 128 and 256 measured alike there and on the 10⁵-point set's hubs)
 GREEDY_PAIRS = 128
+def _work(Y, members, neighbors, order, greedy: bool, calls: int) -> int:
+    """The padded work (steps × P × C, × k for greedy) of ``calls`` runs of
+    :func:`boost` on these arguments' shapes, against which narrowing its
+    steps is weighed (:func:`step_widths`)."""
+    return calls * order.shape[0] * members.shape[1] * Y.shape[1] * (neighbors.shape[1] if greedy else 1)
+
+
+def boost_calls(Y, members, neighbors, order, *, greedy: bool, calls: int, narrow: bool | None = None) -> int:
+    """``calls`` as a caller of :func:`boost` passes it: 1 where its runs
+    narrow the steps as one run would (:func:`step_widths`), else
+    ``calls`` — so that a caller that runs the compiled program several
+    times (``select``'s candidates) and one that runs it once (the fit
+    after it) share it unless their narrowing differs (``calls`` is static:
+    part of the program's key)."""
+    narrow = plan.narrow_steps() if narrow is None else narrow
+    P = members.shape[1]
+    many, one = (steps.step_widths(P, work=_work(Y, members, neighbors, order, greedy, n), narrow=narrow)
+                 for n in (calls, 1))
+    return 1 if many == one else calls
+
+
 @programs.jit(static_argnames=("algorithm", "loss", "greedy", "trace", "calls", "narrow"))
 def boost(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None, weights=None, *, algorithm,
           loss: Loss, greedy: bool, trace: bool, calls: int = 1, narrow: bool | None = None) -> BoostResult:
@@ -92,7 +113,7 @@ def boost(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None,
     m, C = Y.shape
     P = members.shape[1]
     narrow = plan.narrow_steps() if narrow is None else narrow
-    widths = step_widths(P, work=calls * order.shape[0] * P * C * (neighbors.shape[1] if greedy else 1), narrow=narrow)
+    widths = step_widths(P, work=_work(Y, members, neighbors, order, greedy, calls), narrow=narrow)
     size = m if n_points is None else n_points  # the examples' m (a padded problem: traced)
     labels = steps.labels(Y, weights)  # sentinel row m has y = 0, hence r = 0 on padding
     state0 = steps.start(Y, E0, algorithm=algorithm, loss=loss, n_points=n_points, weights=weights)

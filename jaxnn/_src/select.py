@@ -194,7 +194,8 @@ def select(
     max_passes = max(int(p) for p in passes)
     # a small problem is boosted and scored padded to shared sizes, as fit pads it; the largest k's
     # shapes serve every k (its inverse neighbourhoods hold the smaller ks'): one compiled scan
-    shared = boost_runs.select_shapes(plan, graph, n_classes, seed)
+    one_fit_pass = max_passes == 1 and plan.shared  # the candidates' run is the one pass of the fit of all points
+    shared = boost_runs.select_shapes(plan, graph, n_classes, seed, fit_rows=Xa.shape[0] if one_fit_pass else 0)
     Y = to_device(padded_rows(Y_all[tr], m if shared is None else shared.rows), dtype)
     Y_va = Y_all[va]
     n_val = Y_va.shape[0]
@@ -211,7 +212,10 @@ def select(
             rule = _RuleParts(Y, query, k, n_val, n_classes)
             run_pass = boost_runs.pass_runner(plan, nb, n_classes, algo, seed, max_passes, shared, k_max, calls)
             for loss in loss_objs:
-                edges = sharding.on_classes(initial_edges(Y, algorithm=algo, loss=loss), plan.devices)
+                # one padded pass: the initial edges computed in its program, as a fit's one pass computes
+                # them (fit(k="auto") then runs this compiled pass); else given, as the later passes' are
+                edges = None if one_fit_pass else sharding.on_classes(
+                    initial_edges(Y, algorithm=algo, loss=loss), plan.devices)
                 alpha = None  # the passes' α summed (the first pass's as it is: no program of its own)
                 for p in range(1, max_passes + 1):
                     res = run_pass(Y_run, edges, loss, p)
