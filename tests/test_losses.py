@@ -391,7 +391,7 @@ def test_a_new_process_compiles_one_program_per_loss_and_no_eager_operations_in_
     operations one by one — and a fit no eager operation, nor a fit that
     chooses k: H* is one program per dtype, a JAX array on the CPU is
     checked in place, the candidates' α are summed without a program of
-    their own."""
+    their own, and their boosting pass is the fit's program."""
     import json
     import subprocess
     import sys
@@ -426,9 +426,10 @@ def test_a_new_process_compiles_one_program_per_loss_and_no_eager_operations_in_
              "jit(convert_element_type)"}
     assert not eager & set(fit), fit
     assert "jit(boost)" in fit and len(fit) <= 10, fit
-    # k="auto": the candidates' boosting and held-out scoring, no eager operation either
+    # k="auto": the candidates' held-out scoring, no eager operation either; their one boosting
+    # pass runs the program the fit above compiled (the same padded shapes)
     assert not eager & set(select), select
-    assert "jit(boost)" in select, select
+    assert "jit(leveraged_scores)" in select and "jit(boost)" not in select, select
 
 
 def test_threads_asking_for_a_loss_at_once_get_the_one_cached_object():
