@@ -162,7 +162,7 @@ def _query_parts(model: Model, X, neighbors, points: bool = False) -> QueryParts
             raise ValueError(f"X and neighbors have mismatched lengths: {Xq.shape[0]} rows in X, {n} in neighbors")
     k = None
     if not isinstance(nb, jax.core.Tracer):  # the search's layout: its program, its bits
-        nb, k = at_shared_k(nb, model.k, model.X.shape[0], model.search_k)
+        nb, k = at_shared_k(nb, model.k, model.X.shape[0], model.searched_k)
         nb = program_argument(padded_rows(nb, query_rows(n, among=alpha.shape[0])))  # padding: point 0
     if not points:
         return QueryParts(alpha, Y, Xt, nb, None, k, n)
@@ -318,7 +318,7 @@ def _found_parts(model: Model, X, found, rows) -> QueryParts:
     n = found.shape[0]
     if X.shape[0] != n:
         raise ValueError(f"X and found have mismatched lengths: {X.shape[0]} rows in X, {n} in found")
-    found, k = at_shared_k(np.asarray(found), model.k, alpha.shape[0], model.search_k)
+    found, k = at_shared_k(np.asarray(found), model.k, alpha.shape[0], model.searched_k)
     nb = program_argument(padded_rows(found, query_rows(n, among=alpha.shape[0])))
     points = _padded_points(_check_query(model, X), model.X.dtype, nb.shape[0])
     return QueryParts(alpha, Y, Xt, nb, points, k, n)

@@ -261,17 +261,17 @@ def first_k(indices, k: int):
     return None if indices.shape[1] == k else np.int32(k)
 
 
-def at_shared_k(indices, k: int, m: int, search_k: int = 0):
+def at_shared_k(indices, k: int, m: int, searched_k: int | None = None):
     """Given neighbours (n, k) of queries among m training points, concrete,
     in the layout of the exact search's answer: widened on the host to
-    :func:`shared_k` (max(k, ``search_k``), m) columns — the search of a
-    model sized for ``search_k`` (:func:`candidates_k`) — (the added ones
+    :func:`shared_k` (``searched_k``, m) columns — the search of a model
+    sized for ``searched_k`` ≥ k (None: k; ``Model.searched_k``) — (the added ones
     index point 0), with the count of the first columns to sum
     (:func:`first_k`).  Scoring them then runs the program, and gives the
     bits, that the search's own neighbours do (where there is nothing to
     widen, ``indices`` as they are: no copy to the host).  Returns (indices
     (n, k'), k or None)."""
-    width = shared_k(max(int(k), int(search_k)), m, indices.shape[0])
+    width = shared_k(k if searched_k is None else searched_k, m, indices.shape[0])
     if width <= indices.shape[1]:
         return indices, first_k(indices, k)
     host = np.asarray(indices)
