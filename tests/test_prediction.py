@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import jaxnn
+from jaxnn._src import shared_sizes as sizes_mod
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _data import _blobs, reference_posteriors  # noqa: E402
@@ -295,6 +296,29 @@ def test_batches_of_other_sizes_share_the_compiled_prediction(compilations):
     assert compiled == [], compiled
 
 
+@pytest.mark.parametrize("m", [250, 450])
+def test_a_small_models_predictions_run_its_fits_search_and_rule(m, compilations):
+    """On at most QUERIES_AS_TRAINING_MAX_ROWS padded training rows a batch of
+    fewer queries is padded to the training rows, the shape of the fit's own
+    graph search: a default fit compiles the search and the rule that its
+    predictions of any batch up to that size run (m = 450: 512 rows, where
+    a batch of up to 128 queries compiled a search and a rule of its own)."""
+    from jaxnn._src import prediction as predict_mod
+    from jaxnn._src import search as search_mod
+
+    X, y = _blobs(m=m + 100, C=3, seed=9)
+    watched = (search_mod.conditioned_search, predict_mod._rule)
+    with compilations(*watched):  # compiled anew
+        model = jaxnn.fit(X[:m], y[:m], k=7)
+    assert sizes_mod.shared_rows(m) <= sizes_mod.QUERIES_AS_TRAINING_MAX_ROWS
+    with compilations() as compiled:
+        labels = jaxnn.predict(model, X[-m:])
+        for n in (1, 100):
+            np.testing.assert_array_equal(jaxnn.predict(model, X[-n:]), labels[-n:])
+            assert np.asarray(jaxnn.predict_proba(model, X[-n:])).shape == (n, 3)
+    assert compiled.of(*watched) == [], compiled
+
+
 def test_query_rows_buckets():
     """query_rows: whole blocks, their number at two significant bits up to 64
     blocks and four beyond — never below n, at most half (then an eighth)
@@ -309,6 +333,11 @@ def test_query_rows_buckets():
             assert rows >= n and rows % block == 0
             assert rows <= blocks * block * (3 / 2 if blocks <= 64 else 9 / 8)
     assert len({query_rows(n) for n in range(1, 10_001)}) == 14
+    for among in (128, 256, 384, 512, 640):  # few training rows: a batch of fewer queries at least as many rows
+        for n in (1, 100, among):
+            rows = query_rows(n, among=among)
+            assert rows % 128 == 0
+            assert rows >= max(n, among) if among <= sizes_mod.QUERIES_AS_TRAINING_MAX_ROWS else rows == query_rows(n)
 
 
 @pytest.mark.slow

@@ -231,3 +231,24 @@ def test_screening_temperatures_in_float32_keeps_the_float64_choice(seed, n, C, 
     with pytest.MonkeyPatch.context() as whole:
         whole.setattr(calibration, "SCREEN_MIN_ENTRIES", np.inf)
         assert choose() == screened
+
+
+@given(seed=st.integers(0, 2**31 - 1), k=st.integers(1, 16), C=st.sampled_from([1, 3]),
+       scale=st.sampled_from([1e-30, 1.0, 1e30]))
+def test_select_scores_on_the_host_as_its_programs_to_the_bit(seed, k, C, scale):
+    """select's host scoring (few held-out entries) sums the scores, vote
+    counts and first positions in its programs' order: the same floats,
+    whatever k of the searched columns, α's scale and the labels' ties."""
+    from jaxnn._src import prediction
+    from jaxnn._src import select as select_mod
+
+    rng = np.random.default_rng(seed)
+    Y = np.where(rng.integers(0, C + 1, (64, 1)) == np.arange(C), 1.0, -1.0).astype(np.float32)  # some in no class
+    alpha = (rng.standard_normal((64, C)) * scale).astype(np.float32)
+    idx = rng.integers(0, 64, (40, 16)).astype(np.int32)
+    kk = np.int32(k)
+    want = np.asarray(prediction.leveraged_scores(alpha, Y, idx, kk))
+    np.testing.assert_array_equal(prediction.host_neighbor_sum(alpha * Y, idx, k), want)
+    counts, first = (np.asarray(a) for a in select_mod._tie_parts(Y, idx, kk))
+    np.testing.assert_array_equal(prediction.host_neighbor_sum((Y > 0).astype(np.float32), idx, k), counts)
+    np.testing.assert_array_equal(prediction.host_first_positions(Y, idx, k), first)

@@ -444,6 +444,23 @@ def test_auto_k_models_of_any_chosen_k_share_their_programs_and_equal_a_fit_at_i
         assert compiled.of(*watched) == [], (k, list(compiled))
 
 
+@pytest.mark.parametrize("multilabel", [False, True])
+def test_select_scores_on_the_host_as_in_its_programs(multilabel, monkeypatch):
+    """Few held-out entries (points × largest k × classes) are scored on the
+    host, where two programs would compile for each new shape: the same
+    scores as the programs give (HOST_SCORING_MAX_ENTRIES = 0 runs them)."""
+    from jaxnn._src import select as select_mod
+
+    X, y = _data(m=300, seed=6)
+    if multilabel:
+        y = np.stack([y == 0, X[:, 1] > 0], axis=1).astype(int)
+    kw = dict(ks=(2, 5), losses=("logistic", "matsushita"), passes=(1, 2))
+    assert 75 * 5 * 3 <= select_mod.HOST_SCORING_MAX_ENTRIES  # held-out points × k × classes: on the host
+    host = jaxnn.select(X, y, **kw)
+    monkeypatch.setattr(select_mod, "HOST_SCORING_MAX_ENTRIES", 0)
+    assert jaxnn.select(X, y, **kw) == host
+
+
 def test_select_scores_small_k_as_predict_does():
     """select scored argmax H of boosting's α: at k = 1 the examples no step
     reached kept α = 0 and their queries went to class 0 — 0.739 for 1-NN's

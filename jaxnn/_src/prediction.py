@@ -29,7 +29,7 @@ from jaxnn._src.shared_sizes import (at_shared_k, at_shared_rows, first_k, first
                                      query_rows)
 
 __all__ = ["decision_function", "predict_proba", "predict", "host_scores", "host_proba", "host_rule", "PREDICT_BLOCK_ROWS",
-           "tie_broken_argmax", "tie_parts", "label_sums", "neighbor_sq_distances", "held_out_scores", "HeldOutScores",
+           "tie_broken_argmax", "tie_parts", "host_neighbor_sum", "host_first_positions", "label_sums", "neighbor_sq_distances", "held_out_scores", "HeldOutScores",
            "RuleParts", "family_rule"]
 
 @programs.jit()
@@ -67,6 +67,26 @@ def tie_parts(Y, indices, k=None):
     (:func:`tie_broken_argmax`), for neighbour indices as
     :func:`leveraged_scores` takes them.  Traced in the caller's program."""
     return neighbor_sum((Y > 0).astype(Y.dtype), indices, k), _first_positions(Y, indices, k)
+
+
+def host_neighbor_sum(rows, indices, k: int) -> np.ndarray:
+    """:func:`graph.neighbor_sum` in NumPy: Σ_{t<k} rows[indices[:, t]] (n, C)
+    for (m, C) rows and (n, k') indices, summed in the program's order (one
+    column at a time, nearest first) — the same floats, nothing to compile."""
+    H = np.zeros((indices.shape[0], rows.shape[1]), rows.dtype)
+    for t in range(k):
+        H += rows[indices[:, t]]
+    return H
+
+
+def host_first_positions(Y, indices, k: int) -> np.ndarray:
+    """:func:`_first_positions` in NumPy: (n, C) int32, the position of the
+    first of the k nearest neighbours in each class (y_jc > 0), k' =
+    indices.shape[1] where none is."""
+    first = np.full((indices.shape[0], Y.shape[1]), indices.shape[1], np.int32)
+    for t in range(k - 1, -1, -1):
+        first[Y[indices[:, t]] > 0] = t
+    return first
 
 
 def tie_broken_argmax(primary, secondary, first, width: int):

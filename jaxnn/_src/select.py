@@ -22,7 +22,8 @@ from jaxnn._src.inputs import as_points, compute_dtype, encode_labels, label_row
 from jaxnn._src.params import check
 from jaxnn._src.plan import make_plan
 from jaxnn._src.leverage import unreached_leverage
-from jaxnn._src.prediction import label_sums, leveraged_scores, tie_broken_argmax, tie_parts
+from jaxnn._src.prediction import (host_first_positions, host_neighbor_sum, label_sums, leveraged_scores,
+                                  tie_broken_argmax, tie_parts)
 from jaxnn._src.progress import logged, progress_shown, stage
 from jaxnn._src.shared_sizes import padded_rows, query_rows, shared_rows, to_device
 from jaxnn._src.steps import initial_edges
@@ -199,8 +200,12 @@ def select(
     Y = to_device(padded_rows(Y_all[tr], m if shared is None else shared.rows), dtype)
     Y_va = Y_all[va]
     n_val = Y_va.shape[0]
-    # the scoring compiled once for nearby sizes, and for every k: the k_max columns, the first k summed
-    query = to_device(padded_rows(query, query_rows(n_val)))
+    # the scoring on the host where small, else compiled once for nearby sizes, and for every k: the
+    # k_max columns, the first k summed
+    scored_on_host = n_val * k_max * n_classes <= HOST_SCORING_MAX_ENTRIES
+    Y_scored = np.asarray(Y_all[tr], dtype) if scored_on_host else Y
+    if not scored_on_host:
+        query = to_device(padded_rows(query, query_rows(n_val)))
     Y_run = sharding.on_classes(Y, plan.devices)  # on the plan's class mesh, as fit's run holds it
     scores = {}
     calls = max_passes * (len(ks) if shared is not None else 1)  # runs of one loss's compiled scan
@@ -209,7 +214,7 @@ def select(
                total=n_candidates, unit="candidate") as progress:
         for k in ks:
             nb = graph[:, :k]
-            rule = _RuleParts(Y, query, k, n_val, n_classes)
+            rule = _RuleParts(Y_scored, query, k, n_val, n_classes)
             run_pass = boost_runs.pass_runner(plan, nb, n_classes, algo, seed, max_passes, shared, k_max, calls)
             for loss in loss_objs:
                 # one padded pass: the initial edges computed in its program, as a fit's one pass computes
@@ -236,11 +241,18 @@ class _RuleParts:
     do not depend on α, for one k: the label sums V = Σ_{j∈NN_k(x)} y_jc,
     the vote counts and the first positions of each class (ties), computed
     once for every candidate of that k.  ``Y`` (rows, C') on the device,
-    padded; ``query`` the held-out points' (n', k_max) neighbours, padded."""
+    padded, and ``query`` the held-out points' (n', k_max) neighbours,
+    padded; or, scored on the host (:data:`HOST_SCORING_MAX_ENTRIES`), the
+    training part's (m, C) labels and the n_val points' neighbours, NumPy."""
 
     def __init__(self, Y, query, k: int, n_val: int, n_classes: int):
         self.Y, self.query, self.k, self.n_val, self.n_classes = Y, query, k, n_val, n_classes
-        self.counts, self.first = (np.asarray(a)[:n_val, :n_classes] for a in _tie_parts(Y, query, k))
+        self.on_host = isinstance(query, np.ndarray)
+        if self.on_host:
+            self.counts = host_neighbor_sum((Y > 0).astype(Y.dtype), query, k)
+            self.first = host_first_positions(Y, query, k)
+        else:
+            self.counts, self.first = (np.asarray(a)[:n_val, :n_classes] for a in _tie_parts(Y, query, k))
         self.V = label_sums(self.counts, k)
 
     def accuracy(self, alpha, Y_va, multilabel: bool, shrinkages) -> float:
@@ -248,8 +260,11 @@ class _RuleParts:
         unreached examples filled: predict's labels (argmax H, ties by the
         vote, then the nearest neighbour; multilabel H_c > 0) for H of α
         shrunk by each s of ``shrinkages`` toward ā, the best of them."""
-        padded = to_device(padded_rows(alpha, self.Y.shape[0]), self.Y.dtype)
-        H = np.asarray(leveraged_scores(padded, self.Y, self.query, self.k))[:self.n_val, :self.n_classes]
+        if self.on_host:  # the program's sum, in its order: the same H
+            H = host_neighbor_sum(alpha.astype(self.Y.dtype) * self.Y, self.query, self.k)
+        else:
+            padded = to_device(padded_rows(alpha, self.Y.shape[0]), self.Y.dtype)
+            H = np.asarray(leveraged_scores(padded, self.Y, self.query, self.k))[:self.n_val, :self.n_classes]
         common, truth = common_leverage(H, self.k), Y_va > 0 if multilabel else np.argmax(Y_va, axis=1)
         S = np.stack([shrunk_scores(H, self.V, s, common) for s in shrinkages])
         if multilabel:
@@ -258,6 +273,13 @@ class _RuleParts:
             right = tie_broken_argmax(S, self.counts, self.first, self.query.shape[1]) == truth  # NumPy: no program
         return max(float(np.mean(r)) for r in right)
 
+
+#: held-out points × largest candidate k × classes up to which ``select``
+#: scores its candidates on the host (:func:`host_neighbor_sum`, the
+#: program's sums in its order: the same scores), where the scoring's two
+#: programs would compile for each new shape at a few milliseconds' gain; beyond,
+#: in those programs (several times quicker on many points)
+HOST_SCORING_MAX_ENTRIES = 1 << 20
 
 #: the vote counts and first positions at the held-out points, k traced (one program for every candidate)
 _tie_parts = programs.jit()(tie_parts)

@@ -173,6 +173,14 @@ def at_shared_rows(*arrays, rows: int | None = None):
 #: search and scoring several times (``posterior="auto"``'s folds)
 SMALL_SEARCH_ELEMENTS = 1 << 16
 
+#: (padded) training rows up to which a batch of fewer queries is padded to
+#: the training rows: the shape of the training graph's own search (its
+#: queries are the training points), so that a small model's graph search,
+#: its held-out scoring and ``predict``'s batches run one compiled search and
+#: one rule, where each would compile its own; a padded query costs a
+#: search among so few points
+QUERIES_AS_TRAINING_MAX_ROWS = 512
+
 
 def query_rows(n: int, block: int = 128, among: int | None = None) -> int:
     """The rows a batch of n queries is padded to (≥ n): whole blocks of
@@ -193,7 +201,10 @@ def query_rows(n: int, block: int = 128, among: int | None = None) -> int:
     rows = in_blocks(n, block, bits=2 if blocks <= 64 else 4)
     if among is None:
         return rows
-    floor = SMALL_SEARCH_ELEMENTS // max(int(among), 1) // block * block
+    among = int(among)
+    if among <= QUERIES_AS_TRAINING_MAX_ROWS:
+        rows = max(rows, among)
+    floor = SMALL_SEARCH_ELEMENTS // max(among, 1) // block * block
     return max(rows, in_blocks(floor, block, bits=2)) if floor >= block else rows
 
 
