@@ -296,12 +296,12 @@ def test_batches_of_other_sizes_share_the_compiled_prediction(compilations):
     assert compiled == [], compiled
 
 
-@pytest.mark.parametrize("m", [250, 450])
+@pytest.mark.parametrize("m", [250, 600])
 def test_a_small_models_predictions_run_its_fits_search_and_rule(m, compilations):
     """On at most QUERIES_AS_TRAINING_MAX_ROWS padded training rows a batch of
-    fewer queries is padded to the training rows, the shape of the fit's own
-    graph search: a default fit compiles the search and the rule that its
-    predictions of any batch up to that size run (m = 450: 512 rows, where
+    fewer queries is padded as the training points are, the shape of the
+    fit's own graph search: a default fit compiles the search and the rule that its
+    predictions of any batch up to that size run (m = 600: 640 rows, where
     a batch of up to 128 queries compiled a search and a rule of its own)."""
     from jaxnn._src import prediction as predict_mod
     from jaxnn._src import search as search_mod
@@ -333,11 +333,14 @@ def test_query_rows_buckets():
             assert rows >= n and rows % block == 0
             assert rows <= blocks * block * (3 / 2 if blocks <= 64 else 9 / 8)
     assert len({query_rows(n) for n in range(1, 10_001)}) == 14
-    for among in (128, 256, 384, 512, 640):  # few training rows: a batch of fewer queries at least as many rows
+    for among in (128, 384, 640, 1024, 1152):  # few training rows: a batch of queries as many as they have
         for n in (1, 100, among):
             rows = query_rows(n, among=among)
             assert rows % 128 == 0
-            assert rows >= max(n, among) if among <= sizes_mod.QUERIES_AS_TRAINING_MAX_ROWS else rows == query_rows(n)
+            if among <= sizes_mod.QUERIES_AS_TRAINING_MAX_ROWS:
+                assert rows >= max(query_rows(n), query_rows(among))
+            else:
+                assert rows == query_rows(n)
 
 
 @pytest.mark.slow

@@ -581,3 +581,19 @@ def test_many_queries_among_few_points_keep_the_floor_of_8(monkeypatch):
     assert found == [64, 8]
     np.testing.assert_array_equal(few, _brute_force(Q[:50], X, 5, False))
     np.testing.assert_array_equal(many[-50:], _brute_force(Q[-50:], X, 5, False))
+
+
+def test_a_padded_query_batch_searches_its_own_blocks_and_answers_as_a_full_one():
+    """Among few training points a batch of one query is padded to the
+    training points' rows (here 1024: eight blocks of 128) and the search
+    loops over the blocks holding real rows only: each query's neighbours
+    and distances are those the full batch's search gives it, to the bit."""
+    rng = np.random.default_rng(4)
+    X, Q = rng.normal(size=(1000, 5)).astype(np.float32), rng.normal(size=(300, 5)).astype(np.float32)
+    assert sizes_mod.query_rows(1, among=sizes_mod.shared_rows(1000)) == 1024 == sizes_mod.query_rows(300, among=1024)
+    full = jaxnn.knn_query(X, Q, 6)
+    for i in (0, 129, 299):
+        one = jaxnn.knn_query(X, Q[i:i + 1], 6)
+        np.testing.assert_array_equal(np.asarray(one.indices)[0], np.asarray(full.indices)[i])
+        np.testing.assert_array_equal(np.asarray(one.distances)[0], np.asarray(full.distances)[i])
+    np.testing.assert_array_equal(np.asarray(full.indices), _brute_force(Q, X, 6, False))

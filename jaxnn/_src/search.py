@@ -320,13 +320,13 @@ def blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, rec
             kernel, recall_target = _onepass_topk, float(recall_target)
         else:
             kernel = search_kernel(X.shape[0], X.shape[1], k, platforms.platform(), X.dtype)
-        m, n_valid, transform, found, far, own = X.shape[0], None, None, k, None, exclude_self
+        m, n_valid, q_valid, transform, found, far, own = X.shape[0], None, None, None, k, None, exclude_self
         if concrete and m <= shared_sizes.SHARED_MAX_ROWS:
             given = np.asarray(X)
             X, (e0, shift, s, e) = conditioning_on_host(given)  # no reduction of X in the program
             far = far_query_rows(np.asarray(Q)[:n_real], (e0, shift, s, e))
             X = program_argument(padded_rows(X, max(shared_rows(m), rows or 0)))
-            n_valid = program_argument(m, np.int32)
+            n_valid, q_valid = program_argument(m, np.int32), program_argument(n_real, np.int32)
             Q = padded_rows(Q, query_rows(Q.shape[0], block, among=X.shape[0]))
             transform = (program_argument(e0, np.int32), program_argument(shift), program_argument(s),
                          program_argument(e, np.int32))
@@ -338,7 +338,7 @@ def blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, rec
             exclude_self = True
         else:
             given, row0 = X, first_row
-        out = conditioned_search(Q, X, n_valid, transform, row0, kernel=kernel, k=found, block=block,
+        out = conditioned_search(Q, X, n_valid, transform, row0, q_valid, kernel=kernel, k=found, block=block,
                                  exclude_self=exclude_self, recall_target=recall_target,
                                  far_flags=concrete and far is None)
         idx, dist = out[:2]
@@ -359,12 +359,14 @@ def blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, rec
 
 
 @programs.jit(static_argnames=("kernel", "k", "block", "exclude_self", "recall_target", "far_flags"))
-def conditioned_search(Q, X, n_valid=None, transform=None, row0=0, *, kernel, k: int, block: int,
+def conditioned_search(Q, X, n_valid=None, transform=None, row0=0, q_valid=None, *, kernel, k: int, block: int,
                         exclude_self: bool, recall_target, far_flags: bool = False):
     """:func:`blocked_topk` on one device, jitted whole: a new shape compiles
     one program, not three (the conditioning and the rescaling of the
     distances would compile programs of their own per query size).
     ``n_valid``: X's rows from n_valid on are padding (None: none are).
+    ``q_valid`` (traced): Q's rows from it on are padding, their blocks not
+    searched (None: all are searched).
     ``transform``: X comes conditioned (:func:`conditioning_on_host`) and
     (e0, shift, s, e) condition Q alike and scale the distances back; None:
     both are conditioned here.  ``row0`` (traced): with ``exclude_self``,
@@ -378,7 +380,7 @@ def conditioned_search(Q, X, n_valid=None, transform=None, row0=0, *, kernel, k:
         e0, shift, s, exponent = transform
         Q = (jnp.ldexp(Q, -e0) - shift) / s
     extra = {} if recall_target is None else {"recall_target": recall_target}
-    idx, dist = kernel(Q, X, k, block, exclude_self, row0, n_valid=n_valid, **extra)
+    idx, dist = kernel(Q, X, k, block, exclude_self, row0, n_valid=n_valid, q_valid=q_valid, **extra)
     if far_flags:
         return idx, jnp.ldexp(dist, exponent), far
     return idx, jnp.ldexp(dist, exponent)
@@ -410,12 +412,14 @@ def _padding_at_infinity(x_sq, cols, n_valid):
 
 
 @functools.partial(jax.jit, static_argnames=("k", "block", "exclude_self", "recall_target"))
-def _onepass_topk(Q, X, k: int, block: int, exclude_self: bool, row0=0, recall_target=None, n_valid=None):
+def _onepass_topk(Q, X, k: int, block: int, exclude_self: bool, row0=0, recall_target=None, n_valid=None,
+                  q_valid=None):
     """block × m distance tiles, then :func:`_smallest_k` on each — or, with
     a ``recall_target``, ``lax.approx_min_k`` (TPU-native approximate
     selection; elsewhere XLA computes it exactly).  Query row r is training
     point ``row0 + r`` when ``exclude_self``.  X's rows from ``n_valid`` on
-    (None: none) are padding, at distance +inf."""
+    (None: none) are padding, at distance +inf; Q's rows from ``q_valid``
+    on are padding, not searched (:func:`_map_blocks`)."""
     n, m = Q.shape[0], X.shape[0]
     n_blocks = -(-n // block)
     Qp = jnp.zeros((n_blocks * block, Q.shape[1]), Q.dtype).at[:n].set(Q)
@@ -436,12 +440,32 @@ def _onepass_topk(Q, X, k: int, block: int, exclude_self: bool, row0=0, recall_t
             vals, idx = jax.lax.approx_min_k(d2, k, recall_target=recall_target)
         return idx.astype(jnp.int32), jnp.sqrt(vals)
 
-    idx, dist = jax.lax.map(one_block, jnp.arange(n_blocks))
+    idx, dist = _map_blocks(one_block, n_blocks, block, q_valid)
     return idx.reshape(-1, k)[:n], dist.reshape(-1, k)[:n]
 
 
+def _map_blocks(one_block, n_blocks: int, rows: int, q_valid=None):
+    """``one_block``'s outputs for the query blocks 0 … n_blocks − 1 of
+    ``rows`` rows each, stacked (n_blocks, …): ``lax.map``.  With
+    ``q_valid`` (traced: the query rows from it on are padding) a loop over
+    the blocks that hold real rows only, zeros for the others: a batch
+    padded to a shared size (:func:`shared_sizes.query_rows`) costs the
+    search of its own rows' blocks, and its rows' answers are the same."""
+    blocks = jnp.arange(n_blocks)
+    if q_valid is None:
+        return jax.lax.map(one_block, blocks)
+    shapes = jax.eval_shape(one_block, blocks[0])
+    out = jax.tree.map(lambda s: jnp.zeros((n_blocks,) + s.shape, s.dtype), shapes)
+    live = jnp.minimum((q_valid + rows - 1) // rows, n_blocks)
+
+    def block(b, out):
+        return jax.tree.map(lambda o, v: o.at[b].set(v), out, one_block(b))
+
+    return jax.lax.fori_loop(0, live, block, out)
+
+
 @functools.partial(jax.jit, static_argnames=("k", "block", "exclude_self"))
-def _chunked_topk(Q, X, k: int, block: int, exclude_self: bool, row0=0, n_valid=None):
+def _chunked_topk(Q, X, k: int, block: int, exclude_self: bool, row0=0, n_valid=None, q_valid=None):
     """The two-stage selection of :func:`_smallest_k` without a block × m tile.
 
     Stage 1 sweeps the columns in chunks of ``_CHUNK`` and keeps only the
@@ -476,7 +500,7 @@ def _chunked_topk(Q, X, k: int, block: int, exclude_self: bool, row0=0, n_valid=
         return _nearest_in_groups(q, q_sq, rows, jnp.moveaxis(minima, 0, 1).reshape(block, -1), Xp, x_sq, k,
                                   exclude_self)
 
-    idx, dist = jax.lax.map(one_block, jnp.arange(n_blocks))
+    idx, dist = _map_blocks(one_block, n_blocks, block, q_valid)
     return idx.reshape(-1, k)[:n], dist.reshape(-1, k)[:n]
 
 
@@ -536,7 +560,7 @@ FUSED_PRECISION = jax.lax.DotAlgorithmPreset.TF32_TF32_F32_X3
                                              "groups"))
 def _fused_topk(Q, X, k: int, block: int, exclude_self: bool, row0=0, n_valid=None, precision=FUSED_PRECISION,
                 interpret: bool | None = None, block_rows: int = group_minima.BLOCK_ROWS,
-                groups: int = group_minima.TILE_GROUPS):
+                groups: int = group_minima.TILE_GROUPS, q_valid=None):
     """The two-stage selection of :func:`_smallest_k` with the first stage
     one Pallas kernel (:func:`jaxnn._src.group_minima.group_minima`: each
     query row's minimum over every group of 32 points, no distance tile
@@ -569,5 +593,5 @@ def _fused_topk(Q, X, k: int, block: int, exclude_self: bool, row0=0, n_valid=No
                                            groups=groups, interpret=interpret)
         return _nearest_in_groups(q, q_sq[:, None], rows, minima, Xp, x_sq, k, exclude_self, two_level=True)
 
-    idx, dist = jax.lax.map(one_block, jnp.arange(n_blocks))
+    idx, dist = _map_blocks(one_block, n_blocks, rows_a_block, q_valid)
     return idx.reshape(-1, k)[:n], dist.reshape(-1, k)[:n]

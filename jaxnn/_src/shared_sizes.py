@@ -173,13 +173,13 @@ def at_shared_rows(*arrays, rows: int | None = None):
 #: search and scoring several times (``posterior="auto"``'s folds)
 SMALL_SEARCH_ELEMENTS = 1 << 16
 
-#: (padded) training rows up to which a batch of fewer queries is padded to
-#: the training rows: the shape of the training graph's own search (its
+#: (padded) training rows up to which a batch of fewer queries is padded as
+#: the training points are: the shape of the training graph's own search (its
 #: queries are the training points), so that a small model's graph search,
 #: its held-out scoring and ``predict``'s batches run one compiled search and
-#: one rule, where each would compile its own; a padded query costs a
-#: search among so few points
-QUERIES_AS_TRAINING_MAX_ROWS = 512
+#: one rule, where each would compile its own.  The search skips the padding
+#: rows' blocks; the rule computes them (a fraction of a millisecond here)
+QUERIES_AS_TRAINING_MAX_ROWS = 1024
 
 
 def query_rows(n: int, block: int = 128, among: int | None = None) -> int:
@@ -196,14 +196,17 @@ def query_rows(n: int, block: int = 128, among: int | None = None) -> int:
     rows are at least :data:`SMALL_SEARCH_ELEMENTS` / among (in whole
     blocks): among 128 padded rows, every batch of up to 512 queries — a
     fit's held-out part, the training points, a test set — shares one
-    compiled search, scoring and posterior."""
+    compiled search, scoring and posterior.  Among at most
+    :data:`QUERIES_AS_TRAINING_MAX_ROWS` rows, the batch has at least the
+    rows of a search of the training points themselves, whose program it
+    then runs."""
     blocks = -(-int(n) // block)
     rows = in_blocks(n, block, bits=2 if blocks <= 64 else 4)
     if among is None:
         return rows
     among = int(among)
-    if among <= QUERIES_AS_TRAINING_MAX_ROWS:
-        rows = max(rows, among)
+    if among <= QUERIES_AS_TRAINING_MAX_ROWS:  # as the training points' own search pads them
+        rows = max(rows, query_rows(among, block))
     floor = SMALL_SEARCH_ELEMENTS // max(among, 1) // block * block
     return max(rows, in_blocks(floor, block, bits=2)) if floor >= block else rows
 
