@@ -11,6 +11,7 @@ process.  Compare two versions by alternating runs::
     JAXNN_CACHE_DIR=/tmp/c python bench/first_calls.py family   # uls, udt and ols fit + predict_proba on wine
     JAXNN_CACHE_DIR=/tmp/c python bench/first_calls.py grid-jobs 2   # GridSearchCV(n_jobs=2) of the estimator, breast cancer
     python bench/first_calls.py warm 20000 16           # first and three warm fits (posterior="auto")
+    JAXNN_CACHE_DIR=/tmp/c python bench/first_calls.py padded-queries 1000 16  # warm predict of 1 / 100 queries
     JAXNN_CACHE_DIR=/tmp/c python bench/first_calls.py tiny link   # warm fit + predict_proba of 150 problems of 12-60 points
     JAXNN_CACHE_DIR=/tmp/c python bench/first_calls.py folds iris  # warm default fits (k = 10) of five folds' training sets
     JAXNN_CACHE_DIR=/tmp/c python bench/first_calls.py folds iris auto  # the same folds: fit(k="auto") + predict
@@ -38,7 +39,9 @@ jaxnn's kept stage programs: ``JAXNN_PROGRAMS=0`` for JAX's cache alone), ``smal
 folds' ``GridSearchCV(SVC(), C ∈ {1, 10, 100}, γ ∈ {scale, 0.01, 0.1}, cv=3)`` fit + predict, in
 this one process, compilation included: seconds, their ratio and test accuracies, and the
 tracing, lowering and compiling of all of them), ``family`` (the
-default ``uls``, ``udt`` and ``ols`` fit + ``predict_proba`` on the bundled wine, in turn), ``warm`` M D (five Gaussian classes), ``select`` M
+default ``uls``, ``udt`` and ``ols`` fit + ``predict_proba`` on the bundled wine, in turn), ``warm`` M D (five Gaussian classes),
+``padded-queries`` M D (the same data: medians of 21 warm ``predict`` / ``predict_proba`` calls of 1 and 100
+queries, padded as the training points or to their own 128 rows, two alternating rounds), ``select`` M
 (d = 16, ten classes), ``tiny`` [link] (150 problems of 12–60 points, 1–4 features, 2–4 classes, k
 from 1 to 8, as tests/test_properties.py draws them: milliseconds a warm ``fit`` + ``predict_proba``,
 the best of three rounds after a first that compiles; ``link``: ``posterior="link", shrinkage=None``,
@@ -175,6 +178,25 @@ def main(argv: list[str]) -> None:
         X = (centers[y] + rng.normal(size=(m, d))).astype(np.float32)
         times = [timed(lambda: jaxnn.fit(X, y, k=10, seed=1).alpha) for _ in range(4)]
         print(f"warm m={m} d={d}: first {times[0]:.2f} s, warm " + " ".join(f"{t:.3f}" for t in times[1:]))
+    elif mode == "padded-queries":  # warm predict of a small model's few queries, padded as its training points or not
+        from jaxnn._src import shared_sizes
+
+        m, d = int(argv[1]), int(argv[2])
+        centers = rng.normal(scale=2, size=(5, d))
+        y = rng.integers(0, 5, m)
+        X = (centers[y] + rng.normal(size=(m, d))).astype(np.float32)
+        model, Q = jaxnn.fit(X, y, k=10), X[:100] + 0.1
+        limit, best = shared_sizes.QUERIES_AS_TRAINING_MAX_ROWS, {}
+        for _ in range(2):  # alternating, medians of 21 warm calls each
+            for padded in (True, False):
+                shared_sizes.QUERIES_AS_TRAINING_MAX_ROWS = limit if padded else 0
+                for n, call in ((1, jaxnn.predict), (1, jaxnn.predict_proba), (100, jaxnn.predict_proba)):
+                    np.asarray(call(model, Q[:n]))
+                    times = [timed(lambda: np.asarray(call(model, Q[:n]))) for _ in range(21)]
+                    best.setdefault((padded, call.__name__, n), []).append(1e3 * float(np.median(times)))
+        for (padded, name, n), ms in best.items():
+            print(f"padded-queries m={m} d={d}: {name} of {n} {'padded as the training points' if padded else 'own rows'}: "
+                  + " / ".join(f"{t:.2f}" for t in ms) + " ms")
     elif mode == "tiny":  # the host's fixed cost of a small fit: every program compiled by the first round
         kw = dict(posterior="link", shrinkage=None) if argv[1:2] == ["link"] else {}
         problems = []
@@ -297,7 +319,7 @@ def main(argv: list[str]) -> None:
             print(f"{mode} m={m}: first {times[0]:.2f} s, second {times[1]:.2f} s")
     else:
         raise SystemExit(f"unknown mode {mode!r}: fit-auto, fit-link, fit-plain, ripley, iris, small-domains, family, "
-                         "grid-jobs, warm, tiny, select, given, cv, curve, grid, auto-k, ks, folds-colored, "
+                         "grid-jobs, warm, padded-queries, tiny, select, given, cv, curve, grid, auto-k, ks, folds-colored, "
                          "folds-baselines, auto-uci or split-uci")
     print(f"(jaxnn from {jaxnn.__file__})")
 

@@ -178,7 +178,7 @@ SMALL_SEARCH_ELEMENTS = 1 << 16
 #: queries are the training points), so that a small model's graph search,
 #: its held-out scoring and ``predict``'s batches run one compiled search and
 #: one rule, where each would compile its own.  The search skips the padding
-#: rows' blocks; the rule computes them (a fraction of a millisecond here)
+#: rows' blocks; the rule computes them (up to about a millisecond a call here)
 QUERIES_AS_TRAINING_MAX_ROWS = 1024
 
 
