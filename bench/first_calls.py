@@ -10,6 +10,7 @@ process.  Compare two versions by alternating runs::
     python bench/first_calls.py small-domains own-k    # the same, each k its own programs (SMALL_K_MAX_ROWS = 0)
     JAXNN_CACHE_DIR=/tmp/c python bench/first_calls.py family   # uls, udt and ols fit + predict_proba on wine
     JAXNN_CACHE_DIR=/tmp/c python bench/first_calls.py grid-jobs 2   # GridSearchCV(n_jobs=2) of the estimator, breast cancer
+    JAXNN_CACHE_DIR=/tmp/c python bench/first_calls.py grid-jobs 2 threading  # the same, joblib's workers threads
     python bench/first_calls.py warm 20000 16           # first and three warm fits (posterior="auto")
     JAXNN_CACHE_DIR=/tmp/c python bench/first_calls.py padded-queries 1000 16  # warm predict of 1 / 100 queries
     JAXNN_CACHE_DIR=/tmp/c python bench/first_calls.py tiny link   # warm fit + predict_proba of 150 problems of 12-60 points
@@ -163,13 +164,17 @@ def main(argv: list[str]) -> None:
 
         from jaxnn.sklearn import BoostedKNNClassifier
 
+        import joblib
+
         X, y = load_breast_cancer(return_X_y=True)
         jobs = int(argv[1]) if len(argv) > 1 else 1
+        backend = argv[2] if len(argv) > 2 else "loky"  # "threading": the workers are threads of this process
         grid = GridSearchCV(make_pipeline(StandardScaler(), BoostedKNNClassifier()),
                             {"boostedknnclassifier__k": [5, 10, 20]}, cv=5, n_jobs=jobs)
         # the second search reuses the first's worker processes (joblib keeps them), imports and programs loaded
-        first, second = (timed(lambda: grid.fit(X, y) and None) for _ in range(2))
-        print(f"grid-jobs {jobs}: first search {first:.2f} s, second {second:.2f} s, "
+        with joblib.parallel_config(backend=backend):
+            first, second = (timed(lambda: grid.fit(X, y) and None) for _ in range(2))
+        print(f"grid-jobs {jobs} ({backend}): first search {first:.2f} s, second {second:.2f} s, "
               f"best k = {grid.best_params_['boostedknnclassifier__k']}")
     elif mode == "warm":
         m, d = int(argv[1]), int(argv[2])

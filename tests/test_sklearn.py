@@ -81,9 +81,17 @@ def test_binary_decision_function_is_the_margin_of_class_1(blobs):
 def test_pipeline_and_grid_search(blobs):
     X, y, Xt, yt = blobs
     pipe = make_pipeline(StandardScaler(), BoostedKNNClassifier())
-    grid = GridSearchCV(pipe, {"boostedknnclassifier__k": [3, 7], "boostedknnclassifier__loss": ["logistic", "matsushita"]}, cv=2)
+    params = {"boostedknnclassifier__k": [3, 7], "boostedknnclassifier__loss": ["logistic", "matsushita"]}
+    grid = GridSearchCV(pipe, params, cv=2)
     grid.fit(X, y)
     assert grid.best_params_["boostedknnclassifier__k"] in (3, 7)
+    import joblib
+
+    with joblib.parallel_config(backend="threading"):  # two fits at once in this process: the serial scores
+        threads = GridSearchCV(pipe, params, cv=2, n_jobs=2).fit(X, y)
+    for key in ("split0_test_score", "split1_test_score"):
+        np.testing.assert_array_equal(threads.cv_results_[key], grid.cv_results_[key])
+    assert threads.best_params_ == grid.best_params_
     knn = jaxnn.baselines.knn_fit(StandardScaler().fit(X).transform(X), y, k=grid.best_params_["boostedknnclassifier__k"])
     plain = np.mean(jaxnn.baselines.predict(knn, StandardScaler().fit(X).transform(Xt)) == yt)
     assert grid.score(Xt, yt) >= plain - 0.05  # boosting keeps k-NN's accuracy on easy blobs
