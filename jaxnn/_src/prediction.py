@@ -29,8 +29,8 @@ from jaxnn._src.shared_sizes import (at_shared_k, at_shared_rows, first_k, first
                                      query_rows)
 
 __all__ = ["decision_function", "predict_proba", "predict", "host_scores", "host_proba", "host_rule", "PREDICT_BLOCK_ROWS",
-           "tie_broken_argmax", "tie_parts", "host_neighbor_sum", "host_first_positions", "label_sums", "neighbor_sq_distances", "held_out_scores", "HeldOutScores",
-           "RuleParts", "family_rule"]
+           "tie_broken_argmax", "tie_parts", "host_neighbor_sum", "host_first_positions", "label_sums",
+           "neighbor_sq_distances", "held_out_scores", "HeldOutScores", "RuleParts", "family_rule"]
 
 @programs.jit()
 def leveraged_scores(alpha, Y, indices, k=None):

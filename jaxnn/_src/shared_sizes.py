@@ -168,9 +168,9 @@ def at_shared_rows(*arrays, rows: int | None = None):
 #: queries × training rows below which a batch of queries is padded rather
 #: than given a program of its own: 2¹⁶ distances, every batch of up to 512
 #: queries among 128 training rows (a small fit's training points, held-out
-#: part and test set) in one program.  Each padded row is searched and
-#: scored at every call, so the floor is kept low: a small fit runs its
-#: search and scoring several times (``posterior="auto"``'s folds)
+#: part and test set) in one program.  Each padded row is scored at every
+#: call (the search skips the padding's blocks), so the floor is kept low: a
+#: small fit runs its search and scoring several times (``posterior="auto"``'s folds)
 SMALL_SEARCH_ELEMENTS = 1 << 16
 
 #: (padded) training rows up to which a batch of fewer queries is padded as
