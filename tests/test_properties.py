@@ -252,3 +252,26 @@ def test_select_scores_on_the_host_as_its_programs_to_the_bit(seed, k, C, scale)
     counts, first = (np.asarray(a) for a in select_mod._tie_parts(Y, idx, kk))
     np.testing.assert_array_equal(prediction.host_neighbor_sum((Y > 0).astype(np.float32), idx, k), counts)
     np.testing.assert_array_equal(prediction.host_first_positions(Y, idx, k), first)
+
+
+@given(seed=st.integers(0, 2**31 - 1), n=st.one_of(st.integers(-6, 6), st.integers(-2300, 2300)), x64=st.booleans())
+def test_times_power_of_two_is_ldexp(seed, n, x64):
+    """The searches scale by powers of two with three bit-built factors, not
+    jnp.ldexp (a far larger program): the same floats for every normal x
+    and exponent, and for 0, ±inf and NaN; a subnormal result is 0 or
+    ldexp's own (the platform may flush them)."""
+    from jaxnn._src import search
+
+    dtype = np.float64 if x64 else np.float32
+    rng = np.random.default_rng(seed)
+    tiny, low, top = np.finfo(dtype).tiny, np.finfo(dtype).minexp, np.finfo(dtype).maxexp
+    exponents = np.concatenate([rng.integers(low, top, 32), rng.integers(low, low + 4, 16),
+                                rng.integers(top - 4, top, 16)])
+    x = np.ldexp(rng.uniform(0.5, 1.0, 64) * rng.choice([-1, 1], 64), exponents).astype(dtype)  # near both ends too
+    x = np.concatenate([x, np.array([0.0, -0.0, np.inf, -np.inf, np.nan], dtype)])
+    with jax.enable_x64(x64):
+        want = np.asarray(jax.numpy.ldexp(x, n))
+        got = np.asarray(jax.jit(search._times_power_of_two)(x, n))
+    same = (got == want) | (np.isnan(got) & np.isnan(want))
+    same &= np.signbit(got) == np.signbit(want)
+    assert np.all(same | ((np.abs(want) < tiny) & (got == 0))), (n, x[~same], want[~same], got[~same])

@@ -133,11 +133,31 @@ def _sharded_search(mesh, kernel, k: int, block: int, exclude_self: bool, per_de
     return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=(spec, jax.sharding.PartitionSpec()), out_specs=(spec, spec)))
 
 
+def _times_power_of_two(x, n):
+    """x · 2^n (traced x, integer scalar n): ``jnp.ldexp(x, n)``'s values —
+    the same floats wherever the result is a normal number or 0, ±inf or
+    NaN (a subnormal result is 0 where the platform flushes them, as XLA's
+    CPU does) — by three multiplications by powers of two built from their
+    bits, 2^(n/3) each rounded toward 0 and the rest: exponents of one sign,
+    so no part under- or overflows before the whole does.  A small fraction
+    of ``jnp.ldexp``'s program (its frexp and its many selects) to trace,
+    lower and compile, in every search.  n is clipped where every finite x
+    is already 0 or ±inf."""
+    dtype = jnp.dtype(x.dtype)
+    info = jnp.finfo(dtype)
+    emax, bits = int(info.maxexp) - 1, jnp.int32 if dtype.itemsize == 4 else jnp.int64
+    n = jnp.clip(jnp.asarray(n, bits), -(3 * (emax - 1) - 2), 3 * (emax - 1) - 2)
+    third = jnp.sign(n) * (jnp.abs(n) // 3)
+    for part in (third, third, n - 2 * third):  # each within the normal exponents [1 − emax, emax]
+        x = x * jax.lax.bitcast_convert_type((part + emax) << int(info.nmant), dtype)
+    return x
+
+
 @jax.jit
 def _conditioned(Q, X):
     """Q and X shifted and scaled alike for the search's ‖q‖² + ‖x‖² − 2q·x:
     (Q', X', e) with X' = (X − μ)/2^e, Q' = (Q − μ)/2^e and distances
-    ‖q' − x'‖·2^e (``jnp.ldexp(d, e)``).
+    ‖q' − x'‖·2^e (:func:`_times_power_of_two`).
 
     2^e is the power of two at the top of X's spread about its mean, and μ
     that mean rounded to a multiple of 2^e: an offset larger than the spread
@@ -155,11 +175,11 @@ def _conditioned(Q, X):
     query row is far (:func:`far_query_rows`).
     """
     _, e0 = jnp.frexp(jnp.max(jnp.abs(X)))  # |X| < 2^e0
-    Q, X = jnp.ldexp(Q, -e0), jnp.ldexp(X, -e0)  # exact (powers of two): |X| < 1
+    Q, X = _times_power_of_two(Q, -e0), _times_power_of_two(X, -e0)  # exact (powers of two): |X| < 1
     mu = X[0] + jnp.mean(X - X[0], axis=0)  # a constant feature's mean is its value: see conditioning_on_host
     dev = jnp.max(jnp.abs(X - mu), axis=0)
     _, e = jnp.frexp(jnp.max(dev))
-    s = jnp.ldexp(jnp.ones((), X.dtype), e)  # 2^e ≥ the spread; 1 for identical points
+    s = _times_power_of_two(jnp.ones((), X.dtype), e)  # 2^e ≥ the spread; 1 for identical points
     shift = jnp.where(dev > 0, jnp.round(mu / s) * s, mu)  # constant features to 0 exactly
     Q = (Q - shift) / s
     return Q, (X - shift) / s, e + e0, _far(jnp.sum(Q * Q, axis=1), Q.shape[1])
@@ -170,7 +190,7 @@ def conditioning_on_host(X: np.ndarray):
     float64 (X's own precision if wider), X' and the shift then rounded to
     X's dtype — the mean's sum in another order (the shift may differ by one
     2^e step: an exact shift either way): (X' (m, d), (e0, shift, s, e)),
-    the queries to be conditioned alike, Q' = (ldexp(Q, −e0) − shift)/s
+    the queries to be conditioned alike, Q' = (Q·2^−e0 − shift)/s
     (:func:`conditioned_search`), the distances scaled back by 2^e.  For
     the small searches: their compiled program then holds no reduction of
     X, which compiles faster, and on the host it costs O(m·d).  The
@@ -351,7 +371,7 @@ def blocked_topk(Q, X, k: int, block: int, exclude_self: bool, devices=None, rec
     given, given_q = X, Q
     Q, X, exponent, far = _conditioned(Q, X)
     idx, dist = _blocked_topk_conditioned(Q, X, k, block, exclude_self, devices, recall_target)
-    dist = jnp.ldexp(dist, exponent)
+    dist = _times_power_of_two(dist, exponent)
     if concrete:
         far = np.flatnonzero(np.asarray(far)[:n_real])
         idx, dist = _with_exact_rows(idx, dist, far, given_q, given, given.shape[0], exclude_self)
@@ -378,12 +398,12 @@ def conditioned_search(Q, X, n_valid=None, transform=None, row0=0, q_valid=None,
         Q, X, exponent, far = _conditioned(Q, X)
     else:
         e0, shift, s, exponent = transform
-        Q = (jnp.ldexp(Q, -e0) - shift) / s
+        Q = (_times_power_of_two(Q, -e0) - shift) / s
     extra = {} if recall_target is None else {"recall_target": recall_target}
     idx, dist = kernel(Q, X, k, block, exclude_self, row0, n_valid=n_valid, q_valid=q_valid, **extra)
     if far_flags:
-        return idx, jnp.ldexp(dist, exponent), far
-    return idx, jnp.ldexp(dist, exponent)
+        return idx, _times_power_of_two(dist, exponent), far
+    return idx, _times_power_of_two(dist, exponent)
 
 
 def _blocked_topk_conditioned(Q, X, k: int, block: int, exclude_self: bool, devices, recall_target):
