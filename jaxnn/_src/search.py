@@ -134,7 +134,7 @@ def _sharded_search(mesh, kernel, k: int, block: int, exclude_self: bool, per_de
 
 
 def _times_power_of_two(x, n):
-    """x · 2^n (traced x, integer scalar n): ``jnp.ldexp(x, n)``'s values —
+    """x · 2^n (traced float32 or float64 x, integer scalar n): ``jnp.ldexp(x, n)``'s values —
     the same floats wherever the result is a normal number or 0, ±inf or
     NaN (a subnormal result is 0 where the platform flushes them, as XLA's
     CPU does) — by three multiplications by powers of two built from their
