@@ -199,6 +199,7 @@ def main(argv: list[str]) -> None:
                     np.asarray(call(model, Q[:n]))
                     times = [timed(lambda: np.asarray(call(model, Q[:n]))) for _ in range(21)]
                     best.setdefault((padded, call.__name__, n), []).append(1e3 * float(np.median(times)))
+        shared_sizes.QUERIES_AS_TRAINING_MAX_ROWS = limit
         for (padded, name, n), ms in best.items():
             print(f"padded-queries m={m} d={d}: {name} of {n} {'padded as the training points' if padded else 'own rows'}: "
                   + " / ".join(f"{t:.2f}" for t in ms) + " ms")

@@ -460,28 +460,28 @@ def _onepass_topk(Q, X, k: int, block: int, exclude_self: bool, row0=0, recall_t
             vals, idx = jax.lax.approx_min_k(d2, k, recall_target=recall_target)
         return idx.astype(jnp.int32), jnp.sqrt(vals)
 
-    idx, dist = _map_blocks(one_block, n_blocks, block, q_valid)
+    idx, dist = _map_blocks(one_block, n_blocks, block, k, Q.dtype, q_valid)
     return idx.reshape(-1, k)[:n], dist.reshape(-1, k)[:n]
 
 
-def _map_blocks(one_block, n_blocks: int, rows: int, q_valid=None):
-    """``one_block``'s outputs for the query blocks 0 … n_blocks − 1 of
-    ``rows`` rows each, stacked (n_blocks, …): ``lax.map``.  With
-    ``q_valid`` (traced: the query rows from it on are padding) a loop over
-    the blocks that hold real rows only, zeros for the others: a batch
-    padded to a shared size (:func:`shared_sizes.query_rows`) costs the
-    search of its own rows' blocks, and its rows' answers are the same."""
-    blocks = jnp.arange(n_blocks)
+def _map_blocks(one_block, n_blocks: int, rows: int, k: int, dtype, q_valid=None):
+    """``one_block``'s (indices (rows, k) int32, distances (rows, k) ``dtype``)
+    for the query blocks 0 … n_blocks − 1 of ``rows`` rows each, stacked
+    (n_blocks, rows, k): ``lax.map``.  With ``q_valid`` (traced: the query
+    rows from it on are padding) a loop over the blocks that hold real rows
+    only, zeros for the others: a batch padded to a shared size
+    (:func:`shared_sizes.query_rows`) costs the search of its own rows'
+    blocks, and its rows' answers are the same."""
     if q_valid is None:
-        return jax.lax.map(one_block, blocks)
-    shapes = jax.eval_shape(one_block, blocks[0])
-    out = jax.tree.map(lambda s: jnp.zeros((n_blocks,) + s.shape, s.dtype), shapes)
+        return jax.lax.map(one_block, jnp.arange(n_blocks))
     live = jnp.minimum((q_valid + rows - 1) // rows, n_blocks)
 
     def block(b, out):
-        return jax.tree.map(lambda o, v: o.at[b].set(v), out, one_block(b))
+        idx, dist = one_block(b)
+        return out[0].at[b].set(idx), out[1].at[b].set(dist)
 
-    return jax.lax.fori_loop(0, live, block, out)
+    zeros = (jnp.zeros((n_blocks, rows, k), jnp.int32), jnp.zeros((n_blocks, rows, k), dtype))
+    return jax.lax.fori_loop(0, live, block, zeros)
 
 
 @functools.partial(jax.jit, static_argnames=("k", "block", "exclude_self"))
@@ -520,7 +520,7 @@ def _chunked_topk(Q, X, k: int, block: int, exclude_self: bool, row0=0, n_valid=
         return _nearest_in_groups(q, q_sq, rows, jnp.moveaxis(minima, 0, 1).reshape(block, -1), Xp, x_sq, k,
                                   exclude_self)
 
-    idx, dist = _map_blocks(one_block, n_blocks, block, q_valid)
+    idx, dist = _map_blocks(one_block, n_blocks, block, k, Q.dtype, q_valid)
     return idx.reshape(-1, k)[:n], dist.reshape(-1, k)[:n]
 
 
@@ -613,5 +613,5 @@ def _fused_topk(Q, X, k: int, block: int, exclude_self: bool, row0=0, n_valid=No
                                            groups=groups, interpret=interpret)
         return _nearest_in_groups(q, q_sq[:, None], rows, minima, Xp, x_sq, k, exclude_self, two_level=True)
 
-    idx, dist = _map_blocks(one_block, n_blocks, rows_a_block, q_valid)
+    idx, dist = _map_blocks(one_block, n_blocks, rows_a_block, k, Q.dtype, q_valid)
     return idx.reshape(-1, k)[:n], dist.reshape(-1, k)[:n]
