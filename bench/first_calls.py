@@ -8,6 +8,7 @@ process.  Compare two versions by alternating runs::
     JAXNN_CACHE_DIR=/tmp/c python bench/first_calls.py iris   # the same calls on scikit-learn's iris: where the time goes
     python bench/first_calls.py small-domains          # 5 folds of fit(k="auto") + predict against an SVC grid search
     python bench/first_calls.py small-domains own-k    # the same, each k its own programs (SMALL_K_MAX_ROWS = 0)
+    python bench/first_calls.py small-domains iris json  # one set, one JSON line (bench/bench_processes.py)
     JAXNN_CACHE_DIR=/tmp/c python bench/first_calls.py family   # uls, udt and ols fit + predict_proba on wine
     JAXNN_CACHE_DIR=/tmp/c python bench/first_calls.py grid-jobs 2   # GridSearchCV(n_jobs=2) of the estimator, breast cancer
     JAXNN_CACHE_DIR=/tmp/c python bench/first_calls.py grid-jobs 2 threading  # the same, joblib's workers threads
@@ -39,7 +40,8 @@ jaxnn's kept stage programs: ``JAXNN_PROGRAMS=0`` for JAX's cache alone), ``smal
 (on each of eight small bundled sets, five folds of ``fit(k="auto")`` + ``predict`` against the same
 folds' ``GridSearchCV(SVC(), C ∈ {1, 10, 100}, γ ∈ {scale, 0.01, 0.1}, cv=3)`` fit + predict, in
 this one process, compilation included: seconds, their ratio and test accuracies, and the
-tracing, lowering and compiling of all of them), ``family`` (the
+tracing, lowering and compiling of all of them; set names after the mode run those sets alone),
+``family`` (the
 default ``uls``, ``udt`` and ``ols`` fit + ``predict_proba`` on the bundled wine, in turn), ``warm`` M D (five Gaussian classes),
 ``padded-queries`` M D (the same data: medians of 21 warm ``predict`` / ``predict_proba`` calls of 1 and 100
 queries, padded as the training points or to their own 128 rows, two alternating rounds), ``select`` M
@@ -55,14 +57,20 @@ points), ``given`` M K (d = 16, four classes), ``cv`` M [C], ``curve`` M, ``grid
 ``auto-k`` M and ``ks`` M (d = 16, four classes), ``folds-colored`` M and ``folds-baselines`` M (the
 same data, five folds by index mod 5), ``auto-uci`` NAME and ``split-uci`` NAME N (a bundled UCI set,
 a random 2/3 of it, standardised); the last eleven print a first and a second call.  Prints seconds;
-``jaxnn.__file__`` is printed too, to show which copy ran.
+``jaxnn.__file__`` is printed too, to show which copy ran.  ``json`` as the last argument of
+``small-domains``, ``iris`` and ``grid-jobs`` N BACKEND prints their numbers as JSON lines instead
+(one per set for ``small-domains``), which bench/bench_processes.py reads.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
+
+#: the small bundled sets of the ``small-domains`` mode, in the order it runs them
+SMALL_SETS = ("bupa", "ionosphere", "pima", "wdbc", "sonar", "vehicle", "iris", "wine")
 
 
 def _jax_durations(jax) -> dict:
@@ -120,8 +128,11 @@ def main(argv: list[str]) -> None:
         total = timed(lambda: (jaxnn.predict(model := jaxnn.fit(X, y), X), jaxnn.predict_proba(model, X)))
         parts = _compile_parts(spent)
         parts["the rest"] = total - sum(parts.values())
-        print(f"iris fit + predict + predict_proba: {total:.3f} s (" +
-              ", ".join(f"{name} {t:.3f}" for name, t in parts.items()) + ")")
+        if "json" in argv[1:]:
+            print(json.dumps({"seconds": total, **parts}))
+        else:
+            print(f"iris fit + predict + predict_proba: {total:.3f} s (" +
+                  ", ".join(f"{name} {t:.3f}" for name, t in parts.items()) + ")")
     elif mode == "small-domains":
         from sklearn.model_selection import GridSearchCV, StratifiedKFold
         from sklearn.svm import SVC
@@ -130,10 +141,12 @@ def main(argv: list[str]) -> None:
 
         if "own-k" in argv[1:]:  # each k its own search, boosting and rule (no small-data floor)
             shared_sizes.SMALL_K_MAX_ROWS = 0
+        as_json = "json" in argv[1:]
+        names = [a for a in argv[1:] if a not in ("own-k", "json")] or list(SMALL_SETS)
         grid = {"C": [1, 10, 100], "gamma": ["scale", 0.01, 0.1]}
         total = {"jaxnn": 0.0, "svc": 0.0}
         spent = _jax_durations(jax)
-        for name in ("bupa", "ionosphere", "pima", "wdbc", "sonar", "vehicle", "iris", "wine"):
+        for name in names:
             X, y = jaxnn.datasets.load(name)
             folds = list(StratifiedKFold(5, shuffle=True, random_state=0).split(X, y))
             seconds, right = {}, {}
@@ -147,11 +160,16 @@ def main(argv: list[str]) -> None:
                     hits += int(np.sum(guess == y[test]))
                 seconds[who], right[who] = time.perf_counter() - t, hits / len(y)
                 total[who] += seconds[who]
+            if as_json:
+                print(json.dumps({"set": name, "jaxnn_seconds": seconds["jaxnn"], "svc_seconds": seconds["svc"],
+                                  "jaxnn_accuracy": right["jaxnn"], "svc_accuracy": right["svc"]}))
+                continue
             print(f"{name:11s} jaxnn {seconds['jaxnn']:6.2f} s (accuracy {right['jaxnn']:.3f})   "
                   f"SVC grid {seconds['svc']:6.2f} s ({right['svc']:.3f})   ratio {seconds['jaxnn'] / seconds['svc']:.2f}")
-        print(f"all eight: jaxnn {total['jaxnn']:.2f} s, SVC grid {total['svc']:.2f} s, "
-              f"ratio {total['jaxnn'] / total['svc']:.2f}")
-        print("jaxnn's programs: " + ", ".join(f"{name} {t:.2f} s" for name, t in _compile_parts(spent).items()))
+        if not as_json:
+            print(f"all {len(names)}: jaxnn {total['jaxnn']:.2f} s, SVC grid {total['svc']:.2f} s, "
+                  f"ratio {total['jaxnn'] / total['svc']:.2f}")
+            print("jaxnn's programs: " + ", ".join(f"{name} {t:.2f} s" for name, t in _compile_parts(spent).items()))
     elif mode == "family":  # paper 004's family: each member's default fit + predict_proba on wine, in turn
         X, y = jaxnn.datasets.load("wine")
         for name in ("uls", "udt", "ols"):
@@ -174,8 +192,11 @@ def main(argv: list[str]) -> None:
         # the second search reuses the first's worker processes (joblib keeps them), imports and programs loaded
         with joblib.parallel_config(backend=backend):
             first, second = (timed(lambda: grid.fit(X, y) and None) for _ in range(2))
-        print(f"grid-jobs {jobs} ({backend}): first search {first:.2f} s, second {second:.2f} s, "
-              f"best k = {grid.best_params_['boostedknnclassifier__k']}")
+        best = grid.best_params_["boostedknnclassifier__k"]
+        if "json" in argv[3:]:
+            print(json.dumps({"first": first, "second": second, "best_k": best}))
+        else:
+            print(f"grid-jobs {jobs} ({backend}): first search {first:.2f} s, second {second:.2f} s, best k = {best}")
     elif mode == "warm":
         m, d = int(argv[1]), int(argv[2])
         centers = rng.normal(scale=2, size=(5, d))

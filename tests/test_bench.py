@@ -173,7 +173,7 @@ def test_asv_runs_the_classes_only_asv_can(tmp_path):
 
 #: the in-process run of the benchmarks is split in this many parts
 #: (:func:`_parts`), which pytest-xdist's workers share
-DIRECT_PARTS = 3
+DIRECT_PARTS = 4
 
 
 @pytest.mark.parametrize("part", range(DIRECT_PARTS))
