@@ -33,17 +33,11 @@ Quick mode: iris alone, the threads alone.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import tempfile
-from pathlib import Path
 
-from .common import QUICK, Benchmark
+from .common import QUICK, Benchmark, in_child
 from .first_calls import SMALL_SETS as ALL_SMALL_SETS
 
-#: bench/first_calls.py, run as a script in each new process
-SCRIPT = str(Path(__file__).resolve().parent / "first_calls.py")
 #: the small bundled sets (quick: iris alone)
 SMALL_SETS = ("iris",) if QUICK else ALL_SMALL_SETS
 #: joblib backends of GridJobs's two workers
@@ -53,15 +47,11 @@ PROCESS_TIMEOUT = 600
 
 
 def run_script(cache: str, *args: str) -> list[dict]:
-    """``python bench/first_calls.py ARGS… json`` in a new process with jaxnn's
-    cache in the folder ``cache``: its JSON lines, parsed.  A failing process
-    raises with its error output."""
-    env = dict(os.environ, JAXNN_CACHE_DIR=cache)
-    proc = subprocess.run([sys.executable, SCRIPT, *args, "json"], env=env, capture_output=True, text=True,
-                          timeout=PROCESS_TIMEOUT)
-    if proc.returncode:
-        raise RuntimeError(f"first_calls.py {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    """``bench/first_calls.py ARGS… json`` in a new process
+    (:func:`common.in_child`) with jaxnn's cache in the folder ``cache``:
+    its JSON lines, parsed."""
+    printed = in_child("first_calls", "run", *args, "json", timeout=PROCESS_TIMEOUT, env={"JAXNN_CACHE_DIR": cache})
+    return [json.loads(line) for line in printed.splitlines() if line.startswith("{")]
 
 
 def empty_then_filled(*args: str) -> tuple[list[dict], list[dict]]:

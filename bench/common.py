@@ -192,15 +192,16 @@ def interleaved_medians(fns, rounds: int = 3, budget: float = 60.0) -> list:
     return [float(np.median(t)) for t in interleaved_times(fns, rounds, budget)]
 
 
-def in_child(module: str, function: str, *args, timeout: float = 3600.0) -> str:
+def in_child(module: str, function: str, *args, timeout: float = 3600.0, env: dict | None = None) -> str:
     """Run ``bench.<module>.<function>(*args)`` (the arguments as strings) in
     a new Python process and return what it printed: a measurement that
     must not see this process's state (a process's peak memory never goes
-    down, nor does its allocator hand back what it freed).  The child
-    inherits the environment (``JAX_PLATFORMS``, the caches' settings) and
-    finds this ``bench`` package after the interpreter's own path, so it
-    imports the same jaxnn as this process.  A failing child raises
-    RuntimeError with the end of its error output."""
+    down, nor does its allocator hand back what it freed), or a new
+    process's first calls.  The child inherits the environment
+    (``JAX_PLATFORMS``, the caches' settings), with ``env``'s variables set
+    over it, and finds this ``bench`` package after the interpreter's own
+    path, so it imports the same jaxnn as this process.  A failing child
+    raises RuntimeError with the end of its error output."""
     import subprocess
     import sys
     from pathlib import Path
@@ -209,7 +210,7 @@ def in_child(module: str, function: str, *args, timeout: float = 3600.0) -> str:
     code = (f"import sys; sys.path.append({parent!r}); from bench.{module} import {function}; "
             f"{function}(*sys.argv[1:])")
     proc = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, env=None if env is None else {**os.environ, **env})
     if proc.returncode != 0:
         raise RuntimeError(f"bench.{module}.{function}{args} failed in a child process "
                            f"(exit status {proc.returncode}):\n{proc.stderr[-3000:]}")

@@ -351,5 +351,10 @@ def main(argv: list[str]) -> None:
     print(f"(jaxnn from {jaxnn.__file__})")
 
 
+def run(*argv: str) -> None:
+    """:func:`main` of these arguments (``bench.common.in_child``'s call)."""
+    main(list(argv))
+
+
 if __name__ == "__main__":
     main(sys.argv[1:])
