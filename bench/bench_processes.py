@@ -27,19 +27,22 @@ the first kept (a filled one).
   two workers are faster), and the same for a second search in the process
   (``track_second_search_ratio_vs_one_job``).
 
-Quick mode: iris alone, the threads alone.
+Quick mode: iris alone, the threads alone, every workload in this process
+(:func:`run_script`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import tempfile
 
+from . import first_calls
 from .common import QUICK, Benchmark, in_child
-from .first_calls import SMALL_SETS as ALL_SMALL_SETS
 
 #: the small bundled sets (quick: iris alone)
-SMALL_SETS = ("iris",) if QUICK else ALL_SMALL_SETS
+SMALL_SETS = ("iris",) if QUICK else first_calls.SMALL_SETS
 #: joblib backends of GridJobs's two workers
 BACKENDS = ("threading",) if QUICK else ("loky", "threading")
 #: seconds a process may take
@@ -49,8 +52,18 @@ PROCESS_TIMEOUT = 600
 def run_script(cache: str, *args: str) -> list[dict]:
     """``bench/first_calls.py ARGS… json`` in a new process
     (:func:`common.in_child`) with jaxnn's cache in the folder ``cache``:
-    its JSON lines, parsed."""
-    printed = in_child("first_calls", "run", *args, "json", timeout=PROCESS_TIMEOUT, env={"JAXNN_CACHE_DIR": cache})
+    its JSON lines, parsed.  Quick: in this process, whose cache setting
+    stays as it is — a smoke run of the benchmarks' code, not a measurement
+    (a process starts in a few seconds; the test suite's smoke run would
+    start seven)."""
+    if QUICK:
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            first_calls.run(*args, "json")
+        printed = printed.getvalue()
+    else:
+        printed = in_child("first_calls", "run", *args, "json", timeout=PROCESS_TIMEOUT,
+                           env={"JAXNN_CACHE_DIR": cache})
     return [json.loads(line) for line in printed.splitlines() if line.startswith("{")]
 
 

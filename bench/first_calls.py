@@ -73,12 +73,18 @@ import time
 SMALL_SETS = ("bupa", "ionosphere", "pima", "wdbc", "sonar", "vehicle", "iris", "wine")
 
 
+#: the dict the one ``jax.monitoring`` listener of this process fills (JAX keeps listeners for good)
+_FILLING: list = []
+
+
 def _jax_durations(jax) -> dict:
     """Seconds by ``jax.monitoring`` event from now on, summed (filled as the process runs)."""
-    spent: dict = {}
-    jax.monitoring.register_event_duration_secs_listener(
-        lambda event, seconds, **_: spent.__setitem__(event, spent.get(event, 0.0) + seconds))
-    return spent
+    if not _FILLING:
+        jax.monitoring.register_event_duration_secs_listener(
+            lambda event, seconds, **_: _FILLING[0].__setitem__(event, _FILLING[0].get(event, 0.0) + seconds))
+        _FILLING.append(None)
+    _FILLING[0] = {}
+    return _FILLING[0]
 
 
 def _compile_parts(spent: dict) -> dict:

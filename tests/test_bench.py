@@ -358,6 +358,19 @@ def test_a_measurement_in_a_child_process_returns_what_it_printed_or_its_error()
         common.in_child("common", "skip_unless", "no_such_module", timeout=TIMEOUT)
 
 
+def test_a_first_calls_child_keeps_its_programs_in_its_own_cache_folder(tmp_path):
+    """``common.in_child`` with ``env`` (bench_processes' new processes, which
+    quick runs leave out): ``first_calls.py iris json`` in a child whose
+    jaxnn cache is ``tmp_path`` prints its seconds as JSON and keeps its
+    programs there."""
+    common = _bench_module("common")
+    printed = common.in_child("first_calls", "run", "iris", "json", timeout=TIMEOUT,
+                              env={"JAXNN_CACHE_DIR": str(tmp_path)})
+    (line,) = [json.loads(text) for text in printed.splitlines() if text.startswith("{")]
+    assert line["seconds"] > 0 and line["seconds"] >= line["compiling or loading"] > 0, line
+    assert any(tmp_path.rglob("*")), "nothing kept in the child's cache folder"
+
+
 def test_direct_runner_reports_a_failing_setup_and_goes_on(monkeypatch):
     """A setup_cache or setup that raises gives each of the class's benchmarks an
     error (a setup's NotImplementedError: skipped, asv's n/a) and the run goes on."""
