@@ -35,7 +35,7 @@ import jax.numpy as jnp
 
 from jaxnn._src import maxtree, plan, programs, steps
 from jaxnn._src.losses import Loss
-from jaxnn._src.steps import BoostResult, CHUNK, step_widths
+from jaxnn._src.steps import BoostResult, step_widths
 
 __all__ = ["boost", "boost_calls", "GREEDY_PAIRS"]
 
@@ -121,16 +121,8 @@ def boost(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None,
         return _boost_greedy(Y, labels, state0, members, counts, neighbors, order, n_steps, widths, size, narrow,
                              weights, algorithm=algorithm, loss=loss, trace=trace)
     n_delta = steps.delta_counts(counts, weights)
-    chunk = CHUNK if len(widths) > 1 else P  # one width: update the whole row at once
+    chunk = steps.chunk_width(widths, P)
     members = jnp.pad(members, ((0, 0), (0, -P % chunk)), constant_values=m)
-
-    def chunked(n, update, state):
-        """``update(start, state)`` over the ⌈n/chunk⌉ chunks of members[j]
-        (start = c·chunk), or once, unlooped, with start None when the chunk
-        is the whole row."""
-        if chunk == P:
-            return update(None, state)
-        return jax.lax.fori_loop(0, (n + chunk - 1) // chunk, lambda c, s: update(c * chunk, s), state)
 
     def member_chunk(j, start):
         """members[j, start:start + chunk] (the whole row when start is None),
@@ -154,7 +146,7 @@ def boost(Y, E0, members, counts, neighbors, order, n_points=None, n_steps=None,
                                valid=(idx < m)[:, None], size=size * C,
                                u=None if labels.u is None else labels.u[idx][:, None], trace=trace)
 
-        moved = chunked(n, update, state._replace(alpha=None))  # the chunks move the edges only
+        moved = steps.over_chunks(n, chunk, P, update, state._replace(alpha=None))  # the chunks move the edges only
         state = steps.apply(loss, moved._replace(alpha=state.alpha), at=j, delta=delta)
         return state, state.risk
 

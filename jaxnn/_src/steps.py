@@ -254,6 +254,22 @@ def initial_edges(Y, *, algorithm, loss: Loss) -> jax.Array:
 STEP_WIDTHS = (16, 64, 256)
 #: members updated per inner-loop iteration of a step
 CHUNK = 16
+
+
+def chunk_width(widths: tuple, P: int) -> int:
+    """Members a step updates at a time: :data:`CHUNK` where the step has
+    several widths (its n_j ≤ P varies), else the whole padded row P."""
+    return CHUNK if len(widths) > 1 else P
+
+
+def over_chunks(n, chunk: int, P: int, update, state):
+    """``update(start, state)`` over the ⌈n/chunk⌉ chunks of a step's n
+    members (start = c·chunk, traced), or once, unlooped, with start None
+    when the chunk is the whole row (chunk = P: an example with n_j = 0 then
+    moves by δ = 0, nothing)."""
+    if chunk == P:
+        return update(None, state)
+    return jax.lax.fori_loop(0, (n + chunk - 1) // chunk, lambda c, s: update(c * chunk, s), state)
 #: padded work (steps × P × C, × k for greedy, × the calls of one compiled
 #: program) from which narrowing pays for its compilation: the narrowed step
 #: (a switch over widths) compiles longer than the plain one, while a

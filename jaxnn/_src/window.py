@@ -191,7 +191,7 @@ def boost_windowed(Y, E0, counts, layout: WindowLayout, n_points=None, *, algori
     counts_p = steps.with_sentinel(counts.astype(jnp.int32))
     P = max(int(max_count), 1)
     widths = step_widths(P, work=calls * n_windows * S * P * C, narrow=narrow)
-    chunk = CHUNK if len(widths) > 1 else P
+    chunk = steps.chunk_width(widths, P)
 
     def members(offset, n, width):
         """Local rows of a step's members, ``width`` from ``offset`` (U past n)."""
@@ -208,12 +208,13 @@ def boost_windowed(Y, E0, counts, layout: WindowLayout, n_points=None, *, algori
 
         delta = steps.narrow_delta(algorithm, loss, widths, n, gather, m, local.edges, Yw, y_j, offset, n)
 
-        def update(c, local):
-            idx = members(offset + c * chunk, n - c * chunk, chunk)
+        def update(start, local):
+            start = 0 if start is None else start
+            idx = members(offset + start, n - start, chunk)
             return steps.apply(loss, local, idx, steps.edge_change(delta, Yw[idx], y_j), valid=(idx < U)[:, None],
                                size=m * C, trace=trace)
 
-        local = jax.lax.fori_loop(0, (n + chunk - 1) // chunk, update, local)
+        local = steps.over_chunks(n, chunk, P, update, local)
         return (local, Yw), (delta, local.risk)
 
     row_chunk = U // ROW_CHUNKS
