@@ -255,6 +255,12 @@ STEP_WIDTHS = (16, 64, 256)
 #: members updated per inner-loop iteration of a step
 CHUNK = 16
 
+#: padded work (steps × P × C, × k for greedy, × the calls of one compiled
+#: program) from which narrowing pays for its compilation: the narrowed step
+#: (a switch over widths) compiles longer than the plain one, while a
+#: padded edge costs little
+NARROW_MIN_WORK = 1 << 24
+
 
 def chunk_width(widths: tuple, P: int) -> int:
     """Members a step updates at a time: :data:`CHUNK` where the step has
@@ -270,11 +276,6 @@ def over_chunks(n, chunk: int, P: int, update, state):
     if chunk == P:
         return update(None, state)
     return jax.lax.fori_loop(0, (n + chunk - 1) // chunk, lambda c, s: update(c * chunk, s), state)
-#: padded work (steps × P × C, × k for greedy, × the calls of one compiled
-#: program) from which narrowing pays for its compilation: the narrowed step
-#: (a switch over widths) compiles longer than the plain one, while a
-#: padded edge costs little
-NARROW_MIN_WORK = 1 << 24
 
 
 def step_widths(P: int, work: int | None = None, narrow: bool | None = None) -> tuple:
